@@ -1,0 +1,206 @@
+/* compile.c - libtilec's one entry point: source text in, artifact out.
+ *
+ * The stages run in order, each only if the one before succeeded:
+ *   parse (.tile) or read IR (.tir) -> check and build tile IR -> passes
+ *   -> LLVM codegen -> PTX -> cubin
+ * and stop at the requested emit kind. Everything a compilation allocates
+ * lives in one arena (front end, IR) or one LLVM context, both freed before
+ * returning, so concurrent calls share nothing. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <llvm-c/Core.h>
+
+#include "backend/ptx/ptx.h"
+#include "lang/lang.h"
+#include "lower/lower.h"
+#include "parser/parser.h"
+#include "tilec.h"
+#include "tileir/tileir.h"
+
+enum { MAX_DEFINES = 256 };
+
+void tilec_options_init(tilec_options *opt) {
+    memset(opt, 0, sizeof *opt);
+    opt->emit = TILEC_EMIT_CUBIN;
+    opt->opt_level = 2;
+}
+
+const char *tilec_status_name(tilec_status s) {
+    switch (s) {
+    case TILEC_OK: return "ok";
+    case TILEC_ERR_SOURCE: return "error in source";
+    case TILEC_ERR_USAGE: return "bad options";
+    case TILEC_ERR_TOOL: return "tool error";
+    case TILEC_ERR_INTERNAL: return "internal compiler error";
+    }
+    return "unknown status";
+}
+
+void tilec_output_free(tilec_output *out) {
+    free(out->data);
+    free(out->diagnostics);
+    free(out->dumps);
+    free(out->info);
+    memset(out, 0, sizeof *out);
+}
+
+static bool ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+static bool is_pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
+
+/* Options the user can get wrong, checked before any work. */
+static bool check_options(const tilec_options *opt, tc_diag *diag) {
+    if (opt->arch && !ptx_arch_valid(opt->arch))
+        tc_error_plain(diag, "unknown --arch '%s' (expected sm_80, sm_86, sm_89, sm_90 or sm_90a)", opt->arch);
+    if (opt->num_warps && (!is_pow2(opt->num_warps) || opt->num_warps > LOWER_MAX_NUM_WARPS))
+        tc_error_plain(diag, "--num-warps must be a power of two from 1 to %d, not %d", LOWER_MAX_NUM_WARPS,
+                       opt->num_warps);
+    if (opt->opt_level != 0 && opt->opt_level != 2)
+        tc_error_plain(diag, "optimization level must be 0 or 2, not %d", opt->opt_level);
+    if (opt->dump_after && !lower_is_pass_name(opt->dump_after))
+        tc_error_plain(diag, "--dump-after: no pass named '%s'", opt->dump_after);
+    if (opt->ndefines > MAX_DEFINES)
+        tc_error_plain(diag, "too many -D definitions (limit is %d)", MAX_DEFINES);
+    if (opt->emit > TILEC_EMIT_CUBIN) tc_error_plain(diag, "unknown emit kind %d", (int)opt->emit);
+    return diag->nerrors == 0;
+}
+
+/* Front end: text to tile IR, from .tile source or from .tir text. */
+static tir_module *front_end(const tc_source *src, const tilec_options *opt, tc_arena *arena, tc_diag *diag) {
+    if (ends_with(src->name, ".tir")) return tir_parse(arena, src, diag);
+
+    ast_module *ast = parse_module(arena, src, diag);
+    if (diag->nerrors) return NULL;
+    lang_define *defs = TC_NEW_ARRAY(arena, lang_define, opt->ndefines + 1);
+    for (size_t i = 0; i < opt->ndefines; i++) {
+        defs[i].name = opt->defines[i].name;
+        defs[i].value = opt->defines[i].value;
+    }
+    lang_options lo = {defs, (uint32_t)opt->ndefines, opt->kernel, opt->num_warps};
+    tir_module *m = lang_to_tir(ast, &lo, arena, diag);
+    if (m) {
+        for (size_t i = 0; i < opt->ndefines; i++)
+            if (!defs[i].used)
+                tc_error_plain(diag, "-D %s: no kernel compiled here has a const parameter of that name",
+                               defs[i].name);
+        if (diag->nerrors) return NULL;
+    }
+    return m;
+}
+
+static void set_text(tilec_output *out, tc_strbuf *b) {
+    out->size = b->len;
+    out->data = tc_strbuf_take(b);
+}
+
+tilec_status tilec_compile(const char *filename, const char *source, size_t len, const tilec_options *opt_in,
+                           tilec_output *out) {
+    memset(out, 0, sizeof *out);
+    tilec_options defaults;
+    tilec_options_init(&defaults);
+    const tilec_options *opt = opt_in ? opt_in : &defaults;
+
+    tc_diag diag;
+    tc_diag_init(&diag);
+    tc_strbuf dumps, info, text;
+    tc_strbuf_init(&dumps);
+    tc_strbuf_init(&info);
+    tc_strbuf_init(&text);
+    tc_arena *arena = tc_arena_new();
+    tilec_status status = TILEC_OK;
+    const char *arch = opt->arch ? opt->arch : "sm_80";
+    tc_source src = {filename ? filename : "<input>", source ? source : "", source ? len : 0};
+
+    double t0 = tc_now_ms();
+    if (!check_options(opt, &diag)) {
+        status = TILEC_ERR_USAGE;
+        goto done;
+    }
+    if (src.len > PARSE_MAX_SOURCE) {
+        tc_error_plain(&diag, "%s: file too large (%zu bytes; limit is %d)", src.name, src.len, PARSE_MAX_SOURCE);
+        status = TILEC_ERR_SOURCE;
+        goto done;
+    }
+
+    tir_module *m = front_end(&src, opt, arena, &diag);
+    if (!m || diag.nerrors) {
+        status = TILEC_ERR_SOURCE;
+        goto done;
+    }
+    if (!tir_verify(m, "the front end", &diag)) {
+        /* .tir input is the user's; IR from .tile source failing is our bug */
+        status = ends_with(src.name, ".tir") ? TILEC_ERR_SOURCE : TILEC_ERR_INTERNAL;
+        goto done;
+    }
+    lower_options lopt = {
+        .num_warps = opt->num_warps,
+        .opt_level = opt->opt_level,
+        .arch = arch,
+        .passes = opt->emit == TILEC_EMIT_TIR ? opt->passes : NULL,
+        .dump_after = opt->dump_after,
+        .dump_all = opt->dump_all,
+        .dump_out = &dumps,
+    };
+    if (!lower_run_pipeline(m, &lopt, &diag)) {
+        status = TILEC_ERR_INTERNAL;
+        goto done;
+    }
+    out->ms_frontend = tc_now_ms() - t0;
+
+    if (opt->emit == TILEC_EMIT_TIR) {
+        tir_print_module(&text, m, opt->print_locs ? TIR_PRINT_LOCS : 0);
+        set_text(out, &text);
+        goto done;
+    }
+
+    double t1 = tc_now_ms();
+    LLVMContextRef ctx = LLVMContextCreate();
+    LLVMModuleRef lm = lower_codegen(m, ctx, &lopt, &diag);
+    if (!lm) {
+        status = TILEC_ERR_INTERNAL;
+        LLVMContextDispose(ctx);
+        goto done;
+    }
+    if (opt->emit == TILEC_EMIT_LLVM) {
+        char *s = LLVMPrintModuleToString(lm);
+        tc_strbuf_puts(&text, s);
+        LLVMDisposeMessage(s);
+        set_text(out, &text);
+    } else if (!ptx_emit(lm, arch, opt->opt_level, &text, &diag)) {
+        status = TILEC_ERR_TOOL;
+    }
+    LLVMDisposeModule(lm);
+    LLVMContextDispose(ctx);
+    out->ms_llvm = tc_now_ms() - t1;
+    if (status != TILEC_OK || opt->emit == TILEC_EMIT_LLVM) goto done;
+    if (opt->emit == TILEC_EMIT_PTX) {
+        set_text(out, &text);
+        goto done;
+    }
+
+    double t2 = tc_now_ms();
+    if (!ptx_assemble(text.data, text.len, arch, opt->opt_level, opt->verbose, &out->data, &out->size, &info,
+                      &diag))
+        status = TILEC_ERR_TOOL;
+    out->ms_ptxas = tc_now_ms() - t2;
+
+done:
+    if (status == TILEC_OK && diag.nerrors) status = TILEC_ERR_INTERNAL;
+    if (status != TILEC_OK) {
+        free(out->data);
+        out->data = NULL;
+        out->size = 0;
+    }
+    out->status = status;
+    out->diagnostics = tc_strbuf_take(&diag.out);
+    out->dumps = tc_strbuf_take(&dumps);
+    out->info = tc_strbuf_take(&info);
+    tc_strbuf_free(&text);
+    tc_diag_free(&diag);
+    tc_arena_free(arena);
+    return status;
+}

@@ -1,0 +1,80 @@
+/* tilec.h - the tilec compiler as a library (libtilec).
+ *
+ * One call compiles a `.tile` source to tile IR text, LLVM IR, PTX or a
+ * cubin. The library keeps no global mutable state: calls on different
+ * threads are independent. */
+#ifndef TILEC_H
+#define TILEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TILEC_VERSION "0.1.0"
+
+typedef enum tilec_emit {
+    TILEC_EMIT_TIR,   /* tile IR after the pass pipeline */
+    TILEC_EMIT_LLVM,  /* LLVM IR (text) */
+    TILEC_EMIT_PTX,   /* PTX (text) */
+    TILEC_EMIT_CUBIN  /* cubin (binary), needs ptxas */
+} tilec_emit;
+
+typedef enum tilec_status {
+    TILEC_OK = 0,
+    TILEC_ERR_SOURCE = 1,  /* errors in the user's source: see diagnostics */
+    TILEC_ERR_USAGE = 2,   /* bad options (unknown arch, pass name ...) */
+    TILEC_ERR_TOOL = 3,    /* ptxas missing or failed, LLVM target missing */
+    TILEC_ERR_INTERNAL = 4 /* a compiler bug (verifier failure) */
+} tilec_status;
+
+typedef struct tilec_define {
+    const char *name;
+    int64_t value;
+} tilec_define;
+
+typedef struct tilec_options {
+    tilec_emit emit;
+    const char *arch;            /* NULL: "sm_80" */
+    int num_warps;               /* 0: default (4) */
+    int opt_level;               /* 0 or 2 (default 2 when set by tilec_options_init) */
+    const char *kernel;          /* NULL: every kernel in the file */
+    const tilec_define *defines; /* const parameter values */
+    size_t ndefines;
+    const char *passes;          /* with TILEC_EMIT_TIR only: comma-separated pass
+                                    names to run instead of the pipeline, or "none"
+                                    (tests one pass alone on a .tir file) */
+    const char *dump_after;      /* pass name: IR after it goes to `dumps` */
+    bool dump_all;
+    bool print_locs;             /* loc(...) on --emit=tir */
+    bool verbose;                /* ptxas -v report into `info` */
+} tilec_options;
+
+typedef struct tilec_output {
+    tilec_status status;
+    char *data;        /* the emitted artifact (text is NUL-terminated) */
+    size_t size;
+    char *diagnostics; /* clang-style messages, NUL-terminated, maybe empty */
+    char *dumps;       /* IR dumps asked for, NUL-terminated, maybe empty */
+    char *info;        /* ptxas -v output and notes */
+    /* wall-clock phases in milliseconds */
+    double ms_frontend; /* parse, check, build IR, passes */
+    double ms_llvm;     /* codegen, LLVM optimization and PTX emission */
+    double ms_ptxas;
+} tilec_output;
+
+void tilec_options_init(tilec_options *opt);
+/* Compiles source text (len bytes; NUL bytes inside are errors) named
+ * `filename` in messages. Always fills *out; free it with tilec_output_free. */
+tilec_status tilec_compile(const char *filename, const char *source, size_t len,
+                           const tilec_options *opt, tilec_output *out);
+void tilec_output_free(tilec_output *out);
+const char *tilec_status_name(tilec_status s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

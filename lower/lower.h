@@ -1,0 +1,72 @@
+/* lower.h - passes on the tile IR and code generation to LLVM IR.
+ *
+ * The pipeline (lower/pipeline.c) is a plain list of passes; the verifier
+ * runs after each one, and the IR can be dumped after any of them. Each pass
+ * is one file with one entry point `bool lower_<name>(tir_module *, const
+ * lower_options *, tc_diag *)`. Codegen then turns the laid-out IR into an
+ * LLVM module for the NVPTX target through the LLVM C API. */
+#ifndef TILEC_LOWER_H
+#define TILEC_LOWER_H
+
+#include <llvm-c/Core.h>
+
+#include "support/support.h"
+#include "tileir/tileir.h"
+
+enum {
+    LOWER_DEFAULT_NUM_WARPS = 4,
+    LOWER_MAX_NUM_WARPS = 32,
+    LOWER_WARP_SIZE = 32,
+    LOWER_ASSUMED_PTR_ALIGN = 16 /* bytes; pointer parameters are assumed this
+                                    aligned (docs/language.md; the runtime checks) */
+};
+
+typedef struct lower_options {
+    int num_warps;          /* 0: per-kernel value or the default */
+    int opt_level;          /* 0 or 2 */
+    const char *arch;       /* "sm_80", "sm_90" */
+    const char *passes;     /* comma-separated pass names to run, "none", or
+                               NULL for the whole pipeline (testing one pass
+                               alone on a .tir file) */
+    const char *dump_after; /* pass name, or NULL */
+    bool dump_all;          /* dump after every pass */
+    tc_strbuf *dump_out;    /* where dumps go; NULL: nowhere */
+} lower_options;
+
+typedef bool (*lower_pass_fn)(tir_module *m, const lower_options *opt, tc_diag *diag);
+typedef struct lower_pass {
+    const char *name;
+    lower_pass_fn run;
+} lower_pass;
+
+/* The pass list, in order, ending with {NULL, NULL}. */
+extern const lower_pass lower_passes[];
+bool lower_is_pass_name(const char *name);
+
+/* Passes (one file each). */
+bool lower_simplify(tir_module *m, const lower_options *opt, tc_diag *diag); /* fold, dce */
+bool lower_layout(tir_module *m, const lower_options *opt, tc_diag *diag);   /* blocked layouts */
+
+/* Runs every pass with verification after each. */
+bool lower_run_pipeline(tir_module *m, const lower_options *opt, tc_diag *diag);
+
+/* Builds the LLVM module (one kernel function per tir_func, NVPTX triple and
+ * data layout, nvvm annotations). The IR must be laid out. NULL on error. */
+LLVMModuleRef lower_codegen(tir_module *m, LLVMContextRef ctx, const lower_options *opt, tc_diag *diag);
+
+/* ---- analyses shared by passes and codegen ---------------------------- */
+/* What is known about the integer (or pointer) values of a 1-D tile along
+ * its axis: runs of `contiguity` consecutive elements increase by one;
+ * runs of `constancy` elements are equal; the first element of each such
+ * run is a multiple of `divisibility` (in bytes for pointers). */
+typedef struct lower_axis_info {
+    int64_t contiguity;
+    int64_t constancy;
+    int64_t divisibility;
+} lower_axis_info;
+
+typedef struct lower_axis_map lower_axis_map;
+lower_axis_map *lower_axis_analyze(tir_func *f, tc_arena *arena);
+lower_axis_info lower_axis_get(const lower_axis_map *map, const tir_value *v);
+
+#endif

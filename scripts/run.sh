@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# README's first command: install what is missing, build tilec, and compile
+# the sample kernels, printing what was produced.
+set -eu
+root=$(cd "$(dirname "$0")/.." && pwd)
+"$root/scripts/deps.sh"
+cmake -S "$root" -B "$root/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTILEC_BUILD_TESTS=OFF >/dev/null
+ninja -C "$root/build" tilec_cli >/dev/null
+out="$root/build/samples"
+mkdir -p "$out"
+emit=cubin
+"$root/scripts/deps.sh" | grep -q ptxas && emit=ptx
+for f in "$root"/samples/*.tile; do
+  name=$(basename "$f" .tile)
+  "$root/build/tilec" "$f" --emit=$emit --time -o "$out/$name.$emit"
+  kernels=$("$root/build/tilec" "$f" --emit=ptx -o - | sed -n 's/^\.visible \.entry \([A-Za-z0-9_]*\).*/\1/p' | tr '\n' ' ')
+  printf '%-28s -> %s (%s bytes; kernels: %s)\n' "samples/$name.tile" "build/samples/$name.$emit" \
+    "$(wc -c < "$out/$name.$emit")" "$kernels"
+done

@@ -1,0 +1,244 @@
+/* tileir.h - the tile IR: SSA values of tile types, ops from ops.def,
+ * single-block regions for loops, a builder, a printer whose output the
+ * reader parses back, and a verifier that runs after every pass.
+ *
+ * Text form (what --emit=tir prints):
+ *   kernel @vadd(%x: ptr<f32>, %n: i32) num_warps(4) {
+ *     %pid = program_id 0 : i32
+ *     %r = arange 0, 1024 : tile<1024xi32>
+ *     %s = splat %pid : tile<1024xi32>
+ *     %o = add %s, %r : tile<1024xi32>
+ *     store %p, %v, %m
+ *     return
+ *   }
+ * Every op with a result ends in `: result type`; operands' types come from
+ * their definitions. Tile types may carry a layout after a comma:
+ *   tile<1024xf32, #blocked<spt=[4], tpw=[32], wpc=[4], ord=[0]>>
+ * A loop:
+ *   %a, %b = for %lo, %hi, %step, %a0, %b0 : tile<128xf32>, f32 {
+ *   ^(%i: i32, %x: tile<128xf32>, %y: f32):
+ *     ...
+ *     yield %x2, %y2
+ *   }
+ * Ops may end in `loc(LINE:COL)` (printed with TIR_PRINT_LOCS).
+ *
+ * All IR memory comes from the module's arena. */
+#ifndef TILEC_TILEIR_H
+#define TILEC_TILEIR_H
+
+#include "support/support.h"
+
+enum {
+    TIR_MAX_RANK = 3,         /* tiles have rank 0 (scalar) to 3 */
+    TIR_MAX_OPERANDS = 64,    /* operands of one op (loop-carried values) */
+    TIR_MAX_TILE_ELEMS = 1 << 20, /* elements in one tile */
+    TIR_VARIADIC = -1
+};
+
+/* ---- types ------------------------------------------------------------- */
+typedef enum tir_elem {
+    TIR_I1, TIR_I8, TIR_I16, TIR_I32, TIR_I64,
+    TIR_F16, TIR_BF16, TIR_F32, TIR_F64,
+    TIR_PTR, /* a global-memory pointer; pointee in tir_type.pointee */
+    TIR_ELEM_COUNT
+} tir_elem;
+
+const char *tir_elem_name(tir_elem e);  /* "i32", "bf16", "ptr" */
+bool tir_elem_from_name(const char *s, size_t n, tir_elem *out); /* not "ptr" */
+unsigned tir_elem_bits(tir_elem e);     /* i1 -> 1, ptr -> 64 */
+bool tir_elem_is_int(tir_elem e);       /* i1..i64 */
+bool tir_elem_is_float(tir_elem e);     /* f16..f64 */
+
+typedef enum tir_layout_kind {
+    TIR_LAYOUT_NONE,    /* not assigned yet (before the layout pass) */
+    TIR_LAYOUT_BLOCKED  /* each thread owns spt contiguous elements per dim,
+                           tpw threads of a warp and wpc warps tile the
+                           rest; ord lists dims fastest-varying first; the
+                           pattern repeats to cover larger tiles and wraps
+                           (replicates) over smaller ones */
+} tir_layout_kind;
+
+typedef struct tir_layout {
+    uint8_t kind; /* tir_layout_kind */
+    uint8_t rank;
+    uint16_t spt[TIR_MAX_RANK]; /* size per thread */
+    uint16_t tpw[TIR_MAX_RANK]; /* threads per warp; product 32 */
+    uint16_t wpc[TIR_MAX_RANK]; /* warps per CTA; product num_warps */
+    uint8_t ord[TIR_MAX_RANK];
+} tir_layout;
+
+/* A type by value. rank 0 is a scalar. */
+typedef struct tir_type {
+    uint8_t elem;    /* tir_elem */
+    uint8_t pointee; /* tir_elem, when elem == TIR_PTR */
+    uint8_t rank;
+    uint32_t shape[TIR_MAX_RANK];
+    tir_layout layout; /* only on tiles (rank >= 1) */
+} tir_type;
+
+tir_type tir_scalar(tir_elem e);
+tir_type tir_ptr(tir_elem pointee);
+tir_type tir_tile(tir_type element, unsigned rank, const uint32_t *shape);
+tir_type tir_tile1(tir_type element, uint32_t n);
+tir_type tir_element_of(tir_type t);          /* rank-0 version of t */
+tir_type tir_with_elem(tir_type shape_of, tir_type element); /* t's shape, other element */
+uint64_t tir_type_numel(tir_type t);          /* 1 for scalars */
+bool tir_type_eq(tir_type a, tir_type b);      /* shape, element and layout */
+bool tir_type_same_shape(tir_type a, tir_type b);
+bool tir_layout_eq(const tir_layout *a, const tir_layout *b);
+void tir_print_type(tc_strbuf *out, tir_type t);
+
+/* ---- ops --------------------------------------------------------------- */
+enum {
+    TIR_F_PURE = 1 << 0,        /* no side effect: removable when unused */
+    TIR_F_ELEMENTWISE = 1 << 1, /* acts per element on same-shaped tiles */
+    TIR_F_COMMUTATIVE = 1 << 2,
+    TIR_F_COMPARE = 1 << 3,     /* result is i1 */
+    TIR_F_TERMINATOR = 1 << 4,  /* last op of a block */
+    TIR_F_REGION = 1 << 5,      /* has a body block */
+    TIR_F_READS = 1 << 6,       /* reads global memory */
+    TIR_F_WRITES = 1 << 7       /* writes global memory */
+};
+
+typedef enum tir_attr_kind {
+    TIR_ATTR_NONE, TIR_ATTR_AXIS, TIR_ATTR_RANGE, TIR_ATTR_VALUE
+} tir_attr_kind;
+
+typedef enum tir_opcode {
+#define OP(name, text, nmin, nmax, nres, flags, attr) TIR_OP_##name,
+#include "tileir/ops.def"
+#undef OP
+    TIR_OP_COUNT
+} tir_opcode;
+
+typedef struct tir_opinfo {
+    const char *name;
+    int min_operands, max_operands;
+    int results; /* 0, 1 or TIR_VARIADIC */
+    unsigned flags;
+    tir_attr_kind attr;
+} tir_opinfo;
+
+extern const tir_opinfo tir_ops[TIR_OP_COUNT]; /* constant table */
+bool tir_opcode_from_name(const char *s, size_t n, tir_opcode *out);
+
+typedef struct tir_op tir_op;
+typedef struct tir_block tir_block;
+typedef struct tir_func tir_func;
+
+typedef struct tir_value {
+    uint32_t id;         /* unique within its function, in creation order */
+    tir_type type;
+    tir_op *def;         /* defining op; NULL for block arguments */
+    tir_block *block;    /* for block arguments: their block */
+    uint32_t index;      /* result index in def, or argument index */
+    const char *name;    /* source name hint for printing, or NULL */
+} tir_value;
+
+struct tir_block {
+    tir_value **args;
+    uint32_t nargs;
+    tir_op *first, *last;
+    tir_op *parent;      /* the op whose region this is; NULL: function body */
+    tir_func *func;
+};
+
+struct tir_op {
+    tir_opcode code;
+    tir_value **operands;
+    uint32_t noperands;
+    tir_value **results;
+    uint32_t nresults;
+    tir_block *body;     /* TIR_F_REGION ops */
+    union {              /* by tir_ops[code].attr */
+        int64_t axis;                   /* AXIS */
+        struct { int64_t lo, hi; } range; /* RANGE */
+        int64_t ival;                   /* VALUE with an integer/i1 result */
+        double fval;                    /* VALUE with a float result */
+    } attr;
+    tc_loc loc;          /* source position, line 0 if none */
+    tir_op *prev, *next;
+    tir_block *parent;
+};
+
+struct tir_func {
+    const char *name;
+    tir_value **params;  /* runtime parameters, in order (const ones are gone) */
+    uint32_t nparams;
+    tir_block *body;
+    int num_warps;       /* 0: not chosen yet */
+    tc_loc loc;
+    uint32_t next_value_id;
+    tir_func *next;
+    struct tir_module *module;
+};
+
+typedef struct tir_module {
+    tc_arena *arena;
+    const char *source_name; /* the .tile file, for runtime messages; may be NULL */
+    tir_func *funcs, *last_func;
+    uint32_t nfuncs;
+} tir_module;
+
+/* ---- building ---------------------------------------------------------- */
+tir_module *tir_module_new(tc_arena *arena, const char *source_name);
+tir_func *tir_func_new(tir_module *m, const char *name, tc_loc loc);
+tir_value *tir_func_add_param(tir_func *f, tir_type t, const char *name);
+tir_value *tir_block_add_arg(tir_block *b, tir_type t, const char *name);
+tir_func *tir_module_find(const tir_module *m, const char *name);
+
+/* Where new ops go: at the end of blk, or before `before` when it is set. */
+typedef struct tir_builder {
+    tir_module *module;
+    tir_func *func;
+    tir_block *block;
+    tir_op *before;
+    tc_loc loc;          /* stamped on every op built */
+} tir_builder;
+
+void tir_builder_at_end(tir_builder *b, tir_block *blk);
+void tir_builder_before(tir_builder *b, tir_op *op);
+
+/* Creates an op with `nresults` results of the given types (types may be
+ * NULL when nresults is 0) and inserts it. Checks nothing: the verifier does. */
+tir_op *tir_build_op(tir_builder *b, tir_opcode code, uint32_t noperands, tir_value *const *operands,
+                     uint32_t nresults, const tir_type *result_types);
+/* Shorthands for the common one-result case; return the result. */
+tir_value *tir_build1(tir_builder *b, tir_opcode code, tir_type result, uint32_t noperands,
+                      tir_value *const *operands);
+tir_value *tir_build_const_int(tir_builder *b, tir_type t, int64_t v);
+tir_value *tir_build_const_float(tir_builder *b, tir_type t, double v);
+tir_value *tir_build_axis(tir_builder *b, tir_opcode code, int64_t axis); /* program_id, num_programs */
+tir_value *tir_build_arange(tir_builder *b, int64_t lo, int64_t hi);
+tir_value *tir_build_unary(tir_builder *b, tir_opcode code, tir_value *a);  /* result type of a */
+tir_value *tir_build_binary(tir_builder *b, tir_opcode code, tir_value *a, tir_value *c); /* i1 for compares */
+tir_value *tir_build_cast(tir_builder *b, tir_value *a, tir_elem to);
+tir_value *tir_build_splat(tir_builder *b, tir_value *scalar, tir_type shape_of);
+/* A `for` op with its body block (args: iv, then one per init); the caller
+ * fills the body, ending it with yield. */
+tir_op *tir_build_for(tir_builder *b, tir_value *lo, tir_value *hi, tir_value *step, uint32_t ninits,
+                      tir_value *const *inits);
+
+/* ---- editing ----------------------------------------------------------- */
+void tir_op_remove(tir_op *op);               /* unlinks; its results must be unused */
+void tir_replace_all_uses(tir_func *f, tir_value *from, tir_value *to);
+bool tir_value_has_uses(const tir_func *f, const tir_value *v);
+/* Walks every op of f in order, descending into regions (pre-order). */
+typedef void (*tir_walk_fn)(tir_op *op, void *ctx);
+void tir_walk(tir_func *f, tir_walk_fn fn, void *ctx);
+
+/* ---- printing, reading, verifying -------------------------------------- */
+enum { TIR_PRINT_LOCS = 1 };
+void tir_print_module(tc_strbuf *out, const tir_module *m, unsigned flags);
+void tir_print_func(tc_strbuf *out, const tir_func *f, unsigned flags);
+void tir_print_op(tc_strbuf *out, const tir_op *op); /* one line, for messages */
+
+/* Parses the text form; errors go to diag with file:line:col. NULL on error. */
+tir_module *tir_parse(tc_arena *arena, const tc_source *src, tc_diag *diag);
+
+/* Checks structure and types; each problem is reported as
+ * "<source>:line:col: error: verifier: <what>" naming the op. after_pass
+ * names the pass that just ran, for the message; may be NULL. */
+bool tir_verify(const tir_module *m, const char *after_pass, tc_diag *diag);
+
+#endif

@@ -1,0 +1,206 @@
+/* tilec - the command-line compiler: `tilec kernel.tile -o kernel.cubin`.
+ *
+ * A thin shell over libtilec (include/tilec.h): parse the command line, read
+ * the file, call tilec_compile, write the artifact and print diagnostics.
+ * Exit status: 0 success, 1 errors in the input or a failing tool (ptxas),
+ * 2 bad command line, 3 internal compiler error. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "support/support.h"
+#include "tilec.h"
+
+enum { CLI_MAX_DEFINES = 256 };
+
+static const char usage[] =
+    "usage: tilec [options] FILE.tile|FILE.tir\n"
+    "\n"
+    "Compiles tile-language kernels to a CUDA cubin (or to tile IR, LLVM IR or PTX).\n"
+    "\n"
+    "options:\n"
+    "  -o FILE               write the output to FILE ('-' for stdout); default:\n"
+    "                        FILE.cubin for cubins, stdout for text\n"
+    "  --emit=KIND           tir, llvm, ptx or cubin (default cubin)\n"
+    "  -D NAME=VALUE         value of the const parameter NAME (an integer)\n"
+    "  --kernel NAME         compile only the kernel NAME\n"
+    "  --arch=sm_XX          target GPU: sm_80 (default), sm_86, sm_89, sm_90, sm_90a\n"
+    "  --num-warps=N         warps per program instance (power of two, default 4)\n"
+    "  -O0, -O2              optimization level (default -O2)\n"
+    "  --passes=LIST         with --emit=tir: run only these passes (comma list, or none)\n"
+    "  --dump-after=PASS     print the tile IR after PASS to stderr\n"
+    "  --dump-all            print the tile IR after every pass to stderr\n"
+    "  --print-locs          --emit=tir: show source locations as loc(line:col)\n"
+    "  --time                print compile phase timings to stderr\n"
+    "  -v, --verbose         print ptxas's resource report to stderr\n"
+    "  --help                show this help\n"
+    "  --version             show the version\n";
+
+typedef struct cli {
+    tilec_options opt;
+    tilec_define defines[CLI_MAX_DEFINES];
+    const char *input, *output;
+    bool time;
+} cli;
+
+static int usage_error(const char *fmt, const char *arg) {
+    fprintf(stderr, "tilec: error: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n(see tilec --help)\n");
+    return 2;
+}
+
+/* "--name=value" or "--name value": returns the value or NULL. */
+static const char *take_value(int argc, char **argv, int *i, const char *name) {
+    size_t n = strlen(name);
+    if (strncmp(argv[*i], name, n) != 0) return NULL;
+    if (argv[*i][n] == '=') return argv[*i] + n + 1;
+    if (argv[*i][n] == 0 && *i + 1 < argc) return argv[++*i];
+    return NULL;
+}
+
+static bool parse_int(const char *s, long long lo, long long hi, long long *out) {
+    if (!s || !*s) return false;
+    errno = 0;
+    char *end;
+    long long v = strtoll(s, &end, 0);
+    if (errno || *end || v < lo || v > hi) return false;
+    *out = v;
+    return true;
+}
+
+static int parse_args(cli *c, int argc, char **argv) {
+    tilec_options_init(&c->opt);
+    c->opt.defines = c->defines;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        long long n;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(usage, stdout);
+            exit(0);
+        } else if (!strcmp(a, "--version")) {
+            printf("tilec %s\n", TILEC_VERSION);
+            exit(0);
+        } else if (!strcmp(a, "-o")) {
+            if (i + 1 >= argc) return usage_error("%s needs a file name", a);
+            c->output = argv[++i];
+        } else if ((v = take_value(argc, argv, &i, "--emit"))) {
+            if (!strcmp(v, "tir")) c->opt.emit = TILEC_EMIT_TIR;
+            else if (!strcmp(v, "llvm")) c->opt.emit = TILEC_EMIT_LLVM;
+            else if (!strcmp(v, "ptx")) c->opt.emit = TILEC_EMIT_PTX;
+            else if (!strcmp(v, "cubin")) c->opt.emit = TILEC_EMIT_CUBIN;
+            else return usage_error("unknown --emit kind '%s' (expected tir, llvm, ptx or cubin)", v);
+        } else if (!strncmp(a, "-D", 2)) {
+            const char *def = a[2] ? a + 2 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!def) return usage_error("%s needs NAME=VALUE", a);
+            const char *eq = strchr(def, '=');
+            if (!eq || eq == def) return usage_error("-D expects NAME=VALUE, got '%s'", def);
+            if (!parse_int(eq + 1, INT64_MIN, INT64_MAX, &n))
+                return usage_error("-D value must be an integer: '%s'", def);
+            if (c->opt.ndefines == CLI_MAX_DEFINES) return usage_error("too many -D options (limit is %s)", "256");
+            /* argv outlives the compilation, so NAME can point into it */
+            char *name = strndup(def, (size_t)(eq - def));
+            if (!name) abort();
+            c->defines[c->opt.ndefines].name = name;
+            c->defines[c->opt.ndefines++].value = n;
+        } else if ((v = take_value(argc, argv, &i, "--kernel"))) {
+            c->opt.kernel = v;
+        } else if ((v = take_value(argc, argv, &i, "--arch"))) {
+            c->opt.arch = v;
+        } else if ((v = take_value(argc, argv, &i, "--num-warps"))) {
+            if (!parse_int(v, 1, 1 << 20, &n)) return usage_error("--num-warps needs a number, got '%s'", v);
+            c->opt.num_warps = (int)n;
+        } else if (!strcmp(a, "-O0") || !strcmp(a, "-O2")) {
+            c->opt.opt_level = a[2] - '0';
+        } else if ((v = take_value(argc, argv, &i, "--passes"))) {
+            c->opt.passes = v;
+        } else if ((v = take_value(argc, argv, &i, "--dump-after"))) {
+            c->opt.dump_after = v;
+        } else if (!strcmp(a, "--dump-all")) {
+            c->opt.dump_all = true;
+        } else if (!strcmp(a, "--print-locs")) {
+            c->opt.print_locs = true;
+        } else if (!strcmp(a, "--time")) {
+            c->time = true;
+        } else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
+            c->opt.verbose = true;
+        } else if (a[0] == '-' && a[1]) {
+            return usage_error("unknown option '%s'", a);
+        } else if (c->input) {
+            return usage_error("only one input file is accepted (got a second: '%s')", a);
+        } else {
+            c->input = a;
+        }
+    }
+    if (!c->input) return usage_error("%s", "no input file");
+    if (c->opt.passes && c->opt.emit != TILEC_EMIT_TIR) return usage_error("%s", "--passes needs --emit=tir");
+    return 0;
+}
+
+static char *default_output(const char *input) {
+    const char *base = strrchr(input, '/');
+    base = base ? base + 1 : input;
+    const char *dot = strrchr(base, '.');
+    size_t n = dot ? (size_t)(dot - base) : strlen(base);
+    char *out = malloc(n + 7);
+    if (!out) abort();
+    memcpy(out, base, n);
+    strcpy(out + n, ".cubin");
+    return out;
+}
+
+static bool write_output(const char *path, const char *data, size_t size) {
+    if (!strcmp(path, "-")) return fwrite(data, 1, size, stdout) == size && fflush(stdout) == 0;
+    FILE *f = fopen(path, "wb");
+    if (!f) {
+        fprintf(stderr, "tilec: error: cannot write '%s': %s\n", path, strerror(errno));
+        return false;
+    }
+    bool ok = fwrite(data, 1, size, f) == size;
+    ok = (fclose(f) == 0) && ok;
+    if (!ok) fprintf(stderr, "tilec: error: cannot write '%s'\n", path);
+    return ok;
+}
+
+static void free_cli(cli *c) {
+    for (size_t i = 0; i < c->opt.ndefines; i++) free((char *)c->defines[i].name);
+}
+
+int main(int argc, char **argv) {
+    cli c;
+    memset(&c, 0, sizeof c);
+    int rc = parse_args(&c, argc, argv);
+    if (rc) {
+        free_cli(&c);
+        return rc;
+    }
+    char *text;
+    size_t len;
+    const char *err;
+    if (!tc_read_file(c.input, &text, &len, &err)) {
+        fprintf(stderr, "tilec: error: cannot read '%s': %s\n", c.input, err);
+        free_cli(&c);
+        return 1;
+    }
+    tilec_output out;
+    tilec_status st = tilec_compile(c.input, text, len, &c.opt, &out);
+    free(text);
+    fputs(out.dumps, stderr);
+    fputs(out.diagnostics, stderr);
+    if (c.opt.verbose) fputs(out.info, stderr);
+    if (c.time)
+        fprintf(stderr, "tilec: time: front end + IR %.2f ms, LLVM codegen + PTX %.2f ms, ptxas %.2f ms\n",
+                out.ms_frontend, out.ms_llvm, out.ms_ptxas);
+    rc = st == TILEC_OK ? 0 : st == TILEC_ERR_USAGE ? 2 : st == TILEC_ERR_INTERNAL ? 3 : 1;
+    if (st == TILEC_OK) {
+        char *path = NULL;
+        if (!c.output) path = c.opt.emit == TILEC_EMIT_CUBIN ? default_output(c.input) : NULL;
+        if (!write_output(c.output ? c.output : path ? path : "-", out.data, out.size)) rc = 1;
+        free(path);
+    }
+    tilec_output_free(&out);
+    free_cli(&c);
+    return rc;
+}
