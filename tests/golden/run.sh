@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs one golden test: every `// RUN: cmd` line of FILE, in order, with
 #   %s -> FILE, %tilec -> the tilec binary, %FileCheck -> FileCheck-19,
+#   %t -> a scratch file path (its folder is removed afterwards),
 #   not CMD -> succeeds only if CMD exits 1 or 2 (an error, not a crash).
 # `// REQUIRES: ptxas` skips the test (exit 77, reported as skipped by
 # ctest) when ptxas cannot be found.
@@ -28,12 +29,15 @@ not() {
 }
 export -f not
 
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
 n=0
 while IFS= read -r line; do
   cmd=${line#*RUN: }
   cmd=${cmd//%tilec/\"$TILEC\"}
   cmd=${cmd//%FileCheck/\"$FILECHECK\" --dump-input=fail}
   cmd=${cmd//%s/\"$file\"}
+  cmd=${cmd//%t/\"$scratch/t\"}
   n=$((n + 1))
   echo "RUN: $cmd"
   if ! bash -o pipefail -c "$cmd"; then
