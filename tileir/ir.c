@@ -1,0 +1,251 @@
+/* ir.c - building and editing tile IR: modules, functions, blocks, ops.
+ *
+ * Ops sit in doubly linked lists inside blocks; a loop op owns one body
+ * block. There are no use lists: kernels are small, so "replace all uses"
+ * walks the function, which keeps every edit trivially consistent. */
+#include <string.h>
+
+#include "tileir/tileir.h"
+
+tir_module *tir_module_new(tc_arena *arena, const char *source_name) {
+    tir_module *m = TC_NEW(arena, tir_module);
+    m->arena = arena;
+    m->source_name = source_name ? tc_arena_strdup(arena, source_name) : NULL;
+    return m;
+}
+
+static tir_block *block_new(tir_func *f, tir_op *parent) {
+    tir_block *b = TC_NEW(f->module->arena, tir_block);
+    b->func = f;
+    b->parent = parent;
+    return b;
+}
+
+tir_func *tir_func_new(tir_module *m, const char *name, tc_loc loc) {
+    tir_func *f = TC_NEW(m->arena, tir_func);
+    f->name = tc_arena_strdup(m->arena, name);
+    f->module = m;
+    f->loc = loc;
+    f->body = block_new(f, NULL);
+    if (m->last_func)
+        m->last_func->next = f;
+    else
+        m->funcs = f;
+    m->last_func = f;
+    m->nfuncs++;
+    return f;
+}
+
+tir_func *tir_module_find(const tir_module *m, const char *name) {
+    for (tir_func *f = m->funcs; f; f = f->next)
+        if (!strcmp(f->name, name)) return f;
+    return NULL;
+}
+
+static tir_value *value_new(tir_func *f, tir_type t, const char *name) {
+    tir_value *v = TC_NEW(f->module->arena, tir_value);
+    v->id = f->next_value_id++;
+    v->type = t;
+    v->name = name ? tc_arena_strdup(f->module->arena, name) : NULL;
+    return v;
+}
+
+/* Arrays grow by doubling into fresh arena memory; the old copy is simply
+ * left behind (the arena frees it with everything else). */
+static void **grow(tc_arena *a, void **arr, uint32_t n) {
+    /* capacity is max(4, the next power of two >= n): full at 4, 8, 16 ... */
+    if (n == 0) return TC_NEW_ARRAY(a, void *, 4);
+    if (n < 4 || (n & (n - 1))) return arr;
+    void **p = TC_NEW_ARRAY(a, void *, (size_t)n * 2);
+    memcpy(p, arr, sizeof(void *) * n);
+    return p;
+}
+
+tir_value *tir_func_add_param(tir_func *f, tir_type t, const char *name) {
+    tir_value *v = value_new(f, t, name);
+    v->index = f->nparams;
+    f->params = (tir_value **)grow(f->module->arena, (void **)f->params, f->nparams);
+    f->params[f->nparams++] = v;
+    return v;
+}
+
+tir_value *tir_block_add_arg(tir_block *b, tir_type t, const char *name) {
+    tir_value *v = value_new(b->func, t, name);
+    v->block = b;
+    v->index = b->nargs;
+    b->args = (tir_value **)grow(b->func->module->arena, (void **)b->args, b->nargs);
+    b->args[b->nargs++] = v;
+    return v;
+}
+
+void tir_builder_at_end(tir_builder *b, tir_block *blk) {
+    b->block = blk;
+    b->func = blk->func;
+    b->module = blk->func->module;
+    b->before = NULL;
+}
+
+void tir_builder_before(tir_builder *b, tir_op *op) {
+    b->block = op->parent;
+    b->func = op->parent->func;
+    b->module = b->func->module;
+    b->before = op;
+}
+
+static void insert(tir_builder *b, tir_op *op) {
+    tir_block *blk = b->block;
+    op->parent = blk;
+    if (b->before) {
+        op->next = b->before;
+        op->prev = b->before->prev;
+        if (op->prev)
+            op->prev->next = op;
+        else
+            blk->first = op;
+        b->before->prev = op;
+    } else {
+        op->prev = blk->last;
+        if (blk->last)
+            blk->last->next = op;
+        else
+            blk->first = op;
+        blk->last = op;
+    }
+}
+
+tir_op *tir_build_op(tir_builder *b, tir_opcode code, uint32_t noperands, tir_value *const *operands,
+                     uint32_t nresults, const tir_type *result_types) {
+    tc_arena *a = b->module->arena;
+    tir_op *op = TC_NEW(a, tir_op);
+    op->code = code;
+    op->loc = b->loc;
+    op->noperands = noperands;
+    op->operands = TC_NEW_ARRAY(a, tir_value *, noperands + 1);
+    for (uint32_t i = 0; i < noperands; i++) op->operands[i] = operands[i];
+    op->nresults = nresults;
+    op->results = TC_NEW_ARRAY(a, tir_value *, nresults + 1);
+    for (uint32_t i = 0; i < nresults; i++) {
+        tir_value *v = value_new(b->func, result_types[i], NULL);
+        v->def = op;
+        v->index = i;
+        op->results[i] = v;
+    }
+    insert(b, op);
+    return op;
+}
+
+tir_value *tir_build1(tir_builder *b, tir_opcode code, tir_type result, uint32_t noperands,
+                      tir_value *const *operands) {
+    return tir_build_op(b, code, noperands, operands, 1, &result)->results[0];
+}
+
+tir_value *tir_build_const_int(tir_builder *b, tir_type t, int64_t v) {
+    tir_value *r = tir_build1(b, TIR_OP_CONST, t, 0, NULL);
+    r->def->attr.ival = v;
+    return r;
+}
+
+tir_value *tir_build_const_float(tir_builder *b, tir_type t, double v) {
+    tir_value *r = tir_build1(b, TIR_OP_CONST, t, 0, NULL);
+    r->def->attr.fval = v;
+    return r;
+}
+
+tir_value *tir_build_axis(tir_builder *b, tir_opcode code, int64_t axis) {
+    tir_value *r = tir_build1(b, code, tir_scalar(TIR_I32), 0, NULL);
+    r->def->attr.axis = axis;
+    return r;
+}
+
+tir_value *tir_build_arange(tir_builder *b, int64_t lo, int64_t hi) {
+    tir_value *r = tir_build1(b, TIR_OP_ARANGE, tir_tile1(tir_scalar(TIR_I32), (uint32_t)(hi - lo)), 0, NULL);
+    r->def->attr.range.lo = lo;
+    r->def->attr.range.hi = hi;
+    return r;
+}
+
+tir_value *tir_build_unary(tir_builder *b, tir_opcode code, tir_value *a) {
+    return tir_build1(b, code, a->type, 1, &a);
+}
+
+tir_value *tir_build_binary(tir_builder *b, tir_opcode code, tir_value *a, tir_value *c) {
+    tir_value *ops[2] = {a, c};
+    tir_type t = a->type;
+    if (tir_ops[code].flags & TIR_F_COMPARE) t = tir_with_elem(a->type, tir_scalar(TIR_I1));
+    if (code == TIR_OP_ADDPTR && c->type.rank > a->type.rank) t = tir_with_elem(c->type, a->type);
+    return tir_build1(b, code, t, 2, ops);
+}
+
+tir_value *tir_build_cast(tir_builder *b, tir_value *a, tir_elem to) {
+    return tir_build1(b, TIR_OP_CAST, tir_with_elem(a->type, tir_scalar(to)), 1, &a);
+}
+
+tir_value *tir_build_splat(tir_builder *b, tir_value *scalar, tir_type shape_of) {
+    return tir_build1(b, TIR_OP_SPLAT, tir_with_elem(shape_of, scalar->type), 1, &scalar);
+}
+
+tir_op *tir_build_for(tir_builder *b, tir_value *lo, tir_value *hi, tir_value *step, uint32_t ninits,
+                      tir_value *const *inits) {
+    tc_arena *a = b->module->arena;
+    tir_value **ops = TC_NEW_ARRAY(a, tir_value *, ninits + 3);
+    tir_type *types = TC_NEW_ARRAY(a, tir_type, ninits + 1);
+    ops[0] = lo, ops[1] = hi, ops[2] = step;
+    for (uint32_t i = 0; i < ninits; i++) {
+        ops[3 + i] = inits[i];
+        types[i] = inits[i]->type;
+    }
+    tir_op *op = tir_build_op(b, TIR_OP_FOR, ninits + 3, ops, ninits, types);
+    op->body = block_new(b->func, op);
+    tir_block_add_arg(op->body, lo->type, NULL);
+    for (uint32_t i = 0; i < ninits; i++) tir_block_add_arg(op->body, inits[i]->type, NULL);
+    return op;
+}
+
+void tir_op_remove(tir_op *op) {
+    tir_block *blk = op->parent;
+    if (op->prev)
+        op->prev->next = op->next;
+    else
+        blk->first = op->next;
+    if (op->next)
+        op->next->prev = op->prev;
+    else
+        blk->last = op->prev;
+    op->prev = op->next = NULL;
+    op->parent = NULL;
+}
+
+static void walk_block(tir_block *blk, tir_walk_fn fn, void *ctx) {
+    for (tir_op *op = blk->first, *next; op; op = next) {
+        next = op->next; /* fn may remove op */
+        fn(op, ctx);
+        if (op->body) walk_block(op->body, fn, ctx);
+    }
+}
+
+void tir_walk(tir_func *f, tir_walk_fn fn, void *ctx) { walk_block(f->body, fn, ctx); }
+
+typedef struct replace_ctx {
+    tir_value *from, *to;
+    bool found;
+} replace_ctx;
+
+static void replace_in_op(tir_op *op, void *p) {
+    replace_ctx *c = p;
+    for (uint32_t i = 0; i < op->noperands; i++)
+        if (op->operands[i] == c->from) {
+            if (c->to) op->operands[i] = c->to;
+            c->found = true;
+        }
+}
+
+void tir_replace_all_uses(tir_func *f, tir_value *from, tir_value *to) {
+    replace_ctx c = {from, to, false};
+    tir_walk(f, replace_in_op, &c);
+}
+
+bool tir_value_has_uses(const tir_func *f, const tir_value *v) {
+    replace_ctx c = {(tir_value *)v, NULL, false};
+    tir_walk((tir_func *)f, replace_in_op, &c);
+    return c.found;
+}

@@ -1,0 +1,125 @@
+/* type.c - tile types: element kinds, shapes, layouts, and their spelling. */
+#include <string.h>
+
+#include "tileir/tileir.h"
+
+static const char *const elem_names[TIR_ELEM_COUNT] = {
+    "i1", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64", "ptr",
+};
+static const unsigned elem_bits[TIR_ELEM_COUNT] = {1, 8, 16, 32, 64, 16, 16, 32, 64, 64};
+
+const char *tir_elem_name(tir_elem e) { return e < TIR_ELEM_COUNT ? elem_names[e] : "?"; }
+unsigned tir_elem_bits(tir_elem e) { return e < TIR_ELEM_COUNT ? elem_bits[e] : 0; }
+bool tir_elem_is_int(tir_elem e) { return e <= TIR_I64; }
+bool tir_elem_is_float(tir_elem e) { return e >= TIR_F16 && e <= TIR_F64; }
+
+bool tir_elem_from_name(const char *s, size_t n, tir_elem *out) {
+    for (int e = 0; e < TIR_PTR; e++)
+        if (strlen(elem_names[e]) == n && !memcmp(elem_names[e], s, n)) {
+            *out = (tir_elem)e;
+            return true;
+        }
+    return false;
+}
+
+tir_type tir_scalar(tir_elem e) {
+    tir_type t;
+    memset(&t, 0, sizeof t);
+    t.elem = (uint8_t)e;
+    return t;
+}
+
+tir_type tir_ptr(tir_elem pointee) {
+    tir_type t = tir_scalar(TIR_PTR);
+    t.pointee = (uint8_t)pointee;
+    return t;
+}
+
+tir_type tir_tile(tir_type element, unsigned rank, const uint32_t *shape) {
+    tir_type t = tir_element_of(element);
+    t.rank = (uint8_t)rank;
+    for (unsigned i = 0; i < rank && i < TIR_MAX_RANK; i++) t.shape[i] = shape[i];
+    return t;
+}
+
+tir_type tir_tile1(tir_type element, uint32_t n) { return tir_tile(element, 1, &n); }
+
+tir_type tir_element_of(tir_type t) {
+    tir_type e = tir_scalar((tir_elem)t.elem);
+    e.pointee = t.pointee;
+    return e;
+}
+
+tir_type tir_with_elem(tir_type shape_of, tir_type element) {
+    tir_type t = shape_of;
+    t.elem = element.elem;
+    t.pointee = element.pointee;
+    return t;
+}
+
+uint64_t tir_type_numel(tir_type t) {
+    uint64_t n = 1;
+    for (unsigned i = 0; i < t.rank; i++) n *= t.shape[i];
+    return n;
+}
+
+bool tir_layout_eq(const tir_layout *a, const tir_layout *b) {
+    if (a->kind != b->kind) return false;
+    if (a->kind == TIR_LAYOUT_NONE) return true;
+    if (a->rank != b->rank) return false;
+    for (unsigned i = 0; i < a->rank; i++)
+        if (a->spt[i] != b->spt[i] || a->tpw[i] != b->tpw[i] || a->wpc[i] != b->wpc[i] || a->ord[i] != b->ord[i])
+            return false;
+    return true;
+}
+
+bool tir_type_same_shape(tir_type a, tir_type b) {
+    if (a.rank != b.rank) return false;
+    for (unsigned i = 0; i < a.rank; i++)
+        if (a.shape[i] != b.shape[i]) return false;
+    return true;
+}
+
+bool tir_type_eq(tir_type a, tir_type b) {
+    if (a.elem != b.elem || (a.elem == TIR_PTR && a.pointee != b.pointee)) return false;
+    if (!tir_type_same_shape(a, b)) return false;
+    return a.rank == 0 || tir_layout_eq(&a.layout, &b.layout);
+}
+
+static void print_list(tc_strbuf *out, const char *key, const uint16_t *v, unsigned n) {
+    tc_strbuf_printf(out, "%s=[", key);
+    for (unsigned i = 0; i < n; i++) tc_strbuf_printf(out, "%s%u", i ? ", " : "", v[i]);
+    tc_strbuf_putc(out, ']');
+}
+
+static void print_elem(tc_strbuf *out, tir_type t) {
+    if (t.elem == TIR_PTR)
+        tc_strbuf_printf(out, "ptr<%s>", tir_elem_name((tir_elem)t.pointee));
+    else
+        tc_strbuf_puts(out, tir_elem_name((tir_elem)t.elem));
+}
+
+void tir_print_type(tc_strbuf *out, tir_type t) {
+    if (t.rank == 0) {
+        print_elem(out, t);
+        return;
+    }
+    tc_strbuf_puts(out, "tile<");
+    for (unsigned i = 0; i < t.rank; i++) tc_strbuf_printf(out, "%ux", t.shape[i]);
+    print_elem(out, t);
+    if (t.layout.kind == TIR_LAYOUT_BLOCKED) {
+        const tir_layout *l = &t.layout;
+        uint16_t ord[TIR_MAX_RANK];
+        for (unsigned i = 0; i < l->rank; i++) ord[i] = l->ord[i];
+        tc_strbuf_puts(out, ", #blocked<");
+        print_list(out, "spt", l->spt, l->rank);
+        tc_strbuf_puts(out, ", ");
+        print_list(out, "tpw", l->tpw, l->rank);
+        tc_strbuf_puts(out, ", ");
+        print_list(out, "wpc", l->wpc, l->rank);
+        tc_strbuf_puts(out, ", ");
+        print_list(out, "ord", ord, l->rank);
+        tc_strbuf_putc(out, '>');
+    }
+    tc_strbuf_putc(out, '>');
+}

@@ -1,0 +1,251 @@
+/* verify.c - structural and type checks on tile IR, run after every pass.
+ *
+ * One walk per function: ops are visited in order while a set of the
+ * values defined so far (indexed by value id) grows; a value is in scope
+ * when it was defined earlier in its block or in an enclosing one, so the
+ * set is trimmed back when a loop body ends. Every problem is reported, each
+ * naming the op, and the walk goes on. */
+#include <string.h>
+
+#include "tileir/tileir.h"
+
+typedef struct verifier {
+    const tir_module *m;
+    const tir_func *f;
+    const char *after;
+    tc_diag *diag;
+    uint8_t *defined; /* by value id */
+    bool any_layout, any_missing;
+    bool ok;
+} verifier;
+
+static void fail(verifier *v, const tir_op *op, const char *what) {
+    tc_strbuf line;
+    tc_strbuf_init(&line);
+    if (op) tir_print_op(&line, op);
+    tc_loc loc = op ? op->loc : v->f->loc;
+    tc_error_loc(v->diag, v->m->source_name ? v->m->source_name : "<tir>", loc, "verifier%s%s: %s%s%s%s",
+                 v->after ? " after " : "", v->after ? v->after : "", what, op ? " in '" : "",
+                 op ? line.data : "", op ? "'" : "");
+    tc_strbuf_free(&line);
+    v->ok = false;
+}
+
+static bool is_pow2(uint64_t x) { return x && !(x & (x - 1)); }
+
+static void check_layout(verifier *v, const tir_op *op, tir_type t) {
+    if (t.rank == 0) return;
+    if (t.layout.kind == TIR_LAYOUT_NONE) {
+        v->any_missing = true;
+        return;
+    }
+    v->any_layout = true;
+    const tir_layout *l = &t.layout;
+    if (l->kind != TIR_LAYOUT_BLOCKED || l->rank != t.rank) {
+        fail(v, op, "layout rank differs from the tile's rank");
+        return;
+    }
+    uint64_t tpw = 1, wpc = 1;
+    for (unsigned i = 0; i < l->rank; i++) {
+        if (!is_pow2(l->spt[i]) || !is_pow2(l->tpw[i]) || !is_pow2(l->wpc[i]))
+            fail(v, op, "layout sizes must be powers of two");
+        tpw *= l->tpw[i];
+        wpc *= l->wpc[i];
+    }
+    if (tpw != 32) fail(v, op, "layout threads per warp must multiply to 32");
+    if (v->f->num_warps && wpc != (uint64_t)v->f->num_warps) fail(v, op, "layout warps differ from num_warps");
+}
+
+static bool numeric(tir_type t) { return t.elem != TIR_PTR; }
+static bool integer(tir_type t) { return tir_elem_is_int((tir_elem)t.elem); }
+
+static void check_types(verifier *v, const tir_op *op) {
+    const tir_opinfo *info = &tir_ops[op->code];
+    tir_value *const *o = op->operands;
+    tir_type r = op->nresults ? op->results[0]->type : tir_scalar(TIR_I1);
+    unsigned fl = info->flags;
+    if (fl & TIR_F_ELEMENTWISE)
+        for (uint32_t i = 0; i < op->noperands; i++)
+            if (!(op->code == TIR_OP_STORE || op->code == TIR_OP_LOAD) &&
+                !tir_type_same_shape(o[i]->type, o[0]->type))
+                fail(v, op, "operands of an elementwise op must have one shape");
+    switch (op->code) {
+    case TIR_OP_CONST:
+        if (r.elem == TIR_PTR) fail(v, op, "a constant cannot be a pointer");
+        break;
+    case TIR_OP_PROGRAM_ID:
+    case TIR_OP_NUM_PROGRAMS:
+        if (op->attr.axis < 0 || op->attr.axis > 2) fail(v, op, "axis must be 0, 1 or 2");
+        if (!tir_type_eq(r, tir_scalar(TIR_I32))) fail(v, op, "result must be i32");
+        break;
+    case TIR_OP_ARANGE: {
+        int64_t n = op->attr.range.hi - op->attr.range.lo;
+        if (n <= 0 || !is_pow2((uint64_t)n)) fail(v, op, "arange length must be a positive power of two");
+        if (r.rank != 1 || r.elem != TIR_I32 || r.shape[0] != (uint64_t)n)
+            fail(v, op, "arange result must be tile<Nxi32> with N = hi - lo");
+        break;
+    }
+    case TIR_OP_SPLAT:
+        if (o[0]->type.rank != 0 || r.rank == 0) fail(v, op, "splat takes a scalar and gives a tile");
+        else if (!tir_type_eq(tir_element_of(r), o[0]->type)) fail(v, op, "splat result element differs from operand");
+        break;
+    case TIR_OP_ADD: case TIR_OP_SUB: case TIR_OP_MUL: case TIR_OP_DIV: case TIR_OP_REM: case TIR_OP_NEG:
+    case TIR_OP_AND: case TIR_OP_OR: case TIR_OP_XOR: case TIR_OP_NOT: case TIR_OP_SHL: case TIR_OP_SHR:
+        for (uint32_t i = 0; i < op->noperands; i++)
+            if (!tir_type_eq(o[i]->type, r)) fail(v, op, "operands and result must have one type");
+        if (!numeric(r)) fail(v, op, "arithmetic on pointers (use addptr)");
+        else if (op->code >= TIR_OP_AND && op->code <= TIR_OP_SHR && !integer(r))
+            fail(v, op, "bitwise ops need integer or i1 operands");
+        break;
+    case TIR_OP_EQ: case TIR_OP_NE: case TIR_OP_LT: case TIR_OP_LE: case TIR_OP_GT: case TIR_OP_GE:
+        if (!tir_type_eq(tir_element_of(o[0]->type), tir_element_of(o[1]->type)))
+            fail(v, op, "compared operands must have one type");
+        if (r.elem != TIR_I1 || !tir_type_same_shape(r, o[0]->type)) fail(v, op, "comparison result must be i1 of the operands' shape");
+        break;
+    case TIR_OP_CAST:
+        if (!numeric(o[0]->type) || !numeric(r) || !tir_type_same_shape(r, o[0]->type))
+            fail(v, op, "cast converts numbers and keeps the shape");
+        break;
+    case TIR_OP_SELECT:
+        if (o[0]->type.elem != TIR_I1) fail(v, op, "select condition must be i1");
+        if (!tir_type_eq(tir_element_of(o[1]->type), tir_element_of(r)) ||
+            !tir_type_eq(tir_element_of(o[2]->type), tir_element_of(r)))
+            fail(v, op, "select values and result must have one type");
+        break;
+    case TIR_OP_ADDPTR:
+        if (o[0]->type.elem != TIR_PTR || !integer(o[1]->type) || o[1]->type.elem == TIR_I1)
+            fail(v, op, "addptr takes a pointer and an integer offset");
+        if (!tir_type_eq(tir_element_of(r), tir_element_of(o[0]->type))) fail(v, op, "addptr result must be the pointer type");
+        break;
+    case TIR_OP_LOAD:
+        if (o[0]->type.elem != TIR_PTR) {
+            fail(v, op, "load needs pointers");
+            break;
+        }
+        if (r.elem != o[0]->type.pointee || !tir_type_same_shape(r, o[0]->type))
+            fail(v, op, "load result must be the pointee type in the pointers' shape");
+        if (op->noperands > 1 && (o[1]->type.elem != TIR_I1 || !tir_type_same_shape(o[1]->type, o[0]->type)))
+            fail(v, op, "load mask must be i1 in the pointers' shape");
+        if (op->noperands > 2 && !tir_type_eq(tir_element_of(o[2]->type), tir_element_of(r)))
+            fail(v, op, "load other must have the result type");
+        break;
+    case TIR_OP_STORE:
+        if (o[0]->type.elem != TIR_PTR) {
+            fail(v, op, "store needs pointers");
+            break;
+        }
+        if (o[1]->type.elem != o[0]->type.pointee || !tir_type_same_shape(o[1]->type, o[0]->type))
+            fail(v, op, "stored value must be the pointee type in the pointers' shape");
+        if (op->noperands > 2 && (o[2]->type.elem != TIR_I1 || !tir_type_same_shape(o[2]->type, o[0]->type)))
+            fail(v, op, "store mask must be i1 in the pointers' shape");
+        break;
+    case TIR_OP_CONVERT_LAYOUT:
+        if (!tir_type_eq(tir_element_of(o[0]->type), tir_element_of(r)) || !tir_type_same_shape(o[0]->type, r))
+            fail(v, op, "convert_layout keeps shape and element type");
+        break;
+    case TIR_OP_FOR: {
+        tir_type iv = o[0]->type;
+        if (iv.rank || !integer(iv) || !tir_type_eq(o[1]->type, iv) || !tir_type_eq(o[2]->type, iv))
+            fail(v, op, "loop bounds and step must be one integer scalar type");
+        if (!op->body || op->body->nargs != op->noperands - 2) {
+            fail(v, op, "loop body must take the induction variable and one argument per carried value");
+            break;
+        }
+        if (!tir_type_eq(op->body->args[0]->type, iv)) fail(v, op, "induction variable type differs from the bounds");
+        for (uint32_t i = 3; i < op->noperands; i++)
+            if (!tir_type_eq(op->body->args[i - 2]->type, o[i]->type) || !tir_type_eq(op->results[i - 3]->type, o[i]->type))
+                fail(v, op, "carried value types differ between init, body argument and result");
+        const tir_op *y = op->body->last;
+        if (y && y->code == TIR_OP_YIELD) {
+            if (y->noperands != op->nresults) fail(v, y, "yield must give one value per loop result");
+            else
+                for (uint32_t i = 0; i < y->noperands; i++)
+                    if (!tir_type_eq(y->operands[i]->type, op->results[i]->type))
+                        fail(v, y, "yielded value type differs from the loop result");
+        }
+        break;
+    }
+    default: break;
+    }
+    /* elementwise ops keep one layout across their tiles */
+    if ((fl & TIR_F_ELEMENTWISE) && op->nresults) {
+        for (uint32_t i = 0; i < op->noperands; i++)
+            if (o[i]->type.rank && r.rank && !tir_layout_eq(&o[i]->type.layout, &r.layout))
+                fail(v, op, "elementwise operand layout differs from the result's");
+    }
+}
+
+static void verify_block(verifier *v, const tir_block *blk, bool is_body);
+
+static void verify_op(verifier *v, const tir_op *op) {
+    const tir_opinfo *info = &tir_ops[op->code];
+    if ((unsigned)op->code >= TIR_OP_COUNT) {
+        fail(v, NULL, "unknown opcode");
+        return;
+    }
+    if ((int)op->noperands < info->min_operands || (int)op->noperands > info->max_operands) {
+        fail(v, op, "wrong number of operands");
+        return;
+    }
+    if (info->results != TIR_VARIADIC && (int)op->nresults != info->results) {
+        fail(v, op, "wrong number of results");
+        return;
+    }
+    for (uint32_t i = 0; i < op->noperands; i++) {
+        const tir_value *x = op->operands[i];
+        if (!x || x->id >= v->f->next_value_id || !v->defined[x->id]) {
+            fail(v, op, "operand used before its definition or out of its scope");
+            return;
+        }
+    }
+    for (uint32_t i = 0; i < op->nresults; i++) check_layout(v, op, op->results[i]->type);
+    check_types(v, op);
+    if ((info->flags & TIR_F_REGION) && !op->body) fail(v, op, "loop without a body");
+    if (op->body) verify_block(v, op->body, false);
+    for (uint32_t i = 0; i < op->nresults; i++)
+        if (op->results[i]->id < v->f->next_value_id) v->defined[op->results[i]->id] = 1;
+}
+
+static void verify_block(verifier *v, const tir_block *blk, bool is_body) {
+    for (uint32_t i = 0; i < blk->nargs; i++) {
+        check_layout(v, NULL, blk->args[i]->type);
+        v->defined[blk->args[i]->id] = 1;
+    }
+    for (const tir_op *op = blk->first; op; op = op->next) {
+        if (op->parent != blk) fail(v, op, "op's parent link is wrong");
+        bool term = tir_ops[op->code].flags & TIR_F_TERMINATOR;
+        if (term && op->next) fail(v, op, "terminator in the middle of a block");
+        verify_op(v, op);
+    }
+    const tir_op *last = blk->last;
+    tir_opcode want = is_body ? TIR_OP_RETURN : TIR_OP_YIELD;
+    if (!last || last->code != want) {
+        if (last)
+            fail(v, last, is_body ? "kernel body must end with return" : "loop body must end with yield");
+        else
+            fail(v, NULL, is_body ? "kernel body must end with return" : "loop body must end with yield");
+    }
+    /* leaving the block: its values go out of scope */
+    for (const tir_op *op = blk->first; op; op = op->next)
+        for (uint32_t i = 0; i < op->nresults; i++)
+            if (op->results[i]->id < v->f->next_value_id && !is_body) v->defined[op->results[i]->id] = 0;
+    if (!is_body)
+        for (uint32_t i = 0; i < blk->nargs; i++) v->defined[blk->args[i]->id] = 0;
+}
+
+bool tir_verify(const tir_module *m, const char *after_pass, tc_diag *diag) {
+    bool ok = true;
+    for (const tir_func *f = m->funcs; f; f = f->next) {
+        tc_arena *a = tc_arena_new();
+        verifier v = {m, f, after_pass, diag, tc_arena_alloc(a, f->next_value_id + 1), false, false, true};
+        for (uint32_t i = 0; i < f->nparams; i++) {
+            if (f->params[i]->type.rank) fail(&v, NULL, "kernel parameters must be scalars or pointers");
+            v.defined[f->params[i]->id] = 1;
+        }
+        verify_block(&v, f->body, true);
+        if (v.any_layout && v.any_missing) fail(&v, NULL, "some tiles have layouts and others do not");
+        ok = ok && v.ok;
+        tc_arena_free(a);
+    }
+    return ok;
+}
