@@ -1,0 +1,284 @@
+/* expr.c - checking expressions and building their IR.
+ *
+ * Bottom-up: each subexpression becomes an operand (operand.c). Compile-time
+ * integers fold right here, so const parameters work in arange bounds;
+ * everything else becomes IR with the promotion rules of docs/language.md:
+ * a common element type (casts inserted), a common shape (scalars splat). */
+#include <stdio.h>
+#include <string.h>
+
+#include "lang/check.h"
+
+static binding *lookup(lang_ctx *c, const char *name) {
+    for (uint32_t i = c->nbinds; i-- > 0;)
+        if (!strcmp(c->binds[i].name, name)) return &c->binds[i];
+    return NULL;
+}
+
+static tir_opcode binary_opcode(ast_op op) {
+    switch (op) {
+    case AST_OP_ADD: return TIR_OP_ADD;
+    case AST_OP_SUB: return TIR_OP_SUB;
+    case AST_OP_MUL: return TIR_OP_MUL;
+    case AST_OP_DIV: return TIR_OP_DIV;
+    case AST_OP_MOD: return TIR_OP_REM;
+    case AST_OP_LT: return TIR_OP_LT;
+    case AST_OP_LE: return TIR_OP_LE;
+    case AST_OP_GT: return TIR_OP_GT;
+    case AST_OP_GE: return TIR_OP_GE;
+    case AST_OP_EQ: return TIR_OP_EQ;
+    case AST_OP_NE: return TIR_OP_NE;
+    case AST_OP_AND: return TIR_OP_AND;
+    case AST_OP_OR: return TIR_OP_OR;
+    case AST_OP_XOR: return TIR_OP_XOR;
+    case AST_OP_SHL: return TIR_OP_SHL;
+    case AST_OP_SHR: return TIR_OP_SHR;
+    default: return TIR_OP_COUNT;
+    }
+}
+
+static bool is_int_operand(const operand *o) {
+    return o->kind == OPND_INTLIT || ((o->kind == OPND_CONST || o->kind == OPND_VALUE) && tir_elem_is_int((tir_elem)o->type.elem));
+}
+
+static bool is_ptr_operand(const operand *o) { return o->kind == OPND_VALUE && o->type.elem == TIR_PTR; }
+
+/* Folds an integer op on two compile-time integers (C semantics, wrapping
+ * done in unsigned arithmetic). False on division by zero. */
+static bool fold_int(ast_op op, int64_t a, int64_t b, int64_t *r) {
+    uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
+    switch (op) {
+    case AST_OP_ADD: *r = (int64_t)(ua + ub); return true;
+    case AST_OP_SUB: *r = (int64_t)(ua - ub); return true;
+    case AST_OP_MUL: *r = (int64_t)(ua * ub); return true;
+    case AST_OP_DIV:
+    case AST_OP_MOD:
+        if (b == 0) return false;
+        if (a == INT64_MIN && b == -1) *r = op == AST_OP_DIV ? a : 0;
+        else *r = op == AST_OP_DIV ? a / b : a % b;
+        return true;
+    case AST_OP_LT: *r = a < b; return true;
+    case AST_OP_LE: *r = a <= b; return true;
+    case AST_OP_GT: *r = a > b; return true;
+    case AST_OP_GE: *r = a >= b; return true;
+    case AST_OP_EQ: *r = a == b; return true;
+    case AST_OP_NE: *r = a != b; return true;
+    case AST_OP_AND: *r = a & b; return true;
+    case AST_OP_OR: *r = a | b; return true;
+    case AST_OP_XOR: *r = a ^ b; return true;
+    case AST_OP_SHL: *r = b < 0 || b >= 64 ? 0 : (int64_t)(ua << b); return true;
+    case AST_OP_SHR: *r = b < 0 || b >= 64 ? (a < 0 ? -1 : 0) : a >> b; return true;
+    default: return false;
+    }
+}
+
+static bool is_compare(ast_op op) { return op >= AST_OP_LT && op <= AST_OP_NE; }
+static bool is_bitwise(ast_op op) { return op == AST_OP_AND || op == AST_OP_OR || op == AST_OP_XOR; }
+static bool is_shift(ast_op op) { return op == AST_OP_SHL || op == AST_OP_SHR; }
+
+/* Wraps a folded value into the range of its type, as the IR would. */
+static int64_t wrap_to(int64_t v, tir_elem e) {
+    switch (e) {
+    case TIR_I1: return v & 1;
+    case TIR_I8: return (int8_t)(uint8_t)v;
+    case TIR_I16: return (int16_t)(uint16_t)v;
+    case TIR_I32: return (int32_t)(uint32_t)v;
+    default: return v;
+    }
+}
+
+static operand invalid_operands(lang_ctx *c, const ast_expr *e, const operand *a, const operand *b) {
+    lang_error(c, e->u.binary.op_span, "invalid operands to '%s': %s and %s", ast_op_spelling(e->u.binary.op),
+               lang_operand_str(c, a), lang_operand_str(c, b));
+    return lang_poison(e->span);
+}
+
+static operand pointer_arith(lang_ctx *c, const ast_expr *e, operand *a, operand *b) {
+    ast_op op = e->u.binary.op;
+    if (op == AST_OP_ADD && is_ptr_operand(b) && !is_ptr_operand(a)) {
+        operand *t = a;
+        a = b;
+        b = t;
+    }
+    if (!is_ptr_operand(a) || is_ptr_operand(b) || !is_int_operand(b) || (op != AST_OP_ADD && op != AST_OP_SUB) ||
+        (b->kind != OPND_INTLIT && b->type.elem == TIR_I1))
+        return invalid_operands(c, e, a, b);
+    if (!c->emit) {
+        lang_error(c, e->span, "this expression must be a compile-time constant");
+        return lang_poison(e->span);
+    }
+    tir_type shape;
+    if (!lang_common_shape(a, b, &shape)) return invalid_operands(c, e, a, b);
+    tir_elem oe = b->kind == OPND_INTLIT ? (tir_elem)lang_operand_type(b).elem : (tir_elem)b->type.elem;
+    tir_value *off = lang_materialize(c, b, oe);
+    lang_set_loc(c, e->u.binary.op_span);
+    if (op == AST_OP_SUB) off = tir_build_unary(&c->b, TIR_OP_NEG, off);
+    tir_value *p = lang_broadcast(c, a->v, shape);
+    off = lang_broadcast(c, off, shape);
+    return lang_value(tir_build_binary(&c->b, TIR_OP_ADDPTR, p, off), e->span);
+}
+
+static operand check_binary(lang_ctx *c, const ast_expr *e) {
+    operand a = lang_check_expr(c, e->u.binary.lhs);
+    operand b = lang_check_expr(c, e->u.binary.rhs);
+    if (a.kind == OPND_POISON || b.kind == OPND_POISON) return lang_poison(e->span);
+    ast_op op = e->u.binary.op;
+    if (is_ptr_operand(&a) || is_ptr_operand(&b)) return pointer_arith(c, e, &a, &b);
+
+    /* compile-time integers fold */
+    bool ca = a.kind == OPND_INTLIT || a.kind == OPND_CONST, cb = b.kind == OPND_INTLIT || b.kind == OPND_CONST;
+    if (ca && cb) {
+        int64_t r;
+        if (!fold_int(op, a.ival, b.ival, &r)) {
+            lang_error(c, e->u.binary.op_span, "division by zero in a constant expression");
+            return lang_poison(e->span);
+        }
+        operand o = a;
+        o.span = e->span;
+        o.ival = r;
+        if (is_compare(op)) {
+            o.kind = OPND_CONST;
+            o.type = tir_scalar(TIR_I1);
+        } else if (a.kind == OPND_CONST || b.kind == OPND_CONST) {
+            tir_elem el;
+            lang_common_elem(&a, &b, &el);
+            if (is_bitwise(op) && el == TIR_I1) el = TIR_I1;
+            o.kind = OPND_CONST;
+            o.type = tir_scalar(el);
+            o.ival = wrap_to(r, el);
+        }
+        return o;
+    }
+
+    tir_elem el;
+    tir_type shape;
+    if (!lang_common_elem(&a, &b, &el)) return invalid_operands(c, e, &a, &b);
+    if ((is_bitwise(op) && !tir_elem_is_int(el)) || (is_shift(op) && (!tir_elem_is_int(el) || el == TIR_I1))) {
+        lang_error(c, e->u.binary.op_span, "operator '%s' needs %s operands, not %s and %s", ast_op_spelling(op),
+                   is_shift(op) ? "integer" : "integer or i1", lang_operand_str(c, &a), lang_operand_str(c, &b));
+        return lang_poison(e->span);
+    }
+    if (!is_compare(op) && !is_bitwise(op) && el == TIR_I1 && a.kind != OPND_INTLIT && b.kind != OPND_INTLIT) {
+        lang_error(c, e->u.binary.op_span, "operator '%s' is not defined on i1 (use & | ^ for logic)",
+                   ast_op_spelling(op));
+        return lang_poison(e->span);
+    }
+    if (!lang_common_shape(&a, &b, &shape)) {
+        lang_error(c, e->u.binary.op_span, "shape mismatch in '%s': %s and %s", ast_op_spelling(op),
+                   lang_operand_str(c, &a), lang_operand_str(c, &b));
+        return lang_poison(e->span);
+    }
+    if (!lang_literal_fits(c, &a, el) || !lang_literal_fits(c, &b, el)) return lang_poison(e->span);
+    if (!c->emit) {
+        lang_error(c, e->span, "this expression must be a compile-time constant");
+        return lang_poison(e->span);
+    }
+    tir_value *va = lang_broadcast(c, lang_materialize(c, &a, el), shape);
+    tir_value *vb = lang_broadcast(c, lang_materialize(c, &b, el), shape);
+    lang_set_loc(c, e->u.binary.op_span);
+    return lang_value(tir_build_binary(&c->b, binary_opcode(op), va, vb), e->span);
+}
+
+static operand check_unary(lang_ctx *c, const ast_expr *e) {
+    operand a = lang_check_expr(c, e->u.unary.operand);
+    if (a.kind == OPND_POISON) return a;
+    ast_op op = e->u.unary.op;
+    tir_elem el = (tir_elem)lang_operand_type(&a).elem;
+    if (el == TIR_PTR || (op == AST_OP_NOT && a.kind == OPND_FLOATLIT) || (op == AST_OP_NOT && tir_elem_is_float(el) && a.kind != OPND_INTLIT)) {
+        lang_error(c, e->u.unary.op_span, "invalid operand to unary '%s': %s", ast_op_spelling(op), lang_operand_str(c, &a));
+        return lang_poison(e->span);
+    }
+    if (op == AST_OP_NEG && el == TIR_I1 && a.kind != OPND_INTLIT) {
+        lang_error(c, e->u.unary.op_span, "invalid operand to unary '-': i1");
+        return lang_poison(e->span);
+    }
+    operand o = a;
+    o.span = e->span;
+    if (op == AST_OP_PLUS) return o;
+    if (a.kind == OPND_INTLIT || a.kind == OPND_CONST) {
+        if (op == AST_OP_NEG) o.ival = (int64_t)(0 - (uint64_t)a.ival);
+        else o.ival = (a.kind == OPND_CONST && el == TIR_I1) ? !a.ival : ~a.ival;
+        if (a.kind == OPND_CONST) o.ival = wrap_to(o.ival, el);
+        return o;
+    }
+    if (a.kind == OPND_FLOATLIT) {
+        o.fval = -a.fval;
+        return o;
+    }
+    if (!c->emit) {
+        lang_error(c, e->span, "this expression must be a compile-time constant");
+        return lang_poison(e->span);
+    }
+    lang_set_loc(c, e->u.unary.op_span);
+    return lang_value(tir_build_unary(&c->b, op == AST_OP_NEG ? TIR_OP_NEG : TIR_OP_NOT, a.v), e->span);
+}
+
+operand lang_check_expr(lang_ctx *c, const ast_expr *e) {
+    if (c->depth >= LANG_MAX_EXPR_DEPTH) {
+        lang_error(c, e->span, "expression nested too deeply (limit is %d)", LANG_MAX_EXPR_DEPTH);
+        c->depth = -1000000; /* report once per statement: the caller resets */
+        return lang_poison(e->span);
+    }
+    if (c->depth < 0) return lang_poison(e->span);
+    c->depth++;
+    operand o;
+    memset(&o, 0, sizeof o);
+    o.span = e->span;
+    switch (e->kind) {
+    case AST_INT:
+        if (e->u.int_value > (uint64_t)INT64_MAX) {
+            lang_error(c, e->span, "integer literal does not fit in i64");
+            o = lang_poison(e->span);
+        } else {
+            o.kind = OPND_INTLIT;
+            o.ival = (int64_t)e->u.int_value;
+        }
+        break;
+    case AST_FLOAT:
+        o.kind = OPND_FLOATLIT;
+        o.fval = e->u.float_value;
+        break;
+    case AST_BOOL:
+        o.kind = OPND_CONST;
+        o.type = tir_scalar(TIR_I1);
+        o.ival = e->u.int_value != 0;
+        break;
+    case AST_NAME: {
+        binding *bd = lookup(c, e->u.name.str);
+        if (!bd) {
+            lang_error(c, e->span, "use of undeclared identifier '%s'", e->u.name.str);
+            o = lang_poison(e->span);
+        } else {
+            o = bd->value;
+            o.span = e->span;
+            if (!c->emit && o.kind == OPND_VALUE) {
+                lang_error(c, e->span, "'%s' is a runtime value; a compile-time constant is needed here",
+                           e->u.name.str);
+                o = lang_poison(e->span);
+            }
+        }
+        break;
+    }
+    case AST_UNARY: o = check_unary(c, e); break;
+    case AST_BINARY: o = check_binary(c, e); break;
+    case AST_CALL: o = lang_check_call(c, e); break;
+    }
+    if (c->depth > 0) c->depth--;
+    return o;
+}
+
+tir_value *lang_convert(lang_ctx *c, const operand *o, tir_elem want, tir_type shape_of, const char *what) {
+    if (o->kind == OPND_POISON) return NULL;
+    tir_type t = lang_operand_type(o);
+    if (t.elem == TIR_PTR || want == TIR_PTR) {
+        lang_error(c, o->span, "%s must be a number, not %s", what, lang_operand_str(c, o));
+        return NULL;
+    }
+    if (t.rank && !tir_type_same_shape(t, shape_of)) {
+        lang_error(c, o->span, "%s has shape %s but %s is needed", what, lang_operand_str(c, o),
+                   lang_type_str(c, tir_with_elem(shape_of, tir_scalar(want))));
+        return NULL;
+    }
+    if (!lang_literal_fits(c, o, want)) return NULL;
+    return lang_broadcast(c, lang_materialize(c, o, want), shape_of);
+}

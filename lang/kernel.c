@@ -1,0 +1,252 @@
+/* kernel.c - checking kernels and statements; lang_to_tir.
+ *
+ * Each kernel is checked on its own: its const parameters are evaluated
+ * first (from -D or their defaults) without building IR, then its runtime
+ * parameters become IR parameters and its statements are checked in order.
+ * v0 has no control flow, so a `var` is simply rebound on assignment: the
+ * binding always names the latest SSA value. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "lang/check.h"
+
+static void build_line_table(lang_ctx *c) {
+    uint32_t n = 1;
+    for (size_t i = 0; i < c->src->len; i++) n += c->src->text[i] == '\n';
+    c->line_starts = TC_NEW_ARRAY(c->arena, uint32_t, n);
+    c->nlines = 0;
+    c->line_starts[c->nlines++] = 0;
+    for (size_t i = 0; i < c->src->len; i++)
+        if (c->src->text[i] == '\n') c->line_starts[c->nlines++] = (uint32_t)(i + 1);
+}
+
+static binding *find_local(lang_ctx *c, const char *name) {
+    for (uint32_t i = 0; i < c->nbinds; i++)
+        if (!strcmp(c->binds[i].name, name)) return &c->binds[i];
+    return NULL;
+}
+
+static bool bind(lang_ctx *c, const ast_name *name, binding_kind kind, operand value) {
+    binding *old = find_local(c, name->str);
+    if (old) {
+        lang_error(c, name->span, "redefinition of '%s'", name->str);
+        tc_note(c->diag, c->src, old->span, "'%s' was first defined here", name->str);
+        return false;
+    }
+    if (c->nbinds == LANG_MAX_BINDINGS) {
+        lang_error(c, name->span, "too many names in one kernel (limit is %d)", LANG_MAX_BINDINGS);
+        return false;
+    }
+    if (c->nbinds == c->capbinds) {
+        uint32_t cap = c->capbinds ? c->capbinds * 2 : 32;
+        binding *nb = TC_NEW_ARRAY(c->arena, binding, cap);
+        if (c->nbinds) memcpy(nb, c->binds, sizeof(binding) * c->nbinds);
+        c->binds = nb;
+        c->capbinds = cap;
+    }
+    c->binds[c->nbinds++] = (binding){name->str, kind, value, name->span};
+    return true;
+}
+
+/* A written type: scalar or pointer-to-scalar. */
+static bool resolve_type(lang_ctx *c, const ast_type *t, tir_type *out) {
+    tir_elem e;
+    if (!tir_elem_from_name(t->base.str, t->base.len, &e)) {
+        lang_error(c, t->base.span, "unknown type '%s' (expected i1, i8, i16, i32, i64, f16, bf16, f32 or f64)",
+                   t->base.str);
+        return false;
+    }
+    if (t->pointer > 1) {
+        lang_error(c, t->span, "pointers to pointers are not supported");
+        return false;
+    }
+    *out = t->pointer ? tir_ptr(e) : tir_scalar(e);
+    return true;
+}
+
+static void check_params(lang_ctx *c, const ast_kernel *k, tir_func *f) {
+    for (const ast_param *p = k->params; p; p = p->next) {
+        tir_type t;
+        bool ok = resolve_type(c, &p->type, &t);
+        if (!p->is_const) {
+            if (p->default_value) {
+                lang_error(c, p->default_value->span,
+                           "only const parameters can have defaults ('%s' is a runtime parameter)", p->name.str);
+            }
+            operand o = lang_poison(p->name.span);
+            if (ok) o = lang_value(tir_func_add_param(f, t, p->name.str), p->name.span);
+            bind(c, &p->name, BIND_PARAM, o);
+            continue;
+        }
+        operand o = lang_poison(p->name.span);
+        if (ok && (t.elem == TIR_PTR || !tir_elem_is_int((tir_elem)t.elem))) {
+            lang_error(c, p->type.span, "const parameters must be integers or i1, not %s", lang_type_str(c, t));
+            ok = false;
+        }
+        const lang_define *def = NULL;
+        for (uint32_t i = 0; i < c->opt->ndefines; i++)
+            if (!strcmp(c->opt->defines[i].name, p->name.str)) def = &c->opt->defines[i];
+        if (ok && def) {
+            ((lang_define *)def)->used = true;
+            if (!lang_int_fits(def->value, (tir_elem)t.elem)) {
+                lang_error(c, p->name.span, "-D %s=%lld does not fit in %s", p->name.str, (long long)def->value,
+                           tir_elem_name((tir_elem)t.elem));
+            } else {
+                o.kind = OPND_CONST, o.type = t, o.ival = def->value;
+            }
+        } else if (ok && p->default_value) {
+            c->emit = false;
+            operand d = lang_check_expr(c, p->default_value);
+            c->emit = true;
+            c->depth = 0;
+            if (d.kind == OPND_INTLIT || (d.kind == OPND_CONST)) {
+                if (!lang_int_fits(d.ival, (tir_elem)t.elem))
+                    lang_error(c, p->default_value->span, "default %lld does not fit in %s", (long long)d.ival,
+                               tir_elem_name((tir_elem)t.elem));
+                else
+                    o.kind = OPND_CONST, o.type = t, o.ival = d.ival;
+            } else if (d.kind != OPND_POISON) {
+                lang_error(c, p->default_value->span, "the default of '%s' must be an integer constant", p->name.str);
+            }
+        } else if (ok) {
+            lang_error(c, p->name.span, "const parameter '%s' needs a value: give it a default or pass -D %s=...",
+                       p->name.str, p->name.str);
+        }
+        bind(c, &p->name, BIND_CONST_PARAM, o);
+    }
+}
+
+/* The operand a let/var binds, after an optional annotation. */
+static operand annotated(lang_ctx *c, const ast_stmt *s, operand v) {
+    if (!s->type || v.kind == OPND_POISON) return v;
+    tir_type t;
+    if (!resolve_type(c, s->type, &t)) return lang_poison(s->span);
+    tir_type have = lang_operand_type(&v);
+    if (v.kind == OPND_INTLIT || v.kind == OPND_FLOATLIT) {
+        if (t.elem == TIR_PTR) {
+            lang_error(c, s->value->span, "cannot initialize '%s' of type %s with a number", s->name.str,
+                       lang_type_str(c, t));
+            return lang_poison(s->span);
+        }
+        return lang_value(lang_convert(c, &v, (tir_elem)t.elem, t, "the initializer"), s->value->span);
+    }
+    if (!tir_type_eq(tir_element_of(have), t)) {
+        lang_error(c, s->value->span, "cannot initialize '%s' of type %s with %s", s->name.str, lang_type_str(c, t),
+                   lang_type_str(c, have));
+        return lang_poison(s->span);
+    }
+    return v;
+}
+
+static void check_assign(lang_ctx *c, const ast_stmt *s) {
+    operand v = lang_check_expr(c, s->value);
+    binding *bd = NULL;
+    for (uint32_t i = c->nbinds; i-- > 0;)
+        if (!strcmp(c->binds[i].name, s->name.str)) {
+            bd = &c->binds[i];
+            break;
+        }
+    if (!bd) {
+        lang_error(c, s->name.span, "use of undeclared identifier '%s'", s->name.str);
+        return;
+    }
+    if (bd->kind != BIND_VAR) {
+        if (bd->kind == BIND_LET)
+            lang_error(c, s->name.span, "cannot assign to '%s': it is declared with let (use var)", s->name.str);
+        else
+            lang_error(c, s->name.span, "cannot assign to parameter '%s'", s->name.str);
+        return;
+    }
+    if (v.kind == OPND_POISON || bd->value.kind == OPND_POISON) return;
+    tir_type want = bd->value.type, have = lang_operand_type(&v);
+    if (v.kind == OPND_INTLIT || v.kind == OPND_FLOATLIT ||
+        (v.kind == OPND_CONST && tir_type_eq(tir_element_of(want), have))) {
+        tir_value *x = lang_convert(c, &v, (tir_elem)want.elem, want, "the assigned value");
+        if (x) bd->value = lang_value(x, s->span);
+        return;
+    }
+    if (!tir_type_eq(have, want)) {
+        if (have.rank == 0 && want.rank && tir_type_eq(have, tir_element_of(want))) {
+            bd->value = lang_value(lang_broadcast(c, lang_materialize(c, &v, (tir_elem)want.elem), want), s->span);
+            return;
+        }
+        lang_error(c, s->value->span, "cannot assign %s to '%s' of type %s", lang_type_str(c, have), s->name.str,
+                   lang_type_str(c, want));
+        return;
+    }
+    bd->value = v;
+}
+
+static void name_value(operand *o, const char *name) {
+    if (o->kind == OPND_VALUE && !o->v->name && o->v->def) o->v->name = name;
+}
+
+static void check_stmt(lang_ctx *c, const ast_stmt *s) {
+    c->depth = 0;
+    switch (s->kind) {
+    case AST_LET:
+    case AST_VAR: {
+        operand v = annotated(c, s, lang_check_expr(c, s->value));
+        if (s->kind == AST_VAR && v.kind != OPND_POISON && v.kind != OPND_VALUE) {
+            /* a var needs a fixed type from the start: literals take their default */
+            tir_type t = lang_operand_type(&v);
+            v = lang_value(lang_materialize(c, &v, (tir_elem)t.elem), v.span);
+        }
+        name_value(&v, s->name.str);
+        bind(c, &s->name, s->kind == AST_LET ? BIND_LET : BIND_VAR, v);
+        break;
+    }
+    case AST_ASSIGN: check_assign(c, s); break;
+    case AST_EXPR:
+        if (s->value->kind != AST_CALL) {
+            operand v = lang_check_expr(c, s->value);
+            if (v.kind != OPND_POISON) lang_error(c, s->value->span, "expression result unused");
+            break;
+        }
+        c->stmt_call = true;
+        lang_check_expr(c, s->value);
+        c->stmt_call = false;
+        break;
+    }
+}
+
+tir_module *lang_to_tir(ast_module *m, const lang_options *opt, tc_arena *arena, tc_diag *diag) {
+    lang_options none;
+    if (!opt) {
+        memset(&none, 0, sizeof none);
+        opt = &none;
+    }
+    int errors_before = diag->nerrors;
+    lang_ctx c;
+    memset(&c, 0, sizeof c);
+    c.arena = arena;
+    c.src = m->src;
+    c.diag = diag;
+    c.opt = opt;
+    build_line_table(&c);
+    tir_module *tm = tir_module_new(arena, m->src->name);
+    bool found = false;
+    for (const ast_kernel *k = m->kernels; k; k = k->next) {
+        for (const ast_kernel *p = m->kernels; p != k; p = p->next)
+            if (!strcmp(p->name.str, k->name.str)) {
+                lang_error(&c, k->name.span, "redefinition of kernel '%s'", k->name.str);
+                tc_note(diag, m->src, p->name.span, "'%s' was first defined here", p->name.str);
+                break;
+            }
+        if (opt->only_kernel && strcmp(opt->only_kernel, k->name.str)) continue;
+        found = true;
+        lang_set_loc(&c, k->name.span);
+        tir_func *f = tir_func_new(tm, k->name.str, c.b.loc);
+        f->num_warps = opt->num_warps;
+        tir_builder_at_end(&c.b, f->body);
+        c.nbinds = 0;
+        c.emit = true;
+        check_params(&c, k, f);
+        for (const ast_stmt *s = k->body; s; s = s->next) check_stmt(&c, s);
+        lang_set_loc(&c, (tc_span){k->span.off + k->span.len ? k->span.off + k->span.len - 1 : 0, 1});
+        tir_build_op(&c.b, TIR_OP_RETURN, 0, NULL, 0, NULL);
+    }
+    if (opt->only_kernel && !found)
+        tc_error_plain(diag, "no kernel named '%s' in %s", opt->only_kernel, m->src->name ? m->src->name : "the input");
+    return diag->nerrors > errors_before ? NULL : tm;
+}
