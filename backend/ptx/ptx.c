@@ -1,0 +1,75 @@
+/* ptx.c - LLVM's NVPTX target: optimize an LLVM module and print PTX. */
+#include <pthread.h>
+#include <string.h>
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+
+#include "backend/ptx/ptx.h"
+
+/* PTX ISA 8.0 covers sm_90a and is accepted by ptxas from CUDA 12.0 on. */
+static const char ptx_features[] = "+ptx80";
+static const char *const known_arches[] = {"sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_90a"};
+
+bool ptx_arch_valid(const char *arch) {
+    for (size_t i = 0; i < sizeof known_arches / sizeof known_arches[0]; i++)
+        if (arch && !strcmp(arch, known_arches[i])) return true;
+    return false;
+}
+
+/* LLVM's target registry is process-wide; registering once is LLVM's own
+ * requirement, not state of ours. */
+static pthread_once_t nvptx_once = PTHREAD_ONCE_INIT;
+static void init_nvptx(void) {
+    LLVMInitializeNVPTXTargetInfo();
+    LLVMInitializeNVPTXTarget();
+    LLVMInitializeNVPTXTargetMC();
+    LLVMInitializeNVPTXAsmPrinter();
+}
+
+bool ptx_emit(LLVMModuleRef m, const char *arch, int opt_level, tc_strbuf *out, tc_diag *diag) {
+    pthread_once(&nvptx_once, init_nvptx);
+    char *err = NULL;
+    LLVMTargetRef target;
+    const char *triple = "nvptx64-nvidia-cuda";
+    if (LLVMGetTargetFromTriple(triple, &target, &err)) {
+        tc_error_plain(diag, "LLVM has no NVPTX target: %s", err ? err : "?");
+        LLVMDisposeMessage(err);
+        return false;
+    }
+    LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, triple, arch, ptx_features,
+                                                      opt_level ? LLVMCodeGenLevelAggressive : LLVMCodeGenLevelNone,
+                                                      LLVMRelocDefault, LLVMCodeModelDefault);
+    bool ok = true;
+    if (LLVMVerifyModule(m, LLVMReturnStatusAction, &err)) {
+        tc_error_plain(diag, "internal error: invalid LLVM IR: %s", err);
+        ok = false;
+    }
+    LLVMDisposeMessage(err);
+    err = NULL;
+    if (ok) {
+        LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+        LLVMErrorRef e = LLVMRunPasses(m, opt_level ? "default<O2>" : "default<O0>", tm, po);
+        LLVMDisposePassBuilderOptions(po);
+        if (e) {
+            char *msg = LLVMGetErrorMessage(e);
+            tc_error_plain(diag, "LLVM optimization failed: %s", msg);
+            LLVMDisposeErrorMessage(msg);
+            ok = false;
+        }
+    }
+    LLVMMemoryBufferRef buf = NULL;
+    if (ok && LLVMTargetMachineEmitToMemoryBuffer(tm, m, LLVMAssemblyFile, &err, &buf)) {
+        tc_error_plain(diag, "PTX emission failed: %s", err ? err : "?");
+        LLVMDisposeMessage(err);
+        ok = false;
+    }
+    if (ok) {
+        tc_strbuf_putn(out, LLVMGetBufferStart(buf), LLVMGetBufferSize(buf));
+        LLVMDisposeMemoryBuffer(buf);
+    }
+    LLVMDisposeTargetMachine(tm);
+    return ok;
+}

@@ -1,0 +1,123 @@
+/* axisinfo.c - what is known about the integers (and pointers) in a tile.
+ *
+ * For each value, along its (one) axis: `contiguity`, the length of runs of
+ * consecutive elements that increase by one; `constancy`, the length of
+ * runs of equal elements; `divisibility`, a power of two dividing the first
+ * element of each run (in bytes for pointers). Runs start at multiples of
+ * their length. Codegen turns a thread's elements into one vector access
+ * when the pointers are contiguous and aligned across it (Triton calls
+ * this AxisInfo). One forward walk in program order: every operand is
+ * analyzed before its users. Unknown values get (1, 1, 1). */
+#include "lower/lower.h"
+
+enum { AXIS_MAX_DIVISIBILITY = 1 << 30 }; /* what "divisible by anything" becomes (0) */
+
+struct lower_axis_map {
+    lower_axis_info *info; /* by value id */
+    uint32_t n;
+};
+
+static int64_t gcd64(int64_t a, int64_t b) {
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a < 0 ? -a : a;
+}
+
+static int64_t pow2_divisor(int64_t v) {
+    if (v == 0) return AXIS_MAX_DIVISIBILITY;
+    int64_t d = v & -v;
+    return d > AXIS_MAX_DIVISIBILITY ? AXIS_MAX_DIVISIBILITY : d < 0 ? -d : d;
+}
+
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+static int64_t length(const tir_value *v) { return v->type.rank ? (int64_t)v->type.shape[0] : 1; }
+
+lower_axis_info lower_axis_get(const lower_axis_map *map, const tir_value *v) {
+    if (v->id < map->n && map->info[v->id].divisibility) return map->info[v->id];
+    return (lower_axis_info){1, 1, 1};
+}
+
+static void set(lower_axis_map *map, const tir_value *v, lower_axis_info i) {
+    int64_t n = length(v);
+    i.contiguity = max64(1, min64(i.contiguity, n));
+    i.constancy = max64(1, min64(i.constancy, n));
+    i.divisibility = max64(1, min64(i.divisibility, AXIS_MAX_DIVISIBILITY));
+    if (v->id < map->n) map->info[v->id] = i;
+}
+
+static void analyze(tir_op *op, void *p) {
+    lower_axis_map *map = p;
+    if (op->nresults != 1) return;
+    const tir_value *r = op->results[0];
+    int64_t n = length(r);
+    lower_axis_info a = {1, 1, 1}, b = {1, 1, 1}, out = {1, 1, 1};
+    if (op->noperands > 0) a = lower_axis_get(map, op->operands[0]);
+    if (op->noperands > 1) b = lower_axis_get(map, op->operands[1]);
+    switch (op->code) {
+    case TIR_OP_CONST:
+        out = (lower_axis_info){1, n,
+                                tir_elem_is_int((tir_elem)r->type.elem) ? pow2_divisor(op->attr.ival) : 1};
+        break;
+    case TIR_OP_ARANGE: out = (lower_axis_info){n, 1, pow2_divisor(op->attr.range.lo)}; break;
+    case TIR_OP_SPLAT: out = (lower_axis_info){1, n, a.divisibility}; break;
+    case TIR_OP_PROGRAM_ID:
+    case TIR_OP_NUM_PROGRAMS: out = (lower_axis_info){1, 1, 1}; break;
+    case TIR_OP_ADD:
+    case TIR_OP_SUB:
+    case TIR_OP_ADDPTR: {
+        int64_t scale = 1; /* offsets count elements; pointer facts count bytes */
+        if (op->code == TIR_OP_ADDPTR) scale = (tir_elem_bits((tir_elem)op->operands[0]->type.pointee) + 7) / 8;
+        /* a run stays contiguous when the other side is constant across it */
+        out.contiguity = max64(min64(a.contiguity, b.constancy), op->code == TIR_OP_SUB ? 1 : min64(b.contiguity, a.constancy));
+        out.constancy = gcd64(a.constancy, b.constancy);
+        out.divisibility = gcd64(a.divisibility, b.divisibility * scale);
+        break;
+    }
+    case TIR_OP_MUL:
+        out.constancy = gcd64(a.constancy, b.constancy);
+        out.divisibility = min64(a.divisibility * b.divisibility, AXIS_MAX_DIVISIBILITY);
+        break;
+    case TIR_OP_EQ: case TIR_OP_NE: case TIR_OP_LT: case TIR_OP_LE: case TIR_OP_GT: case TIR_OP_GE:
+        /* constant compared with constant stays constant; a contiguous run
+         * compared with a constant keeps its value only within aligned
+         * blocks as long as the constant's divisibility */
+        out.constancy = gcd64(a.constancy, b.constancy);
+        if (b.constancy >= n && a.contiguity > 1) out.constancy = max64(out.constancy, gcd64(a.contiguity, b.divisibility));
+        if (a.constancy >= n && b.contiguity > 1) out.constancy = max64(out.constancy, gcd64(b.contiguity, a.divisibility));
+        break;
+    case TIR_OP_AND:
+    case TIR_OP_OR:
+    case TIR_OP_XOR:
+    case TIR_OP_SELECT:
+        out.constancy = gcd64(a.constancy, b.constancy);
+        if (op->code == TIR_OP_SELECT) out.constancy = gcd64(out.constancy, lower_axis_get(map, op->operands[2]).constancy);
+        break;
+    case TIR_OP_CAST:
+    case TIR_OP_NEG:
+    case TIR_OP_NOT:
+    case TIR_OP_CONVERT_LAYOUT:
+        out.constancy = a.constancy;
+        if (op->code == TIR_OP_CONVERT_LAYOUT) out = a;
+        break;
+    default: break;
+    }
+    set(map, r, out);
+}
+
+lower_axis_map *lower_axis_analyze(tir_func *f, tc_arena *arena) {
+    lower_axis_map *map = TC_NEW(arena, lower_axis_map);
+    map->n = f->next_value_id;
+    map->info = TC_NEW_ARRAY(arena, lower_axis_info, map->n + 1);
+    for (uint32_t i = 0; i < f->nparams; i++) {
+        const tir_value *p = f->params[i];
+        lower_axis_info info = {1, 1, p->type.elem == TIR_PTR ? LOWER_ASSUMED_PTR_ALIGN : 1};
+        set(map, p, info);
+    }
+    tir_walk(f, analyze, map);
+    return map;
+}

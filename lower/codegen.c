@@ -1,0 +1,468 @@
+/* codegen.c - laid-out tile IR to LLVM IR for the NVPTX target.
+ *
+ * Every tile value becomes the registers one thread owns under its blocked
+ * layout: register r is element (r / spt) * C + tid * spt + r % spt, where
+ * C = spt * 32 * num_warps is the layout's coverage; over a tile smaller
+ * than C the pattern wraps (index mod N) and several threads hold copies.
+ * Elementwise ops then act register by register; scalars are one register,
+ * the same in every thread.
+ *
+ * Loads and stores take a thread's registers in groups of `vec`, the
+ * largest power of two the axis analysis proves contiguous and aligned
+ * (at most 16 bytes), and issue one vector access per group. A mask that is
+ * not provably constant across a group is tested at run time: all lanes on
+ * -> the vector access, else one predicated scalar access per lane. Stores
+ * of replicated elements are issued by the owning thread only. */
+#include <stdio.h>
+#include <string.h>
+
+#include "lower/lower.h"
+
+enum { CG_MAX_ACCESS_BYTES = 16, NVPTX_ADDRSPACE_GLOBAL = 1 };
+
+typedef struct cg {
+    LLVMContextRef ctx;
+    LLVMModuleRef mod;
+    LLVMBuilderRef b;
+    LLVMValueRef fn;
+    tir_func *f;
+    lower_axis_map *axis;
+    tc_arena *arena;
+    tc_diag *diag;
+    const char *file;
+    LLVMValueRef **regs; /* by value id */
+    uint32_t *nregs;
+    LLVMValueRef tid;
+    bool ok;
+} cg;
+
+static void cg_error(cg *c, const tir_op *op, const char *what) {
+    tc_error_loc(c->diag, c->file, op ? op->loc : c->f->loc, "code generation: %s", what);
+    c->ok = false;
+}
+
+static LLVMTypeRef elem_type(cg *c, tir_elem e) {
+    switch (e) {
+    case TIR_I1: return LLVMInt1TypeInContext(c->ctx);
+    case TIR_I8: return LLVMInt8TypeInContext(c->ctx);
+    case TIR_I16: return LLVMInt16TypeInContext(c->ctx);
+    case TIR_I32: return LLVMInt32TypeInContext(c->ctx);
+    case TIR_I64: return LLVMInt64TypeInContext(c->ctx);
+    case TIR_F16: return LLVMHalfTypeInContext(c->ctx);
+    case TIR_BF16: return LLVMBFloatTypeInContext(c->ctx);
+    case TIR_F32: return LLVMFloatTypeInContext(c->ctx);
+    case TIR_F64: return LLVMDoubleTypeInContext(c->ctx);
+    default: return LLVMPointerTypeInContext(c->ctx, NVPTX_ADDRSPACE_GLOBAL);
+    }
+}
+
+static LLVMValueRef i32c(cg *c, int64_t v) { return LLVMConstInt(LLVMInt32TypeInContext(c->ctx), (unsigned long long)v, true); }
+
+/* Registers per thread for a type: 1 for scalars. */
+static uint32_t reg_count(const tir_type *t, int num_warps) {
+    if (t->rank == 0) return 1;
+    uint32_t n = t->shape[0], spt = t->layout.spt[0];
+    uint32_t cover = spt * 32u * (uint32_t)num_warps;
+    return n >= cover ? spt * (n / cover) : spt;
+}
+
+static LLVMValueRef *new_regs(cg *c, const tir_value *v) {
+    uint32_t n = reg_count(&v->type, c->f->num_warps);
+    LLVMValueRef *r = TC_NEW_ARRAY(c->arena, LLVMValueRef, n);
+    c->regs[v->id] = r;
+    c->nregs[v->id] = n;
+    return r;
+}
+
+/* Register `r` of operand v, broadcasting scalars. */
+static LLVMValueRef reg(cg *c, const tir_value *v, uint32_t r) {
+    LLVMValueRef *rs = c->regs[v->id];
+    return c->nregs[v->id] == 1 ? rs[0] : rs[r];
+}
+
+static LLVMValueRef sreg(cg *c, const char *name) {
+    LLVMTypeRef ty = LLVMFunctionType(LLVMInt32TypeInContext(c->ctx), NULL, 0, false);
+    LLVMValueRef fn = LLVMGetNamedFunction(c->mod, name);
+    if (!fn) fn = LLVMAddFunction(c->mod, name, ty);
+    return LLVMBuildCall2(c->b, ty, fn, NULL, 0, "");
+}
+
+/* The element index register r of a tile of this type holds. */
+static LLVMValueRef elem_index(cg *c, const tir_type *t, uint32_t r) {
+    uint32_t n = t->shape[0], spt = t->layout.spt[0];
+    uint32_t cover = spt * 32u * (uint32_t)c->f->num_warps;
+    LLVMValueRef base = LLVMBuildMul(c->b, c->tid, i32c(c, spt), "");
+    LLVMValueRef idx = LLVMBuildAdd(c->b, base, i32c(c, (int64_t)(r / spt) * cover + r % spt), "");
+    if (n < cover) idx = LLVMBuildAnd(c->b, idx, i32c(c, n - 1), "");
+    return idx;
+}
+
+static void gen_const(cg *c, const tir_op *op) {
+    const tir_value *v = op->results[0];
+    tir_elem e = (tir_elem)v->type.elem;
+    LLVMTypeRef ty = elem_type(c, e);
+    LLVMValueRef k = tir_elem_is_float(e) ? LLVMConstReal(ty, op->attr.fval)
+                                          : LLVMConstInt(ty, (unsigned long long)op->attr.ival, true);
+    LLVMValueRef *r = new_regs(c, v);
+    for (uint32_t i = 0; i < c->nregs[v->id]; i++) r[i] = k;
+}
+
+static LLVMValueRef gen_binary(cg *c, tir_opcode code, tir_elem e, LLVMValueRef a, LLVMValueRef b) {
+    bool fl = tir_elem_is_float(e);
+    unsigned bits = tir_elem_bits(e);
+    LLVMTypeRef ty = elem_type(c, e);
+    switch (code) {
+    case TIR_OP_ADD: return fl ? LLVMBuildFAdd(c->b, a, b, "") : LLVMBuildAdd(c->b, a, b, "");
+    case TIR_OP_SUB: return fl ? LLVMBuildFSub(c->b, a, b, "") : LLVMBuildSub(c->b, a, b, "");
+    case TIR_OP_MUL: return fl ? LLVMBuildFMul(c->b, a, b, "") : LLVMBuildMul(c->b, a, b, "");
+    case TIR_OP_DIV: return fl ? LLVMBuildFDiv(c->b, a, b, "") : LLVMBuildSDiv(c->b, a, b, "");
+    case TIR_OP_REM: return fl ? LLVMBuildFRem(c->b, a, b, "") : LLVMBuildSRem(c->b, a, b, "");
+    case TIR_OP_AND: return LLVMBuildAnd(c->b, a, b, "");
+    case TIR_OP_OR: return LLVMBuildOr(c->b, a, b, "");
+    case TIR_OP_XOR: return LLVMBuildXor(c->b, a, b, "");
+    case TIR_OP_SHL:
+    case TIR_OP_SHR: {
+        /* ops.def: shifting by the width or more gives 0 (shl) or the sign
+         * (shr); LLVM would give poison, so clamp explicitly */
+        LLVMValueRef w = LLVMConstInt(ty, bits, false);
+        LLVMValueRef over = LLVMBuildICmp(c->b, LLVMIntUGE, b, w, "");
+        if (code == TIR_OP_SHL)
+            return LLVMBuildSelect(c->b, over, LLVMConstNull(ty), LLVMBuildShl(c->b, a, b, ""), "");
+        LLVMValueRef amt = LLVMBuildSelect(c->b, over, LLVMConstInt(ty, bits - 1, false), b, "");
+        return LLVMBuildAShr(c->b, a, amt, "");
+    }
+    case TIR_OP_EQ: return fl ? LLVMBuildFCmp(c->b, LLVMRealOEQ, a, b, "") : LLVMBuildICmp(c->b, LLVMIntEQ, a, b, "");
+    case TIR_OP_NE: return fl ? LLVMBuildFCmp(c->b, LLVMRealUNE, a, b, "") : LLVMBuildICmp(c->b, LLVMIntNE, a, b, "");
+    case TIR_OP_LT: return fl ? LLVMBuildFCmp(c->b, LLVMRealOLT, a, b, "") : LLVMBuildICmp(c->b, LLVMIntSLT, a, b, "");
+    case TIR_OP_LE: return fl ? LLVMBuildFCmp(c->b, LLVMRealOLE, a, b, "") : LLVMBuildICmp(c->b, LLVMIntSLE, a, b, "");
+    case TIR_OP_GT: return fl ? LLVMBuildFCmp(c->b, LLVMRealOGT, a, b, "") : LLVMBuildICmp(c->b, LLVMIntSGT, a, b, "");
+    case TIR_OP_GE: return fl ? LLVMBuildFCmp(c->b, LLVMRealOGE, a, b, "") : LLVMBuildICmp(c->b, LLVMIntSGE, a, b, "");
+    default: return NULL;
+    }
+}
+
+static LLVMValueRef gen_cast(cg *c, LLVMValueRef v, tir_elem from, tir_elem to) {
+    if (from == to) return v;
+    LLVMTypeRef ty = elem_type(c, to);
+    bool ff = tir_elem_is_float(from), tf = tir_elem_is_float(to);
+    if (to == TIR_I1) /* nonzero is true */
+        return ff ? LLVMBuildFCmp(c->b, LLVMRealUNE, v, LLVMConstNull(elem_type(c, from)), "")
+                  : LLVMBuildICmp(c->b, LLVMIntNE, v, LLVMConstNull(elem_type(c, from)), "");
+    if (!ff && !tf) {
+        if (from == TIR_I1) return LLVMBuildZExt(c->b, v, ty, "");
+        return tir_elem_bits(from) < tir_elem_bits(to) ? LLVMBuildSExt(c->b, v, ty, "") : LLVMBuildTrunc(c->b, v, ty, "");
+    }
+    if (!ff) return from == TIR_I1 ? LLVMBuildUIToFP(c->b, v, ty, "") : LLVMBuildSIToFP(c->b, v, ty, "");
+    if (!tf) return LLVMBuildFPToSI(c->b, v, ty, "");
+    if ((from == TIR_F16 && to == TIR_BF16) || (from == TIR_BF16 && to == TIR_F16))
+        v = LLVMBuildFPExt(c->b, v, LLVMFloatTypeInContext(c->ctx), ""), from = TIR_F32;
+    return tir_elem_bits(from) < tir_elem_bits(to) ? LLVMBuildFPExt(c->b, v, ty, "") : LLVMBuildFPTrunc(c->b, v, ty, "");
+}
+
+/* How many consecutive registers of this pointer tile one access covers. */
+static uint32_t vec_width(cg *c, const tir_value *ptrs) {
+    if (ptrs->type.rank == 0) return 1;
+    lower_axis_info ai = lower_axis_get(c->axis, ptrs);
+    int64_t eb = (tir_elem_bits((tir_elem)ptrs->type.pointee) + 7) / 8;
+    int64_t v = ptrs->type.layout.spt[0];
+    if (ai.contiguity < v) v = ai.contiguity;
+    if (ai.divisibility / eb < v) v = ai.divisibility / eb;
+    if (CG_MAX_ACCESS_BYTES / eb < v) v = CG_MAX_ACCESS_BYTES / eb;
+    uint32_t w = 1;
+    while ((int64_t)w * 2 <= v) w *= 2;
+    return w;
+}
+
+static LLVMBasicBlockRef new_block(cg *c, const char *name) { return LLVMAppendBasicBlockInContext(c->ctx, c->fn, name); }
+
+/* The predicate guarding a group of lanes when the whole group shares one
+ * mask value (provably, or because it is one lane). NULL: no mask. */
+static LLVMValueRef and_all(cg *c, LLVMValueRef *m, uint32_t n) {
+    LLVMValueRef all = m[0];
+    for (uint32_t i = 1; i < n; i++) all = LLVMBuildAnd(c->b, all, m[i], "");
+    return all;
+}
+
+static void gen_load(cg *c, const tir_op *op) {
+    const tir_value *ptrs = op->operands[0], *res = op->results[0];
+    tir_elem e = (tir_elem)res->type.elem;
+    LLVMTypeRef ty = elem_type(c, e);
+    unsigned eb = (tir_elem_bits(e) + 7) / 8;
+    uint32_t vec = vec_width(c, ptrs);
+    LLVMValueRef *out = new_regs(c, res);
+    uint32_t n = c->nregs[res->id];
+    const tir_value *mask = op->noperands > 1 ? op->operands[1] : NULL;
+    bool uniform = !mask || vec == 1 || lower_axis_get(c->axis, mask).constancy >= vec;
+    for (uint32_t r = 0; r < n; r += vec) {
+        LLVMValueRef lanes_other[CG_MAX_ACCESS_BYTES], lanes_mask[CG_MAX_ACCESS_BYTES];
+        for (uint32_t i = 0; i < vec; i++) {
+            lanes_other[i] = op->noperands > 2 ? reg(c, op->operands[2], r + i) : LLVMConstNull(ty);
+            lanes_mask[i] = mask ? reg(c, mask, r + i) : NULL;
+        }
+        LLVMValueRef p0 = reg(c, ptrs, r);
+        /* the vector access, as a block of its own when masked */
+        LLVMBasicBlockRef entry = LLVMGetInsertBlock(c->b), vbb = entry, join = NULL, sbb = NULL;
+        if (mask) {
+            vbb = new_block(c, "ld.vec");
+            join = new_block(c, "ld.join");
+            sbb = uniform ? NULL : new_block(c, "ld.lanes");
+            LLVMBuildCondBr(c->b, uniform ? lanes_mask[0] : and_all(c, lanes_mask, vec), vbb, uniform ? join : sbb);
+            LLVMPositionBuilderAtEnd(c->b, vbb);
+        }
+        LLVMValueRef vals[CG_MAX_ACCESS_BYTES];
+        if (vec == 1) {
+            vals[0] = LLVMBuildLoad2(c->b, ty, p0, "");
+            LLVMSetAlignment(vals[0], eb);
+        } else {
+            LLVMTypeRef vty = LLVMVectorType(ty, vec);
+            LLVMValueRef v = LLVMBuildLoad2(c->b, vty, p0, "");
+            LLVMSetAlignment(v, eb * vec);
+            for (uint32_t i = 0; i < vec; i++) vals[i] = LLVMBuildExtractElement(c->b, v, i32c(c, i), "");
+        }
+        if (!mask) {
+            for (uint32_t i = 0; i < vec; i++) out[r + i] = vals[i];
+            continue;
+        }
+        LLVMBuildBr(c->b, join);
+        LLVMValueRef lane_vals[CG_MAX_ACCESS_BYTES];
+        LLVMBasicBlockRef lanes_end = entry;
+        if (!uniform) { /* lane by lane, each under its own predicate */
+            LLVMPositionBuilderAtEnd(c->b, sbb);
+            for (uint32_t i = 0; i < vec; i++) {
+                LLVMBasicBlockRef ld = new_block(c, "ld.lane"), next = new_block(c, "ld.next");
+                LLVMBasicBlockRef from = LLVMGetInsertBlock(c->b);
+                LLVMBuildCondBr(c->b, lanes_mask[i], ld, next);
+                LLVMPositionBuilderAtEnd(c->b, ld);
+                LLVMValueRef s = LLVMBuildLoad2(c->b, ty, reg(c, ptrs, r + i), "");
+                LLVMSetAlignment(s, eb);
+                LLVMBuildBr(c->b, next);
+                LLVMPositionBuilderAtEnd(c->b, next);
+                LLVMValueRef phi = LLVMBuildPhi(c->b, ty, "");
+                LLVMValueRef in_v[2] = {s, lanes_other[i]};
+                LLVMBasicBlockRef in_b[2] = {ld, from};
+                LLVMAddIncoming(phi, in_v, in_b, 2);
+                lane_vals[i] = phi;
+            }
+            lanes_end = LLVMGetInsertBlock(c->b);
+            LLVMBuildBr(c->b, join);
+        }
+        LLVMPositionBuilderAtEnd(c->b, join);
+        for (uint32_t i = 0; i < vec; i++) {
+            LLVMValueRef phi = LLVMBuildPhi(c->b, ty, "");
+            LLVMValueRef in_v[2] = {vals[i], uniform ? lanes_other[i] : lane_vals[i]};
+            LLVMBasicBlockRef in_b[2] = {vbb, lanes_end};
+            LLVMAddIncoming(phi, in_v, in_b, 2);
+            out[r + i] = phi;
+        }
+    }
+}
+
+static void gen_store(cg *c, const tir_op *op) {
+    const tir_value *ptrs = op->operands[0], *val = op->operands[1];
+    const tir_value *mask = op->noperands > 2 ? op->operands[2] : NULL;
+    tir_elem e = (tir_elem)val->type.elem;
+    LLVMTypeRef ty = elem_type(c, e);
+    unsigned eb = (tir_elem_bits(e) + 7) / 8;
+    uint32_t vec = vec_width(c, ptrs);
+    uint32_t n = reg_count(&ptrs->type, c->f->num_warps);
+    /* replicated elements: only the first thread holding one stores it */
+    LLVMValueRef owner = NULL;
+    if (ptrs->type.rank) {
+        uint32_t spt = ptrs->type.layout.spt[0], cover = spt * 32u * (uint32_t)c->f->num_warps;
+        if (ptrs->type.shape[0] < cover)
+            owner = LLVMBuildICmp(c->b, LLVMIntULT, LLVMBuildMul(c->b, c->tid, i32c(c, spt), ""),
+                                  i32c(c, ptrs->type.shape[0]), "");
+    }
+    bool uniform = !mask || vec == 1 || lower_axis_get(c->axis, mask).constancy >= vec;
+    for (uint32_t r = 0; r < n; r += vec) {
+        LLVMValueRef m[CG_MAX_ACCESS_BYTES];
+        bool any = mask || owner;
+        for (uint32_t i = 0; i < vec; i++) {
+            m[i] = mask ? reg(c, mask, r + i) : NULL;
+            if (owner) m[i] = m[i] ? LLVMBuildAnd(c->b, m[i], owner, "") : owner;
+        }
+        LLVMBasicBlockRef vbb = NULL, sbb = NULL, join = NULL;
+        if (any) {
+            vbb = new_block(c, "st.vec");
+            join = new_block(c, "st.join");
+            sbb = uniform ? join : new_block(c, "st.lanes");
+            LLVMBuildCondBr(c->b, uniform ? m[0] : and_all(c, m, vec), vbb, sbb);
+            LLVMPositionBuilderAtEnd(c->b, vbb);
+        }
+        if (vec == 1) {
+            LLVMValueRef s = LLVMBuildStore(c->b, reg(c, val, r), reg(c, ptrs, r));
+            LLVMSetAlignment(s, eb);
+        } else {
+            LLVMTypeRef vty = LLVMVectorType(ty, vec);
+            LLVMValueRef v = LLVMGetUndef(vty);
+            for (uint32_t i = 0; i < vec; i++) v = LLVMBuildInsertElement(c->b, v, reg(c, val, r + i), i32c(c, i), "");
+            LLVMValueRef s = LLVMBuildStore(c->b, v, reg(c, ptrs, r));
+            LLVMSetAlignment(s, eb * vec);
+        }
+        if (!any) continue;
+        LLVMBuildBr(c->b, join);
+        if (!uniform) {
+            LLVMPositionBuilderAtEnd(c->b, sbb);
+            for (uint32_t i = 0; i < vec; i++) {
+                LLVMBasicBlockRef st = new_block(c, "st.lane"), next = new_block(c, "st.next");
+                LLVMBuildCondBr(c->b, m[i], st, next);
+                LLVMPositionBuilderAtEnd(c->b, st);
+                LLVMValueRef s = LLVMBuildStore(c->b, reg(c, val, r + i), reg(c, ptrs, r + i));
+                LLVMSetAlignment(s, eb);
+                LLVMBuildBr(c->b, next);
+                LLVMPositionBuilderAtEnd(c->b, next);
+            }
+            LLVMBuildBr(c->b, join);
+        }
+        LLVMPositionBuilderAtEnd(c->b, join);
+    }
+}
+
+static void gen_op(cg *c, const tir_op *op) {
+    const tir_opinfo *info = &tir_ops[op->code];
+    const tir_value *res = op->nresults ? op->results[0] : NULL;
+    switch (op->code) {
+    case TIR_OP_CONST: gen_const(c, op); return;
+    case TIR_OP_PROGRAM_ID:
+    case TIR_OP_NUM_PROGRAMS: {
+        static const char *const names[2][3] = {
+            {"llvm.nvvm.read.ptx.sreg.ctaid.x", "llvm.nvvm.read.ptx.sreg.ctaid.y", "llvm.nvvm.read.ptx.sreg.ctaid.z"},
+            {"llvm.nvvm.read.ptx.sreg.nctaid.x", "llvm.nvvm.read.ptx.sreg.nctaid.y", "llvm.nvvm.read.ptx.sreg.nctaid.z"}};
+        new_regs(c, res)[0] = sreg(c, names[op->code == TIR_OP_NUM_PROGRAMS][op->attr.axis]);
+        return;
+    }
+    case TIR_OP_ARANGE: {
+        LLVMValueRef *r = new_regs(c, res);
+        for (uint32_t i = 0; i < c->nregs[res->id]; i++)
+            r[i] = LLVMBuildAdd(c->b, elem_index(c, &res->type, i), i32c(c, op->attr.range.lo), "");
+        return;
+    }
+    case TIR_OP_SPLAT:
+    case TIR_OP_CONVERT_LAYOUT: {
+        if (op->code == TIR_OP_CONVERT_LAYOUT && !tir_layout_eq(&op->operands[0]->type.layout, &res->type.layout)) {
+            cg_error(c, op, "layout conversions are not supported yet");
+            return;
+        }
+        LLVMValueRef *r = new_regs(c, res);
+        for (uint32_t i = 0; i < c->nregs[res->id]; i++) r[i] = reg(c, op->operands[0], i);
+        return;
+    }
+    case TIR_OP_NEG:
+    case TIR_OP_NOT: {
+        tir_elem e = (tir_elem)res->type.elem;
+        LLVMValueRef *r = new_regs(c, res);
+        for (uint32_t i = 0; i < c->nregs[res->id]; i++) {
+            LLVMValueRef a = reg(c, op->operands[0], i);
+            r[i] = op->code == TIR_OP_NOT ? LLVMBuildNot(c->b, a, "")
+                   : tir_elem_is_float(e) ? LLVMBuildFNeg(c->b, a, "")
+                                          : LLVMBuildNeg(c->b, a, "");
+        }
+        return;
+    }
+    case TIR_OP_CAST: {
+        LLVMValueRef *r = new_regs(c, res);
+        for (uint32_t i = 0; i < c->nregs[res->id]; i++)
+            r[i] = gen_cast(c, reg(c, op->operands[0], i), (tir_elem)op->operands[0]->type.elem,
+                            (tir_elem)res->type.elem);
+        return;
+    }
+    case TIR_OP_SELECT: {
+        LLVMValueRef *r = new_regs(c, res);
+        for (uint32_t i = 0; i < c->nregs[res->id]; i++)
+            r[i] = LLVMBuildSelect(c->b, reg(c, op->operands[0], i), reg(c, op->operands[1], i),
+                                   reg(c, op->operands[2], i), "");
+        return;
+    }
+    case TIR_OP_ADDPTR: {
+        LLVMTypeRef pointee = elem_type(c, (tir_elem)op->operands[0]->type.pointee);
+        LLVMValueRef *r = new_regs(c, res);
+        for (uint32_t i = 0; i < c->nregs[res->id]; i++) {
+            LLVMValueRef off = reg(c, op->operands[1], i);
+            if (op->operands[1]->type.elem != TIR_I64)
+                off = LLVMBuildSExt(c->b, off, LLVMInt64TypeInContext(c->ctx), "");
+            r[i] = LLVMBuildGEP2(c->b, pointee, reg(c, op->operands[0], i), &off, 1, "");
+        }
+        return;
+    }
+    case TIR_OP_LOAD: gen_load(c, op); return;
+    case TIR_OP_STORE: gen_store(c, op); return;
+    case TIR_OP_RETURN: LLVMBuildRetVoid(c->b); return;
+    case TIR_OP_FOR:
+    case TIR_OP_YIELD: cg_error(c, op, "loops are not supported by code generation yet"); return;
+    default: break;
+    }
+    if ((info->flags & TIR_F_ELEMENTWISE) && op->noperands == 2) {
+        tir_elem e = (tir_elem)op->operands[0]->type.elem;
+        LLVMValueRef *r = new_regs(c, res);
+        for (uint32_t i = 0; i < c->nregs[res->id]; i++)
+            r[i] = gen_binary(c, op->code, e, reg(c, op->operands[0], i), reg(c, op->operands[1], i));
+        return;
+    }
+    cg_error(c, op, "unsupported op");
+}
+
+static void annotate(cg *c, const char *key, int value) {
+    LLVMMetadataRef md[3] = {
+        LLVMValueAsMetadata(c->fn),
+        LLVMMDStringInContext2(c->ctx, key, strlen(key)),
+        LLVMValueAsMetadata(i32c(c, value)),
+    };
+    LLVMAddNamedMetadataOperand(c->mod, "nvvm.annotations",
+                                LLVMMetadataAsValue(c->ctx, LLVMMDNodeInContext2(c->ctx, md, 3)));
+}
+
+static bool gen_func(cg *c, tir_func *f) {
+    c->f = f;
+    c->regs = TC_NEW_ARRAY(c->arena, LLVMValueRef *, f->next_value_id + 1);
+    c->nregs = TC_NEW_ARRAY(c->arena, uint32_t, f->next_value_id + 1);
+    c->axis = lower_axis_analyze(f, c->arena);
+    LLVMTypeRef *pt = TC_NEW_ARRAY(c->arena, LLVMTypeRef, f->nparams + 1);
+    for (uint32_t i = 0; i < f->nparams; i++) {
+        tir_elem e = (tir_elem)f->params[i]->type.elem;
+        /* i1 travels as a byte: the launch ABI has no 1-bit parameters */
+        pt[i] = e == TIR_I1 ? LLVMInt8TypeInContext(c->ctx) : elem_type(c, e);
+    }
+    LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(c->ctx), pt, f->nparams, false);
+    c->fn = LLVMAddFunction(c->mod, f->name, fty);
+    annotate(c, "kernel", 1);
+    annotate(c, "maxntidx", 32 * f->num_warps);
+    LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "entry");
+    LLVMPositionBuilderAtEnd(c->b, entry);
+    unsigned align_kind = LLVMGetEnumAttributeKindForName("align", 5);
+    for (uint32_t i = 0; i < f->nparams; i++) {
+        const tir_value *p = f->params[i];
+        LLVMValueRef arg = LLVMGetParam(c->fn, i);
+        if (p->name) LLVMSetValueName2(arg, p->name, strlen(p->name));
+        if (p->type.elem == TIR_PTR)
+            LLVMAddAttributeAtIndex(c->fn, i + 1, LLVMCreateEnumAttribute(c->ctx, align_kind, LOWER_ASSUMED_PTR_ALIGN));
+        if (p->type.elem == TIR_I1) arg = LLVMBuildTrunc(c->b, arg, LLVMInt1TypeInContext(c->ctx), "");
+        new_regs(c, p)[0] = arg;
+    }
+    c->tid = sreg(c, "llvm.nvvm.read.ptx.sreg.tid.x");
+    for (const tir_op *op = f->body->first; op && c->ok; op = op->next) gen_op(c, op);
+    return c->ok;
+}
+
+LLVMModuleRef lower_codegen(tir_module *m, LLVMContextRef ctx, const lower_options *opt, tc_diag *diag) {
+    LLVMModuleRef mod = LLVMModuleCreateWithNameInContext(m->source_name ? m->source_name : "tilec", ctx);
+    LLVMSetTarget(mod, "nvptx64-nvidia-cuda");
+    LLVMSetDataLayout(mod, "e-i64:64-i128:128-v16:16-v32:32-n16:32:64");
+    tc_arena *arena = tc_arena_new();
+    cg c = {.ctx = ctx, .mod = mod, .b = LLVMCreateBuilderInContext(ctx), .arena = arena, .diag = diag,
+            .file = m->source_name ? m->source_name : "<tir>", .ok = true};
+    for (tir_func *f = m->funcs; f && c.ok; f = f->next) {
+        c.f = f;
+        if (!f->num_warps) {
+            cg_error(&c, NULL, "kernel has no layout (run the layout pass first)");
+            break;
+        }
+        gen_func(&c, f);
+    }
+    LLVMDisposeBuilder(c.b);
+    tc_arena_free(arena);
+    if (!c.ok) {
+        LLVMDisposeModule(mod);
+        return NULL;
+    }
+    return mod;
+}

@@ -1,0 +1,74 @@
+/* layout.c - gives every tile a blocked layout.
+ *
+ * A blocked layout spreads a tile over the threads of a program instance:
+ * each thread owns `spt` consecutive elements, 32 threads form a warp,
+ * `num_warps` warps the instance, and the pattern repeats over larger tiles
+ * and wraps (replicates) over smaller ones. spt is chosen so one thread's
+ * run is 16 bytes of the widest element the kernel loads or stores (4 f32,
+ * 8 f16), which is what lets codegen use 16-byte vector accesses; it
+ * shrinks when the tile is too small to give every thread that many. All
+ * tiles of one shape get one layout, so elementwise ops never convert. */
+#include "lower/lower.h"
+
+enum { LAYOUT_ACCESS_BYTES = 16 };
+
+typedef struct layout_ctx {
+    int num_warps;
+    unsigned widest_bytes;
+    bool ok;
+    tc_diag *diag;
+    const char *file;
+} layout_ctx;
+
+static void find_widest(tir_op *op, void *p) {
+    layout_ctx *c = p;
+    if (op->code != TIR_OP_LOAD && op->code != TIR_OP_STORE) return;
+    unsigned bytes = (tir_elem_bits((tir_elem)op->operands[0]->type.pointee) + 7) / 8;
+    if (bytes > c->widest_bytes) c->widest_bytes = bytes;
+}
+
+static void assign(layout_ctx *c, tir_value *v, tc_loc loc) {
+    tir_type *t = &v->type;
+    if (t->rank == 0) return;
+    if (t->rank > 1) {
+        if (c->ok)
+            tc_error_loc(c->diag, c->file, loc, "tiles of rank %u are not supported by code generation yet (limit is 1)",
+                         t->rank);
+        c->ok = false;
+        return;
+    }
+    uint32_t n = t->shape[0];
+    uint32_t threads = 32u * (uint32_t)c->num_warps;
+    uint32_t spt = LAYOUT_ACCESS_BYTES / c->widest_bytes;
+    while (spt > 1 && (uint64_t)spt * threads > n) spt /= 2;
+    if (spt > n) spt = n;
+    tir_layout l = {0};
+    l.kind = TIR_LAYOUT_BLOCKED;
+    l.rank = 1;
+    l.spt[0] = (uint16_t)spt;
+    l.tpw[0] = 32;
+    l.wpc[0] = (uint16_t)c->num_warps;
+    l.ord[0] = 0;
+    t->layout = l;
+}
+
+static void assign_op(tir_op *op, void *p) {
+    layout_ctx *c = p;
+    for (uint32_t i = 0; i < op->nresults; i++) assign(c, op->results[i], op->loc);
+    if (op->body)
+        for (uint32_t i = 0; i < op->body->nargs; i++) assign(c, op->body->args[i], op->loc);
+}
+
+bool lower_layout(tir_module *m, const lower_options *opt, tc_diag *diag) {
+    bool ok = true;
+    for (tir_func *f = m->funcs; f; f = f->next) {
+        int w = opt->num_warps ? opt->num_warps : f->num_warps ? f->num_warps : LOWER_DEFAULT_NUM_WARPS;
+        f->num_warps = w;
+        layout_ctx c = {w, 0, true, diag, m->source_name};
+        tir_walk(f, find_widest, &c);
+        if (!c.widest_bytes) c.widest_bytes = 4; /* no memory access: any size will do */
+        tir_walk(f, assign_op, &c);
+        ok = ok && c.ok;
+    }
+    return ok;
+}

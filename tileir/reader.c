@@ -1,0 +1,490 @@
+/* reader.c - parses the text form the printer writes (tir_parse).
+ *
+ * Hand-written recursive descent over a tiny lexer: `%name`, `@name`,
+ * words, numbers, punctuation; `//` comments are skipped (golden tests keep
+ * their RUN and CHECK lines there). Values are looked up by name in a table
+ * scoped like the IR: a loop body's names disappear at its closing brace.
+ * The reader only builds; tir_verify judges types afterwards. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tileir/tileir.h"
+
+enum { READER_MAX_DEPTH = 64, READER_MAX_NAMES = 1 << 20 };
+
+typedef struct named {
+    const char *name;
+    tir_value *v;
+} named;
+
+typedef struct reader {
+    const tc_source *src;
+    tc_diag *diag;
+    tc_arena *arena;
+    tir_module *m;
+    size_t pos;
+    bool failed;
+    named *names;
+    uint32_t nnames, capnames;
+    int depth;
+} reader;
+
+static bool at_end(reader *r) { return r->pos >= r->src->len; }
+static char peekc(reader *r) { return at_end(r) ? 0 : r->src->text[r->pos]; }
+
+static void skip_space(reader *r) {
+    while (!at_end(r)) {
+        char c = peekc(r);
+        if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+            r->pos++;
+        } else if (c == '/' && r->pos + 1 < r->src->len && r->src->text[r->pos + 1] == '/') {
+            while (!at_end(r) && peekc(r) != '\n') r->pos++;
+        } else {
+            break;
+        }
+    }
+}
+
+static void error_here(reader *r, const char *what) {
+    if (r->failed) return; /* one error per parse: after it, positions mean little */
+    r->failed = true;
+    tc_error(r->diag, r->src, (tc_span){(uint32_t)r->pos, 1}, "%s", what);
+}
+
+static bool is_word_char(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.';
+}
+
+/* The next word ([A-Za-z0-9_.]+), or length 0. */
+static size_t word(reader *r, const char **s) {
+    skip_space(r);
+    size_t start = r->pos;
+    while (!at_end(r) && is_word_char(peekc(r))) r->pos++;
+    *s = r->src->text + start;
+    return r->pos - start;
+}
+
+static bool accept(reader *r, const char *tok) {
+    skip_space(r);
+    size_t n = strlen(tok);
+    if (r->pos + n <= r->src->len && !memcmp(r->src->text + r->pos, tok, n)) {
+        /* a keyword must not run into a longer word */
+        if (is_word_char(tok[n - 1]) && r->pos + n < r->src->len && is_word_char(r->src->text[r->pos + n]))
+            return false;
+        r->pos += n;
+        return true;
+    }
+    return false;
+}
+
+static bool expect(reader *r, const char *tok) {
+    if (accept(r, tok)) return true;
+    char msg[64];
+    snprintf(msg, sizeof msg, "expected '%s'", tok);
+    error_here(r, msg);
+    return false;
+}
+
+static bool number(reader *r, int64_t *out) {
+    skip_space(r);
+    size_t start = r->pos;
+    if (peekc(r) == '-') r->pos++;
+    while (!at_end(r) && peekc(r) >= '0' && peekc(r) <= '9') r->pos++;
+    if (r->pos == start || (r->pos == start + 1 && r->src->text[start] == '-')) {
+        r->pos = start;
+        error_here(r, "expected an integer");
+        return false;
+    }
+    char buf[32];
+    size_t n = r->pos - start;
+    if (n >= sizeof buf) {
+        error_here(r, "integer too long");
+        return false;
+    }
+    memcpy(buf, r->src->text + start, n);
+    buf[n] = 0;
+    *out = strtoll(buf, NULL, 10);
+    return true;
+}
+
+static bool float_number(reader *r, double *out) {
+    skip_space(r);
+    size_t start = r->pos;
+    while (!at_end(r) && (is_word_char(peekc(r)) || peekc(r) == '-' || peekc(r) == '+')) r->pos++;
+    char buf[64];
+    size_t n = r->pos - start;
+    if (!n || n >= sizeof buf) {
+        error_here(r, "expected a number");
+        return false;
+    }
+    memcpy(buf, r->src->text + start, n);
+    buf[n] = 0;
+    char *end;
+    *out = strtod(buf, &end);
+    if (*end) {
+        r->pos = start;
+        error_here(r, "bad number");
+        return false;
+    }
+    return true;
+}
+
+static bool parse_elem(reader *r, tir_type *t) {
+    if (accept(r, "ptr")) {
+        tir_type inner;
+        if (!expect(r, "<") || !parse_elem(r, &inner) || !expect(r, ">")) return false;
+        if (inner.elem == TIR_PTR) {
+            error_here(r, "pointers to pointers are not supported");
+            return false;
+        }
+        *t = tir_ptr((tir_elem)inner.elem);
+        return true;
+    }
+    const char *s;
+    size_t n = word(r, &s);
+    tir_elem e;
+    if (!n || !tir_elem_from_name(s, n, &e)) {
+        r->pos -= n;
+        error_here(r, "expected an element type");
+        return false;
+    }
+    *t = tir_scalar(e);
+    return true;
+}
+
+static bool parse_list(reader *r, const char *key, uint16_t *v, unsigned *n) {
+    if (!expect(r, key) || !expect(r, "=") || !expect(r, "[")) return false;
+    *n = 0;
+    do {
+        int64_t x;
+        if (*n >= TIR_MAX_RANK) {
+            error_here(r, "too many dimensions (limit is 3)");
+            return false;
+        }
+        if (!number(r, &x)) return false;
+        if (x < 1 || x > 65535) {
+            error_here(r, "layout size out of range");
+            return false;
+        }
+        v[(*n)++] = (uint16_t)x;
+    } while (accept(r, ","));
+    return expect(r, "]");
+}
+
+static bool parse_type(reader *r, tir_type *t) {
+    skip_space(r);
+    if (!accept(r, "tile")) return parse_elem(r, t);
+    if (!expect(r, "<")) return false;
+    uint32_t shape[TIR_MAX_RANK];
+    unsigned rank = 0;
+    /* dims: 1024x or 16x16x, then the element */
+    for (;;) {
+        skip_space(r);
+        if (!(peekc(r) >= '0' && peekc(r) <= '9')) break;
+        int64_t d = 0;
+        while (!at_end(r) && peekc(r) >= '0' && peekc(r) <= '9') {
+            d = d * 10 + (peekc(r) - '0');
+            if (d > TIR_MAX_TILE_ELEMS) {
+                error_here(r, "tile dimension too large");
+                return false;
+            }
+            r->pos++;
+        }
+        if (rank == TIR_MAX_RANK) {
+            error_here(r, "too many dimensions (limit is 3)");
+            return false;
+        }
+        if (d < 1) {
+            error_here(r, "tile dimensions must be positive");
+            return false;
+        }
+        shape[rank++] = (uint32_t)d;
+        if (peekc(r) != 'x') {
+            error_here(r, "expected 'x' after a tile dimension");
+            return false;
+        }
+        r->pos++;
+    }
+    if (rank == 0) {
+        error_here(r, "a tile needs at least one dimension");
+        return false;
+    }
+    tir_type el;
+    if (!parse_elem(r, &el)) return false;
+    *t = tir_tile(el, rank, shape);
+    if (tir_type_numel(*t) > TIR_MAX_TILE_ELEMS) {
+        error_here(r, "tile too large");
+        return false;
+    }
+    if (accept(r, ",")) {
+        tir_layout l = {0};
+        unsigned n1, n2, n3, n4;
+        uint16_t ord[TIR_MAX_RANK];
+        if (!expect(r, "#blocked") || !expect(r, "<") || !parse_list(r, "spt", l.spt, &n1) || !expect(r, ",") ||
+            !parse_list(r, "tpw", l.tpw, &n2) || !expect(r, ",") || !parse_list(r, "wpc", l.wpc, &n3) ||
+            !expect(r, ",") || !parse_list(r, "ord", ord, &n4) || !expect(r, ">"))
+            return false;
+        if (n1 != rank || n2 != rank || n3 != rank || n4 != rank) {
+            error_here(r, "layout lists must have one entry per dimension");
+            return false;
+        }
+        l.kind = TIR_LAYOUT_BLOCKED;
+        l.rank = (uint8_t)rank;
+        for (unsigned i = 0; i < rank; i++) l.ord[i] = (uint8_t)(ord[i] - 0);
+        t->layout = l;
+    }
+    return expect(r, ">");
+}
+
+/* `%name` -> the name (arena copy), or NULL after an error. */
+static const char *value_name(reader *r) {
+    skip_space(r);
+    if (peekc(r) != '%') {
+        error_here(r, "expected a value name like %x");
+        return NULL;
+    }
+    r->pos++;
+    const char *s;
+    size_t n = word(r, &s);
+    if (!n) {
+        error_here(r, "expected a value name after '%'");
+        return NULL;
+    }
+    return tc_arena_strndup(r->arena, s, n);
+}
+
+static tir_value *lookup(reader *r, const char *name) {
+    for (uint32_t i = r->nnames; i-- > 0;)
+        if (!strcmp(r->names[i].name, name)) return r->names[i].v;
+    return NULL;
+}
+
+static bool define(reader *r, const char *name, tir_value *v) {
+    for (uint32_t i = r->nnames; i-- > 0;)
+        if (!strcmp(r->names[i].name, name)) {
+            error_here(r, "value defined twice");
+            return false;
+        }
+    if (r->nnames == READER_MAX_NAMES) {
+        error_here(r, "too many values (limit is 1048576)");
+        return false;
+    }
+    if (r->nnames == r->capnames) {
+        uint32_t cap = r->capnames ? r->capnames * 2 : 64;
+        named *p = TC_NEW_ARRAY(r->arena, named, cap);
+        if (r->nnames) memcpy(p, r->names, sizeof(named) * r->nnames);
+        r->names = p;
+        r->capnames = cap;
+    }
+    /* numbers are the printer's; keep only real names as hints */
+    if (!(name[0] >= '0' && name[0] <= '9')) v->name = name;
+    r->names[r->nnames++] = (named){name, v};
+    return true;
+}
+
+static bool parse_loc(reader *r, tc_loc *loc) {
+    if (!accept(r, "loc")) return true;
+    int64_t line, col;
+    if (!expect(r, "(") || !number(r, &line) || !expect(r, ":") || !number(r, &col) || !expect(r, ")")) return false;
+    loc->line = (uint32_t)(line < 0 ? 0 : line);
+    loc->col = (uint32_t)(col < 0 ? 0 : col);
+    return true;
+}
+
+static bool parse_block(reader *r, tir_builder *b);
+
+static bool parse_op(reader *r, tir_builder *b) {
+    const char *results[TIR_MAX_OPERANDS];
+    uint32_t nres = 0;
+    skip_space(r);
+    if (peekc(r) == '%') {
+        do {
+            if (nres == TIR_MAX_OPERANDS) {
+                error_here(r, "too many results (limit is 64)");
+                return false;
+            }
+            if (!(results[nres++] = value_name(r))) return false;
+        } while (accept(r, ","));
+        if (!expect(r, "=")) return false;
+    }
+    const char *s;
+    size_t n = word(r, &s);
+    tir_opcode code;
+    if (!n || !tir_opcode_from_name(s, n, &code)) {
+        r->pos -= n;
+        error_here(r, "expected an op name");
+        return false;
+    }
+    const tir_opinfo *info = &tir_ops[code];
+    int64_t a0 = 0, a1 = 0;
+    double fv = 0;
+    bool need_comma = false;
+    size_t attr_pos = 0;
+    switch (info->attr) {
+    case TIR_ATTR_AXIS:
+        if (!number(r, &a0)) return false;
+        need_comma = true;
+        break;
+    case TIR_ATTR_RANGE:
+        if (!number(r, &a0) || !expect(r, ",") || !number(r, &a1)) return false;
+        need_comma = true;
+        break;
+    case TIR_ATTR_VALUE:
+        skip_space(r);
+        attr_pos = r->pos; /* read once the result type says int or float */
+        if (!float_number(r, &fv)) return false;
+        need_comma = true;
+        break;
+    case TIR_ATTR_NONE: break;
+    }
+    tir_value *ops[TIR_MAX_OPERANDS];
+    uint32_t nops = 0;
+    skip_space(r);
+    while (peekc(r) == '%' || (need_comma && nops == 0 && peekc(r) == ',')) {
+        if (nops || need_comma) {
+            if (!expect(r, ",")) return false;
+        }
+        const char *name = value_name(r);
+        if (!name) return false;
+        tir_value *v = lookup(r, name);
+        if (!v) {
+            error_here(r, "use of an undefined value");
+            return false;
+        }
+        if (nops == TIR_MAX_OPERANDS) {
+            error_here(r, "too many operands (limit is 64)");
+            return false;
+        }
+        ops[nops++] = v;
+        skip_space(r);
+        if (peekc(r) != ',') break;
+    }
+    tir_type types[TIR_MAX_OPERANDS];
+    uint32_t ntypes = 0;
+    if (accept(r, ":")) {
+        do {
+            if (ntypes == TIR_MAX_OPERANDS) {
+                error_here(r, "too many result types");
+                return false;
+            }
+            if (!parse_type(r, &types[ntypes++])) return false;
+        } while (accept(r, ","));
+    }
+    if (ntypes != nres) {
+        error_here(r, "the number of result types differs from the number of results");
+        return false;
+    }
+    if ((int)nops < info->min_operands || (int)nops > info->max_operands ||
+        (info->results != TIR_VARIADIC && (int)nres != info->results)) {
+        error_here(r, "wrong number of operands or results for this op");
+        return false;
+    }
+    tir_op *op = tir_build_op(b, code, nops, ops, nres, types);
+    if (info->attr == TIR_ATTR_AXIS) op->attr.axis = a0;
+    if (info->attr == TIR_ATTR_RANGE) op->attr.range.lo = a0, op->attr.range.hi = a1;
+    if (info->attr == TIR_ATTR_VALUE) {
+        if (nres && tir_elem_is_float((tir_elem)types[0].elem)) {
+            op->attr.fval = fv;
+        } else {
+            size_t save = r->pos;
+            r->pos = attr_pos;
+            if (!number(r, &op->attr.ival)) return false;
+            r->pos = save;
+        }
+    }
+    if (op->code == TIR_OP_FOR) {
+        if (!expect(r, "{") || !expect(r, "^") || !expect(r, "(")) return false;
+        op->body = NULL;
+        /* make the body block through the builder so it is linked right */
+        tir_block *body = TC_NEW(r->arena, tir_block);
+        body->func = b->func;
+        body->parent = op;
+        op->body = body;
+        uint32_t mark = r->nnames;
+        if (!accept(r, ")")) {
+            do {
+                const char *name = value_name(r);
+                tir_type t;
+                if (!name || !expect(r, ":") || !parse_type(r, &t)) return false;
+                if (!define(r, name, tir_block_add_arg(body, t, NULL))) return false;
+            } while (accept(r, ","));
+            if (!expect(r, ")")) return false;
+        }
+        if (!expect(r, ":")) return false;
+        if (++r->depth > READER_MAX_DEPTH) {
+            error_here(r, "loops nested too deeply (limit is 64)");
+            return false;
+        }
+        tir_builder inner = *b;
+        tir_builder_at_end(&inner, body);
+        if (!parse_block(r, &inner) || !expect(r, "}")) return false;
+        r->depth--;
+        r->nnames = mark;
+    }
+    if (!parse_loc(r, &op->loc)) return false;
+    for (uint32_t i = 0; i < nres; i++)
+        if (!define(r, results[i], op->results[i])) return false;
+    return true;
+}
+
+static bool parse_block(reader *r, tir_builder *b) {
+    for (;;) {
+        skip_space(r);
+        if (at_end(r) || peekc(r) == '}') return true;
+        if (!parse_op(r, b)) return false;
+    }
+}
+
+static bool parse_kernel(reader *r) {
+    if (!expect(r, "kernel")) return false;
+    skip_space(r);
+    if (!expect(r, "@")) return false;
+    const char *s;
+    size_t n = word(r, &s);
+    if (!n) {
+        error_here(r, "expected a kernel name");
+        return false;
+    }
+    tc_loc loc = tc_source_loc(r->src, (uint32_t)r->pos);
+    tir_func *f = tir_func_new(r->m, tc_arena_strndup(r->arena, s, n), loc);
+    f->loc = (tc_loc){0, 0};
+    r->nnames = 0;
+    if (!expect(r, "(")) return false;
+    if (!accept(r, ")")) {
+        do {
+            const char *name = value_name(r);
+            tir_type t;
+            if (!name || !expect(r, ":") || !parse_type(r, &t)) return false;
+            if (!define(r, name, tir_func_add_param(f, t, NULL))) return false;
+        } while (accept(r, ","));
+        if (!expect(r, ")")) return false;
+    }
+    if (accept(r, "num_warps")) {
+        int64_t w;
+        if (!expect(r, "(") || !number(r, &w) || !expect(r, ")")) return false;
+        if (w < 1 || w > 1024) {
+            error_here(r, "num_warps out of range");
+            return false;
+        }
+        f->num_warps = (int)w;
+    }
+    if (!parse_loc(r, &f->loc) || !expect(r, "{")) return false;
+    tir_builder b = {0};
+    tir_builder_at_end(&b, f->body);
+    return parse_block(r, &b) && expect(r, "}");
+}
+
+tir_module *tir_parse(tc_arena *arena, const tc_source *src, tc_diag *diag) {
+    reader r = {0};
+    r.src = src;
+    r.diag = diag;
+    r.arena = arena;
+    r.m = tir_module_new(arena, src->name);
+    for (;;) {
+        skip_space(&r);
+        if (at_end(&r)) break;
+        if (!parse_kernel(&r)) return NULL;
+    }
+    return r.m;
+}
