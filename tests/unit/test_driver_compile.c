@@ -56,7 +56,7 @@ static void test_source_error_status_and_message(void **state) {
     tilec_output out;
     assert_int_equal(compile("kernel k(x: *f32) { let y = x * 2; }\n", TILEC_EMIT_PTX, &out), TILEC_ERR_SOURCE);
     assert_null(out.data);
-    assert_non_null(strstr(out.diagnostics, "vadd.tile:1:29: error: invalid operands to '*': *f32 and i32"));
+    assert_non_null(strstr(out.diagnostics, "vadd.tile:1:31: error: invalid operands to '*': *f32 and i32"));
     tilec_output_free(&out);
 }
 
