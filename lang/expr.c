@@ -125,6 +125,14 @@ static operand check_binary(lang_ctx *c, const ast_expr *e) {
     ast_op op = e->u.binary.op;
     if (is_ptr_operand(&a) || is_ptr_operand(&b)) return pointer_arith(c, e, &a, &b);
 
+    if (!is_compare(op) && !is_bitwise(op) && !is_shift(op)) {
+        tir_elem el;
+        if (lang_common_elem(&a, &b, &el) && el == TIR_I1) {
+            lang_error(c, e->u.binary.op_span, "operator '%s' is not defined on i1 (use & | ^ for logic)",
+                       ast_op_spelling(op));
+            return lang_poison(e->span);
+        }
+    }
     /* compile-time integers fold */
     bool ca = a.kind == OPND_INTLIT || a.kind == OPND_CONST, cb = b.kind == OPND_INTLIT || b.kind == OPND_CONST;
     if (ca && cb) {
@@ -156,11 +164,6 @@ static operand check_binary(lang_ctx *c, const ast_expr *e) {
     if ((is_bitwise(op) && !tir_elem_is_int(el)) || (is_shift(op) && (!tir_elem_is_int(el) || el == TIR_I1))) {
         lang_error(c, e->u.binary.op_span, "operator '%s' needs %s operands, not %s and %s", ast_op_spelling(op),
                    is_shift(op) ? "integer" : "integer or i1", lang_operand_str(c, &a), lang_operand_str(c, &b));
-        return lang_poison(e->span);
-    }
-    if (!is_compare(op) && !is_bitwise(op) && el == TIR_I1 && a.kind != OPND_INTLIT && b.kind != OPND_INTLIT) {
-        lang_error(c, e->u.binary.op_span, "operator '%s' is not defined on i1 (use & | ^ for logic)",
-                   ast_op_spelling(op));
         return lang_poison(e->span);
     }
     if (!lang_common_shape(&a, &b, &shape)) {
