@@ -153,7 +153,7 @@ static bool parse_elem(reader *r, tir_type *t) {
     return true;
 }
 
-static bool parse_list(reader *r, const char *key, uint16_t *v, unsigned *n) {
+static bool parse_list(reader *r, const char *key, uint16_t *v, unsigned *n, int64_t min) {
     if (!expect(r, key) || !expect(r, "=") || !expect(r, "[")) return false;
     *n = 0;
     do {
@@ -163,7 +163,7 @@ static bool parse_list(reader *r, const char *key, uint16_t *v, unsigned *n) {
             return false;
         }
         if (!number(r, &x)) return false;
-        if (x < 1 || x > 65535) {
+        if (x < min || x > 65535) {
             error_here(r, "layout size out of range");
             return false;
         }
@@ -221,9 +221,9 @@ static bool parse_type(reader *r, tir_type *t) {
         tir_layout l = {0};
         unsigned n1, n2, n3, n4;
         uint16_t ord[TIR_MAX_RANK];
-        if (!expect(r, "#blocked") || !expect(r, "<") || !parse_list(r, "spt", l.spt, &n1) || !expect(r, ",") ||
-            !parse_list(r, "tpw", l.tpw, &n2) || !expect(r, ",") || !parse_list(r, "wpc", l.wpc, &n3) ||
-            !expect(r, ",") || !parse_list(r, "ord", ord, &n4) || !expect(r, ">"))
+        if (!expect(r, "#blocked") || !expect(r, "<") || !parse_list(r, "spt", l.spt, &n1, 1) || !expect(r, ",") ||
+            !parse_list(r, "tpw", l.tpw, &n2, 1) || !expect(r, ",") || !parse_list(r, "wpc", l.wpc, &n3, 1) ||
+            !expect(r, ",") || !parse_list(r, "ord", ord, &n4, 0) || !expect(r, ">"))
             return false;
         if (n1 != rank || n2 != rank || n3 != rank || n4 != rank) {
             error_here(r, "layout lists must have one entry per dimension");
@@ -341,10 +341,9 @@ static bool parse_op(reader *r, tir_builder *b) {
     tir_value *ops[TIR_MAX_OPERANDS];
     uint32_t nops = 0;
     skip_space(r);
-    while (peekc(r) == '%' || (need_comma && nops == 0 && peekc(r) == ',')) {
-        if (nops || need_comma) {
-            if (!expect(r, ",")) return false;
-        }
+    bool more = peekc(r) == '%' || (need_comma && peekc(r) == ',');
+    while (more) {
+        if ((nops || need_comma) && !expect(r, ",")) return false;
         const char *name = value_name(r);
         if (!name) return false;
         tir_value *v = lookup(r, name);
@@ -358,7 +357,7 @@ static bool parse_op(reader *r, tir_builder *b) {
         }
         ops[nops++] = v;
         skip_space(r);
-        if (peekc(r) != ',') break;
+        more = peekc(r) == ',';
     }
     tir_type types[TIR_MAX_OPERANDS];
     uint32_t ntypes = 0;
