@@ -16,7 +16,8 @@ bool ptx_arch_valid(const char *arch);
  * is consumed only in the sense that it is optimized in place. */
 bool ptx_emit(LLVMModuleRef m, const char *arch, int opt_level, tc_strbuf *out, tc_diag *diag);
 
-/* Finds ptxas: $CUDA_HOME/bin/ptxas, then PATH, then /usr/local/cuda/bin.
+/* Finds ptxas: $TILEC_PTXAS if set (that file or none), else
+ * $CUDA_HOME/bin/ptxas, then PATH, then /usr/local/cuda/bin.
  * Writes the path into buf and returns true when found. */
 bool ptx_find_ptxas(char *buf, size_t bufsize);
 

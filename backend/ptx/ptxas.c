@@ -20,6 +20,11 @@ enum { PTXAS_PATH_MAX = 4096, PTXAS_MSG_MAX = 4000 };
 static bool executable(const char *path) { return access(path, X_OK) == 0; }
 
 bool ptx_find_ptxas(char *buf, size_t bufsize) {
+    const char *forced = getenv("TILEC_PTXAS"); /* exactly this one, or none */
+    if (forced) {
+        snprintf(buf, bufsize, "%s", forced);
+        return *forced && executable(buf);
+    }
     const char *home = getenv("CUDA_HOME");
     if (home && *home) {
         snprintf(buf, bufsize, "%s/bin/ptxas", home);
