@@ -9,10 +9,10 @@
  *
  * Loads and stores take a thread's registers in groups of `vec`, the
  * largest power of two the axis analysis proves contiguous and aligned
- * (at most 16 bytes), and issue one vector access per group. A mask that is
- * not provably constant across a group is tested at run time: all lanes on
- * -> the vector access, else one predicated scalar access per lane. Stores
- * of replicated elements are issued by the owning thread only. */
+ * (at most 16 bytes), and issue one vector access per group. Under a mask,
+ * a run-time test picks between the vector accesses (every lane on) and
+ * one predicated access per lane. Stores of replicated elements are issued
+ * by the owning thread only. */
 #include <stdio.h>
 #include <string.h>
 
@@ -175,85 +175,156 @@ static uint32_t vec_width(cg *c, const tir_value *ptrs) {
 
 static LLVMBasicBlockRef new_block(cg *c, const char *name) { return LLVMAppendBasicBlockInContext(c->ctx, c->fn, name); }
 
-/* The predicate guarding a group of lanes when the whole group shares one
- * mask value (provably, or because it is one lane). NULL: no mask. */
-static LLVMValueRef and_all(cg *c, LLVMValueRef *m, uint32_t n) {
-    LLVMValueRef all = m[0];
-    for (uint32_t i = 1; i < n; i++) all = LLVMBuildAnd(c->b, all, m[i], "");
-    return all;
+/* ---- memory ------------------------------------------------------------
+ * Masks that are not provably constant across a thread's run are handled
+ * per op: if every lane the thread holds is on (the common case: all but
+ * the last program instance), the vector accesses run; otherwise each lane
+ * is a predicated PTX instruction (inline asm), which keeps the code free
+ * of per-lane branches, so LLVM and ptxas stay fast. */
+
+/* The integer type of an element's bits, and the PTX constraint letter
+ * for it; false for 8-bit and 1-bit elements, which take branches. */
+static bool lane_bits(cg *c, tir_elem e, LLVMTypeRef *ity, const char **cons, const char **suffix) {
+    switch (tir_elem_bits(e)) {
+    case 16: *ity = LLVMInt16TypeInContext(c->ctx), *cons = "h", *suffix = "b16"; return true;
+    case 32: *ity = LLVMInt32TypeInContext(c->ctx), *cons = "r", *suffix = "b32"; return true;
+    case 64: *ity = LLVMInt64TypeInContext(c->ctx), *cons = "l", *suffix = "b64"; return true;
+    default: return false;
+    }
+}
+
+static LLVMValueRef call_asm(cg *c, LLVMTypeRef ret, const char *text, const char *cons, LLVMValueRef *args,
+                             unsigned nargs) {
+    LLVMTypeRef tys[4];
+    for (unsigned i = 0; i < nargs; i++) tys[i] = LLVMTypeOf(args[i]);
+    LLVMTypeRef fty = LLVMFunctionType(ret, tys, nargs, false);
+    /* side effects: keeps loads and stores in program order */
+    LLVMValueRef fn = LLVMGetInlineAsm(fty, text, strlen(text), cons, strlen(cons), true, false,
+                                       LLVMInlineAsmDialectATT, false);
+    return LLVMBuildCall2(c->b, fty, fn, args, nargs, "");
+}
+
+static LLVMValueRef ptr_bits(cg *c, LLVMValueRef p) {
+    return LLVMBuildPtrToInt(c->b, p, LLVMInt64TypeInContext(c->ctx), "");
+}
+
+/* One lane under its own predicate: `other` where the mask is off. */
+static LLVMValueRef predicated_load(cg *c, tir_elem e, LLVMValueRef p, LLVMValueRef m, LLVMValueRef other) {
+    LLVMTypeRef ty = elem_type(c, e), ity;
+    const char *cons, *suffix;
+    if (lane_bits(c, e, &ity, &cons, &suffix)) {
+        char text[64], cs[32];
+        snprintf(text, sizeof text, "@$2 ld.global.%s $0, [$1];", suffix);
+        snprintf(cs, sizeof cs, "=%s,l,b,0", cons);
+        LLVMValueRef args[3] = {ptr_bits(c, p), m, LLVMBuildBitCast(c->b, other, ity, "")};
+        return LLVMBuildBitCast(c->b, call_asm(c, ity, text, cs, args, 3), ty, "");
+    }
+    /* bytes: a branch around a plain load */
+    LLVMBasicBlockRef from = LLVMGetInsertBlock(c->b), ld = new_block(c, "ld.lane"), next = new_block(c, "ld.next");
+    LLVMBuildCondBr(c->b, m, ld, next);
+    LLVMPositionBuilderAtEnd(c->b, ld);
+    LLVMValueRef v = LLVMBuildLoad2(c->b, ty, p, "");
+    LLVMBuildBr(c->b, next);
+    LLVMPositionBuilderAtEnd(c->b, next);
+    LLVMValueRef phi = LLVMBuildPhi(c->b, ty, "");
+    LLVMValueRef in_v[2] = {v, other};
+    LLVMBasicBlockRef in_b[2] = {ld, from};
+    LLVMAddIncoming(phi, in_v, in_b, 2);
+    return phi;
+}
+
+static void predicated_store(cg *c, tir_elem e, LLVMValueRef p, LLVMValueRef v, LLVMValueRef m) {
+    LLVMTypeRef ity;
+    const char *cons, *suffix;
+    if (lane_bits(c, e, &ity, &cons, &suffix)) {
+        char text[64], cs[32];
+        snprintf(text, sizeof text, "@$2 st.global.%s [$0], $1;", suffix);
+        snprintf(cs, sizeof cs, "l,%s,b", cons);
+        LLVMValueRef args[3] = {ptr_bits(c, p), LLVMBuildBitCast(c->b, v, ity, ""), m};
+        call_asm(c, LLVMVoidTypeInContext(c->ctx), text, cs, args, 3);
+        return;
+    }
+    LLVMBasicBlockRef st = new_block(c, "st.lane"), next = new_block(c, "st.next");
+    LLVMBuildCondBr(c->b, m, st, next);
+    LLVMPositionBuilderAtEnd(c->b, st);
+    LLVMBuildStore(c->b, v, p);
+    LLVMBuildBr(c->b, next);
+    LLVMPositionBuilderAtEnd(c->b, next);
+}
+
+/* Plain (unmasked) vector load of `vec` registers starting at r. */
+static void vector_load(cg *c, const tir_value *ptrs, tir_elem e, uint32_t r, uint32_t vec, LLVMValueRef *out) {
+    LLVMTypeRef ty = elem_type(c, e);
+    unsigned eb = (tir_elem_bits(e) + 7) / 8;
+    if (vec == 1) {
+        out[0] = LLVMBuildLoad2(c->b, ty, reg(c, ptrs, r), "");
+        LLVMSetAlignment(out[0], eb);
+        return;
+    }
+    LLVMValueRef v = LLVMBuildLoad2(c->b, LLVMVectorType(ty, vec), reg(c, ptrs, r), "");
+    LLVMSetAlignment(v, eb * vec);
+    for (uint32_t i = 0; i < vec; i++) out[i] = LLVMBuildExtractElement(c->b, v, i32c(c, i), "");
+}
+
+static void vector_store(cg *c, const tir_value *ptrs, const tir_value *val, uint32_t r, uint32_t vec) {
+    tir_elem e = (tir_elem)val->type.elem;
+    unsigned eb = (tir_elem_bits(e) + 7) / 8;
+    LLVMValueRef x = reg(c, val, r);
+    if (vec > 1) {
+        x = LLVMGetUndef(LLVMVectorType(elem_type(c, e), vec));
+        for (uint32_t i = 0; i < vec; i++) x = LLVMBuildInsertElement(c->b, x, reg(c, val, r + i), i32c(c, i), "");
+    }
+    LLVMSetAlignment(LLVMBuildStore(c->b, x, reg(c, ptrs, r)), eb * vec);
+}
+
+/* Branches on `all`: the fast block runs with every lane on, the slow one
+ * lane by lane; returns both blocks and leaves the builder in the fast one. */
+static void split_on(cg *c, LLVMValueRef all, LLVMBasicBlockRef *fast, LLVMBasicBlockRef *slow,
+                     LLVMBasicBlockRef *join) {
+    *fast = new_block(c, "mem.all");
+    *slow = new_block(c, "mem.lanes");
+    *join = new_block(c, "mem.join");
+    LLVMBuildCondBr(c->b, all, *fast, *slow);
+    LLVMPositionBuilderAtEnd(c->b, *fast);
 }
 
 static void gen_load(cg *c, const tir_op *op) {
     const tir_value *ptrs = op->operands[0], *res = op->results[0];
+    const tir_value *mask = op->noperands > 1 ? op->operands[1] : NULL;
     tir_elem e = (tir_elem)res->type.elem;
     LLVMTypeRef ty = elem_type(c, e);
-    unsigned eb = (tir_elem_bits(e) + 7) / 8;
     uint32_t vec = vec_width(c, ptrs);
     LLVMValueRef *out = new_regs(c, res);
     uint32_t n = c->nregs[res->id];
-    const tir_value *mask = op->noperands > 1 ? op->operands[1] : NULL;
-    bool uniform = !mask || vec == 1 || lower_axis_get(c->axis, mask).constancy >= vec;
-    for (uint32_t r = 0; r < n; r += vec) {
-        LLVMValueRef lanes_other[CG_MAX_ACCESS_BYTES], lanes_mask[CG_MAX_ACCESS_BYTES];
-        for (uint32_t i = 0; i < vec; i++) {
-            lanes_other[i] = op->noperands > 2 ? reg(c, op->operands[2], r + i) : LLVMConstNull(ty);
-            lanes_mask[i] = mask ? reg(c, mask, r + i) : NULL;
-        }
-        LLVMValueRef p0 = reg(c, ptrs, r);
-        /* the vector access, as a block of its own when masked */
-        LLVMBasicBlockRef entry = LLVMGetInsertBlock(c->b), vbb = entry, join = NULL, sbb = NULL;
-        if (mask) {
-            vbb = new_block(c, "ld.vec");
-            join = new_block(c, "ld.join");
-            sbb = uniform ? NULL : new_block(c, "ld.lanes");
-            LLVMBuildCondBr(c->b, uniform ? lanes_mask[0] : and_all(c, lanes_mask, vec), vbb, uniform ? join : sbb);
-            LLVMPositionBuilderAtEnd(c->b, vbb);
-        }
-        LLVMValueRef vals[CG_MAX_ACCESS_BYTES];
-        if (vec == 1) {
-            vals[0] = LLVMBuildLoad2(c->b, ty, p0, "");
-            LLVMSetAlignment(vals[0], eb);
-        } else {
-            LLVMTypeRef vty = LLVMVectorType(ty, vec);
-            LLVMValueRef v = LLVMBuildLoad2(c->b, vty, p0, "");
-            LLVMSetAlignment(v, eb * vec);
-            for (uint32_t i = 0; i < vec; i++) vals[i] = LLVMBuildExtractElement(c->b, v, i32c(c, i), "");
-        }
-        if (!mask) {
-            for (uint32_t i = 0; i < vec; i++) out[r + i] = vals[i];
-            continue;
-        }
-        LLVMBuildBr(c->b, join);
-        LLVMValueRef lane_vals[CG_MAX_ACCESS_BYTES];
-        LLVMBasicBlockRef lanes_end = entry;
-        if (!uniform) { /* lane by lane, each under its own predicate */
-            LLVMPositionBuilderAtEnd(c->b, sbb);
-            for (uint32_t i = 0; i < vec; i++) {
-                LLVMBasicBlockRef ld = new_block(c, "ld.lane"), next = new_block(c, "ld.next");
-                LLVMBasicBlockRef from = LLVMGetInsertBlock(c->b);
-                LLVMBuildCondBr(c->b, lanes_mask[i], ld, next);
-                LLVMPositionBuilderAtEnd(c->b, ld);
-                LLVMValueRef s = LLVMBuildLoad2(c->b, ty, reg(c, ptrs, r + i), "");
-                LLVMSetAlignment(s, eb);
-                LLVMBuildBr(c->b, next);
-                LLVMPositionBuilderAtEnd(c->b, next);
-                LLVMValueRef phi = LLVMBuildPhi(c->b, ty, "");
-                LLVMValueRef in_v[2] = {s, lanes_other[i]};
-                LLVMBasicBlockRef in_b[2] = {ld, from};
-                LLVMAddIncoming(phi, in_v, in_b, 2);
-                lane_vals[i] = phi;
-            }
-            lanes_end = LLVMGetInsertBlock(c->b);
-            LLVMBuildBr(c->b, join);
-        }
-        LLVMPositionBuilderAtEnd(c->b, join);
-        for (uint32_t i = 0; i < vec; i++) {
-            LLVMValueRef phi = LLVMBuildPhi(c->b, ty, "");
-            LLVMValueRef in_v[2] = {vals[i], uniform ? lanes_other[i] : lane_vals[i]};
-            LLVMBasicBlockRef in_b[2] = {vbb, lanes_end};
-            LLVMAddIncoming(phi, in_v, in_b, 2);
-            out[r + i] = phi;
-        }
+    if (!mask) {
+        for (uint32_t r = 0; r < n; r += vec) vector_load(c, ptrs, e, r, vec, out + r);
+        return;
+    }
+    LLVMValueRef *other = TC_NEW_ARRAY(c->arena, LLVMValueRef, n);
+    for (uint32_t r = 0; r < n; r++) other[r] = op->noperands > 2 ? reg(c, op->operands[2], r) : LLVMConstNull(ty);
+    if (vec == 1) { /* nothing to vectorize: every lane predicated */
+        for (uint32_t r = 0; r < n; r++) out[r] = predicated_load(c, e, reg(c, ptrs, r), reg(c, mask, r), other[r]);
+        return;
+    }
+    LLVMValueRef all = reg(c, mask, 0);
+    for (uint32_t r = 1; r < n; r++) all = LLVMBuildAnd(c->b, all, reg(c, mask, r), "");
+    LLVMBasicBlockRef fast, slow, join;
+    split_on(c, all, &fast, &slow, &join);
+    LLVMValueRef *vals = TC_NEW_ARRAY(c->arena, LLVMValueRef, n);
+    for (uint32_t r = 0; r < n; r += vec) vector_load(c, ptrs, e, r, vec, vals + r);
+    LLVMBuildBr(c->b, join);
+    LLVMPositionBuilderAtEnd(c->b, slow);
+    LLVMValueRef *lanes = TC_NEW_ARRAY(c->arena, LLVMValueRef, n);
+    for (uint32_t r = 0; r < n; r++) lanes[r] = predicated_load(c, e, reg(c, ptrs, r), reg(c, mask, r), other[r]);
+    LLVMBasicBlockRef slow_end = LLVMGetInsertBlock(c->b);
+    LLVMBuildBr(c->b, join);
+    LLVMPositionBuilderAtEnd(c->b, join);
+    for (uint32_t r = 0; r < n; r++) {
+        LLVMValueRef phi = LLVMBuildPhi(c->b, ty, "");
+        LLVMValueRef in_v[2] = {vals[r], lanes[r]};
+        LLVMBasicBlockRef in_b[2] = {fast, slow_end};
+        LLVMAddIncoming(phi, in_v, in_b, 2);
+        out[r] = phi;
     }
 }
 
@@ -261,8 +332,6 @@ static void gen_store(cg *c, const tir_op *op) {
     const tir_value *ptrs = op->operands[0], *val = op->operands[1];
     const tir_value *mask = op->noperands > 2 ? op->operands[2] : NULL;
     tir_elem e = (tir_elem)val->type.elem;
-    LLVMTypeRef ty = elem_type(c, e);
-    unsigned eb = (tir_elem_bits(e) + 7) / 8;
     uint32_t vec = vec_width(c, ptrs);
     uint32_t n = reg_count(&ptrs->type, c->f->num_warps);
     /* replicated elements: only the first thread holding one stores it */
@@ -273,49 +342,29 @@ static void gen_store(cg *c, const tir_op *op) {
             owner = LLVMBuildICmp(c->b, LLVMIntULT, LLVMBuildMul(c->b, c->tid, i32c(c, spt), ""),
                                   i32c(c, ptrs->type.shape[0]), "");
     }
-    bool uniform = !mask || vec == 1 || lower_axis_get(c->axis, mask).constancy >= vec;
-    for (uint32_t r = 0; r < n; r += vec) {
-        LLVMValueRef m[CG_MAX_ACCESS_BYTES];
-        bool any = mask || owner;
-        for (uint32_t i = 0; i < vec; i++) {
-            m[i] = mask ? reg(c, mask, r + i) : NULL;
-            if (owner) m[i] = m[i] ? LLVMBuildAnd(c->b, m[i], owner, "") : owner;
-        }
-        LLVMBasicBlockRef vbb = NULL, sbb = NULL, join = NULL;
-        if (any) {
-            vbb = new_block(c, "st.vec");
-            join = new_block(c, "st.join");
-            sbb = uniform ? join : new_block(c, "st.lanes");
-            LLVMBuildCondBr(c->b, uniform ? m[0] : and_all(c, m, vec), vbb, sbb);
-            LLVMPositionBuilderAtEnd(c->b, vbb);
-        }
-        if (vec == 1) {
-            LLVMValueRef s = LLVMBuildStore(c->b, reg(c, val, r), reg(c, ptrs, r));
-            LLVMSetAlignment(s, eb);
-        } else {
-            LLVMTypeRef vty = LLVMVectorType(ty, vec);
-            LLVMValueRef v = LLVMGetUndef(vty);
-            for (uint32_t i = 0; i < vec; i++) v = LLVMBuildInsertElement(c->b, v, reg(c, val, r + i), i32c(c, i), "");
-            LLVMValueRef s = LLVMBuildStore(c->b, v, reg(c, ptrs, r));
-            LLVMSetAlignment(s, eb * vec);
-        }
-        if (!any) continue;
-        LLVMBuildBr(c->b, join);
-        if (!uniform) {
-            LLVMPositionBuilderAtEnd(c->b, sbb);
-            for (uint32_t i = 0; i < vec; i++) {
-                LLVMBasicBlockRef st = new_block(c, "st.lane"), next = new_block(c, "st.next");
-                LLVMBuildCondBr(c->b, m[i], st, next);
-                LLVMPositionBuilderAtEnd(c->b, st);
-                LLVMValueRef s = LLVMBuildStore(c->b, reg(c, val, r + i), reg(c, ptrs, r + i));
-                LLVMSetAlignment(s, eb);
-                LLVMBuildBr(c->b, next);
-                LLVMPositionBuilderAtEnd(c->b, next);
-            }
-            LLVMBuildBr(c->b, join);
-        }
-        LLVMPositionBuilderAtEnd(c->b, join);
+    LLVMValueRef *m = TC_NEW_ARRAY(c->arena, LLVMValueRef, n);
+    for (uint32_t r = 0; r < n; r++) {
+        m[r] = mask ? reg(c, mask, r) : NULL;
+        if (owner) m[r] = m[r] ? LLVMBuildAnd(c->b, m[r], owner, "") : owner;
     }
+    if (!m[0]) {
+        for (uint32_t r = 0; r < n; r += vec) vector_store(c, ptrs, val, r, vec);
+        return;
+    }
+    if (vec == 1) {
+        for (uint32_t r = 0; r < n; r++) predicated_store(c, e, reg(c, ptrs, r), reg(c, val, r), m[r]);
+        return;
+    }
+    LLVMValueRef all = m[0];
+    for (uint32_t r = 1; r < n; r++) all = LLVMBuildAnd(c->b, all, m[r], "");
+    LLVMBasicBlockRef fast, slow, join;
+    split_on(c, all, &fast, &slow, &join);
+    for (uint32_t r = 0; r < n; r += vec) vector_store(c, ptrs, val, r, vec);
+    LLVMBuildBr(c->b, join);
+    LLVMPositionBuilderAtEnd(c->b, slow);
+    for (uint32_t r = 0; r < n; r++) predicated_store(c, e, reg(c, ptrs, r), reg(c, val, r), m[r]);
+    LLVMBuildBr(c->b, join);
+    LLVMPositionBuilderAtEnd(c->b, join);
 }
 
 static void gen_op(cg *c, const tir_op *op) {
