@@ -93,7 +93,8 @@ int main(int argc, char **argv) {
                 snprintf(ptxas, sizeof ptxas, "%10.2f", median(px, runs));
             else
                 snprintf(ptxas, sizeof ptxas, "%10s", "no ptxas");
-            printf("%-28s %5d %9.2f %12.2f %12.2f %s %10.2f\n", argv[f], lines_of(text, len), cold,
+            const char *base = strrchr(argv[f], '/');
+            printf("%-28s %5d %9.2f %12.2f %12.2f %s %10.2f\n", base ? base + 1 : argv[f], lines_of(text, len), cold,
                    median(fe, runs), median(ll, runs), ptxas, median(tot, runs));
         }
         free(fe), free(ll), free(px), free(tot), free(text);

@@ -9,7 +9,11 @@ ninja -C "$root/build" tilec_cli >/dev/null
 out="$root/build/samples"
 mkdir -p "$out"
 emit=cubin
-"$root/scripts/deps.sh" | grep -q ptxas && emit=ptx
+if [ -n "${TILEC_PTXAS:-}" ]; then [ -x "$TILEC_PTXAS" ] || emit=ptx
+elif ! { [ -n "${CUDA_HOME:-}" ] && [ -x "$CUDA_HOME/bin/ptxas" ]; } && ! command -v ptxas >/dev/null &&
+     ! [ -x /usr/local/cuda/bin/ptxas ]; then
+  emit=ptx # deps.sh has said why
+fi
 for f in "$root"/samples/*.tile; do
   name=$(basename "$f" .tile)
   "$root/build/tilec" "$f" --emit=$emit --time -o "$out/$name.$emit"
