@@ -16,6 +16,13 @@ extern "C" {
 
 #define TILEC_VERSION "0.1.0"
 
+/* Exported from libtilec.so (built with hidden visibility). */
+#if defined(TILEC_BUILDING_LIBRARY)
+#define TILEC_API __attribute__((visibility("default")))
+#else
+#define TILEC_API
+#endif
+
 typedef enum tilec_emit {
     TILEC_EMIT_TIR,   /* tile IR after the pass pipeline */
     TILEC_EMIT_LLVM,  /* LLVM IR (text) */
@@ -66,13 +73,13 @@ typedef struct tilec_output {
     double ms_ptxas;
 } tilec_output;
 
-void tilec_options_init(tilec_options *opt);
+TILEC_API void tilec_options_init(tilec_options *opt);
 /* Compiles source text (len bytes; NUL bytes inside are errors) named
  * `filename` in messages. Always fills *out; free it with tilec_output_free. */
-tilec_status tilec_compile(const char *filename, const char *source, size_t len,
+TILEC_API tilec_status tilec_compile(const char *filename, const char *source, size_t len,
                            const tilec_options *opt, tilec_output *out);
-void tilec_output_free(tilec_output *out);
-const char *tilec_status_name(tilec_status s);
+TILEC_API void tilec_output_free(tilec_output *out);
+TILEC_API const char *tilec_status_name(tilec_status s);
 
 #ifdef __cplusplus
 }

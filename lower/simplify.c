@@ -62,7 +62,7 @@ static void fold_op(tir_op *op, void *p) {
     simplify_ctx *c = p;
     if (!op->parent || op->nresults != 1) return;
     tir_value *r = op->results[0];
-    int64_t a, b, v;
+    int64_t a = 0, b = 0, v = 0;
     if (op->code == TIR_OP_SPLAT && op->operands[0]->def && op->operands[0]->def->code == TIR_OP_CONST) {
         /* a constant tile: later folds and codegen see the value directly */
         op->code = TIR_OP_CONST;
