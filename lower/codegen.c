@@ -18,7 +18,7 @@
 
 #include "lower/lower.h"
 
-enum { CG_MAX_ACCESS_BYTES = 16, NVPTX_ADDRSPACE_GLOBAL = 1 };
+enum { CG_MAX_ACCESS_BYTES = 16, CG_MAX_SPT = 64, NVPTX_ADDRSPACE_GLOBAL = 1 };
 
 typedef struct cg {
     LLVMContextRef ctx;
@@ -33,6 +33,7 @@ typedef struct cg {
     LLVMValueRef **regs; /* by value id */
     uint32_t *nregs;
     LLVMValueRef tid;
+    LLVMValueRef tid_times[CG_MAX_SPT + 1]; /* tid * spt, made once per spt */
     bool ok;
 } cg;
 
@@ -91,7 +92,13 @@ static LLVMValueRef sreg(cg *c, const char *name) {
 static LLVMValueRef elem_index(cg *c, const tir_type *t, uint32_t r) {
     uint32_t n = t->shape[0], spt = t->layout.spt[0];
     uint32_t cover = spt * 32u * (uint32_t)c->f->num_warps;
-    LLVMValueRef base = LLVMBuildMul(c->b, c->tid, i32c(c, spt), "");
+    LLVMValueRef base;
+    if (spt <= CG_MAX_SPT) {
+        if (!c->tid_times[spt]) c->tid_times[spt] = LLVMBuildMul(c->b, c->tid, i32c(c, spt), "");
+        base = c->tid_times[spt];
+    } else {
+        base = LLVMBuildMul(c->b, c->tid, i32c(c, spt), "");
+    }
     LLVMValueRef idx = LLVMBuildAdd(c->b, base, i32c(c, (int64_t)(r / spt) * cover + r % spt), "");
     if (n < cover) idx = LLVMBuildAnd(c->b, idx, i32c(c, n - 1), "");
     return idx;
@@ -488,6 +495,7 @@ static bool gen_func(cg *c, tir_func *f) {
         new_regs(c, p)[0] = arg;
     }
     c->tid = sreg(c, "llvm.nvvm.read.ptx.sreg.tid.x");
+    memset(c->tid_times, 0, sizeof c->tid_times);
     for (const tir_op *op = f->body->first; op && c->ok; op = op->next) gen_op(c, op);
     return c->ok;
 }
