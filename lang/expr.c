@@ -76,17 +76,6 @@ static bool is_compare(ast_op op) { return op >= AST_OP_LT && op <= AST_OP_NE; }
 static bool is_bitwise(ast_op op) { return op == AST_OP_AND || op == AST_OP_OR || op == AST_OP_XOR; }
 static bool is_shift(ast_op op) { return op == AST_OP_SHL || op == AST_OP_SHR; }
 
-/* Wraps a folded value into the range of its type, as the IR would. */
-static int64_t wrap_to(int64_t v, tir_elem e) {
-    switch (e) {
-    case TIR_I1: return v & 1;
-    case TIR_I8: return (int8_t)(uint8_t)v;
-    case TIR_I16: return (int16_t)(uint16_t)v;
-    case TIR_I32: return (int32_t)(uint32_t)v;
-    default: return v;
-    }
-}
-
 static operand invalid_operands(lang_ctx *c, const ast_expr *e, const operand *a, const operand *b) {
     lang_error(c, e->u.binary.op_span, "invalid operands to '%s': %s and %s", ast_op_spelling(e->u.binary.op),
                lang_operand_str(c, a), lang_operand_str(c, b));
@@ -153,7 +142,7 @@ static operand check_binary(lang_ctx *c, const ast_expr *e) {
             if (is_bitwise(op) && el == TIR_I1) el = TIR_I1;
             o.kind = OPND_CONST;
             o.type = tir_scalar(el);
-            o.ival = wrap_to(r, el);
+            o.ival = tir_wrap_int(r, el);
         }
         return o;
     }
@@ -201,7 +190,7 @@ static operand check_unary(lang_ctx *c, const ast_expr *e) {
     if (a.kind == OPND_INTLIT || a.kind == OPND_CONST) {
         if (op == AST_OP_NEG) o.ival = (int64_t)(0 - (uint64_t)a.ival);
         else o.ival = (a.kind == OPND_CONST && el == TIR_I1) ? !a.ival : ~a.ival;
-        if (a.kind == OPND_CONST) o.ival = wrap_to(o.ival, el);
+        if (a.kind == OPND_CONST) o.ival = tir_wrap_int(o.ival, el);
         return o;
     }
     if (a.kind == OPND_FLOATLIT) {

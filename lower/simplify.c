@@ -20,16 +20,6 @@ static bool const_int(const tir_value *v, int64_t *out) {
     return true;
 }
 
-static int64_t wrap(int64_t v, tir_elem e) {
-    switch (e) {
-    case TIR_I1: return v & 1;
-    case TIR_I8: return (int8_t)(uint8_t)v;
-    case TIR_I16: return (int16_t)(uint16_t)v;
-    case TIR_I32: return (int32_t)(uint32_t)v;
-    default: return v;
-    }
-}
-
 static bool fold(tir_opcode code, int64_t a, int64_t b, unsigned bits, int64_t *r) {
     uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
     switch (code) {
@@ -75,7 +65,7 @@ static void fold_op(tir_op *op, void *p) {
     tir_elem el = (tir_elem)op->operands[0]->type.elem;
     if (ca && cb && tir_elem_is_int(el) && fold(op->code, a, b, tir_elem_bits(el), &v)) {
         op->code = TIR_OP_CONST;
-        op->attr.ival = wrap(v, (tir_elem)r->type.elem);
+        op->attr.ival = tir_wrap_int(v, (tir_elem)r->type.elem);
         op->noperands = 0;
         return;
     }

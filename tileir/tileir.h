@@ -48,6 +48,8 @@ bool tir_elem_from_name(const char *s, size_t n, tir_elem *out); /* not "ptr" */
 unsigned tir_elem_bits(tir_elem e);     /* i1 -> 1, ptr -> 64 */
 bool tir_elem_is_int(tir_elem e);       /* i1..i64 */
 bool tir_elem_is_float(tir_elem e);     /* f16..f64 */
+/* v wrapped to the range of integer type e, as the IR's arithmetic wraps. */
+int64_t tir_wrap_int(int64_t v, tir_elem e);
 
 typedef enum tir_layout_kind {
     TIR_LAYOUT_NONE,    /* not assigned yet (before the layout pass) */

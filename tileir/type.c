@@ -13,6 +13,16 @@ unsigned tir_elem_bits(tir_elem e) { return e < TIR_ELEM_COUNT ? elem_bits[e] : 
 bool tir_elem_is_int(tir_elem e) { return e <= TIR_I64; }
 bool tir_elem_is_float(tir_elem e) { return e >= TIR_F16 && e <= TIR_F64; }
 
+int64_t tir_wrap_int(int64_t v, tir_elem e) {
+    switch (e) {
+    case TIR_I1: return v & 1;
+    case TIR_I8: return (int8_t)(uint8_t)v;
+    case TIR_I16: return (int16_t)(uint16_t)v;
+    case TIR_I32: return (int32_t)(uint32_t)v;
+    default: return v;
+    }
+}
+
 bool tir_elem_from_name(const char *s, size_t n, tir_elem *out) {
     for (int e = 0; e < TIR_PTR; e++)
         if (strlen(elem_names[e]) == n && !memcmp(elem_names[e], s, n)) {
