@@ -145,8 +145,10 @@ tilec_status tilec_compile(const char *filename, const char *source, size_t len,
         .dump_all = opt->dump_all,
         .dump_out = &dumps,
     };
+    bool from_tir = ends_with(src.name, ".tir");
     if (!lower_run_pipeline(m, &lopt, &diag)) {
-        status = TILEC_ERR_INTERNAL;
+        /* a pass may refuse hand-written IR; IR from .tile source must pass */
+        status = from_tir ? TILEC_ERR_SOURCE : TILEC_ERR_INTERNAL;
         goto done;
     }
     out->ms_frontend = tc_now_ms() - t0;
@@ -161,7 +163,8 @@ tilec_status tilec_compile(const char *filename, const char *source, size_t len,
     LLVMContextRef ctx = LLVMContextCreate();
     LLVMModuleRef lm = lower_codegen(m, ctx, &lopt, &diag);
     if (!lm) {
-        status = TILEC_ERR_INTERNAL;
+        /* IR the front end made must always lower; a .tir file may not */
+        status = from_tir ? TILEC_ERR_SOURCE : TILEC_ERR_INTERNAL;
         LLVMContextDispose(ctx);
         goto done;
     }

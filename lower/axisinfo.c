@@ -52,6 +52,13 @@ static void set(lower_axis_map *map, const tir_value *v, lower_axis_info i) {
 
 static void analyze(tir_op *op, void *p) {
     lower_axis_map *map = p;
+    if (op->code == TIR_OP_FOR) {
+        /* iv = lo + k * step: divisible by what divides both; values carried
+         * around the loop stay unknown (1, 1, 1), which is always safe */
+        lower_axis_info lo = lower_axis_get(map, op->operands[0]), st = lower_axis_get(map, op->operands[2]);
+        set(map, op->body->args[0], (lower_axis_info){1, 1, gcd64(lo.divisibility, st.divisibility)});
+        return;
+    }
     if (op->nresults != 1) return;
     const tir_value *r = op->results[0];
     int64_t n = length(r);

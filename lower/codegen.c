@@ -374,6 +374,54 @@ static void gen_store(cg *c, const tir_op *op) {
     LLVMPositionBuilderAtEnd(c->b, join);
 }
 
+static void gen_op(cg *c, const tir_op *op);
+
+/* A loop: the header holds one phi per induction variable and per register
+ * of each carried value; the body's block arguments are those phis; the
+ * yield at the body's end feeds the back edge. The loop runs while iv < hi
+ * (signed), so a step must be positive. */
+static void gen_for(cg *c, const tir_op *op) {
+    const tir_block *body = op->body;
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(c->b);
+    LLVMBasicBlockRef head = new_block(c, "for.head"), loop = new_block(c, "for.body"), exit = new_block(c, "for.exit");
+    LLVMBuildBr(c->b, head);
+    LLVMPositionBuilderAtEnd(c->b, head);
+    uint32_t nargs = body->nargs;
+    LLVMValueRef **phis = TC_NEW_ARRAY(c->arena, LLVMValueRef *, nargs);
+    for (uint32_t a = 0; a < nargs; a++) {
+        const tir_value *arg = body->args[a];
+        const tir_value *init = a == 0 ? op->operands[0] : op->operands[2 + a];
+        LLVMValueRef *r = new_regs(c, arg);
+        phis[a] = r;
+        LLVMTypeRef ty = elem_type(c, (tir_elem)arg->type.elem);
+        for (uint32_t i = 0; i < c->nregs[arg->id]; i++) {
+            r[i] = LLVMBuildPhi(c->b, ty, "");
+            LLVMValueRef in = reg(c, init, i);
+            LLVMAddIncoming(r[i], &in, &pre, 1);
+        }
+    }
+    LLVMValueRef cond = LLVMBuildICmp(c->b, LLVMIntSLT, phis[0][0], reg(c, op->operands[1], 0), "");
+    LLVMBuildCondBr(c->b, cond, loop, exit);
+    LLVMPositionBuilderAtEnd(c->b, loop);
+    for (const tir_op *o = body->first; o && c->ok; o = o->next) gen_op(c, o);
+    if (!c->ok) return;
+    const tir_op *y = body->last; /* the verifier made it a yield */
+    LLVMValueRef next_iv = LLVMBuildAdd(c->b, phis[0][0], reg(c, op->operands[2], 0), "");
+    LLVMBasicBlockRef latch = LLVMGetInsertBlock(c->b);
+    LLVMAddIncoming(phis[0][0], &next_iv, &latch, 1);
+    for (uint32_t a = 1; a < nargs; a++)
+        for (uint32_t i = 0; i < c->nregs[body->args[a]->id]; i++) {
+            LLVMValueRef in = reg(c, y->operands[a - 1], i);
+            LLVMAddIncoming(phis[a][i], &in, &latch, 1);
+        }
+    LLVMBuildBr(c->b, head);
+    LLVMPositionBuilderAtEnd(c->b, exit);
+    for (uint32_t k = 0; k < op->nresults; k++) {
+        LLVMValueRef *r = new_regs(c, op->results[k]);
+        for (uint32_t i = 0; i < c->nregs[op->results[k]->id]; i++) r[i] = phis[k + 1][i];
+    }
+}
+
 static void gen_op(cg *c, const tir_op *op) {
     const tir_opinfo *info = &tir_ops[op->code];
     const tir_value *res = op->nresults ? op->results[0] : NULL;
@@ -443,8 +491,8 @@ static void gen_op(cg *c, const tir_op *op) {
     case TIR_OP_LOAD: gen_load(c, op); return;
     case TIR_OP_STORE: gen_store(c, op); return;
     case TIR_OP_RETURN: LLVMBuildRetVoid(c->b); return;
-    case TIR_OP_FOR:
-    case TIR_OP_YIELD: cg_error(c, op, "loops are not supported by code generation yet"); return;
+    case TIR_OP_FOR: gen_for(c, op); return;
+    case TIR_OP_YIELD: return; /* read by gen_for */
     default: break;
     }
     if ((info->flags & TIR_F_ELEMENTWISE) && op->noperands == 2) {

@@ -35,6 +35,11 @@ static bool is_pow2(uint64_t x) { return x && !(x & (x - 1)); }
 
 static void check_layout(verifier *v, const tir_op *op, tir_type t) {
     if (t.rank == 0) return;
+    for (unsigned i = 0; i < t.rank; i++)
+        if (!is_pow2(t.shape[i])) {
+            fail(v, op, "tile dimensions must be powers of two");
+            return;
+        }
     if (t.layout.kind == TIR_LAYOUT_NONE) {
         v->any_missing = true;
         return;
