@@ -1,0 +1,434 @@
+/* interp.c - the tile IR interpreter behind the CPU device.
+ *
+ * Each value of the kernel gets a slot of cells, one per tile element, and
+ * each op runs as one loop over whole tiles (the dispatch is per op, never
+ * per element). Program instances run one after another, reusing the slots.
+ *
+ * Numbers follow the GPU's: integers wrap to their width; every float
+ * result is rounded to its type (f16, bf16, f32) to nearest even, so f16
+ * code gives f16 answers; float-to-int conversion truncates and saturates
+ * (NaN gives 0), as PTX's cvt.rzi does. Integer division by zero, which the
+ * GPU leaves undefined, is an error here. */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "runtime/interp.h"
+
+typedef union cell {
+    int64_t i;
+    double f;
+    struct {
+        uint32_t buf;
+        int64_t off; /* bytes */
+    } p;
+} cell;
+
+typedef struct slot {
+    cell *cells;
+    uint32_t n;
+} slot;
+
+typedef struct interp {
+    const rt_launch *l;
+    tc_diag *diag;
+    slot *slots; /* by value id */
+    uint32_t pid[3];
+    bool failed;
+} interp;
+
+static void run_error(interp *in, const tir_op *op, const char *fmt, const char *detail) {
+    char msg[512];
+    snprintf(msg, sizeof msg, fmt, detail);
+    tc_error_loc(in->diag, in->l->file, op ? op->loc : in->l->func->loc,
+                 "in kernel '%s', program (%u, %u, %u): %s", in->l->func->name, in->pid[0], in->pid[1], in->pid[2],
+                 msg);
+    in->failed = true;
+}
+
+/* Rounds to a binary float format with `mant` stored mantissa bits, least
+ * normal exponent `emin` and largest finite value `max`, to nearest even. */
+static double round_format(double x, int mant, int emin, double max) {
+    if (!isfinite(x) || x == 0) return x;
+    int e;
+    frexp(x, &e);
+    int exp = e - 1 < emin ? emin : e - 1; /* below emin: subnormal, fixed step */
+    double step = ldexp(1.0, exp - mant);
+    double r = nearbyint(x / step) * step;
+    return fabs(r) > max ? copysign(INFINITY, x) : r;
+}
+
+static double round_to(tir_elem e, double x) {
+    switch (e) {
+    case TIR_F16: return round_format(x, 10, -14, 65504.0);
+    case TIR_BF16: return round_format(x, 7, -126, 3.38953138925153547590470800371487866880e38);
+    case TIR_F32: return (double)(float)x;
+    default: return x;
+    }
+}
+
+static int64_t float_to_int(double x, tir_elem e) {
+    if (e == TIR_I1) return x != 0;
+    if (isnan(x)) return 0;
+    unsigned bits = tir_elem_bits(e);
+    double hi = ldexp(1.0, (int)bits - 1);
+    if (x >= hi) return (int64_t)(((uint64_t)1 << (bits - 1)) - 1);
+    if (x < -hi) return bits == 64 ? INT64_MIN : -(int64_t)((uint64_t)1 << (bits - 1));
+    return (int64_t)trunc(x);
+}
+
+static slot *out_slot(interp *in, const tir_value *v) {
+    slot *s = &in->slots[v->id];
+    uint32_t n = (uint32_t)tir_type_numel(v->type);
+    if (!s->cells || s->n != n) {
+        free(s->cells);
+        s->cells = calloc(n ? n : 1, sizeof(cell));
+        if (!s->cells) abort();
+        s->n = n;
+    }
+    return s;
+}
+
+static cell *val(interp *in, const tir_value *v) { return in->slots[v->id].cells; }
+
+static unsigned elem_bytes(tir_elem e) { return e == TIR_I1 ? 1 : (tir_elem_bits(e) + 7) / 8; }
+
+/* ---- memory ------------------------------------------------------------ */
+
+static bool check_access(interp *in, const tir_op *op, cell p, unsigned bytes) {
+    const rt_launch *l = in->l;
+    if (p.p.buf >= l->nbuffers) {
+        run_error(in, op, "%s", "access through a pointer that is not into any buffer");
+        return false;
+    }
+    if (p.p.off < 0 || (uint64_t)p.p.off + bytes > l->buffers[p.p.buf].size) {
+        char detail[160];
+        snprintf(detail, sizeof detail, "byte offset %lld of a %zu-byte buffer (argument buffer %u)",
+                 (long long)p.p.off, l->buffers[p.p.buf].size, p.p.buf);
+        run_error(in, op, "out-of-bounds access at %s", detail);
+        return false;
+    }
+    return true;
+}
+
+static uint16_t half_bits(double x, bool bf) {
+    /* exact: x is already rounded to the format */
+    if (bf) {
+        float f = (float)x;
+        uint32_t u;
+        memcpy(&u, &f, 4);
+        return (uint16_t)(u >> 16);
+    }
+    uint16_t sign = signbit(x) ? 0x8000 : 0;
+    double a = fabs(x);
+    if (isnan(x)) return 0x7e00;
+    if (isinf(a)) return sign | 0x7c00;
+    if (a == 0) return sign;
+    int e;
+    frexp(a, &e);
+    int exp = e - 1;
+    if (exp < -14) return sign | (uint16_t)nearbyint(a / ldexp(1.0, -24)); /* subnormal */
+    uint16_t mant = (uint16_t)nearbyint((a / ldexp(1.0, exp) - 1.0) * 1024.0);
+    return sign | (uint16_t)((exp + 15) << 10) | mant;
+}
+
+static double half_value(uint16_t h, bool bf) {
+    if (bf) {
+        uint32_t u = (uint32_t)h << 16;
+        float f;
+        memcpy(&f, &u, 4);
+        return f;
+    }
+    int exp = (h >> 10) & 31, mant = h & 1023;
+    double v = exp == 0 ? ldexp(mant, -24) : exp == 31 ? (mant ? NAN : INFINITY) : ldexp(1024 + mant, exp - 25);
+    return (h & 0x8000) ? -v : v;
+}
+
+static cell read_elem(const unsigned char *p, tir_elem e) {
+    cell c;
+    memset(&c, 0, sizeof c);
+    switch (e) {
+    case TIR_I1: c.i = *p != 0; break;
+    case TIR_I8: c.i = (int8_t)*p; break;
+    case TIR_I16: { int16_t v; memcpy(&v, p, 2); c.i = v; break; }
+    case TIR_I32: { int32_t v; memcpy(&v, p, 4); c.i = v; break; }
+    case TIR_I64: memcpy(&c.i, p, 8); break;
+    case TIR_F16:
+    case TIR_BF16: { uint16_t h; memcpy(&h, p, 2); c.f = half_value(h, e == TIR_BF16); break; }
+    case TIR_F32: { float f; memcpy(&f, p, 4); c.f = f; break; }
+    case TIR_F64: memcpy(&c.f, p, 8); break;
+    default: break;
+    }
+    return c;
+}
+
+static void write_elem(unsigned char *p, tir_elem e, cell c) {
+    switch (e) {
+    case TIR_I1: *p = c.i != 0; break;
+    case TIR_I8: *p = (unsigned char)c.i; break;
+    case TIR_I16: { int16_t v = (int16_t)c.i; memcpy(p, &v, 2); break; }
+    case TIR_I32: { int32_t v = (int32_t)c.i; memcpy(p, &v, 4); break; }
+    case TIR_I64: memcpy(p, &c.i, 8); break;
+    case TIR_F16:
+    case TIR_BF16: { uint16_t h = half_bits(c.f, e == TIR_BF16); memcpy(p, &h, 2); break; }
+    case TIR_F32: { float f = (float)c.f; memcpy(p, &f, 4); break; }
+    case TIR_F64: memcpy(p, &c.f, 8); break;
+    default: break;
+    }
+}
+
+static void do_load(interp *in, const tir_op *op) {
+    const tir_value *res = op->results[0];
+    tir_elem e = (tir_elem)res->type.elem;
+    slot *s = out_slot(in, res);
+    cell *ptr = val(in, op->operands[0]);
+    cell *mask = op->noperands > 1 ? val(in, op->operands[1]) : NULL;
+    cell *other = op->noperands > 2 ? val(in, op->operands[2]) : NULL;
+    for (uint32_t k = 0; k < s->n; k++) {
+        if (mask && !mask[k].i) {
+            if (other) s->cells[k] = other[k];
+            else memset(&s->cells[k], 0, sizeof(cell));
+            continue;
+        }
+        if (!check_access(in, op, ptr[k], elem_bytes(e))) return;
+        s->cells[k] = read_elem((unsigned char *)in->l->buffers[ptr[k].p.buf].data + ptr[k].p.off, e);
+    }
+}
+
+static void do_store(interp *in, const tir_op *op) {
+    tir_elem e = (tir_elem)op->operands[1]->type.elem;
+    uint32_t n = (uint32_t)tir_type_numel(op->operands[0]->type);
+    cell *ptr = val(in, op->operands[0]), *v = val(in, op->operands[1]);
+    cell *mask = op->noperands > 2 ? val(in, op->operands[2]) : NULL;
+    for (uint32_t k = 0; k < n; k++) {
+        if (mask && !mask[k].i) continue;
+        if (!check_access(in, op, ptr[k], elem_bytes(e))) return;
+        write_elem((unsigned char *)in->l->buffers[ptr[k].p.buf].data + ptr[k].p.off, e, v[k]);
+    }
+}
+
+/* ---- arithmetic -------------------------------------------------------- */
+
+static void do_binary(interp *in, const tir_op *op) {
+    const tir_value *res = op->results[0];
+    tir_elem e = (tir_elem)op->operands[0]->type.elem, re = (tir_elem)res->type.elem;
+    slot *s = out_slot(in, res);
+    cell *a = val(in, op->operands[0]), *b = val(in, op->operands[1]), *r = s->cells;
+    uint32_t n = s->n;
+    bool fl = tir_elem_is_float(e);
+    unsigned bits = tir_elem_bits(e);
+    for (uint32_t k = 0; k < n; k++) {
+        int64_t x = a[k].i, y = b[k].i;
+        double fx = a[k].f, fy = b[k].f;
+        switch (op->code) {
+        case TIR_OP_ADD: if (fl) r[k].f = fx + fy; else r[k].i = (int64_t)((uint64_t)x + (uint64_t)y); break;
+        case TIR_OP_SUB: if (fl) r[k].f = fx - fy; else r[k].i = (int64_t)((uint64_t)x - (uint64_t)y); break;
+        case TIR_OP_MUL: if (fl) r[k].f = fx * fy; else r[k].i = (int64_t)((uint64_t)x * (uint64_t)y); break;
+        case TIR_OP_DIV:
+        case TIR_OP_REM:
+            if (fl) {
+                r[k].f = op->code == TIR_OP_DIV ? fx / fy : fmod(fx, fy);
+            } else if (y == 0) {
+                run_error(in, op, "%s", "integer division by zero");
+                return;
+            } else if (x == INT64_MIN && y == -1) {
+                r[k].i = op->code == TIR_OP_DIV ? x : 0;
+            } else {
+                r[k].i = op->code == TIR_OP_DIV ? x / y : x % y;
+            }
+            break;
+        case TIR_OP_AND: r[k].i = x & y; break;
+        case TIR_OP_OR: r[k].i = x | y; break;
+        case TIR_OP_XOR: r[k].i = x ^ y; break;
+        case TIR_OP_SHL: r[k].i = (uint64_t)y >= bits ? 0 : (int64_t)((uint64_t)x << y); break;
+        case TIR_OP_SHR: r[k].i = x >> ((uint64_t)y >= bits ? bits - 1 : (uint64_t)y); break;
+        case TIR_OP_EQ: r[k].i = fl ? fx == fy : x == y; break;
+        case TIR_OP_NE: r[k].i = fl ? !(fx == fy) : x != y; break;
+        case TIR_OP_LT: r[k].i = fl ? fx < fy : x < y; break;
+        case TIR_OP_LE: r[k].i = fl ? fx <= fy : x <= y; break;
+        case TIR_OP_GT: r[k].i = fl ? fx > fy : x > y; break;
+        case TIR_OP_GE: r[k].i = fl ? fx >= fy : x >= y; break;
+        default: break;
+        }
+    }
+    /* results to their type's precision or width, in one more pass */
+    if (tir_elem_is_float(re))
+        for (uint32_t k = 0; k < n; k++) r[k].f = round_to(re, r[k].f);
+    else
+        for (uint32_t k = 0; k < n; k++) r[k].i = tir_wrap_int(r[k].i, re);
+}
+
+static void do_cast(interp *in, const tir_op *op) {
+    tir_elem from = (tir_elem)op->operands[0]->type.elem, to = (tir_elem)op->results[0]->type.elem;
+    slot *s = out_slot(in, op->results[0]);
+    cell *a = val(in, op->operands[0]);
+    bool ff = tir_elem_is_float(from), tf = tir_elem_is_float(to);
+    for (uint32_t k = 0; k < s->n; k++) {
+        if (ff && tf) s->cells[k].f = round_to(to, a[k].f);
+        else if (ff) s->cells[k].i = float_to_int(a[k].f, to);
+        else if (tf) s->cells[k].f = round_to(to, (double)a[k].i);
+        else s->cells[k].i = to == TIR_I1 ? a[k].i != 0 : tir_wrap_int(a[k].i, to);
+    }
+}
+
+/* ---- ops ---------------------------------------------------------------- */
+
+static void run_block(interp *in, const tir_block *blk);
+
+static void do_for(interp *in, const tir_op *op) {
+    const tir_block *body = op->body;
+    int64_t lo = val(in, op->operands[0])->i, hi = val(in, op->operands[1])->i, step = val(in, op->operands[2])->i;
+    tir_elem ivt = (tir_elem)op->operands[0]->type.elem;
+    /* carried values start as the inits */
+    for (uint32_t a = 1; a < body->nargs; a++) {
+        slot *s = out_slot(in, body->args[a]);
+        memcpy(s->cells, val(in, op->operands[2 + a]), sizeof(cell) * s->n);
+    }
+    if (lo < hi && step <= 0) {
+        run_error(in, op, "%s", "loop step must be positive");
+        return;
+    }
+    for (int64_t i = lo; i < hi && !in->failed; i = tir_wrap_int((int64_t)((uint64_t)i + (uint64_t)step), ivt)) {
+        out_slot(in, body->args[0])->cells[0].i = i;
+        run_block(in, body);
+        if (in->failed) return;
+        const tir_op *y = body->last;
+        /* through scratch copies: a yield may permute the carried values */
+        uint32_t nc = body->nargs - 1;
+        cell **tmp = calloc(nc + 1, sizeof(cell *));
+        if (!tmp) abort();
+        for (uint32_t a = 0; a < nc; a++) {
+            uint32_t n = in->slots[body->args[a + 1]->id].n;
+            tmp[a] = malloc(sizeof(cell) * n);
+            if (!tmp[a]) abort();
+            memcpy(tmp[a], val(in, y->operands[a]), sizeof(cell) * n);
+        }
+        for (uint32_t a = 0; a < nc; a++) {
+            slot *s = &in->slots[body->args[a + 1]->id];
+            memcpy(s->cells, tmp[a], sizeof(cell) * s->n);
+            free(tmp[a]);
+        }
+        free(tmp);
+        if (i > INT64_MAX - step) break;
+    }
+    for (uint32_t k = 0; k < op->nresults; k++) {
+        slot *s = out_slot(in, op->results[k]);
+        memcpy(s->cells, val(in, body->args[k + 1]), sizeof(cell) * s->n);
+    }
+}
+
+static void run_op(interp *in, const tir_op *op) {
+    const tir_value *res = op->nresults ? op->results[0] : NULL;
+    switch (op->code) {
+    case TIR_OP_CONST: {
+        slot *s = out_slot(in, res);
+        bool fl = tir_elem_is_float((tir_elem)res->type.elem);
+        for (uint32_t k = 0; k < s->n; k++) {
+            if (fl) s->cells[k].f = round_to((tir_elem)res->type.elem, op->attr.fval);
+            else s->cells[k].i = tir_wrap_int(op->attr.ival, (tir_elem)res->type.elem);
+        }
+        return;
+    }
+    case TIR_OP_PROGRAM_ID: out_slot(in, res)->cells[0].i = in->pid[op->attr.axis]; return;
+    case TIR_OP_NUM_PROGRAMS: out_slot(in, res)->cells[0].i = in->l->grid[op->attr.axis]; return;
+    case TIR_OP_ARANGE: {
+        slot *s = out_slot(in, res);
+        for (uint32_t k = 0; k < s->n; k++) s->cells[k].i = op->attr.range.lo + k;
+        return;
+    }
+    case TIR_OP_SPLAT: {
+        slot *s = out_slot(in, res);
+        cell v = val(in, op->operands[0])[0];
+        for (uint32_t k = 0; k < s->n; k++) s->cells[k] = v;
+        return;
+    }
+    case TIR_OP_CONVERT_LAYOUT: {
+        slot *s = out_slot(in, res);
+        memcpy(s->cells, val(in, op->operands[0]), sizeof(cell) * s->n);
+        return;
+    }
+    case TIR_OP_NEG:
+    case TIR_OP_NOT: {
+        slot *s = out_slot(in, res);
+        cell *a = val(in, op->operands[0]);
+        tir_elem e = (tir_elem)res->type.elem;
+        for (uint32_t k = 0; k < s->n; k++) {
+            if (op->code == TIR_OP_NOT) s->cells[k].i = e == TIR_I1 ? !a[k].i : ~a[k].i;
+            else if (tir_elem_is_float(e)) s->cells[k].f = -a[k].f;
+            else s->cells[k].i = tir_wrap_int((int64_t)(0 - (uint64_t)a[k].i), e);
+        }
+        return;
+    }
+    case TIR_OP_CAST: do_cast(in, op); return;
+    case TIR_OP_SELECT: {
+        slot *s = out_slot(in, res);
+        cell *c = val(in, op->operands[0]), *a = val(in, op->operands[1]), *b = val(in, op->operands[2]);
+        for (uint32_t k = 0; k < s->n; k++) s->cells[k] = c[k].i ? a[k] : b[k];
+        return;
+    }
+    case TIR_OP_ADDPTR: {
+        slot *s = out_slot(in, res);
+        cell *p = val(in, op->operands[0]), *o = val(in, op->operands[1]);
+        int64_t eb = elem_bytes((tir_elem)op->operands[0]->type.pointee);
+        for (uint32_t k = 0; k < s->n; k++) {
+            s->cells[k] = p[k];
+            s->cells[k].p.off = (int64_t)((uint64_t)p[k].p.off + (uint64_t)o[k].i * (uint64_t)eb);
+        }
+        return;
+    }
+    case TIR_OP_LOAD: do_load(in, op); return;
+    case TIR_OP_STORE: do_store(in, op); return;
+    case TIR_OP_FOR: do_for(in, op); return;
+    case TIR_OP_YIELD:
+    case TIR_OP_RETURN: return;
+    default: do_binary(in, op); return;
+    }
+}
+
+static void run_block(interp *in, const tir_block *blk) {
+    for (const tir_op *op = blk->first; op && !in->failed; op = op->next) run_op(in, op);
+}
+
+static bool bind_args(interp *in) {
+    const rt_launch *l = in->l;
+    const tir_func *f = l->func;
+    if (l->nargs != f->nparams) {
+        char detail[64];
+        snprintf(detail, sizeof detail, "%u given, %u expected", l->nargs, f->nparams);
+        run_error(in, NULL, "wrong number of arguments: %s", detail);
+        return false;
+    }
+    for (uint32_t i = 0; i < f->nparams; i++) {
+        const tir_value *p = f->params[i];
+        const rt_arg *a = &l->args[i];
+        tir_elem e = (tir_elem)p->type.elem;
+        rt_arg_kind want = e == TIR_PTR ? RT_ARG_PTR : tir_elem_is_float(e) ? RT_ARG_FLOAT : RT_ARG_INT;
+        if (a->kind != want || (want == RT_ARG_PTR && a->buffer >= l->nbuffers)) {
+            run_error(in, NULL, "argument '%s' has the wrong kind", p->name ? p->name : "?");
+            return false;
+        }
+        cell *c = out_slot(in, p)->cells;
+        if (want == RT_ARG_PTR) c->p.buf = a->buffer, c->p.off = a->offset;
+        else if (want == RT_ARG_FLOAT) c->f = round_to(e, a->f);
+        else c->i = tir_wrap_int(a->i, e);
+    }
+    return true;
+}
+
+bool rt_interp_run(const rt_launch *l, tc_diag *diag) {
+    interp in = {l, diag, calloc(l->func->next_value_id + 1, sizeof(slot)), {0, 0, 0}, false};
+    if (!in.slots) abort();
+    if (bind_args(&in)) {
+        for (uint32_t z = 0; z < l->grid[2] && !in.failed; z++)
+            for (uint32_t y = 0; y < l->grid[1] && !in.failed; y++)
+                for (uint32_t x = 0; x < l->grid[0] && !in.failed; x++) {
+                    in.pid[0] = x, in.pid[1] = y, in.pid[2] = z;
+                    run_block(&in, l->func->body);
+                }
+    }
+    for (uint32_t i = 0; i <= l->func->next_value_id; i++) free(in.slots[i].cells);
+    free(in.slots);
+    return !in.failed;
+}

@@ -1,0 +1,250 @@
+/* Unit tests for runtime/interp.c: the CPU device's tile IR interpreter.
+ * Inputs are random, outputs are poisoned before each run, and results
+ * are compared with C references (float64 where arithmetic rounds). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lower/lower.h"
+#include "parser/parser.h"
+#include "runtime/interp.h"
+
+typedef struct prog {
+    tc_arena *arena;
+    tc_diag diag;
+    tc_source src;
+    tir_module *m;
+} prog;
+
+static void build(prog *p, const char *name, const char *text) {
+    p->arena = tc_arena_new();
+    tc_diag_init(&p->diag);
+    p->src = (tc_source){name, text, strlen(text)};
+    if (strstr(name, ".tir")) {
+        p->m = tir_parse(p->arena, &p->src, &p->diag);
+    } else {
+        ast_module *ast = parse_module(p->arena, &p->src, &p->diag);
+        p->m = p->diag.nerrors ? NULL : lang_to_tir(ast, NULL, p->arena, &p->diag);
+    }
+    if (!p->m) fail_msg("does not compile:\n%s", p->diag.out.data);
+    lower_options opt = {0};
+    assert_true(lower_simplify(p->m, &opt, &p->diag)); /* run what the pipeline runs first */
+    assert_true(tir_verify(p->m, "test", &p->diag));
+}
+
+static void drop(prog *p) {
+    tc_arena_free(p->arena);
+    tc_diag_free(&p->diag);
+}
+
+static rt_arg ptr_arg(uint32_t buf) { return (rt_arg){RT_ARG_PTR, buf, 0, 0, 0}; }
+static rt_arg int_arg(int64_t v) { return (rt_arg){RT_ARG_INT, 0, 0, v, 0}; }
+static rt_arg float_arg(double v) { return (rt_arg){RT_ARG_FLOAT, 0, 0, 0, v}; }
+
+static float rand_float(void) { return (float)(rand() % 20001 - 10000) / 997.0f; }
+
+static const char vadd_src[] =
+    "kernel vadd(x: *f32, y: *f32, out: *f32, n: i32, const BLOCK: i32 = 256) {\n"
+    "    let offs = program_id(0) * BLOCK + arange(0, BLOCK);\n"
+    "    let mask = offs < n;\n"
+    "    store(out + offs, load(x + offs, mask) + load(y + offs, mask), mask);\n"
+    "}\n";
+
+static void test_vadd_tails_and_grids(void **state) {
+    (void)state;
+    prog p;
+    build(&p, "vadd.tile", vadd_src);
+    const int sizes[] = {1, 255, 256, 257, 1000, 4096};
+    for (size_t t = 0; t < sizeof sizes / sizeof sizes[0]; t++) {
+        int n = sizes[t], cap = ((n + 255) / 256) * 256 + 64;
+        float *x = malloc(sizeof(float) * (size_t)cap), *y = malloc(sizeof(float) * (size_t)cap),
+              *out = malloc(sizeof(float) * (size_t)cap);
+        for (int i = 0; i < cap; i++) x[i] = rand_float(), y[i] = rand_float(), out[i] = NAN; /* poison */
+        rt_buffer bufs[3] = {{x, sizeof(float) * (size_t)cap}, {y, sizeof(float) * (size_t)cap},
+                             {out, sizeof(float) * (size_t)cap}};
+        rt_arg args[4] = {ptr_arg(0), ptr_arg(1), ptr_arg(2), int_arg(n)};
+        rt_launch l = {p.m->funcs, "vadd.tile", bufs, 3, args, 4, {(uint32_t)(n + 255) / 256, 1, 1}};
+        assert_true(rt_interp_run(&l, &p.diag));
+        for (int i = 0; i < n; i++)
+            if (out[i] != x[i] + y[i]) fail_msg("n=%d: out[%d] = %g, want %g", n, i, out[i], x[i] + y[i]);
+        for (int i = n; i < cap; i++) assert_true(isnan(out[i])); /* masked off: untouched */
+        free(x), free(y), free(out);
+    }
+    drop(&p);
+}
+
+static void test_out_of_bounds_names_file_and_line(void **state) {
+    (void)state;
+    prog p;
+    build(&p, "vadd.tile", vadd_src);
+    float x[100] = {0}, y[100] = {0}, out[100];
+    rt_buffer bufs[3] = {{x, sizeof x}, {y, sizeof y}, {out, sizeof out}};
+    rt_arg args[4] = {ptr_arg(0), ptr_arg(1), ptr_arg(2), int_arg(200)}; /* n past the buffers */
+    rt_launch l = {p.m->funcs, "vadd.tile", bufs, 3, args, 4, {1, 1, 1}};
+    assert_false(rt_interp_run(&l, &p.diag));
+    assert_non_null(strstr(p.diag.out.data, "vadd.tile:4:"));
+    assert_non_null(strstr(p.diag.out.data, "out-of-bounds access at byte offset 400 of a 400-byte buffer"));
+    drop(&p);
+}
+
+static void test_argument_checks(void **state) {
+    (void)state;
+    prog p;
+    build(&p, "vadd.tile", vadd_src);
+    float b[4];
+    rt_buffer bufs[1] = {{b, sizeof b}};
+    rt_arg args[4] = {ptr_arg(0), ptr_arg(0), ptr_arg(0), float_arg(1.0)}; /* n must be an int */
+    rt_launch l = {p.m->funcs, "vadd.tile", bufs, 1, args, 4, {1, 1, 1}};
+    assert_false(rt_interp_run(&l, &p.diag));
+    assert_non_null(strstr(p.diag.out.data, "argument 'n' has the wrong kind"));
+    l.nargs = 3;
+    assert_false(rt_interp_run(&l, &p.diag));
+    assert_non_null(strstr(p.diag.out.data, "wrong number of arguments: 3 given, 4 expected"));
+    drop(&p);
+}
+
+/* Round to f16 the slow, obvious way, for the reference. */
+static double ref_round_f16(double x) {
+    if (x == 0 || !isfinite(x)) return x;
+    int e;
+    frexp(x, &e);
+    int exp = e - 1 < -14 ? -14 : e - 1;
+    double step = ldexp(1.0, exp - 10);
+    double r = nearbyint(x / step) * step;
+    return fabs(r) > 65504 ? copysign(INFINITY, x) : r;
+}
+
+static void test_f16_arithmetic_rounds_like_f16(void **state) {
+    (void)state;
+    prog p;
+    build(&p, "h.tile",
+          "kernel h(x: *f16, out: *f32, s: f32) {\n"
+          "    let o = arange(0, 64);\n"
+          "    let v = load(x + o) * 3 + 0.1;\n" /* f16 ops: 3 and 0.1 become f16 */
+          "    store(out + o, v * s);\n"         /* f16 * f32 -> f32 */
+          "}\n");
+    uint16_t xh[64];
+    float out[64];
+    double xs[64];
+    for (int i = 0; i < 64; i++) {
+        /* random f16 values: sign, exponent 10..20, random mantissa */
+        xh[i] = (uint16_t)((rand() & 1) << 15 | (10 + rand() % 10) << 10 | (rand() & 1023));
+        int exp = (xh[i] >> 10) & 31, mant = xh[i] & 1023;
+        xs[i] = ldexp(1024 + mant, exp - 25) * ((xh[i] & 0x8000) ? -1 : 1);
+        out[i] = NAN;
+    }
+    rt_buffer bufs[2] = {{xh, sizeof xh}, {out, sizeof out}};
+    rt_arg args[3] = {ptr_arg(0), ptr_arg(1), float_arg(0.5)};
+    rt_launch l = {p.m->funcs, "h.tile", bufs, 2, args, 3, {1, 1, 1}};
+    assert_true(rt_interp_run(&l, &p.diag));
+    double tenth = ref_round_f16(0.1);
+    for (int i = 0; i < 64; i++) {
+        double v = ref_round_f16(ref_round_f16(xs[i] * 3) + tenth);
+        float want = (float)(v * 0.5);
+        if (out[i] != want) fail_msg("out[%d] = %.9g, want %.9g (x = %.9g)", i, out[i], want, xs[i]);
+    }
+    drop(&p);
+}
+
+static void test_integer_semantics(void **state) {
+    (void)state;
+    prog p;
+    build(&p, "i.tile",
+          "kernel k(a: *i32, b: *i32, q: *i32, r: *i32, sh: *i32, w: *i8) {\n"
+          "    let o = arange(0, 8);\n"
+          "    let x = load(a + o);\n"
+          "    let y = load(b + o);\n"
+          "    store(q + o, x / y);\n"
+          "    store(r + o, x % y);\n"
+          "    store(sh + o, (x << y) + (x >> y));\n"
+          "    store(w + o, load(w + o) + 100);\n"
+          "}\n");
+    int32_t a[8] = {7, -7, 7, -7, INT32_MIN, 5, -1, 1000};
+    int32_t b[8] = {2, 2, -2, -2, -1, 40, 31, 3};
+    int32_t q[8], r[8], sh[8];
+    int8_t w[8] = {100, -100, 27, 28, 0, -128, 127, 1};
+    int8_t w0[8];
+    memcpy(w0, w, sizeof w);
+    rt_buffer bufs[6] = {{a, sizeof a}, {b, sizeof b}, {q, sizeof q}, {r, sizeof r}, {sh, sizeof sh}, {w, sizeof w}};
+    rt_arg args[6] = {ptr_arg(0), ptr_arg(1), ptr_arg(2), ptr_arg(3), ptr_arg(4), ptr_arg(5)};
+    rt_launch l = {p.m->funcs, "i.tile", bufs, 6, args, 6, {1, 1, 1}};
+    assert_true(rt_interp_run(&l, &p.diag));
+    int32_t want_q[8] = {3, -3, -3, 3, INT32_MIN, 0, 0, 333}, want_r[8] = {1, -1, 1, -1, 0, 5, -1, 1};
+    for (int i = 0; i < 8; i++) {
+        assert_int_equal(q[i], want_q[i]);
+        assert_int_equal(r[i], want_r[i]);
+        /* shift counts compare unsigned: negative ones are "too large" */
+        int64_t s = (uint32_t)b[i] >= 32 ? 0 : (int32_t)((uint32_t)a[i] << b[i]);
+        int64_t t = a[i] >> ((uint32_t)b[i] >= 32 ? 31 : b[i]);
+        assert_int_equal(sh[i], (int32_t)(uint32_t)(s + t));
+        assert_int_equal(w[i], (int8_t)(uint8_t)(w0[i] + 100));
+    }
+    drop(&p);
+}
+
+static void test_division_by_zero_is_an_error(void **state) {
+    (void)state;
+    prog p;
+    build(&p, "z.tile", "kernel k(a: *i32, d: i32) {\n    store(a, load(a) / d);\n}\n");
+    int32_t a[1] = {5};
+    rt_buffer bufs[1] = {{a, sizeof a}};
+    rt_arg args[2] = {ptr_arg(0), int_arg(0)};
+    rt_launch l = {p.m->funcs, "z.tile", bufs, 1, args, 2, {1, 1, 1}};
+    assert_false(rt_interp_run(&l, &p.diag));
+    assert_non_null(strstr(p.diag.out.data, "z.tile:2:"));
+    assert_non_null(strstr(p.diag.out.data, "integer division by zero"));
+    drop(&p);
+}
+
+static void test_loop_sum_and_grid_axes(void **state) {
+    (void)state;
+    prog p;
+    build(&p, "sum.tir",
+          "kernel @sum(%x: ptr<f32>, %out: ptr<f32>, %n: i32) {\n"
+          "  %lo = const 0 : i32\n  %step = const 64 : i32\n  %z = const 0.0 : f32\n"
+          "  %acc0 = splat %z : tile<64xf32>\n  %r = arange 0, 64 : tile<64xi32>\n"
+          "  %row = program_id 1 : i32\n  %rowoff = mul %row, %n : i32\n"
+          "  %xr = addptr %x, %rowoff : ptr<f32>\n  %xs = splat %xr : tile<64xptr<f32>>\n"
+          "  %acc = for %lo, %n, %step, %acc0 : tile<64xf32> {\n"
+          "  ^(%i: i32, %a: tile<64xf32>):\n"
+          "    %is = splat %i : tile<64xi32>\n    %o = add %is, %r : tile<64xi32>\n"
+          "    %p = addptr %xs, %o : tile<64xptr<f32>>\n    %v = load %p : tile<64xf32>\n"
+          "    %a2 = add %a, %v : tile<64xf32>\n    yield %a2\n  }\n"
+          "  %orow = mul %row, %step : i32\n  %ob = addptr %out, %orow : ptr<f32>\n"
+          "  %os = splat %ob : tile<64xptr<f32>>\n  %op = addptr %os, %r : tile<64xptr<f32>>\n"
+          "  store %op, %acc\n  return\n}\n");
+    enum { ROWS = 3, N = 256 };
+    float x[ROWS * N], out[ROWS * 64];
+    for (int i = 0; i < ROWS * N; i++) x[i] = rand_float();
+    for (int i = 0; i < ROWS * 64; i++) out[i] = NAN;
+    rt_buffer bufs[2] = {{x, sizeof x}, {out, sizeof out}};
+    rt_arg args[3] = {ptr_arg(0), ptr_arg(1), int_arg(N)};
+    rt_launch l = {p.m->funcs, "sum.tir", bufs, 2, args, 3, {1, ROWS, 1}};
+    assert_true(rt_interp_run(&l, &p.diag));
+    for (int row = 0; row < ROWS; row++)
+        for (int j = 0; j < 64; j++) {
+            float want = 0; /* same order as the kernel: f32 adds */
+            for (int i = 0; i < N; i += 64) want += x[row * N + i + j];
+            if (out[row * 64 + j] != want) fail_msg("row %d col %d: %g want %g", row, j, out[row * 64 + j], want);
+        }
+    drop(&p);
+}
+
+int main(void) {
+    srand(12345);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_vadd_tails_and_grids),
+        cmocka_unit_test(test_out_of_bounds_names_file_and_line),
+        cmocka_unit_test(test_argument_checks),
+        cmocka_unit_test(test_f16_arithmetic_rounds_like_f16),
+        cmocka_unit_test(test_integer_semantics),
+        cmocka_unit_test(test_division_by_zero_is_an_error),
+        cmocka_unit_test(test_loop_sum_and_grid_axes),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
