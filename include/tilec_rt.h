@@ -1,0 +1,113 @@
+/* tilec_rt.h - the tilec runtime: compile kernels, move data, launch.
+ *
+ *   trt_device *dev;
+ *   trt_open(TRT_DEVICE_AUTO, &dev, why, sizeof why);
+ *   trt_module *mod;
+ *   trt_compile(dev, "vadd.tile", src, len, NULL, &mod);
+ *   trt_kernel *vadd;
+ *   trt_get_kernel(mod, "vadd", &vadd);
+ *   trt_buffer x; trt_alloc(dev, bytes, &x); trt_write(dev, x, 0, host, bytes);
+ *   trt_arg args[] = {trt_buf(x), ..., trt_int(n)};
+ *   trt_launch(vadd, grid_x, 1, 1, args, 4);
+ *   trt_read(dev, out, 0, host_out, bytes);
+ *
+ * Every call returns a status; after an error trt_last_error(dev) says what
+ * went wrong. Handles are checked: a freed buffer, a kernel of a closed
+ * device or an argument of the wrong kind is an error, never a crash.
+ * Devices: the CPU device runs kernels in the tile IR interpreter, checking
+ * every memory access. The CUDA device is not built yet (the runtime issue
+ * is open): TRT_DEVICE_AUTO gives the CPU device. See docs/runtime.md. */
+#ifndef TILEC_RT_H
+#define TILEC_RT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tilec.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum trt_status {
+    TRT_OK = 0,
+    TRT_ERR_INVALID_ARGUMENT, /* a NULL, a size or offset out of range */
+    TRT_ERR_INVALID_HANDLE,   /* a freed or foreign buffer */
+    TRT_ERR_NO_DEVICE,        /* the device kind cannot be opened here */
+    TRT_ERR_COMPILE,          /* the source has errors: see trt_last_error */
+    TRT_ERR_NOT_FOUND,        /* no kernel of that name */
+    TRT_ERR_ARGUMENTS,        /* launch arguments do not match the kernel */
+    TRT_ERR_LAUNCH,           /* the kernel failed while running */
+    TRT_ERR_CLOSED,           /* the device was closed */
+    TRT_ERR_OUT_OF_MEMORY
+} trt_status;
+
+typedef enum trt_device_kind { TRT_DEVICE_AUTO, TRT_DEVICE_CPU, TRT_DEVICE_CUDA } trt_device_kind;
+
+typedef struct trt_device trt_device;
+typedef struct trt_module trt_module;
+typedef struct trt_kernel trt_kernel;
+typedef struct trt_buffer {
+    uint64_t handle; /* 0 is never a valid buffer */
+} trt_buffer;
+
+typedef enum trt_arg_kind { TRT_ARG_BUFFER, TRT_ARG_INT, TRT_ARG_FLOAT } trt_arg_kind;
+typedef struct trt_arg {
+    trt_arg_kind kind;
+    trt_buffer buffer; /* TRT_ARG_BUFFER, pointing `offset` bytes in */
+    size_t offset;
+    int64_t i;         /* TRT_ARG_INT: any integer or i1 parameter */
+    double f;          /* TRT_ARG_FLOAT: any float parameter */
+} trt_arg;
+
+static inline trt_arg trt_buf(trt_buffer b) { trt_arg a = {TRT_ARG_BUFFER, b, 0, 0, 0}; return a; }
+static inline trt_arg trt_buf_at(trt_buffer b, size_t offset) { trt_arg a = {TRT_ARG_BUFFER, b, offset, 0, 0}; return a; }
+static inline trt_arg trt_int(int64_t v) { trt_arg a = {TRT_ARG_INT, {0}, 0, v, 0}; return a; }
+static inline trt_arg trt_float(double v) { trt_arg a = {TRT_ARG_FLOAT, {0}, 0, 0, v}; return a; }
+
+typedef struct trt_compile_options {
+    const char *arch;            /* CUDA only; NULL: the device's */
+    int num_warps;               /* 0: default */
+    const tilec_define *defines; /* const parameter values */
+    size_t ndefines;
+} trt_compile_options;
+
+/* Opens a device. On failure *out is NULL and `why` (if not NULL) gets a
+ * message. */
+TILEC_API trt_status trt_open(trt_device_kind kind, trt_device **out, char *why, size_t why_size);
+/* Frees the device's buffers; modules stay valid to free, but launching
+ * their kernels gives TRT_ERR_CLOSED. */
+TILEC_API void trt_close(trt_device *dev);
+TILEC_API const char *trt_device_name(const trt_device *dev); /* "cpu (tile IR interpreter)" */
+TILEC_API const char *trt_last_error(const trt_device *dev);   /* "" if none */
+TILEC_API const char *trt_status_name(trt_status s);
+
+/* Compiles `.tile` source for the device. Compiled modules are cached in
+ * memory by (source, options): compiling the same thing again is free. */
+TILEC_API trt_status trt_compile(trt_device *dev, const char *filename, const char *source, size_t len,
+                                 const trt_compile_options *opt, trt_module **out);
+TILEC_API void trt_module_free(trt_module *mod);
+TILEC_API trt_status trt_get_kernel(trt_module *mod, const char *name, trt_kernel **out);
+/* The kernel's runtime parameters, for callers that build arguments
+ * generically: count, and each one's name and type ("*f32", "i32"). */
+TILEC_API size_t trt_kernel_num_params(const trt_kernel *k);
+TILEC_API const char *trt_kernel_param(const trt_kernel *k, size_t i, const char **type);
+
+TILEC_API trt_status trt_alloc(trt_device *dev, size_t bytes, trt_buffer *out);
+TILEC_API trt_status trt_free(trt_device *dev, trt_buffer buf);
+TILEC_API trt_status trt_write(trt_device *dev, trt_buffer dst, size_t offset, const void *src, size_t bytes);
+TILEC_API trt_status trt_read(trt_device *dev, trt_buffer src, size_t offset, void *dst, size_t bytes);
+
+/* Runs grid_x * grid_y * grid_z program instances. Arguments are checked
+ * against the kernel: count, kind, integer range, and the 16-byte alignment
+ * the compiler assumed for pointers. */
+TILEC_API trt_status trt_launch(trt_kernel *k, uint32_t grid_x, uint32_t grid_y, uint32_t grid_z, const trt_arg *args,
+                                size_t nargs);
+/* Waits for launched work (the CPU device runs launches synchronously). */
+TILEC_API trt_status trt_sync(trt_device *dev);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,421 @@
+/* runtime.c - the runtime API of include/tilec_rt.h over the CPU device.
+ *
+ * A device owns a table of buffers addressed by handles that carry a
+ * generation count, so a freed buffer's stale handle is recognized instead
+ * of touching freed memory. Modules hold their kernels' tile IR; compiling
+ * goes through libtilec (tilec_compile to tile IR text, which the tileir
+ * reader parses back), and the text is cached per device by a hash of the
+ * source and options. A device is reference counted by its modules so that
+ * a kernel of a closed device reports TRT_ERR_CLOSED. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/interp.h"
+#include "tilec_rt.h"
+#include "tileir/tileir.h"
+
+enum {
+    RT_ERR_MAX = 8192,         /* bytes of the last error message kept */
+    RT_MAX_BUFFERS = 1 << 20,  /* live buffers per device */
+    RT_BUFFER_ALIGN = 64,      /* host allocations; the compiler assumes 16 */
+    RT_PTR_ALIGN = 16          /* what pointer arguments must be (LOWER_ASSUMED_PTR_ALIGN) */
+};
+
+typedef struct buf_slot {
+    void *data;
+    size_t size;
+    uint32_t gen; /* bumped on free: old handles no longer match */
+    bool live;
+} buf_slot;
+
+typedef struct cache_entry {
+    uint64_t key;
+    char *tir; /* tile IR text with locations */
+    struct cache_entry *next;
+} cache_entry;
+
+struct trt_device {
+    trt_device_kind kind;
+    bool closed;
+    int refs; /* the user's, plus one per module */
+    char err[RT_ERR_MAX];
+    buf_slot *bufs;
+    uint32_t nbufs, capbufs;
+    cache_entry *cache;
+};
+
+struct trt_kernel {
+    trt_module *mod;
+    const tir_func *func;
+    char **param_types;
+};
+
+struct trt_module {
+    trt_device *dev;
+    tc_arena *arena;
+    tir_module *ir;
+    char *file;
+    trt_kernel *kernels;
+    uint32_t nkernels;
+};
+
+static trt_status fail(trt_device *d, trt_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static trt_status fail(trt_device *d, trt_status st, const char *fmt, ...) {
+    if (!d) return st;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(d->err, sizeof d->err, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+const char *trt_status_name(trt_status s) {
+    static const char *const names[] = {"ok", "invalid argument", "invalid handle", "no device", "compile error",
+                                        "not found", "bad launch arguments", "launch failed", "device closed",
+                                        "out of memory"};
+    return (unsigned)s < sizeof names / sizeof names[0] ? names[s] : "unknown status";
+}
+
+static void put_why(char *why, size_t n, const char *msg) {
+    if (why && n) snprintf(why, n, "%s", msg);
+}
+
+trt_status trt_open(trt_device_kind kind, trt_device **out, char *why, size_t why_size) {
+    if (!out) return TRT_ERR_INVALID_ARGUMENT;
+    *out = NULL;
+    if (kind == TRT_DEVICE_CUDA) {
+        put_why(why, why_size, "the CUDA device is not built yet (this build runs kernels on the CPU device only)");
+        return TRT_ERR_NO_DEVICE;
+    }
+    if (kind != TRT_DEVICE_AUTO && kind != TRT_DEVICE_CPU) {
+        put_why(why, why_size, "unknown device kind");
+        return TRT_ERR_INVALID_ARGUMENT;
+    }
+    trt_device *d = calloc(1, sizeof *d);
+    if (!d) {
+        put_why(why, why_size, "out of memory");
+        return TRT_ERR_OUT_OF_MEMORY;
+    }
+    d->kind = TRT_DEVICE_CPU;
+    d->refs = 1;
+    *out = d;
+    put_why(why, why_size, "");
+    return TRT_OK;
+}
+
+static void release(trt_device *d) {
+    if (--d->refs > 0) return;
+    for (cache_entry *e = d->cache, *next; e; e = next) {
+        next = e->next;
+        free(e->tir);
+        free(e);
+    }
+    free(d->bufs);
+    free(d);
+}
+
+void trt_close(trt_device *d) {
+    if (!d || d->closed) return;
+    d->closed = true;
+    for (uint32_t i = 0; i < d->nbufs; i++)
+        if (d->bufs[i].live) free(d->bufs[i].data);
+    d->nbufs = 0;
+    release(d);
+}
+
+const char *trt_device_name(const trt_device *d) { return d ? "cpu (tile IR interpreter)" : ""; }
+const char *trt_last_error(const trt_device *d) { return d ? d->err : "no device"; }
+
+/* ---- buffers ----------------------------------------------------------- */
+
+static uint64_t make_handle(uint32_t index, uint32_t gen) { return ((uint64_t)gen << 32) | (index + 1u); }
+
+static buf_slot *lookup(trt_device *d, trt_buffer b, uint32_t *index, trt_status *st) {
+    uint32_t i = (uint32_t)(b.handle & 0xffffffffu), gen = (uint32_t)(b.handle >> 32);
+    if (d->closed) {
+        *st = fail(d, TRT_ERR_CLOSED, "the device was closed");
+        return NULL;
+    }
+    if (i == 0 || i > d->nbufs || !d->bufs[i - 1].live || d->bufs[i - 1].gen != gen) {
+        *st = fail(d, TRT_ERR_INVALID_HANDLE, "buffer handle %#llx is not a live buffer of this device (freed?)",
+                   (unsigned long long)b.handle);
+        return NULL;
+    }
+    if (index) *index = i - 1;
+    return &d->bufs[i - 1];
+}
+
+trt_status trt_alloc(trt_device *d, size_t bytes, trt_buffer *out) {
+    if (!d || !out) return TRT_ERR_INVALID_ARGUMENT;
+    out->handle = 0;
+    if (d->closed) return fail(d, TRT_ERR_CLOSED, "the device was closed");
+    if (bytes == 0) return fail(d, TRT_ERR_INVALID_ARGUMENT, "cannot allocate 0 bytes");
+    uint32_t i = 0;
+    while (i < d->nbufs && d->bufs[i].live) i++; /* reuse a free slot */
+    if (i == d->nbufs) {
+        if (d->nbufs == RT_MAX_BUFFERS)
+            return fail(d, TRT_ERR_OUT_OF_MEMORY, "too many buffers (limit is %d)", RT_MAX_BUFFERS);
+        if (d->nbufs == d->capbufs) {
+            uint32_t cap = d->capbufs ? d->capbufs * 2 : 16;
+            buf_slot *p = realloc(d->bufs, sizeof *p * cap);
+            if (!p) return fail(d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
+            memset(p + d->capbufs, 0, sizeof *p * (cap - d->capbufs));
+            d->bufs = p;
+            d->capbufs = cap;
+        }
+        d->nbufs++;
+    }
+    size_t rounded = (bytes + RT_BUFFER_ALIGN - 1) / RT_BUFFER_ALIGN * RT_BUFFER_ALIGN;
+    void *p = rounded < bytes ? NULL : aligned_alloc(RT_BUFFER_ALIGN, rounded);
+    if (!p) return fail(d, TRT_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes", bytes);
+    d->bufs[i].data = p;
+    d->bufs[i].size = bytes; /* accesses are checked against what was asked for */
+    d->bufs[i].live = true;
+    out->handle = make_handle(i, d->bufs[i].gen);
+    return TRT_OK;
+}
+
+trt_status trt_free(trt_device *d, trt_buffer b) {
+    if (!d) return TRT_ERR_INVALID_ARGUMENT;
+    trt_status st = TRT_OK;
+    buf_slot *s = lookup(d, b, NULL, &st);
+    if (!s) return st;
+    free(s->data);
+    s->data = NULL;
+    s->size = 0;
+    s->live = false;
+    s->gen++;
+    return TRT_OK;
+}
+
+static trt_status copy(trt_device *d, trt_buffer b, size_t offset, void *host, size_t bytes, bool to_device) {
+    if (!d) return TRT_ERR_INVALID_ARGUMENT;
+    trt_status st = TRT_OK;
+    buf_slot *s = lookup(d, b, NULL, &st);
+    if (!s) return st;
+    if (!host && bytes) return fail(d, TRT_ERR_INVALID_ARGUMENT, "host pointer is NULL");
+    if (offset > s->size || bytes > s->size - offset)
+        return fail(d, TRT_ERR_INVALID_ARGUMENT, "%zu bytes at offset %zu do not fit a %zu-byte buffer", bytes, offset,
+                    s->size);
+    if (to_device) memcpy((char *)s->data + offset, host, bytes);
+    else memcpy(host, (char *)s->data + offset, bytes);
+    return TRT_OK;
+}
+
+trt_status trt_write(trt_device *d, trt_buffer dst, size_t offset, const void *src, size_t bytes) {
+    return copy(d, dst, offset, (void *)src, bytes, true);
+}
+
+trt_status trt_read(trt_device *d, trt_buffer src, size_t offset, void *dst, size_t bytes) {
+    return copy(d, src, offset, dst, bytes, false);
+}
+
+/* ---- modules ----------------------------------------------------------- */
+
+static uint64_t hash_bytes(uint64_t h, const void *p, size_t n) {
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+
+static uint64_t cache_key(const char *file, const char *src, size_t len, const trt_compile_options *o) {
+    uint64_t h = 14695981039346656037ull;
+    h = hash_bytes(h, file, strlen(file) + 1);
+    h = hash_bytes(h, src, len);
+    h = hash_bytes(h, &len, sizeof len);
+    if (o) {
+        h = hash_bytes(h, &o->num_warps, sizeof o->num_warps);
+        if (o->arch) h = hash_bytes(h, o->arch, strlen(o->arch) + 1);
+        for (size_t i = 0; i < o->ndefines; i++) {
+            h = hash_bytes(h, o->defines[i].name, strlen(o->defines[i].name) + 1);
+            h = hash_bytes(h, &o->defines[i].value, sizeof o->defines[i].value);
+        }
+    }
+    return h;
+}
+
+static const char *compile_to_tir(trt_device *d, const char *file, const char *src, size_t len,
+                                  const trt_compile_options *o, trt_status *st) {
+    uint64_t key = cache_key(file, src, len, o);
+    for (cache_entry *e = d->cache; e; e = e->next)
+        if (e->key == key) return e->tir;
+    tilec_options opt;
+    tilec_options_init(&opt);
+    opt.emit = TILEC_EMIT_TIR;
+    opt.passes = "simplify"; /* the interpreter needs no layouts */
+    opt.print_locs = true;   /* runtime errors name the source line */
+    if (o) {
+        opt.num_warps = o->num_warps;
+        opt.defines = o->defines;
+        opt.ndefines = o->ndefines;
+    }
+    tilec_output out;
+    tilec_status cs = tilec_compile(file, src, len, &opt, &out);
+    if (cs != TILEC_OK) {
+        *st = fail(d, TRT_ERR_COMPILE, "%s", out.diagnostics);
+        tilec_output_free(&out);
+        return NULL;
+    }
+    cache_entry *e = calloc(1, sizeof *e);
+    if (!e) {
+        tilec_output_free(&out);
+        *st = fail(d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
+        return NULL;
+    }
+    e->key = key;
+    e->tir = out.data;
+    out.data = NULL;
+    e->next = d->cache;
+    d->cache = e;
+    tilec_output_free(&out);
+    return e->tir;
+}
+
+trt_status trt_compile(trt_device *d, const char *file, const char *src, size_t len, const trt_compile_options *o,
+                       trt_module **out) {
+    if (!d || !out) return TRT_ERR_INVALID_ARGUMENT;
+    *out = NULL;
+    if (d->closed) return fail(d, TRT_ERR_CLOSED, "the device was closed");
+    if (!src) return fail(d, TRT_ERR_INVALID_ARGUMENT, "source is NULL");
+    if (!file) file = "<source>";
+    trt_status st = TRT_OK;
+    const char *tir = compile_to_tir(d, file, src, len, o, &st);
+    if (!tir) return st;
+    trt_module *m = calloc(1, sizeof *m);
+    if (!m) return fail(d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
+    m->arena = tc_arena_new();
+    m->file = tc_arena_strdup(m->arena, file);
+    tc_diag diag;
+    tc_diag_init(&diag);
+    /* the IR keeps the .tile name so runtime errors point at the source */
+    tc_source s = {m->file, tir, strlen(tir)};
+    m->ir = tir_parse(m->arena, &s, &diag);
+    if (!m->ir) {
+        st = fail(d, TRT_ERR_COMPILE, "internal error: tile IR did not parse back:\n%s", diag.out.data);
+        tc_diag_free(&diag);
+        tc_arena_free(m->arena);
+        free(m);
+        return st;
+    }
+    tc_diag_free(&diag);
+    m->nkernels = m->ir->nfuncs;
+    m->kernels = TC_NEW_ARRAY(m->arena, trt_kernel, m->nkernels + 1);
+    uint32_t i = 0;
+    for (const tir_func *f = m->ir->funcs; f; f = f->next, i++) {
+        trt_kernel *k = &m->kernels[i];
+        k->mod = m;
+        k->func = f;
+        k->param_types = TC_NEW_ARRAY(m->arena, char *, f->nparams + 1);
+        for (uint32_t p = 0; p < f->nparams; p++) {
+            tir_type t = f->params[p]->type;
+            k->param_types[p] = t.elem == TIR_PTR
+                                    ? tc_arena_printf(m->arena, "*%s", tir_elem_name((tir_elem)t.pointee))
+                                    : tc_arena_strdup(m->arena, tir_elem_name((tir_elem)t.elem));
+        }
+    }
+    m->dev = d;
+    d->refs++;
+    *out = m;
+    return TRT_OK;
+}
+
+void trt_module_free(trt_module *m) {
+    if (!m) return;
+    trt_device *d = m->dev;
+    tc_arena_free(m->arena);
+    free(m);
+    release(d);
+}
+
+trt_status trt_get_kernel(trt_module *m, const char *name, trt_kernel **out) {
+    if (!m || !name || !out) return TRT_ERR_INVALID_ARGUMENT;
+    *out = NULL;
+    for (uint32_t i = 0; i < m->nkernels; i++)
+        if (!strcmp(m->kernels[i].func->name, name)) {
+            *out = &m->kernels[i];
+            return TRT_OK;
+        }
+    return fail(m->dev, TRT_ERR_NOT_FOUND, "no kernel named '%s' in %s", name, m->file);
+}
+
+size_t trt_kernel_num_params(const trt_kernel *k) { return k ? k->func->nparams : 0; }
+
+const char *trt_kernel_param(const trt_kernel *k, size_t i, const char **type) {
+    if (!k || i >= k->func->nparams) return NULL;
+    if (type) *type = k->param_types[i];
+    const char *name = k->func->params[i]->name;
+    return name ? name : "";
+}
+
+/* ---- launches ---------------------------------------------------------- */
+
+static const char *param_name(const trt_kernel *k, uint32_t i) {
+    const char *n = k->func->params[i]->name;
+    return n ? n : "?";
+}
+
+trt_status trt_launch(trt_kernel *k, uint32_t gx, uint32_t gy, uint32_t gz, const trt_arg *args, size_t nargs) {
+    if (!k) return TRT_ERR_INVALID_ARGUMENT;
+    trt_device *d = k->mod->dev;
+    if (d->closed) return fail(d, TRT_ERR_CLOSED, "the device was closed");
+    const tir_func *f = k->func;
+    if (nargs != f->nparams)
+        return fail(d, TRT_ERR_ARGUMENTS, "kernel '%s' takes %u arguments, %zu given", f->name, f->nparams, nargs);
+    if (nargs && !args) return fail(d, TRT_ERR_INVALID_ARGUMENT, "arguments are NULL");
+    if (!gx || !gy || !gz) return fail(d, TRT_ERR_INVALID_ARGUMENT, "grid dimensions must be at least 1");
+    rt_arg ra[RT_INTERP_MAX_ARGS];
+    if (nargs > RT_INTERP_MAX_ARGS)
+        return fail(d, TRT_ERR_ARGUMENTS, "too many arguments (limit is %d)", RT_INTERP_MAX_ARGS);
+    for (uint32_t i = 0; i < nargs; i++) {
+        tir_type t = f->params[i]->type;
+        const trt_arg *a = &args[i];
+        if (t.elem == TIR_PTR) {
+            if (a->kind != TRT_ARG_BUFFER)
+                return fail(d, TRT_ERR_ARGUMENTS, "argument %u ('%s') of '%s' must be a buffer (%s)", i, param_name(k, i),
+                            f->name, k->param_types[i]);
+            uint32_t index;
+            trt_status st = TRT_OK;
+            buf_slot *s = lookup(d, a->buffer, &index, &st);
+            if (!s) return fail(d, st, "argument %u ('%s') of '%s': %s", i, param_name(k, i), f->name, d->err);
+            if (a->offset > s->size)
+                return fail(d, TRT_ERR_ARGUMENTS, "argument %u ('%s'): offset %zu is past the buffer's %zu bytes", i,
+                            param_name(k, i), a->offset, s->size);
+            if (((uintptr_t)s->data + a->offset) % RT_PTR_ALIGN)
+                return fail(d, TRT_ERR_ARGUMENTS,
+                            "argument %u ('%s') must be %d-byte aligned (the compiler assumed it), but its offset is %zu",
+                            i, param_name(k, i), RT_PTR_ALIGN, a->offset);
+            ra[i] = (rt_arg){RT_ARG_PTR, index, (int64_t)a->offset, 0, 0};
+        } else if (tir_elem_is_float((tir_elem)t.elem)) {
+            if (a->kind != TRT_ARG_FLOAT)
+                return fail(d, TRT_ERR_ARGUMENTS, "argument %u ('%s') of '%s' must be a float (%s)", i, param_name(k, i),
+                            f->name, k->param_types[i]);
+            ra[i] = (rt_arg){RT_ARG_FLOAT, 0, 0, 0, a->f};
+        } else {
+            if (a->kind != TRT_ARG_INT)
+                return fail(d, TRT_ERR_ARGUMENTS, "argument %u ('%s') of '%s' must be an integer (%s)", i,
+                            param_name(k, i), f->name, k->param_types[i]);
+            if (tir_wrap_int(a->i, (tir_elem)t.elem) != a->i)
+                return fail(d, TRT_ERR_ARGUMENTS, "argument %u ('%s'): %lld does not fit in %s", i, param_name(k, i),
+                            (long long)a->i, k->param_types[i]);
+            ra[i] = (rt_arg){RT_ARG_INT, 0, 0, a->i, 0};
+        }
+    }
+    rt_buffer *bufs = calloc(d->nbufs + 1, sizeof *bufs);
+    if (!bufs) return fail(d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
+    for (uint32_t i = 0; i < d->nbufs; i++) bufs[i] = (rt_buffer){d->bufs[i].data, d->bufs[i].live ? d->bufs[i].size : 0};
+    rt_launch l = {f, k->mod->file, bufs, d->nbufs, ra, (uint32_t)nargs, {gx, gy, gz}};
+    tc_diag diag;
+    tc_diag_init(&diag);
+    bool ok = rt_interp_run(&l, &diag);
+    free(bufs);
+    trt_status st = ok ? TRT_OK : fail(d, TRT_ERR_LAUNCH, "%s", diag.out.data);
+    tc_diag_free(&diag);
+    return st;
+}
+
+trt_status trt_sync(trt_device *d) {
+    if (!d) return TRT_ERR_INVALID_ARGUMENT;
+    return d->closed ? fail(d, TRT_ERR_CLOSED, "the device was closed") : TRT_OK;
+}

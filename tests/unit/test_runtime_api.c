@@ -1,0 +1,186 @@
+/* The runtime API (include/tilec_rt.h) end to end on the CPU device, and
+ * its answers to misuse. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tilec_rt.h"
+
+static const char vadd_src[] =
+    "kernel vadd(x: *f32, y: *f32, out: *f32, n: i32, const BLOCK: i32 = 1024) {\n"
+    "    let offs = program_id(0) * BLOCK + arange(0, BLOCK);\n"
+    "    let mask = offs < n;\n"
+    "    store(out + offs, load(x + offs, mask) + load(y + offs, mask), mask);\n"
+    "}\n";
+
+typedef struct fx {
+    trt_device *dev;
+    trt_module *mod;
+    trt_kernel *vadd;
+} fx;
+
+static int setup(void **state) {
+    static fx f;
+    char why[256];
+    assert_int_equal(trt_open(TRT_DEVICE_AUTO, &f.dev, why, sizeof why), TRT_OK);
+    tilec_define d = {"BLOCK", 256};
+    trt_compile_options o = {NULL, 0, &d, 1};
+    if (trt_compile(f.dev, "vadd.tile", vadd_src, strlen(vadd_src), &o, &f.mod) != TRT_OK)
+        fail_msg("%s", trt_last_error(f.dev));
+    assert_int_equal(trt_get_kernel(f.mod, "vadd", &f.vadd), TRT_OK);
+    *state = &f;
+    return 0;
+}
+
+static int teardown(void **state) {
+    fx *f = *state;
+    trt_module_free(f->mod);
+    trt_close(f->dev);
+    return 0;
+}
+
+static void test_vadd_end_to_end(void **state) {
+    fx *f = *state;
+    const int sizes[] = {1, 255, 256, 1000, 5000};
+    for (size_t t = 0; t < sizeof sizes / sizeof sizes[0]; t++) {
+        int n = sizes[t];
+        size_t bytes = sizeof(float) * (size_t)n;
+        float *x = malloc(bytes), *y = malloc(bytes), *out = malloc(bytes);
+        for (int i = 0; i < n; i++) x[i] = (float)(rand() % 1000) / 7.0f, y[i] = (float)(rand() % 1000) / -3.0f;
+        for (int i = 0; i < n; i++) out[i] = NAN;
+        trt_buffer bx, by, bo;
+        assert_int_equal(trt_alloc(f->dev, bytes, &bx), TRT_OK);
+        assert_int_equal(trt_alloc(f->dev, bytes, &by), TRT_OK);
+        assert_int_equal(trt_alloc(f->dev, bytes, &bo), TRT_OK);
+        assert_int_equal(trt_write(f->dev, bx, 0, x, bytes), TRT_OK);
+        assert_int_equal(trt_write(f->dev, by, 0, y, bytes), TRT_OK);
+        assert_int_equal(trt_write(f->dev, bo, 0, out, bytes), TRT_OK); /* poisoned */
+        trt_arg args[4] = {trt_buf(bx), trt_buf(by), trt_buf(bo), trt_int(n)};
+        if (trt_launch(f->vadd, (uint32_t)(n + 255) / 256, 1, 1, args, 4) != TRT_OK)
+            fail_msg("%s", trt_last_error(f->dev));
+        assert_int_equal(trt_sync(f->dev), TRT_OK);
+        assert_int_equal(trt_read(f->dev, bo, 0, out, bytes), TRT_OK);
+        for (int i = 0; i < n; i++)
+            if (out[i] != x[i] + y[i]) fail_msg("n=%d: out[%d] = %g, want %g", n, i, out[i], x[i] + y[i]);
+        trt_free(f->dev, bx), trt_free(f->dev, by), trt_free(f->dev, bo);
+        free(x), free(y), free(out);
+    }
+}
+
+static void test_signature_is_visible(void **state) {
+    fx *f = *state;
+    assert_int_equal(trt_kernel_num_params(f->vadd), 4);
+    const char *type;
+    assert_string_equal(trt_kernel_param(f->vadd, 0, &type), "x");
+    assert_string_equal(type, "*f32");
+    assert_string_equal(trt_kernel_param(f->vadd, 3, &type), "n");
+    assert_string_equal(type, "i32");
+    assert_null(trt_kernel_param(f->vadd, 4, &type));
+}
+
+static void test_misuse_is_an_error(void **state) {
+    fx *f = *state;
+    trt_buffer b;
+    assert_int_equal(trt_alloc(f->dev, 64, &b), TRT_OK);
+    trt_arg three[3] = {trt_buf(b), trt_buf(b), trt_buf(b)};
+    assert_int_equal(trt_launch(f->vadd, 1, 1, 1, three, 3), TRT_ERR_ARGUMENTS);
+    assert_non_null(strstr(trt_last_error(f->dev), "kernel 'vadd' takes 4 arguments, 3 given"));
+
+    trt_arg wrong_kind[4] = {trt_buf(b), trt_buf(b), trt_buf(b), trt_float(3.0)};
+    assert_int_equal(trt_launch(f->vadd, 1, 1, 1, wrong_kind, 4), TRT_ERR_ARGUMENTS);
+    assert_non_null(strstr(trt_last_error(f->dev), "argument 3 ('n') of 'vadd' must be an integer (i32)"));
+
+    trt_arg too_big[4] = {trt_buf(b), trt_buf(b), trt_buf(b), trt_int(1ll << 40)};
+    assert_int_equal(trt_launch(f->vadd, 1, 1, 1, too_big, 4), TRT_ERR_ARGUMENTS);
+    assert_non_null(strstr(trt_last_error(f->dev), "does not fit in i32"));
+
+    trt_arg int_for_ptr[4] = {trt_int(0), trt_buf(b), trt_buf(b), trt_int(1)};
+    assert_int_equal(trt_launch(f->vadd, 1, 1, 1, int_for_ptr, 4), TRT_ERR_ARGUMENTS);
+    assert_non_null(strstr(trt_last_error(f->dev), "must be a buffer (*f32)"));
+
+    trt_arg misaligned[4] = {trt_buf_at(b, 4), trt_buf(b), trt_buf(b), trt_int(1)};
+    assert_int_equal(trt_launch(f->vadd, 1, 1, 1, misaligned, 4), TRT_ERR_ARGUMENTS);
+    assert_non_null(strstr(trt_last_error(f->dev), "must be 16-byte aligned"));
+
+    trt_kernel *k;
+    assert_int_equal(trt_get_kernel(f->mod, "nope", &k), TRT_ERR_NOT_FOUND);
+    assert_non_null(strstr(trt_last_error(f->dev), "no kernel named 'nope' in vadd.tile"));
+
+    /* a freed buffer's handle is recognized, not dereferenced */
+    assert_int_equal(trt_free(f->dev, b), TRT_OK);
+    trt_arg freed[4] = {trt_buf(b), trt_buf(b), trt_buf(b), trt_int(1)};
+    assert_int_equal(trt_launch(f->vadd, 1, 1, 1, freed, 4), TRT_ERR_INVALID_HANDLE);
+    assert_int_equal(trt_free(f->dev, b), TRT_ERR_INVALID_HANDLE);
+    float tmp[4];
+    assert_int_equal(trt_read(f->dev, b, 0, tmp, sizeof tmp), TRT_ERR_INVALID_HANDLE);
+    trt_buffer bogus = {12345};
+    assert_int_equal(trt_write(f->dev, bogus, 0, tmp, sizeof tmp), TRT_ERR_INVALID_HANDLE);
+
+    trt_buffer small;
+    assert_int_equal(trt_alloc(f->dev, 8, &small), TRT_OK);
+    assert_int_equal(trt_write(f->dev, small, 4, tmp, 8), TRT_ERR_INVALID_ARGUMENT);
+    assert_int_equal(trt_alloc(f->dev, 0, &b), TRT_ERR_INVALID_ARGUMENT);
+    trt_free(f->dev, small);
+}
+
+static void test_out_of_bounds_launch_names_the_line(void **state) {
+    fx *f = *state;
+    trt_buffer b;
+    assert_int_equal(trt_alloc(f->dev, 100 * sizeof(float), &b), TRT_OK);
+    trt_arg args[4] = {trt_buf(b), trt_buf(b), trt_buf(b), trt_int(200)};
+    assert_int_equal(trt_launch(f->vadd, 1, 1, 1, args, 4), TRT_ERR_LAUNCH);
+    assert_non_null(strstr(trt_last_error(f->dev), "vadd.tile:4:"));
+    assert_non_null(strstr(trt_last_error(f->dev), "out-of-bounds"));
+    trt_free(f->dev, b);
+}
+
+static void test_compile_errors_and_devices(void **state) {
+    (void)state;
+    char why[256];
+    trt_device *cuda;
+    assert_int_equal(trt_open(TRT_DEVICE_CUDA, &cuda, why, sizeof why), TRT_ERR_NO_DEVICE);
+    assert_null(cuda);
+    assert_true(strlen(why) > 0);
+    trt_device *d;
+    assert_int_equal(trt_open(TRT_DEVICE_CPU, &d, NULL, 0), TRT_OK);
+    trt_module *m;
+    const char bad[] = "kernel k(x: *f32) { let y = x * 2; }\n";
+    assert_int_equal(trt_compile(d, "bad.tile", bad, strlen(bad), NULL, &m), TRT_ERR_COMPILE);
+    assert_null(m);
+    assert_non_null(strstr(trt_last_error(d), "bad.tile:1:31: error: invalid operands to '*': *f32 and i32"));
+    trt_close(d);
+}
+
+static void test_launch_after_close(void **state) {
+    (void)state;
+    trt_device *d;
+    assert_int_equal(trt_open(TRT_DEVICE_CPU, &d, NULL, 0), TRT_OK);
+    trt_module *m;
+    assert_int_equal(trt_compile(d, "vadd.tile", vadd_src, strlen(vadd_src), NULL, &m), TRT_OK);
+    trt_module *again;
+    assert_int_equal(trt_compile(d, "vadd.tile", vadd_src, strlen(vadd_src), NULL, &again), TRT_OK); /* cached */
+    trt_kernel *k;
+    assert_int_equal(trt_get_kernel(m, "vadd", &k), TRT_OK);
+    trt_buffer b;
+    assert_int_equal(trt_alloc(d, 4096, &b), TRT_OK);
+    trt_close(d); /* the modules keep what they need alive */
+    trt_arg args[4] = {trt_buf(b), trt_buf(b), trt_buf(b), trt_int(1)};
+    assert_int_equal(trt_launch(k, 1, 1, 1, args, 4), TRT_ERR_CLOSED);
+    trt_module_free(again);
+    trt_module_free(m);
+}
+
+int main(void) {
+    srand(99);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_vadd_end_to_end),      cmocka_unit_test(test_signature_is_visible),
+        cmocka_unit_test(test_misuse_is_an_error),   cmocka_unit_test(test_out_of_bounds_launch_names_the_line),
+        cmocka_unit_test(test_compile_errors_and_devices), cmocka_unit_test(test_launch_after_close),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
