@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# README's first command: install what is missing, build tilec, and compile
-# the sample kernels, printing what was produced.
+# README's first command: install what is missing, build tilec, compile the
+# sample kernels (printing what was produced) and run the sample programs.
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/deps.sh"
 cmake -S "$root" -B "$root/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTILEC_BUILD_TESTS=OFF >/dev/null
-ninja -C "$root/build" tilec_cli >/dev/null
+ninja -C "$root/build" tilec_cli vadd_runtime >/dev/null
 out="$root/build/samples"
 mkdir -p "$out"
 emit=cubin
@@ -21,3 +21,7 @@ for f in "$root"/samples/*.tile; do
   printf '%-28s -> %s (%s bytes; kernels: %s)\n' "samples/$name.tile" "build/samples/$name.$emit" \
     "$(wc -c < "$out/$name.$emit")" "$kernels"
 done
+
+echo
+echo "running the samples:"
+"$root/build/samples/vadd_runtime" 1000003 auto
