@@ -104,9 +104,14 @@ static bool check_access(interp *in, const tir_op *op, cell p, unsigned bytes) {
         return false;
     }
     if (p.p.off < 0 || (uint64_t)p.p.off + bytes > l->buffers[p.p.buf].size) {
-        char detail[160];
-        snprintf(detail, sizeof detail, "byte offset %lld of a %zu-byte buffer (argument buffer %u)",
-                 (long long)p.p.off, l->buffers[p.p.buf].size, p.p.buf);
+        /* name the buffer by the first argument that points into it */
+        const char *arg = "?";
+        for (uint32_t i = l->nargs; i-- > 0;)
+            if (l->args[i].kind == RT_ARG_PTR && l->args[i].buffer == p.p.buf && l->func->params[i]->name)
+                arg = l->func->params[i]->name;
+        char detail[256];
+        snprintf(detail, sizeof detail, "byte offset %lld of the %zu-byte buffer passed as '%s'", (long long)p.p.off,
+                 l->buffers[p.p.buf].size, arg);
         run_error(in, op, "out-of-bounds access at %s", detail);
         return false;
     }
