@@ -151,6 +151,8 @@ static double half_value(uint16_t h, bool bf) {
     return (h & 0x8000) ? -v : v;
 }
 
+uint16_t rt_half_bits(double x, tir_elem e) { return half_bits(round_to(e, x), e == TIR_BF16); }
+
 static cell read_elem(const unsigned char *p, tir_elem e) {
     cell c;
     memset(&c, 0, sizeof c);

@@ -39,6 +39,9 @@ typedef struct rt_launch {
     uint32_t grid[3];
 } rt_launch;
 
+/* The 16 bits of x rounded to f16 or bf16 (e), to nearest even. */
+uint16_t rt_half_bits(double x, tir_elem e);
+
 /* Runs every program instance in order. Errors (bad arguments, out of
  * bounds, integer division by zero) go to diag; false on the first. */
 bool rt_interp_run(const rt_launch *launch, tc_diag *diag);

@@ -1,4 +1,5 @@
-/* runtime.c - the runtime API of include/tilec_rt.h over the CPU device.
+/* runtime.c - the runtime API of include/tilec_rt.h over two devices: the
+ * CPU device (the tile IR interpreter) and the CUDA device (runtime/cuda.c).
  *
  * A device owns a table of buffers addressed by handles that carry a
  * generation count, so a freed buffer's stale handle is recognized instead
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/cuda.h"
 #include "runtime/interp.h"
 #include "tilec_rt.h"
 #include "tileir/tileir.h"
@@ -24,7 +26,8 @@ enum {
 };
 
 typedef struct buf_slot {
-    void *data;
+    void *data;     /* CPU device */
+    uint64_t dptr;  /* CUDA device */
     size_t size;
     uint32_t gen; /* bumped on free: old handles no longer match */
     bool live;
@@ -32,12 +35,14 @@ typedef struct buf_slot {
 
 typedef struct cache_entry {
     uint64_t key;
-    char *tir; /* tile IR text with locations */
+    char *tir;   /* tile IR text with locations */
+    char *cubin; /* CUDA device only */
     struct cache_entry *next;
 } cache_entry;
 
 struct trt_device {
-    trt_device_kind kind;
+    trt_device_kind kind; /* CPU or CUDA, never AUTO */
+    rt_cuda *cuda;
     bool closed;
     int refs; /* the user's, plus one per module */
     char err[RT_ERR_MAX];
@@ -49,11 +54,13 @@ struct trt_device {
 struct trt_kernel {
     trt_module *mod;
     const tir_func *func;
+    void *cu_function; /* CUDA device */
     char **param_types;
 };
 
 struct trt_module {
     trt_device *dev;
+    void *cu_module; /* CUDA device */
     tc_arena *arena;
     tir_module *ir;
     char *file;
@@ -85,20 +92,24 @@ static void put_why(char *why, size_t n, const char *msg) {
 trt_status trt_open(trt_device_kind kind, trt_device **out, char *why, size_t why_size) {
     if (!out) return TRT_ERR_INVALID_ARGUMENT;
     *out = NULL;
-    if (kind == TRT_DEVICE_CUDA) {
-        put_why(why, why_size, "the CUDA device is not built yet (this build runs kernels on the CPU device only)");
-        return TRT_ERR_NO_DEVICE;
-    }
-    if (kind != TRT_DEVICE_AUTO && kind != TRT_DEVICE_CPU) {
+    if (kind != TRT_DEVICE_AUTO && kind != TRT_DEVICE_CPU && kind != TRT_DEVICE_CUDA) {
         put_why(why, why_size, "unknown device kind");
         return TRT_ERR_INVALID_ARGUMENT;
     }
+    rt_cuda *cuda = NULL;
+    char cuda_why[512] = "";
+    if (kind != TRT_DEVICE_CPU && !rt_cuda_open(&cuda, cuda_why, sizeof cuda_why) && kind == TRT_DEVICE_CUDA) {
+        put_why(why, why_size, cuda_why);
+        return TRT_ERR_NO_DEVICE;
+    }
     trt_device *d = calloc(1, sizeof *d);
     if (!d) {
+        rt_cuda_close(cuda);
         put_why(why, why_size, "out of memory");
         return TRT_ERR_OUT_OF_MEMORY;
     }
-    d->kind = TRT_DEVICE_CPU;
+    d->kind = cuda ? TRT_DEVICE_CUDA : TRT_DEVICE_CPU; /* AUTO: the GPU when there is one */
+    d->cuda = cuda;
     d->refs = 1;
     *out = d;
     put_why(why, why_size, "");
@@ -110,8 +121,10 @@ static void release(trt_device *d) {
     for (cache_entry *e = d->cache, *next; e; e = next) {
         next = e->next;
         free(e->tir);
+        free(e->cubin);
         free(e);
     }
+    rt_cuda_close(d->cuda);
     free(d->bufs);
     free(d);
 }
@@ -119,13 +132,18 @@ static void release(trt_device *d) {
 void trt_close(trt_device *d) {
     if (!d || d->closed) return;
     d->closed = true;
-    for (uint32_t i = 0; i < d->nbufs; i++)
-        if (d->bufs[i].live) free(d->bufs[i].data);
+    for (uint32_t i = 0; i < d->nbufs; i++) {
+        if (!d->bufs[i].live) continue;
+        if (d->cuda) rt_cuda_free(d->cuda, d->bufs[i].dptr, NULL, 0);
+        else free(d->bufs[i].data);
+    }
     d->nbufs = 0;
     release(d);
 }
 
-const char *trt_device_name(const trt_device *d) { return d ? "cpu (tile IR interpreter)" : ""; }
+const char *trt_device_name(const trt_device *d) {
+    return !d ? "" : d->cuda ? rt_cuda_name(d->cuda) : "cpu (tile IR interpreter)";
+}
 const char *trt_last_error(const trt_device *d) { return d ? d->err : "no device"; }
 
 /* ---- buffers ----------------------------------------------------------- */
@@ -167,10 +185,14 @@ trt_status trt_alloc(trt_device *d, size_t bytes, trt_buffer *out) {
         }
         d->nbufs++;
     }
-    size_t rounded = (bytes + RT_BUFFER_ALIGN - 1) / RT_BUFFER_ALIGN * RT_BUFFER_ALIGN;
-    void *p = rounded < bytes ? NULL : aligned_alloc(RT_BUFFER_ALIGN, rounded);
-    if (!p) return fail(d, TRT_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes", bytes);
-    d->bufs[i].data = p;
+    if (d->cuda) {
+        if (!rt_cuda_alloc(d->cuda, bytes, &d->bufs[i].dptr, d->err, sizeof d->err)) return TRT_ERR_OUT_OF_MEMORY;
+    } else {
+        size_t rounded = (bytes + RT_BUFFER_ALIGN - 1) / RT_BUFFER_ALIGN * RT_BUFFER_ALIGN;
+        void *p = rounded < bytes ? NULL : aligned_alloc(RT_BUFFER_ALIGN, rounded);
+        if (!p) return fail(d, TRT_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes", bytes);
+        d->bufs[i].data = p;
+    }
     d->bufs[i].size = bytes; /* accesses are checked against what was asked for */
     d->bufs[i].live = true;
     out->handle = make_handle(i, d->bufs[i].gen);
@@ -182,8 +204,10 @@ trt_status trt_free(trt_device *d, trt_buffer b) {
     trt_status st = TRT_OK;
     buf_slot *s = lookup(d, b, NULL, &st);
     if (!s) return st;
-    free(s->data);
+    if (d->cuda) rt_cuda_free(d->cuda, s->dptr, NULL, 0);
+    else free(s->data);
     s->data = NULL;
+    s->dptr = 0;
     s->size = 0;
     s->live = false;
     s->gen++;
@@ -199,6 +223,11 @@ static trt_status copy(trt_device *d, trt_buffer b, size_t offset, void *host, s
     if (offset > s->size || bytes > s->size - offset)
         return fail(d, TRT_ERR_INVALID_ARGUMENT, "%zu bytes at offset %zu do not fit a %zu-byte buffer", bytes, offset,
                     s->size);
+    if (d->cuda) {
+        bool ok = to_device ? rt_cuda_write(d->cuda, s->dptr + offset, host, bytes, d->err, sizeof d->err)
+                            : rt_cuda_read(d->cuda, host, s->dptr + offset, bytes, d->err, sizeof d->err);
+        return ok ? TRT_OK : TRT_ERR_LAUNCH;
+    }
     if (to_device) memcpy((char *)s->data + offset, host, bytes);
     else memcpy(host, (char *)s->data + offset, bytes);
     return TRT_OK;
@@ -236,41 +265,58 @@ static uint64_t cache_key(const char *file, const char *src, size_t len, const t
     return h;
 }
 
-static const char *compile_to_tir(trt_device *d, const char *file, const char *src, size_t len,
-                                  const trt_compile_options *o, trt_status *st) {
+/* Tile IR text (and, for the GPU, a cubin) for source and options, from the
+ * cache or from libtilec. */
+static const cache_entry *compile_cached(trt_device *d, const char *file, const char *src, size_t len,
+                                         const trt_compile_options *o, trt_status *st) {
     uint64_t key = cache_key(file, src, len, o);
+    key = hash_bytes(key, &d->kind, sizeof d->kind);
     for (cache_entry *e = d->cache; e; e = e->next)
-        if (e->key == key) return e->tir;
+        if (e->key == key) return e;
     tilec_options opt;
     tilec_options_init(&opt);
     opt.emit = TILEC_EMIT_TIR;
-    opt.passes = "simplify"; /* the interpreter needs no layouts */
-    opt.print_locs = true;   /* runtime errors name the source line */
+    /* the interpreter needs no layouts; the GPU's launch needs num_warps */
+    opt.passes = d->cuda ? NULL : "simplify";
+    opt.print_locs = true; /* runtime errors name the source line */
     if (o) {
         opt.num_warps = o->num_warps;
         opt.defines = o->defines;
         opt.ndefines = o->ndefines;
     }
-    tilec_output out;
-    tilec_status cs = tilec_compile(file, src, len, &opt, &out);
-    if (cs != TILEC_OK) {
-        *st = fail(d, TRT_ERR_COMPILE, "%s", out.diagnostics);
-        tilec_output_free(&out);
+    tilec_output tir, bin;
+    memset(&bin, 0, sizeof bin);
+    if (tilec_compile(file, src, len, &opt, &tir) != TILEC_OK) {
+        *st = fail(d, TRT_ERR_COMPILE, "%s", tir.diagnostics);
+        tilec_output_free(&tir);
         return NULL;
+    }
+    if (d->cuda) {
+        opt.emit = TILEC_EMIT_CUBIN;
+        opt.arch = o && o->arch ? o->arch : rt_cuda_arch(d->cuda);
+        if (tilec_compile(file, src, len, &opt, &bin) != TILEC_OK) {
+            *st = fail(d, TRT_ERR_COMPILE, "%s", bin.diagnostics);
+            tilec_output_free(&tir);
+            tilec_output_free(&bin);
+            return NULL;
+        }
     }
     cache_entry *e = calloc(1, sizeof *e);
     if (!e) {
-        tilec_output_free(&out);
+        tilec_output_free(&tir);
+        tilec_output_free(&bin);
         *st = fail(d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
         return NULL;
     }
     e->key = key;
-    e->tir = out.data;
-    out.data = NULL;
+    e->tir = tir.data;
+    e->cubin = bin.data;
+    tir.data = bin.data = NULL;
     e->next = d->cache;
     d->cache = e;
-    tilec_output_free(&out);
-    return e->tir;
+    tilec_output_free(&tir);
+    tilec_output_free(&bin);
+    return e;
 }
 
 trt_status trt_compile(trt_device *d, const char *file, const char *src, size_t len, const trt_compile_options *o,
@@ -281,8 +327,9 @@ trt_status trt_compile(trt_device *d, const char *file, const char *src, size_t 
     if (!src) return fail(d, TRT_ERR_INVALID_ARGUMENT, "source is NULL");
     if (!file) file = "<source>";
     trt_status st = TRT_OK;
-    const char *tir = compile_to_tir(d, file, src, len, o, &st);
-    if (!tir) return st;
+    const cache_entry *ce = compile_cached(d, file, src, len, o, &st);
+    if (!ce) return st;
+    const char *tir = ce->tir;
     trt_module *m = calloc(1, sizeof *m);
     if (!m) return fail(d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
     m->arena = tc_arena_new();
@@ -315,6 +362,18 @@ trt_status trt_compile(trt_device *d, const char *file, const char *src, size_t 
                                     : tc_arena_strdup(m->arena, tir_elem_name((tir_elem)t.elem));
         }
     }
+    if (d->cuda) {
+        bool ok = rt_cuda_load(d->cuda, ce->cubin, &m->cu_module, d->err, sizeof d->err);
+        for (uint32_t k = 0; ok && k < m->nkernels; k++)
+            ok = rt_cuda_function(d->cuda, m->cu_module, m->kernels[k].func->name, &m->kernels[k].cu_function, d->err,
+                                  sizeof d->err);
+        if (!ok) {
+            if (m->cu_module) rt_cuda_unload(d->cuda, m->cu_module);
+            tc_arena_free(m->arena);
+            free(m);
+            return TRT_ERR_COMPILE;
+        }
+    }
     m->dev = d;
     d->refs++;
     *out = m;
@@ -324,6 +383,7 @@ trt_status trt_compile(trt_device *d, const char *file, const char *src, size_t 
 void trt_module_free(trt_module *m) {
     if (!m) return;
     trt_device *d = m->dev;
+    if (m->cu_module) rt_cuda_unload(d->cuda, m->cu_module); /* the context lives until the last release */
     tc_arena_free(m->arena);
     free(m);
     release(d);
@@ -366,6 +426,8 @@ trt_status trt_launch(trt_kernel *k, uint32_t gx, uint32_t gy, uint32_t gz, cons
     if (nargs && !args) return fail(d, TRT_ERR_INVALID_ARGUMENT, "arguments are NULL");
     if (!gx || !gy || !gz) return fail(d, TRT_ERR_INVALID_ARGUMENT, "grid dimensions must be at least 1");
     rt_arg ra[RT_INTERP_MAX_ARGS];
+    uint64_t cu_store[RT_INTERP_MAX_ARGS]; /* one 8-byte cell per CUDA parameter */
+    void *cu_params[RT_INTERP_MAX_ARGS];
     if (nargs > RT_INTERP_MAX_ARGS)
         return fail(d, TRT_ERR_ARGUMENTS, "too many arguments (limit is %d)", RT_INTERP_MAX_ARGS);
     for (uint32_t i = 0; i < nargs; i++) {
@@ -382,16 +444,28 @@ trt_status trt_launch(trt_kernel *k, uint32_t gx, uint32_t gy, uint32_t gz, cons
             if (a->offset > s->size)
                 return fail(d, TRT_ERR_ARGUMENTS, "argument %u ('%s'): offset %zu is past the buffer's %zu bytes", i,
                             param_name(k, i), a->offset, s->size);
-            if (((uintptr_t)s->data + a->offset) % RT_PTR_ALIGN)
+            uint64_t base = d->cuda ? s->dptr : (uint64_t)(uintptr_t)s->data;
+            if ((base + a->offset) % RT_PTR_ALIGN)
                 return fail(d, TRT_ERR_ARGUMENTS,
                             "argument %u ('%s') must be %d-byte aligned (the compiler assumed it), but its offset is %zu",
                             i, param_name(k, i), RT_PTR_ALIGN, a->offset);
             ra[i] = (rt_arg){RT_ARG_PTR, index, (int64_t)a->offset, 0, 0};
+            cu_store[i] = base + a->offset;
         } else if (tir_elem_is_float((tir_elem)t.elem)) {
             if (a->kind != TRT_ARG_FLOAT)
                 return fail(d, TRT_ERR_ARGUMENTS, "argument %u ('%s') of '%s' must be a float (%s)", i, param_name(k, i),
                             f->name, k->param_types[i]);
             ra[i] = (rt_arg){RT_ARG_FLOAT, 0, 0, 0, a->f};
+            cu_store[i] = 0; /* the driver reads the parameter's size from the start */
+            if (t.elem == TIR_F64) {
+                memcpy(&cu_store[i], &a->f, 8);
+            } else if (t.elem == TIR_F32) {
+                float f32 = (float)a->f;
+                memcpy(&cu_store[i], &f32, 4);
+            } else {
+                uint16_t h = rt_half_bits(a->f, (tir_elem)t.elem);
+                memcpy(&cu_store[i], &h, 2);
+            }
         } else {
             if (a->kind != TRT_ARG_INT)
                 return fail(d, TRT_ERR_ARGUMENTS, "argument %u ('%s') of '%s' must be an integer (%s)", i,
@@ -400,7 +474,16 @@ trt_status trt_launch(trt_kernel *k, uint32_t gx, uint32_t gy, uint32_t gz, cons
                 return fail(d, TRT_ERR_ARGUMENTS, "argument %u ('%s'): %lld does not fit in %s", i, param_name(k, i),
                             (long long)a->i, k->param_types[i]);
             ra[i] = (rt_arg){RT_ARG_INT, 0, 0, a->i, 0};
+            cu_store[i] = (uint64_t)a->i; /* little endian: the low bytes are the narrow value */
         }
+    }
+    if (d->cuda) {
+        for (uint32_t i = 0; i < nargs; i++) cu_params[i] = &cu_store[i];
+        uint32_t grid[3] = {gx, gy, gz};
+        if (!rt_cuda_launch(d->cuda, k->cu_function, grid, 32u * (uint32_t)(f->num_warps ? f->num_warps : 4),
+                            cu_params, d->err, sizeof d->err))
+            return TRT_ERR_LAUNCH;
+        return TRT_OK;
     }
     rt_buffer *bufs = calloc(d->nbufs + 1, sizeof *bufs);
     if (!bufs) return fail(d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
@@ -417,5 +500,7 @@ trt_status trt_launch(trt_kernel *k, uint32_t gx, uint32_t gy, uint32_t gz, cons
 
 trt_status trt_sync(trt_device *d) {
     if (!d) return TRT_ERR_INVALID_ARGUMENT;
-    return d->closed ? fail(d, TRT_ERR_CLOSED, "the device was closed") : TRT_OK;
+    if (d->closed) return fail(d, TRT_ERR_CLOSED, "the device was closed");
+    if (d->cuda && !rt_cuda_sync(d->cuda, d->err, sizeof d->err)) return TRT_ERR_LAUNCH;
+    return TRT_OK;
 }

@@ -44,8 +44,36 @@ static int teardown(void **state) {
     return 0;
 }
 
+static void vadd_on(trt_device *dev, trt_kernel *vadd);
+
 static void test_vadd_end_to_end(void **state) {
     fx *f = *state;
+    vadd_on(f->dev, f->vadd);
+}
+
+/* The same test on the GPU, when this machine has one. */
+static void test_vadd_on_cuda(void **state) {
+    (void)state;
+    char why[512];
+    trt_device *dev;
+    if (trt_open(TRT_DEVICE_CUDA, &dev, why, sizeof why) != TRT_OK) {
+        print_message("SKIPPED: vadd on CUDA: %s\n", why);
+        skip();
+    }
+    trt_module *mod;
+    tilec_define d = {"BLOCK", 256};
+    trt_compile_options o = {NULL, 0, &d, 1};
+    if (trt_compile(dev, "vadd.tile", vadd_src, strlen(vadd_src), &o, &mod) != TRT_OK)
+        fail_msg("%s", trt_last_error(dev));
+    trt_kernel *vadd;
+    assert_int_equal(trt_get_kernel(mod, "vadd", &vadd), TRT_OK);
+    vadd_on(dev, vadd);
+    trt_module_free(mod);
+    trt_close(dev);
+}
+
+static void vadd_on(trt_device *dev, trt_kernel *vadd) {
+    struct { trt_device *dev; trt_kernel *vadd; } fs = {dev, vadd}, *f = &fs;
     const int sizes[] = {1, 255, 256, 1000, 5000};
     for (size_t t = 0; t < sizeof sizes / sizeof sizes[0]; t++) {
         int n = sizes[t];
@@ -178,7 +206,8 @@ static void test_launch_after_close(void **state) {
 int main(void) {
     srand(99);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_vadd_end_to_end),      cmocka_unit_test(test_signature_is_visible),
+        cmocka_unit_test(test_vadd_end_to_end),      cmocka_unit_test(test_vadd_on_cuda),
+        cmocka_unit_test(test_signature_is_visible),
         cmocka_unit_test(test_misuse_is_an_error),   cmocka_unit_test(test_out_of_bounds_launch_names_the_line),
         cmocka_unit_test(test_compile_errors_and_devices), cmocka_unit_test(test_launch_after_close),
     };

@@ -1,0 +1,198 @@
+/* cuda.c - the CUDA driver API, loaded at run time with dlopen.
+ *
+ * Only the handful of entry points the runtime needs are looked up, by
+ * their versioned names (cuMemAlloc_v2 ...), with types declared here so
+ * that building needs no CUDA headers. Every failure becomes a message
+ * naming the call and the driver's error name and text. */
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/cuda.h"
+
+typedef int CUresult; /* CUDA_SUCCESS is 0 */
+typedef int CUdevice;
+typedef uint64_t CUdeviceptr;
+typedef void *CUcontext, *CUmodule, *CUfunction, *CUstream;
+
+enum { CU_ATTR_CC_MAJOR = 75, CU_ATTR_CC_MINOR = 76, CU_ERROR_NO_DEVICE = 100 };
+
+typedef struct cuda_api {
+    CUresult (*cuInit)(unsigned);
+    CUresult (*cuDriverGetVersion)(int *);
+    CUresult (*cuDeviceGetCount)(int *);
+    CUresult (*cuDeviceGet)(CUdevice *, int);
+    CUresult (*cuDeviceGetName)(char *, int, CUdevice);
+    CUresult (*cuDeviceGetAttribute)(int *, int, CUdevice);
+    CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+    CUresult (*cuDevicePrimaryCtxRelease_v2)(CUdevice);
+    CUresult (*cuCtxSetCurrent)(CUcontext);
+    CUresult (*cuCtxSynchronize)(void);
+    CUresult (*cuMemAlloc_v2)(CUdeviceptr *, size_t);
+    CUresult (*cuMemFree_v2)(CUdeviceptr);
+    CUresult (*cuMemcpyHtoD_v2)(CUdeviceptr, const void *, size_t);
+    CUresult (*cuMemcpyDtoH_v2)(void *, CUdeviceptr, size_t);
+    CUresult (*cuModuleLoadData)(CUmodule *, const void *);
+    CUresult (*cuModuleUnload)(CUmodule);
+    CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
+    CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                               CUstream, void **, void **);
+    CUresult (*cuGetErrorName)(CUresult, const char **);
+    CUresult (*cuGetErrorString)(CUresult, const char **);
+} cuda_api;
+
+struct rt_cuda {
+    void *lib;
+    cuda_api api;
+    CUdevice dev;
+    CUcontext ctx;
+    char name[160];
+    char arch[16];
+};
+
+static void say(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void say(char *buf, size_t n, const char *fmt, ...) {
+    if (!buf || !n) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, n, fmt, ap);
+    va_end(ap);
+}
+
+static bool check(rt_cuda *c, CUresult r, const char *call, char *err, size_t n) {
+    if (r == 0) return true;
+    const char *name = "?", *text = "?";
+    if (c->api.cuGetErrorName) c->api.cuGetErrorName(r, &name);
+    if (c->api.cuGetErrorString) c->api.cuGetErrorString(r, &text);
+    say(err, n, "%s failed: %s (%s)", call, name ? name : "?", text ? text : "?");
+    return false;
+}
+
+/* The context is per thread in the driver: make ours current first. */
+static bool enter(rt_cuda *c, char *err, size_t n) {
+    return check(c, c->api.cuCtxSetCurrent(c->ctx), "cuCtxSetCurrent", err, n);
+}
+
+bool rt_cuda_open(rt_cuda **out, char *why, size_t n) {
+    *out = NULL;
+    rt_cuda *c = calloc(1, sizeof *c);
+    if (!c) {
+        say(why, n, "out of memory");
+        return false;
+    }
+    c->lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!c->lib) {
+        say(why, n, "no CUDA driver: cannot load libcuda.so.1 (%s)", dlerror());
+        free(c);
+        return false;
+    }
+    struct { const char *name; void **slot; } syms[] = {
+#define SYM(f) {#f, (void **)&c->api.f}
+        SYM(cuInit), SYM(cuDriverGetVersion), SYM(cuDeviceGetCount), SYM(cuDeviceGet), SYM(cuDeviceGetName),
+        SYM(cuDeviceGetAttribute), SYM(cuDevicePrimaryCtxRetain), SYM(cuDevicePrimaryCtxRelease_v2),
+        SYM(cuCtxSetCurrent), SYM(cuCtxSynchronize), SYM(cuMemAlloc_v2), SYM(cuMemFree_v2), SYM(cuMemcpyHtoD_v2),
+        SYM(cuMemcpyDtoH_v2), SYM(cuModuleLoadData), SYM(cuModuleUnload), SYM(cuModuleGetFunction),
+        SYM(cuLaunchKernel), SYM(cuGetErrorName), SYM(cuGetErrorString),
+#undef SYM
+    };
+    for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
+        *syms[i].slot = dlsym(c->lib, syms[i].name);
+        if (!*syms[i].slot) {
+            say(why, n, "the CUDA driver is too old: libcuda.so.1 has no %s", syms[i].name);
+            dlclose(c->lib);
+            free(c);
+            return false;
+        }
+    }
+    int version = 0, count = 0, major = 0, minor = 0;
+    char msg[256];
+    CUresult r = c->api.cuInit(0);
+    if (r == CU_ERROR_NO_DEVICE || (r == 0 && c->api.cuDeviceGetCount(&count) == 0 && count == 0)) {
+        say(why, n, "the CUDA driver sees no GPU");
+        goto fail;
+    }
+    if (!check(c, r, "cuInit", msg, sizeof msg) || !check(c, c->api.cuDriverGetVersion(&version), "cuDriverGetVersion", msg, sizeof msg) ||
+        !check(c, c->api.cuDeviceGet(&c->dev, 0), "cuDeviceGet", msg, sizeof msg) ||
+        !check(c, c->api.cuDeviceGetAttribute(&major, CU_ATTR_CC_MAJOR, c->dev), "cuDeviceGetAttribute", msg, sizeof msg) ||
+        !check(c, c->api.cuDeviceGetAttribute(&minor, CU_ATTR_CC_MINOR, c->dev), "cuDeviceGetAttribute", msg, sizeof msg)) {
+        say(why, n, "%s", msg);
+        goto fail;
+    }
+    if (version < RT_CUDA_MIN_DRIVER) {
+        snprintf(msg, sizeof msg, "the CUDA driver is too old (CUDA %d.%d; tilec needs %d.%d)", version / 1000,
+                 version % 1000 / 10, RT_CUDA_MIN_DRIVER / 1000, RT_CUDA_MIN_DRIVER % 1000 / 10);
+        say(why, n, "%s", msg);
+        goto fail;
+    }
+    if (major * 10 + minor < RT_CUDA_MIN_SM) {
+        snprintf(msg, sizeof msg, "GPU 0 is sm_%d%d; tilec needs sm_80 or newer", major, minor);
+        say(why, n, "%s", msg);
+        goto fail;
+    }
+    snprintf(c->arch, sizeof c->arch, "sm_%d%d", major, minor);
+    char devname[100] = "?";
+    c->api.cuDeviceGetName(devname, sizeof devname, c->dev);
+    snprintf(c->name, sizeof c->name, "cuda: %s (%s)", devname, c->arch);
+    if (!check(c, c->api.cuDevicePrimaryCtxRetain(&c->ctx, c->dev), "cuDevicePrimaryCtxRetain", msg, sizeof msg)) {
+        say(why, n, "%s", msg);
+        goto fail;
+    }
+    *out = c;
+    return true;
+fail:
+    dlclose(c->lib);
+    free(c);
+    return false;
+}
+
+void rt_cuda_close(rt_cuda *c) {
+    if (!c) return;
+    c->api.cuDevicePrimaryCtxRelease_v2(c->dev);
+    dlclose(c->lib);
+    free(c);
+}
+
+const char *rt_cuda_name(const rt_cuda *c) { return c->name; }
+const char *rt_cuda_arch(const rt_cuda *c) { return c->arch; }
+
+bool rt_cuda_alloc(rt_cuda *c, size_t bytes, uint64_t *dptr, char *err, size_t n) {
+    return enter(c, err, n) && check(c, c->api.cuMemAlloc_v2(dptr, bytes), "cuMemAlloc", err, n);
+}
+
+bool rt_cuda_free(rt_cuda *c, uint64_t dptr, char *err, size_t n) {
+    return enter(c, err, n) && check(c, c->api.cuMemFree_v2(dptr), "cuMemFree", err, n);
+}
+
+bool rt_cuda_write(rt_cuda *c, uint64_t dst, const void *src, size_t bytes, char *err, size_t n) {
+    return enter(c, err, n) && check(c, c->api.cuMemcpyHtoD_v2(dst, src, bytes), "cuMemcpyHtoD", err, n);
+}
+
+bool rt_cuda_read(rt_cuda *c, void *dst, uint64_t src, size_t bytes, char *err, size_t n) {
+    return enter(c, err, n) && check(c, c->api.cuMemcpyDtoH_v2(dst, src, bytes), "cuMemcpyDtoH", err, n);
+}
+
+bool rt_cuda_load(rt_cuda *c, const void *image, void **module, char *err, size_t n) {
+    return enter(c, err, n) && check(c, c->api.cuModuleLoadData((CUmodule *)module, image), "cuModuleLoadData", err, n);
+}
+
+void rt_cuda_unload(rt_cuda *c, void *module) {
+    if (c->api.cuCtxSetCurrent(c->ctx) == 0) c->api.cuModuleUnload(module);
+}
+
+bool rt_cuda_function(rt_cuda *c, void *module, const char *name, void **fn, char *err, size_t n) {
+    return enter(c, err, n) &&
+           check(c, c->api.cuModuleGetFunction((CUfunction *)fn, module, name), "cuModuleGetFunction", err, n);
+}
+
+bool rt_cuda_launch(rt_cuda *c, void *fn, const uint32_t grid[3], uint32_t block_x, void **params, char *err,
+                    size_t n) {
+    return enter(c, err, n) && check(c, c->api.cuLaunchKernel(fn, grid[0], grid[1], grid[2], block_x, 1, 1, 0, NULL,
+                                                              params, NULL),
+                                     "cuLaunchKernel", err, n);
+}
+
+bool rt_cuda_sync(rt_cuda *c, char *err, size_t n) {
+    return enter(c, err, n) && check(c, c->api.cuCtxSynchronize(), "cuCtxSynchronize", err, n);
+}

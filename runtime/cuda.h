@@ -1,0 +1,33 @@
+/* cuda.h (runtime/) - the CUDA device: libcuda through dlopen. Private to
+ * runtime/. Nothing here links against libcuda, so tilec builds and runs
+ * where there is no driver; opening the device then fails with a message. */
+#ifndef TILEC_RUNTIME_CUDA_H
+#define TILEC_RUNTIME_CUDA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct rt_cuda rt_cuda;
+
+enum { RT_CUDA_MIN_DRIVER = 12000, RT_CUDA_MIN_SM = 80 };
+
+/* Loads libcuda, initializes it, takes device 0's primary context. */
+bool rt_cuda_open(rt_cuda **out, char *why, size_t why_size);
+void rt_cuda_close(rt_cuda *c);
+const char *rt_cuda_name(const rt_cuda *c); /* "cuda: NVIDIA H100 80GB HBM3 (sm_90)" */
+const char *rt_cuda_arch(const rt_cuda *c); /* "sm_90" */
+
+/* Each returns false with a message naming the failing call in err. */
+bool rt_cuda_alloc(rt_cuda *c, size_t bytes, uint64_t *dptr, char *err, size_t n);
+bool rt_cuda_free(rt_cuda *c, uint64_t dptr, char *err, size_t n);
+bool rt_cuda_write(rt_cuda *c, uint64_t dst, const void *src, size_t bytes, char *err, size_t n);
+bool rt_cuda_read(rt_cuda *c, void *dst, uint64_t src, size_t bytes, char *err, size_t n);
+bool rt_cuda_load(rt_cuda *c, const void *image, void **module, char *err, size_t n);
+void rt_cuda_unload(rt_cuda *c, void *module);
+bool rt_cuda_function(rt_cuda *c, void *module, const char *name, void **fn, char *err, size_t n);
+bool rt_cuda_launch(rt_cuda *c, void *fn, const uint32_t grid[3], uint32_t block_x, void **params, char *err,
+                    size_t n);
+bool rt_cuda_sync(rt_cuda *c, char *err, size_t n);
+
+#endif
