@@ -42,6 +42,7 @@ void tilec_output_free(tilec_output *out) {
     free(out->diagnostics);
     free(out->dumps);
     free(out->info);
+    free(out->sidecar);
     memset(out, 0, sizeof *out);
 }
 
@@ -159,6 +160,16 @@ tilec_status tilec_compile(const char *filename, const char *source, size_t len,
         goto done;
     }
 
+    if (opt->sidecar && opt->emit != TILEC_EMIT_LLVM) {
+        /* what the runtime needs to check and run loaded kernels */
+        tc_strbuf side;
+        tc_strbuf_init(&side);
+        tc_strbuf_printf(&side, "// tilec %s sidecar: the kernels' tile IR, read by trt_load\n// source: %s\n",
+                         TILEC_VERSION, src.name);
+        tir_print_module(&side, m, TIR_PRINT_LOCS);
+        out->sidecar = tc_strbuf_take(&side);
+    }
+
     double t1 = tc_now_ms();
     LLVMContextRef ctx = LLVMContextCreate();
     LLVMModuleRef lm = lower_codegen(m, ctx, &lopt, &diag);
@@ -195,7 +206,8 @@ done:
     if (status == TILEC_OK && diag.nerrors) status = TILEC_ERR_INTERNAL;
     if (status != TILEC_OK) {
         free(out->data);
-        out->data = NULL;
+        free(out->sidecar);
+        out->data = out->sidecar = NULL;
         out->size = 0;
     }
     out->status = status;

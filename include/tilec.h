@@ -58,6 +58,9 @@ typedef struct tilec_options {
     bool dump_all;
     bool print_locs;             /* loc(...) on --emit=tir */
     bool verbose;                /* ptxas -v report into `info` */
+    bool sidecar;                /* with PTX or cubin: also return the kernels' tile
+                                    IR (signatures, num_warps, source lines) in
+                                    `sidecar`, which trt_load reads */
 } tilec_options;
 
 typedef struct tilec_output {
@@ -67,6 +70,7 @@ typedef struct tilec_output {
     char *diagnostics; /* clang-style messages, NUL-terminated, maybe empty */
     char *dumps;       /* IR dumps asked for, NUL-terminated, maybe empty */
     char *info;        /* ptxas -v output and notes */
+    char *sidecar;     /* see tilec_options.sidecar; NULL otherwise */
     /* wall-clock phases in milliseconds */
     double ms_frontend; /* parse, check, build IR, passes */
     double ms_llvm;     /* codegen, LLVM optimization and PTX emission */

@@ -88,6 +88,12 @@ TILEC_API const char *trt_status_name(trt_status s);
  * memory by (source, options): compiling the same thing again is free. */
 TILEC_API trt_status trt_compile(trt_device *dev, const char *filename, const char *source, size_t len,
                                  const trt_compile_options *opt, trt_module **out);
+/* Loads a module tilec built ahead of time: `path` is its .cubin (or .ptx)
+ * and `path`.tir the sidecar tilec writes beside it, with the kernels'
+ * signatures and tile IR (the CPU device runs that IR; the CUDA device
+ * loads the cubin and checks launches against the signatures). Needs no
+ * compiler: a program that only loads modules does not link LLVM. */
+TILEC_API trt_status trt_load(trt_device *dev, const char *path, trt_module **out);
 TILEC_API void trt_module_free(trt_module *mod);
 TILEC_API trt_status trt_get_kernel(trt_module *mod, const char *name, trt_kernel **out);
 /* The kernel's runtime parameters, for callers that build arguments

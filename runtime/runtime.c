@@ -13,63 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/cuda.h"
+#include "runtime/internal.h"
 #include "runtime/interp.h"
-#include "tilec_rt.h"
-#include "tileir/tileir.h"
 
-enum {
-    RT_ERR_MAX = 8192,         /* bytes of the last error message kept */
-    RT_MAX_BUFFERS = 1 << 20,  /* live buffers per device */
-    RT_BUFFER_ALIGN = 64,      /* host allocations; the compiler assumes 16 */
-    RT_PTR_ALIGN = 16          /* what pointer arguments must be (LOWER_ASSUMED_PTR_ALIGN) */
-};
-
-typedef struct buf_slot {
-    void *data;     /* CPU device */
-    uint64_t dptr;  /* CUDA device */
-    size_t size;
-    uint32_t gen; /* bumped on free: old handles no longer match */
-    bool live;
-} buf_slot;
-
-typedef struct cache_entry {
-    uint64_t key;
-    char *tir;   /* tile IR text with locations */
-    char *cubin; /* CUDA device only */
-    struct cache_entry *next;
-} cache_entry;
-
-struct trt_device {
-    trt_device_kind kind; /* CPU or CUDA, never AUTO */
-    rt_cuda *cuda;
-    bool closed;
-    int refs; /* the user's, plus one per module */
-    char err[RT_ERR_MAX];
-    buf_slot *bufs;
-    uint32_t nbufs, capbufs;
-    cache_entry *cache;
-};
-
-struct trt_kernel {
-    trt_module *mod;
-    const tir_func *func;
-    void *cu_function; /* CUDA device */
-    char **param_types;
-};
-
-struct trt_module {
-    trt_device *dev;
-    void *cu_module; /* CUDA device */
-    tc_arena *arena;
-    tir_module *ir;
-    char *file;
-    trt_kernel *kernels;
-    uint32_t nkernels;
-};
-
-static trt_status fail(trt_device *d, trt_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static trt_status fail(trt_device *d, trt_status st, const char *fmt, ...) {
+trt_status rt_fail(trt_device *d, trt_status st, const char *fmt, ...) {
     if (!d) return st;
     va_list ap;
     va_start(ap, fmt);
@@ -153,11 +100,11 @@ static uint64_t make_handle(uint32_t index, uint32_t gen) { return ((uint64_t)ge
 static buf_slot *lookup(trt_device *d, trt_buffer b, uint32_t *index, trt_status *st) {
     uint32_t i = (uint32_t)(b.handle & 0xffffffffu), gen = (uint32_t)(b.handle >> 32);
     if (d->closed) {
-        *st = fail(d, TRT_ERR_CLOSED, "the device was closed");
+        *st = rt_fail(d, TRT_ERR_CLOSED, "the device was closed");
         return NULL;
     }
     if (i == 0 || i > d->nbufs || !d->bufs[i - 1].live || d->bufs[i - 1].gen != gen) {
-        *st = fail(d, TRT_ERR_INVALID_HANDLE, "buffer handle %#llx is not a live buffer of this device (freed?)",
+        *st = rt_fail(d, TRT_ERR_INVALID_HANDLE, "buffer handle %#llx is not a live buffer of this device (freed?)",
                    (unsigned long long)b.handle);
         return NULL;
     }
@@ -168,17 +115,17 @@ static buf_slot *lookup(trt_device *d, trt_buffer b, uint32_t *index, trt_status
 trt_status trt_alloc(trt_device *d, size_t bytes, trt_buffer *out) {
     if (!d || !out) return TRT_ERR_INVALID_ARGUMENT;
     out->handle = 0;
-    if (d->closed) return fail(d, TRT_ERR_CLOSED, "the device was closed");
-    if (bytes == 0) return fail(d, TRT_ERR_INVALID_ARGUMENT, "cannot allocate 0 bytes");
+    if (d->closed) return rt_fail(d, TRT_ERR_CLOSED, "the device was closed");
+    if (bytes == 0) return rt_fail(d, TRT_ERR_INVALID_ARGUMENT, "cannot allocate 0 bytes");
     uint32_t i = 0;
     while (i < d->nbufs && d->bufs[i].live) i++; /* reuse a free slot */
     if (i == d->nbufs) {
         if (d->nbufs == RT_MAX_BUFFERS)
-            return fail(d, TRT_ERR_OUT_OF_MEMORY, "too many buffers (limit is %d)", RT_MAX_BUFFERS);
+            return rt_fail(d, TRT_ERR_OUT_OF_MEMORY, "too many buffers (limit is %d)", RT_MAX_BUFFERS);
         if (d->nbufs == d->capbufs) {
             uint32_t cap = d->capbufs ? d->capbufs * 2 : 16;
             buf_slot *p = realloc(d->bufs, sizeof *p * cap);
-            if (!p) return fail(d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
+            if (!p) return rt_fail(d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
             memset(p + d->capbufs, 0, sizeof *p * (cap - d->capbufs));
             d->bufs = p;
             d->capbufs = cap;
@@ -190,7 +137,7 @@ trt_status trt_alloc(trt_device *d, size_t bytes, trt_buffer *out) {
     } else {
         size_t rounded = (bytes + RT_BUFFER_ALIGN - 1) / RT_BUFFER_ALIGN * RT_BUFFER_ALIGN;
         void *p = rounded < bytes ? NULL : aligned_alloc(RT_BUFFER_ALIGN, rounded);
-        if (!p) return fail(d, TRT_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes", bytes);
+        if (!p) return rt_fail(d, TRT_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes", bytes);
         d->bufs[i].data = p;
     }
     d->bufs[i].size = bytes; /* accesses are checked against what was asked for */
@@ -219,9 +166,9 @@ static trt_status copy(trt_device *d, trt_buffer b, size_t offset, void *host, s
     trt_status st = TRT_OK;
     buf_slot *s = lookup(d, b, NULL, &st);
     if (!s) return st;
-    if (!host && bytes) return fail(d, TRT_ERR_INVALID_ARGUMENT, "host pointer is NULL");
+    if (!host && bytes) return rt_fail(d, TRT_ERR_INVALID_ARGUMENT, "host pointer is NULL");
     if (offset > s->size || bytes > s->size - offset)
-        return fail(d, TRT_ERR_INVALID_ARGUMENT, "%zu bytes at offset %zu do not fit a %zu-byte buffer", bytes, offset,
+        return rt_fail(d, TRT_ERR_INVALID_ARGUMENT, "%zu bytes at offset %zu do not fit a %zu-byte buffer", bytes, offset,
                     s->size);
     if (d->cuda) {
         bool ok = to_device ? rt_cuda_write(d->cuda, s->dptr + offset, host, bytes, d->err, sizeof d->err)
@@ -243,95 +190,10 @@ trt_status trt_read(trt_device *d, trt_buffer src, size_t offset, void *dst, siz
 
 /* ---- modules ----------------------------------------------------------- */
 
-static uint64_t hash_bytes(uint64_t h, const void *p, size_t n) {
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
-    return h;
-}
-
-static uint64_t cache_key(const char *file, const char *src, size_t len, const trt_compile_options *o) {
-    uint64_t h = 14695981039346656037ull;
-    h = hash_bytes(h, file, strlen(file) + 1);
-    h = hash_bytes(h, src, len);
-    h = hash_bytes(h, &len, sizeof len);
-    if (o) {
-        h = hash_bytes(h, &o->num_warps, sizeof o->num_warps);
-        if (o->arch) h = hash_bytes(h, o->arch, strlen(o->arch) + 1);
-        for (size_t i = 0; i < o->ndefines; i++) {
-            h = hash_bytes(h, o->defines[i].name, strlen(o->defines[i].name) + 1);
-            h = hash_bytes(h, &o->defines[i].value, sizeof o->defines[i].value);
-        }
-    }
-    return h;
-}
-
-/* Tile IR text (and, for the GPU, a cubin) for source and options, from the
- * cache or from libtilec. */
-static const cache_entry *compile_cached(trt_device *d, const char *file, const char *src, size_t len,
-                                         const trt_compile_options *o, trt_status *st) {
-    uint64_t key = cache_key(file, src, len, o);
-    key = hash_bytes(key, &d->kind, sizeof d->kind);
-    for (cache_entry *e = d->cache; e; e = e->next)
-        if (e->key == key) return e;
-    tilec_options opt;
-    tilec_options_init(&opt);
-    opt.emit = TILEC_EMIT_TIR;
-    /* the interpreter needs no layouts; the GPU's launch needs num_warps */
-    opt.passes = d->cuda ? NULL : "simplify";
-    opt.print_locs = true; /* runtime errors name the source line */
-    if (o) {
-        opt.num_warps = o->num_warps;
-        opt.defines = o->defines;
-        opt.ndefines = o->ndefines;
-    }
-    tilec_output tir, bin;
-    memset(&bin, 0, sizeof bin);
-    if (tilec_compile(file, src, len, &opt, &tir) != TILEC_OK) {
-        *st = fail(d, TRT_ERR_COMPILE, "%s", tir.diagnostics);
-        tilec_output_free(&tir);
-        return NULL;
-    }
-    if (d->cuda) {
-        opt.emit = TILEC_EMIT_CUBIN;
-        opt.arch = o && o->arch ? o->arch : rt_cuda_arch(d->cuda);
-        if (tilec_compile(file, src, len, &opt, &bin) != TILEC_OK) {
-            *st = fail(d, TRT_ERR_COMPILE, "%s", bin.diagnostics);
-            tilec_output_free(&tir);
-            tilec_output_free(&bin);
-            return NULL;
-        }
-    }
-    cache_entry *e = calloc(1, sizeof *e);
-    if (!e) {
-        tilec_output_free(&tir);
-        tilec_output_free(&bin);
-        *st = fail(d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
-        return NULL;
-    }
-    e->key = key;
-    e->tir = tir.data;
-    e->cubin = bin.data;
-    tir.data = bin.data = NULL;
-    e->next = d->cache;
-    d->cache = e;
-    tilec_output_free(&tir);
-    tilec_output_free(&bin);
-    return e;
-}
-
-trt_status trt_compile(trt_device *d, const char *file, const char *src, size_t len, const trt_compile_options *o,
-                       trt_module **out) {
-    if (!d || !out) return TRT_ERR_INVALID_ARGUMENT;
-    *out = NULL;
-    if (d->closed) return fail(d, TRT_ERR_CLOSED, "the device was closed");
-    if (!src) return fail(d, TRT_ERR_INVALID_ARGUMENT, "source is NULL");
-    if (!file) file = "<source>";
+trt_status rt_module_make(trt_device *d, const char *file, const char *tir, const void *image, trt_module **out) {
     trt_status st = TRT_OK;
-    const cache_entry *ce = compile_cached(d, file, src, len, o, &st);
-    if (!ce) return st;
-    const char *tir = ce->tir;
     trt_module *m = calloc(1, sizeof *m);
-    if (!m) return fail(d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
+    if (!m) return rt_fail(d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
     m->arena = tc_arena_new();
     m->file = tc_arena_strdup(m->arena, file);
     tc_diag diag;
@@ -339,8 +201,10 @@ trt_status trt_compile(trt_device *d, const char *file, const char *src, size_t 
     /* the IR keeps the .tile name so runtime errors point at the source */
     tc_source s = {m->file, tir, strlen(tir)};
     m->ir = tir_parse(m->arena, &s, &diag);
-    if (!m->ir) {
-        st = fail(d, TRT_ERR_COMPILE, "internal error: tile IR did not parse back:\n%s", diag.out.data);
+    /* a sidecar is a file on disk: check it as the compiler checks its IR,
+     * since the interpreter relies on verified IR */
+    if (!m->ir || !tir_verify(m->ir, NULL, &diag)) {
+        st = rt_fail(d, TRT_ERR_COMPILE, "the kernels' tile IR is not valid:\n%s", diag.out.data);
         tc_diag_free(&diag);
         tc_arena_free(m->arena);
         free(m);
@@ -363,7 +227,7 @@ trt_status trt_compile(trt_device *d, const char *file, const char *src, size_t 
         }
     }
     if (d->cuda) {
-        bool ok = rt_cuda_load(d->cuda, ce->cubin, &m->cu_module, d->err, sizeof d->err);
+        bool ok = rt_cuda_load(d->cuda, image, &m->cu_module, d->err, sizeof d->err);
         for (uint32_t k = 0; ok && k < m->nkernels; k++)
             ok = rt_cuda_function(d->cuda, m->cu_module, m->kernels[k].func->name, &m->kernels[k].cu_function, d->err,
                                   sizeof d->err);
@@ -378,6 +242,61 @@ trt_status trt_compile(trt_device *d, const char *file, const char *src, size_t 
     d->refs++;
     *out = m;
     return TRT_OK;
+}
+
+/* The file name after "// source: " in a sidecar, or fallback. */
+static char *sidecar_source(const char *tir, const char *fallback) {
+    const char *key = "\n// source: ";
+    const char *p = strstr(tir, key);
+    if (!p) return strdup(fallback);
+    p += strlen(key);
+    size_t n = strcspn(p, "\n");
+    return strndup(p, n);
+}
+
+trt_status trt_load(trt_device *d, const char *path, trt_module **out) {
+    if (!d || !path || !out) return TRT_ERR_INVALID_ARGUMENT;
+    *out = NULL;
+    if (d->closed) return rt_fail(d, TRT_ERR_CLOSED, "the device was closed");
+    size_t n = strlen(path);
+    char *side_path = malloc(n + 5);
+    if (!side_path) return rt_fail(d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
+    memcpy(side_path, path, n);
+    strcpy(side_path + n, ".tir");
+    char *image = NULL, *tir = NULL;
+    size_t image_len = 0, tir_len = 0;
+    const char *err;
+    trt_status st = TRT_OK;
+    if (!tc_read_file(path, &image, &image_len, &err)) {
+        st = rt_fail(d, TRT_ERR_NOT_FOUND, "cannot read %s: %s", path, err);
+    } else if (!tc_read_file(side_path, &tir, &tir_len, &err)) {
+        st = rt_fail(d, TRT_ERR_NOT_FOUND,
+                     "cannot read %s (%s): the kernel signatures tilec writes next to %s are needed to load it",
+                     side_path, err, path);
+    } else {
+        /* both texts must end in NUL: PTX for the driver, the IR for us */
+        char *t = realloc(tir, tir_len + 1), *im = realloc(image, image_len + 1);
+        if (t) tir = t;
+        if (im) image = im;
+        if (!t || !im) {
+            st = rt_fail(d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
+        } else {
+            tir[tir_len] = 0;
+            image[image_len] = 0;
+            if (strlen(tir) != tir_len) {
+                st = rt_fail(d, TRT_ERR_INVALID_ARGUMENT, "%s is not a tilec sidecar (it holds NUL bytes)", side_path);
+            } else {
+                char *source = sidecar_source(tir, path);
+                if (!source) st = rt_fail(d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
+                else st = rt_module_make(d, source, tir, image, out);
+                free(source);
+            }
+        }
+    }
+    free(image);
+    free(tir);
+    free(side_path);
+    return st;
 }
 
 void trt_module_free(trt_module *m) {
@@ -397,7 +316,7 @@ trt_status trt_get_kernel(trt_module *m, const char *name, trt_kernel **out) {
             *out = &m->kernels[i];
             return TRT_OK;
         }
-    return fail(m->dev, TRT_ERR_NOT_FOUND, "no kernel named '%s' in %s", name, m->file);
+    return rt_fail(m->dev, TRT_ERR_NOT_FOUND, "no kernel named '%s' in %s", name, m->file);
 }
 
 size_t trt_kernel_num_params(const trt_kernel *k) { return k ? k->func->nparams : 0; }
@@ -419,41 +338,41 @@ static const char *param_name(const trt_kernel *k, uint32_t i) {
 trt_status trt_launch(trt_kernel *k, uint32_t gx, uint32_t gy, uint32_t gz, const trt_arg *args, size_t nargs) {
     if (!k) return TRT_ERR_INVALID_ARGUMENT;
     trt_device *d = k->mod->dev;
-    if (d->closed) return fail(d, TRT_ERR_CLOSED, "the device was closed");
+    if (d->closed) return rt_fail(d, TRT_ERR_CLOSED, "the device was closed");
     const tir_func *f = k->func;
     if (nargs != f->nparams)
-        return fail(d, TRT_ERR_ARGUMENTS, "kernel '%s' takes %u arguments, %zu given", f->name, f->nparams, nargs);
-    if (nargs && !args) return fail(d, TRT_ERR_INVALID_ARGUMENT, "arguments are NULL");
-    if (!gx || !gy || !gz) return fail(d, TRT_ERR_INVALID_ARGUMENT, "grid dimensions must be at least 1");
+        return rt_fail(d, TRT_ERR_ARGUMENTS, "kernel '%s' takes %u arguments, %zu given", f->name, f->nparams, nargs);
+    if (nargs && !args) return rt_fail(d, TRT_ERR_INVALID_ARGUMENT, "arguments are NULL");
+    if (!gx || !gy || !gz) return rt_fail(d, TRT_ERR_INVALID_ARGUMENT, "grid dimensions must be at least 1");
     rt_arg ra[RT_INTERP_MAX_ARGS];
     uint64_t cu_store[RT_INTERP_MAX_ARGS]; /* one 8-byte cell per CUDA parameter */
     void *cu_params[RT_INTERP_MAX_ARGS];
     if (nargs > RT_INTERP_MAX_ARGS)
-        return fail(d, TRT_ERR_ARGUMENTS, "too many arguments (limit is %d)", RT_INTERP_MAX_ARGS);
+        return rt_fail(d, TRT_ERR_ARGUMENTS, "too many arguments (limit is %d)", RT_INTERP_MAX_ARGS);
     for (uint32_t i = 0; i < nargs; i++) {
         tir_type t = f->params[i]->type;
         const trt_arg *a = &args[i];
         if (t.elem == TIR_PTR) {
             if (a->kind != TRT_ARG_BUFFER)
-                return fail(d, TRT_ERR_ARGUMENTS, "argument %u ('%s') of '%s' must be a buffer (%s)", i, param_name(k, i),
+                return rt_fail(d, TRT_ERR_ARGUMENTS, "argument %u ('%s') of '%s' must be a buffer (%s)", i, param_name(k, i),
                             f->name, k->param_types[i]);
             uint32_t index;
             trt_status st = TRT_OK;
             buf_slot *s = lookup(d, a->buffer, &index, &st);
-            if (!s) return fail(d, st, "argument %u ('%s') of '%s': %s", i, param_name(k, i), f->name, d->err);
+            if (!s) return rt_fail(d, st, "argument %u ('%s') of '%s': %s", i, param_name(k, i), f->name, d->err);
             if (a->offset > s->size)
-                return fail(d, TRT_ERR_ARGUMENTS, "argument %u ('%s'): offset %zu is past the buffer's %zu bytes", i,
+                return rt_fail(d, TRT_ERR_ARGUMENTS, "argument %u ('%s'): offset %zu is past the buffer's %zu bytes", i,
                             param_name(k, i), a->offset, s->size);
             uint64_t base = d->cuda ? s->dptr : (uint64_t)(uintptr_t)s->data;
             if ((base + a->offset) % RT_PTR_ALIGN)
-                return fail(d, TRT_ERR_ARGUMENTS,
+                return rt_fail(d, TRT_ERR_ARGUMENTS,
                             "argument %u ('%s') must be %d-byte aligned (the compiler assumed it), but its offset is %zu",
                             i, param_name(k, i), RT_PTR_ALIGN, a->offset);
             ra[i] = (rt_arg){RT_ARG_PTR, index, (int64_t)a->offset, 0, 0};
             cu_store[i] = base + a->offset;
         } else if (tir_elem_is_float((tir_elem)t.elem)) {
             if (a->kind != TRT_ARG_FLOAT)
-                return fail(d, TRT_ERR_ARGUMENTS, "argument %u ('%s') of '%s' must be a float (%s)", i, param_name(k, i),
+                return rt_fail(d, TRT_ERR_ARGUMENTS, "argument %u ('%s') of '%s' must be a float (%s)", i, param_name(k, i),
                             f->name, k->param_types[i]);
             ra[i] = (rt_arg){RT_ARG_FLOAT, 0, 0, 0, a->f};
             cu_store[i] = 0; /* the driver reads the parameter's size from the start */
@@ -468,10 +387,10 @@ trt_status trt_launch(trt_kernel *k, uint32_t gx, uint32_t gy, uint32_t gz, cons
             }
         } else {
             if (a->kind != TRT_ARG_INT)
-                return fail(d, TRT_ERR_ARGUMENTS, "argument %u ('%s') of '%s' must be an integer (%s)", i,
+                return rt_fail(d, TRT_ERR_ARGUMENTS, "argument %u ('%s') of '%s' must be an integer (%s)", i,
                             param_name(k, i), f->name, k->param_types[i]);
             if (tir_wrap_int(a->i, (tir_elem)t.elem) != a->i)
-                return fail(d, TRT_ERR_ARGUMENTS, "argument %u ('%s'): %lld does not fit in %s", i, param_name(k, i),
+                return rt_fail(d, TRT_ERR_ARGUMENTS, "argument %u ('%s'): %lld does not fit in %s", i, param_name(k, i),
                             (long long)a->i, k->param_types[i]);
             ra[i] = (rt_arg){RT_ARG_INT, 0, 0, a->i, 0};
             cu_store[i] = (uint64_t)a->i; /* little endian: the low bytes are the narrow value */
@@ -486,21 +405,21 @@ trt_status trt_launch(trt_kernel *k, uint32_t gx, uint32_t gy, uint32_t gz, cons
         return TRT_OK;
     }
     rt_buffer *bufs = calloc(d->nbufs + 1, sizeof *bufs);
-    if (!bufs) return fail(d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
+    if (!bufs) return rt_fail(d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
     for (uint32_t i = 0; i < d->nbufs; i++) bufs[i] = (rt_buffer){d->bufs[i].data, d->bufs[i].live ? d->bufs[i].size : 0};
     rt_launch l = {f, k->mod->file, bufs, d->nbufs, ra, (uint32_t)nargs, {gx, gy, gz}};
     tc_diag diag;
     tc_diag_init(&diag);
     bool ok = rt_interp_run(&l, &diag);
     free(bufs);
-    trt_status st = ok ? TRT_OK : fail(d, TRT_ERR_LAUNCH, "%s", diag.out.data);
+    trt_status st = ok ? TRT_OK : rt_fail(d, TRT_ERR_LAUNCH, "%s", diag.out.data);
     tc_diag_free(&diag);
     return st;
 }
 
 trt_status trt_sync(trt_device *d) {
     if (!d) return TRT_ERR_INVALID_ARGUMENT;
-    if (d->closed) return fail(d, TRT_ERR_CLOSED, "the device was closed");
+    if (d->closed) return rt_fail(d, TRT_ERR_CLOSED, "the device was closed");
     if (d->cuda && !rt_cuda_sync(d->cuda, d->err, sizeof d->err)) return TRT_ERR_LAUNCH;
     return TRT_OK;
 }

@@ -34,6 +34,9 @@ static const char usage[] =
     "  --dump-all            print the tile IR after every pass to stderr\n"
     "  --print-locs          --emit=tir: show source locations as loc(line:col)\n"
     "  --time                print compile phase timings to stderr\n"
+    "  --no-sidecar          with -o FILE and --emit=ptx|cubin, do not write FILE.tir\n"
+    "                        (the kernels' signatures and IR, which the runtime's\n"
+    "                        trt_load reads next to the cubin)\n"
     "  -v, --verbose         print ptxas's resource report to stderr\n"
     "  --help                show this help\n"
     "  --version             show the version\n";
@@ -43,6 +46,7 @@ typedef struct cli {
     tilec_define defines[CLI_MAX_DEFINES];
     const char *input, *output;
     bool time;
+    bool no_sidecar;
 } cli;
 
 static int usage_error(const char *fmt, const char *arg) {
@@ -124,6 +128,8 @@ static int parse_args(cli *c, int argc, char **argv) {
             c->opt.print_locs = true;
         } else if (!strcmp(a, "--time")) {
             c->time = true;
+        } else if (!strcmp(a, "--no-sidecar")) {
+            c->no_sidecar = true;
         } else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
             c->opt.verbose = true;
         } else if (a[0] == '-' && a[1]) {
@@ -185,6 +191,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     tilec_output out;
+    c.opt.sidecar = !c.no_sidecar;
     tilec_status st = tilec_compile(c.input, text, len, &c.opt, &out);
     free(text);
     fputs(out.dumps, stderr);
@@ -197,7 +204,17 @@ int main(int argc, char **argv) {
     if (st == TILEC_OK) {
         char *path = NULL;
         if (!c.output) path = c.opt.emit == TILEC_EMIT_CUBIN ? default_output(c.input) : NULL;
-        if (!write_output(c.output ? c.output : path ? path : "-", out.data, out.size)) rc = 1;
+        const char *dest = c.output ? c.output : path ? path : "-";
+        if (!write_output(dest, out.data, out.size)) rc = 1;
+        if (rc == 0 && out.sidecar && strcmp(dest, "-") && strcmp(dest, "/dev/null")) {
+            size_t n = strlen(dest);
+            char *side = malloc(n + 5);
+            if (!side) abort();
+            memcpy(side, dest, n);
+            strcpy(side + n, ".tir");
+            if (!write_output(side, out.sidecar, strlen(out.sidecar))) rc = 1;
+            free(side);
+        }
         free(path);
     }
     tilec_output_free(&out);

@@ -1,0 +1,72 @@
+/* internal.h - private to runtime/: the objects behind include/tilec_rt.h,
+ * shared by the runtime proper (runtime.c) and the compile entry point
+ * (compile.c), which is kept apart so that a program that only loads
+ * prebuilt cubins does not link the compiler and LLVM. */
+#ifndef TILEC_RUNTIME_INTERNAL_H
+#define TILEC_RUNTIME_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "runtime/cuda.h"
+#include "tilec_rt.h"
+#include "tileir/tileir.h"
+
+enum {
+    RT_ERR_MAX = 8192,         /* bytes of the last error message kept */
+    RT_MAX_BUFFERS = 1 << 20,  /* live buffers per device */
+    RT_BUFFER_ALIGN = 64,      /* host allocations; the compiler assumes 16 */
+    RT_PTR_ALIGN = 16          /* what pointer arguments must be (LOWER_ASSUMED_PTR_ALIGN) */
+};
+
+typedef struct buf_slot {
+    void *data;     /* CPU device */
+    uint64_t dptr;  /* CUDA device */
+    size_t size;
+    uint32_t gen; /* bumped on free: old handles no longer match */
+    bool live;
+} buf_slot;
+
+typedef struct cache_entry {
+    uint64_t key;
+    char *tir;   /* tile IR text with locations */
+    char *cubin; /* CUDA device only */
+    struct cache_entry *next;
+} cache_entry;
+
+struct trt_device {
+    trt_device_kind kind; /* CPU or CUDA, never AUTO */
+    rt_cuda *cuda;
+    bool closed;
+    int refs; /* the user's, plus one per module */
+    char err[RT_ERR_MAX];
+    buf_slot *bufs;
+    uint32_t nbufs, capbufs;
+    cache_entry *cache;
+};
+
+struct trt_kernel {
+    trt_module *mod;
+    const tir_func *func;
+    void *cu_function; /* CUDA device */
+    char **param_types;
+};
+
+struct trt_module {
+    trt_device *dev;
+    void *cu_module; /* CUDA device */
+    tc_arena *arena;
+    tir_module *ir;
+    char *file;
+    trt_kernel *kernels;
+    uint32_t nkernels;
+};
+
+/* Sets the device's last error; returns st. */
+trt_status rt_fail(trt_device *d, trt_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* A module from tile IR text (kernels, signatures) and, for the CUDA
+ * device, a cubin or PTX image. `file` names the .tile source. */
+trt_status rt_module_make(trt_device *d, const char *file, const char *tir, const void *image, trt_module **out);
+
+#endif

@@ -1,0 +1,92 @@
+/* trt_load: modules tilec built ahead of time, and bad module files.
+ * Links only the runtime: loading needs no compiler. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tilec_rt.h"
+
+#ifndef VADD_MODULE
+#error VADD_MODULE must name the vadd module the build made
+#endif
+
+static void test_load_and_run_on_cpu(void **state) {
+    (void)state;
+    trt_device *dev;
+    assert_int_equal(trt_open(TRT_DEVICE_CPU, &dev, NULL, 0), TRT_OK);
+    trt_module *m;
+    if (trt_load(dev, VADD_MODULE, &m) != TRT_OK) fail_msg("%s", trt_last_error(dev));
+    trt_kernel *k;
+    assert_int_equal(trt_get_kernel(m, "vadd", &k), TRT_OK);
+    const char *type;
+    assert_string_equal(trt_kernel_param(k, 3, &type), "n");
+    assert_string_equal(type, "i32");
+    enum { N = 3000 };
+    float x[N], y[N], out[N];
+    for (int i = 0; i < N; i++) x[i] = (float)i * 0.5f, y[i] = (float)(rand() % 100), out[i] = -1;
+    trt_buffer bx, by, bo;
+    assert_int_equal(trt_alloc(dev, sizeof x, &bx), TRT_OK);
+    assert_int_equal(trt_alloc(dev, sizeof y, &by), TRT_OK);
+    assert_int_equal(trt_alloc(dev, sizeof out, &bo), TRT_OK);
+    trt_write(dev, bx, 0, x, sizeof x);
+    trt_write(dev, by, 0, y, sizeof y);
+    trt_write(dev, bo, 0, out, sizeof out);
+    trt_arg args[4] = {trt_buf(bx), trt_buf(by), trt_buf(bo), trt_int(N)};
+    assert_int_equal(trt_launch(k, (N + 1023) / 1024, 1, 1, args, 4), TRT_OK);
+    trt_read(dev, bo, 0, out, sizeof out);
+    for (int i = 0; i < N; i++) assert_true(out[i] == x[i] + y[i]);
+    /* the signature is enforced for loaded kernels too */
+    assert_int_equal(trt_launch(k, 1, 1, 1, args, 3), TRT_ERR_ARGUMENTS);
+    /* and runtime errors name the .tile source the module came from */
+    trt_arg oob[4] = {trt_buf(bx), trt_buf(by), trt_buf(bo), trt_int(N + 1)};
+    assert_int_equal(trt_launch(k, (N + 1023) / 1024 + 1, 1, 1, oob, 4), TRT_ERR_LAUNCH);
+    assert_non_null(strstr(trt_last_error(dev), "vadd.tile:"));
+    trt_module_free(m);
+    trt_close(dev);
+}
+
+static void write_file(const char *path, const char *text) {
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void test_bad_modules_are_errors(void **state) {
+    (void)state;
+    trt_device *dev;
+    assert_int_equal(trt_open(TRT_DEVICE_CPU, &dev, NULL, 0), TRT_OK);
+    trt_module *m;
+    assert_int_equal(trt_load(dev, "/nonexistent/k.cubin", &m), TRT_ERR_NOT_FOUND);
+    assert_null(m);
+    char dir[] = "/tmp/tilec-load-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char mod[64], side[64];
+    snprintf(mod, sizeof mod, "%s/k.cubin", dir);
+    snprintf(side, sizeof side, "%s/k.cubin.tir", dir);
+    write_file(mod, "not really a cubin");
+    assert_int_equal(trt_load(dev, mod, &m), TRT_ERR_NOT_FOUND); /* no sidecar */
+    assert_non_null(strstr(trt_last_error(dev), "k.cubin.tir"));
+    write_file(side, "kernel @k(%x: ptr<f32>) {\n  %a = add %x, %x : ptr<f32>\n  return\n}\n");
+    assert_int_equal(trt_load(dev, mod, &m), TRT_ERR_COMPILE); /* fails the verifier */
+    assert_non_null(strstr(trt_last_error(dev), "not valid"));
+    write_file(side, "\x01\x02 junk {{{");
+    assert_int_equal(trt_load(dev, mod, &m), TRT_ERR_COMPILE);
+    remove(mod);
+    remove(side);
+    remove(dir);
+    trt_close(dev);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_load_and_run_on_cpu),
+        cmocka_unit_test(test_bad_modules_are_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
