@@ -1,6 +1,6 @@
 /* vadd_cubin - load the vadd kernel that tilec compiled at build time.
  *
- *   usage: vadd_cubin MODULE [N] [cpu|auto]
+ *   usage: vadd_cubin MODULE [N] [cpu|cuda|auto]
  * MODULE is the vadd.cubin (or .ptx) the build made with
  *   tilec samples/vadd.tile -o vadd.cubin
  * next to its vadd.cubin.tir. This program links only the runtime, not
@@ -21,11 +21,12 @@
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: %s MODULE [N] [cpu|auto]\n", argv[0]);
+        fprintf(stderr, "usage: %s MODULE [N] [cpu|cuda|auto]\n", argv[0]);
         return 2;
     }
     int n = argc > 2 ? atoi(argv[2]) : 1000003;
-    trt_device_kind kind = argc > 3 && !strcmp(argv[3], "cpu") ? TRT_DEVICE_CPU : TRT_DEVICE_AUTO;
+    const char *k = argc > 3 ? argv[3] : "auto";
+    trt_device_kind kind = !strcmp(k, "cpu") ? TRT_DEVICE_CPU : !strcmp(k, "cuda") ? TRT_DEVICE_CUDA : TRT_DEVICE_AUTO;
     if (n < 1) {
         fprintf(stderr, "N must be at least 1\n");
         return 2;
