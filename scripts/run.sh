@@ -5,7 +5,7 @@ set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/deps.sh"
 cmake -S "$root" -B "$root/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTILEC_BUILD_TESTS=OFF >/dev/null
-ninja -C "$root/build" tilec_cli vadd_runtime >/dev/null
+ninja -C "$root/build" tilec_cli vadd_runtime vadd_cubin vadd_module >/dev/null
 out="$root/build/samples"
 mkdir -p "$out"
 emit=cubin
@@ -25,3 +25,5 @@ done
 echo
 echo "running the samples:"
 "$root/build/samples/vadd_runtime" 1000003 auto
+module=$(ls "$root"/build/samples/vadd.cubin "$root"/build/samples/vadd.ptx 2>/dev/null | head -1)
+"$root/build/samples/vadd_cubin" "$module" 1000003 auto
