@@ -33,6 +33,7 @@ typedef struct cg {
     LLVMValueRef **regs; /* by value id */
     uint32_t *nregs;
     LLVMValueRef tid;
+    LLVMBasicBlockRef entry;
     LLVMValueRef tid_times[CG_MAX_SPT + 1]; /* tid * spt, made once per spt */
     bool ok;
 } cg;
@@ -94,7 +95,15 @@ static LLVMValueRef elem_index(cg *c, const tir_type *t, uint32_t r) {
     uint32_t cover = spt * 32u * (uint32_t)c->f->num_warps;
     LLVMValueRef base;
     if (spt <= CG_MAX_SPT) {
-        if (!c->tid_times[spt]) c->tid_times[spt] = LLVMBuildMul(c->b, c->tid, i32c(c, spt), "");
+        if (!c->tid_times[spt]) {
+            /* in the entry block, so it dominates every later use, loops too */
+            LLVMBasicBlockRef here = LLVMGetInsertBlock(c->b);
+            LLVMValueRef term = LLVMGetBasicBlockTerminator(c->entry);
+            if (term) LLVMPositionBuilderBefore(c->b, term);
+            else LLVMPositionBuilderAtEnd(c->b, c->entry);
+            c->tid_times[spt] = LLVMBuildMul(c->b, c->tid, i32c(c, spt), "");
+            LLVMPositionBuilderAtEnd(c->b, here);
+        }
         base = c->tid_times[spt];
     } else {
         base = LLVMBuildMul(c->b, c->tid, i32c(c, spt), "");
@@ -531,6 +540,7 @@ static bool gen_func(cg *c, tir_func *f) {
     annotate(c, "kernel", 1);
     annotate(c, "maxntidx", 32 * f->num_warps);
     LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "entry");
+    c->entry = entry;
     LLVMPositionBuilderAtEnd(c->b, entry);
     unsigned align_kind = LLVMGetEnumAttributeKindForName("align", 5);
     for (uint32_t i = 0; i < f->nparams; i++) {
