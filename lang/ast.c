@@ -208,6 +208,12 @@ ast_stmt *ast_stmt_new(ast_builder *b, ast_stmt_kind kind, tc_span span, ast_nam
     return s;
 }
 
+ast_stmt *ast_for(ast_builder *b, tc_span span, ast_name var, ast_expr *range, ast_stmt *body) {
+    ast_stmt *s = ast_stmt_new(b, AST_FOR, span, &var, NULL, range);
+    s->body = body;
+    return s;
+}
+
 ast_stmt *ast_stmt_append(ast_stmt *list, ast_stmt *stmt) {
     if (!list) return stmt;
     ast_stmt *t = list;
@@ -330,6 +336,15 @@ static void dump_stmt(tc_strbuf *out, const ast_stmt *s) {
         tc_strbuf_putc(out, ')');
         break;
     case AST_EXPR: dump_expr(out, s->value); break;
+    case AST_FOR:
+        tc_strbuf_printf(out, "(for %s ", s->name.str);
+        dump_expr(out, s->value);
+        for (const ast_stmt *b = s->body; b; b = b->next) {
+            tc_strbuf_putc(out, ' ');
+            dump_stmt(out, b);
+        }
+        tc_strbuf_putc(out, ')');
+        break;
     }
 }
 

@@ -177,6 +177,117 @@ static void check_assign(lang_ctx *c, const ast_stmt *s) {
     bd->value = v;
 }
 
+static void check_stmt(lang_ctx *c, const ast_stmt *s);
+
+/* Marks the outer bindings (index < mark) that the statements assign. */
+static void mark_assigned(lang_ctx *c, const ast_stmt *s, uint32_t mark, bool *assigned) {
+    for (; s; s = s->next) {
+        if (s->kind == AST_FOR) mark_assigned(c, s->body, mark, assigned);
+        if (s->kind != AST_ASSIGN) continue;
+        for (uint32_t i = mark; i-- > 0;)
+            if (!strcmp(c->binds[i].name, s->name.str)) {
+                assigned[i] = true;
+                break;
+            }
+    }
+}
+
+/* range(hi), range(lo, hi) or range(lo, hi, step): scalar integers of one
+ * type; false after reporting. */
+static bool check_range(lang_ctx *c, const ast_stmt *s, tir_value **bounds) {
+    const ast_expr *r = s->value;
+    if (r->kind != AST_CALL || strcmp(r->u.call.callee.str, "range") || r->u.call.nargs < 1 || r->u.call.nargs > 3) {
+        lang_error(c, r->span, "a for loop runs over range(hi), range(lo, hi) or range(lo, hi, step)");
+        return false;
+    }
+    operand o[3];
+    int n = 0;
+    bool ok = true;
+    for (const ast_arg *a = r->u.call.args; a; a = a->next, n++) {
+        if (a->name.str) {
+            lang_error(c, a->name.span, "range takes no named arguments");
+            ok = false;
+        }
+        o[n] = lang_check_expr(c, a->value);
+        tir_type t = lang_operand_type(&o[n]);
+        if (o[n].kind == OPND_POISON) {
+            ok = false;
+        } else if (t.rank || !tir_elem_is_int((tir_elem)t.elem) || t.elem == TIR_I1 || o[n].kind == OPND_FLOATLIT) {
+            lang_error(c, a->value->span, "range bounds must be scalar integers, not %s", lang_operand_str(c, &o[n]));
+            ok = false;
+        }
+    }
+    if (!ok) return false;
+    operand lo = n == 1 ? (operand){.kind = OPND_INTLIT, .ival = 0, .span = r->span} : o[0];
+    operand hi = n == 1 ? o[0] : o[1];
+    operand step = n == 3 ? o[2] : (operand){.kind = OPND_INTLIT, .ival = 1, .span = r->span};
+    if ((step.kind == OPND_INTLIT || step.kind == OPND_CONST) && step.ival <= 0) {
+        lang_error(c, step.span, "range step must be positive, not %lld", (long long)step.ival);
+        return false;
+    }
+    tir_elem el, e2;
+    lang_common_elem(&lo, &hi, &el);
+    operand typed = {.kind = OPND_CONST, .type = tir_scalar(el)};
+    lang_common_elem(&typed, &step, &e2);
+    if (!lang_literal_fits(c, &lo, e2) || !lang_literal_fits(c, &hi, e2) || !lang_literal_fits(c, &step, e2))
+        return false;
+    bounds[0] = lang_materialize(c, &lo, e2);
+    bounds[1] = lang_materialize(c, &hi, e2);
+    bounds[2] = lang_materialize(c, &step, e2);
+    return true;
+}
+
+/* for v in range(...) { body }: one IR loop. Vars of the enclosing code
+ * that the body assigns are carried around it: they enter as the loop's
+ * inits, are the body's block arguments inside, leave as its results. */
+static void check_for(lang_ctx *c, const ast_stmt *s) {
+    if (!c->emit) return;
+    tir_value *bounds[3];
+    if (!check_range(c, s, bounds)) return;
+    uint32_t mark = c->nbinds;
+    bool *assigned = TC_NEW_ARRAY(c->arena, bool, mark + 1);
+    mark_assigned(c, s->body, mark, assigned);
+    uint32_t *carried = TC_NEW_ARRAY(c->arena, uint32_t, mark + 1);
+    tir_value **inits = TC_NEW_ARRAY(c->arena, tir_value *, mark + 1);
+    uint32_t ncarried = 0;
+    for (uint32_t i = 0; i < mark; i++)
+        if (assigned[i] && c->binds[i].kind == BIND_VAR && c->binds[i].value.kind == OPND_VALUE) {
+            carried[ncarried] = i;
+            inits[ncarried++] = c->binds[i].value.v;
+        }
+    if (ncarried + 3 > TIR_MAX_OPERANDS) {
+        lang_error(c, s->span, "too many variables change in this loop (limit is %d)", TIR_MAX_OPERANDS - 3);
+        return;
+    }
+    lang_set_loc(c, s->span);
+    tir_op *loop = tir_build_for(&c->b, bounds[0], bounds[1], bounds[2], ncarried, inits);
+    tir_builder outside = c->b;
+    tir_builder_at_end(&c->b, loop->body);
+    c->b.loc = outside.loc;
+    loop->body->args[0]->name = s->name.str;
+    bind(c, &s->name, BIND_LET, lang_value(loop->body->args[0], s->name.span));
+    for (uint32_t k = 0; k < ncarried; k++) {
+        binding *bd = &c->binds[carried[k]];
+        loop->body->args[k + 1]->name = bd->name;
+        bd->value = lang_value(loop->body->args[k + 1], bd->span);
+    }
+    for (const ast_stmt *b = s->body; b; b = b->next) check_stmt(c, b);
+    tir_value **yields = TC_NEW_ARRAY(c->arena, tir_value *, ncarried + 1);
+    for (uint32_t k = 0; k < ncarried; k++) {
+        operand *v = &c->binds[carried[k]].value;
+        yields[k] = v->kind == OPND_VALUE ? v->v : loop->body->args[k + 1]; /* after an error: anything typed */
+    }
+    lang_set_loc(c, (tc_span){s->span.off + s->span.len - 1, 1});
+    tir_build_op(&c->b, TIR_OP_YIELD, ncarried, yields, 0, NULL);
+    c->nbinds = mark; /* the loop variable and the body's names end here */
+    c->b = outside;
+    for (uint32_t k = 0; k < ncarried; k++) {
+        binding *bd = &c->binds[carried[k]];
+        loop->results[k]->name = bd->name;
+        bd->value = lang_value(loop->results[k], bd->span);
+    }
+}
+
 static void name_value(operand *o, const char *name) {
     if (o->kind == OPND_VALUE && !o->v->name && o->v->def) o->v->name = name;
 }
@@ -197,6 +308,7 @@ static void check_stmt(lang_ctx *c, const ast_stmt *s) {
         break;
     }
     case AST_ASSIGN: check_assign(c, s); break;
+    case AST_FOR: check_for(c, s); break;
     case AST_EXPR:
         if (s->value->kind != AST_CALL) {
             operand v = lang_check_expr(c, s->value);

@@ -70,7 +70,8 @@ typedef enum ast_stmt_kind {
     AST_LET,    /* let name [: type] = value; immutable binding */
     AST_VAR,    /* var name [: type] = value; mutable binding */
     AST_ASSIGN, /* name = value; only to a var */
-    AST_EXPR    /* value; (a call such as store) */
+    AST_EXPR,   /* value; (a call such as store) */
+    AST_FOR     /* for name in value { body }: value is a call to range */
 } ast_stmt_kind;
 
 typedef struct ast_stmt {
@@ -79,6 +80,7 @@ typedef struct ast_stmt {
     ast_name name;   /* LET, VAR, ASSIGN */
     ast_type *type;  /* optional annotation on LET/VAR, else NULL */
     ast_expr *value;
+    struct ast_stmt *body; /* AST_FOR */
     struct ast_stmt *next;
 } ast_stmt;
 
@@ -128,6 +130,7 @@ ast_type *ast_type_new(ast_builder *b, ast_name base, int pointer, tc_span span)
 ast_stmt *ast_stmt_new(ast_builder *b, ast_stmt_kind kind, tc_span span, ast_name *name,
                        ast_type *type, ast_expr *value);
 ast_stmt *ast_stmt_append(ast_stmt *list, ast_stmt *stmt);
+ast_stmt *ast_for(ast_builder *b, tc_span span, ast_name var, ast_expr *range, ast_stmt *body);
 ast_param *ast_param_new(ast_builder *b, bool is_const, ast_name name, ast_type *type,
                          ast_expr *default_value, tc_span span);
 ast_param *ast_param_append(ast_param *list, ast_param *p);

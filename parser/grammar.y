@@ -133,6 +133,8 @@ stmt(S) ::= name(N) ASSIGN expr(E) SEMI(Z).
     { S = ast_stmt_new(&ctx->b, AST_ASSIGN, tc_span_join(N.span, Z), &N, NULL, E); }
 stmt(S) ::= expr(E) SEMI(Z).
     { S = ast_stmt_new(&ctx->b, AST_EXPR, tc_span_join(E->span, Z), NULL, NULL, E); }
+stmt(S) ::= FOR(K) name(N) IN expr(E) LBRACE stmts(B) RBRACE(Z).
+    { S = ast_for(&ctx->b, tc_span_join(K, Z), N, E, B.head); }
 stmt(S) ::= error SEMI.         { S = NULL; }
 
 expr(E) ::= expr(A) OR(O) expr(B).       { E = ast_binary(&ctx->b, AST_OP_OR, O, A, B); }

@@ -51,7 +51,9 @@ uint32_t parse_lex(const char *z, const char *limit, int *kind) {
     "const"  { *kind = TK_CONST; return LEN(); }
     "true"   { *kind = TK_TRUE; return LEN(); }
     "false"  { *kind = TK_FALSE; return LEN(); }
-    "if" | "else" | "for" | "while" | "in" | "range" | "return" | "break" | "continue"
+    "for"    { *kind = TK_FOR; return LEN(); }
+    "in"     { *kind = TK_IN; return LEN(); }
+    "if" | "else" | "while" | "return" | "break" | "continue"
              { *kind = TK_RESERVED; return LEN(); }
     ident    { *kind = TK_IDENT; return LEN(); }
     float    { *kind = TK_FLOAT; return LEN(); }

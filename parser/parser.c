@@ -29,6 +29,8 @@ const char *parse_token_desc(int kind) {
     case TK_INT: return "integer literal";
     case TK_FLOAT: return "floating-point literal";
     case TK_KERNEL: return "'kernel'";
+    case TK_FOR: return "'for'";
+    case TK_IN: return "'in'";
     case TK_LET: return "'let'";
     case TK_VAR: return "'var'";
     case TK_CONST: return "'const'";
@@ -151,7 +153,11 @@ ast_module *parse_module(tc_arena *arena, const tc_source *src, tc_diag *diag) {
             break;
         case TK_LBRACE:
             parens = 0;
-            braces++;
+            if (++braces > PARSE_MAX_NESTING) {
+                tc_error(diag, src, span, "blocks nested too deeply (limit is %d)", PARSE_MAX_NESTING);
+                ctx.stop = true;
+                continue;
+            }
             break;
         case TK_RBRACE:
             parens = 0;
@@ -166,7 +172,7 @@ ast_module *parse_module(tc_arena *arena, const tc_source *src, tc_diag *diag) {
             if (braces > 0) {
                 if (diag->nerrors == kernel_errors)
                     tc_error(diag, src, span, "expected '}' before 'kernel'");
-                feed(parser, &ctx, TK_RBRACE, (tc_span){span.off, 0}, true);
+                for (; braces > 0 && !ctx.stop; braces--) feed(parser, &ctx, TK_RBRACE, (tc_span){span.off, 0}, true);
                 braces = 0;
                 if (ctx.stop) continue;
             }

@@ -19,6 +19,8 @@ printf 'kernel k(x: *f32) { let a = %s1; }\n' "$(printf -- '-%.0s' $(seq 100000)
 head -c 100000 /dev/urandom > "$tmp/random.tile" 2>/dev/null || head -c 100000 /dev/zero > "$tmp/random.tile"
 head -c 4096 /dev/zero > "$tmp/nuls.tile"
 printf 'kernel k(x: *f32, n: i32) {\n    let o = arange(0, 1024);\n    store(x + o, 1.0, o < n);\n' > "$tmp/truncated.tile"
+{ printf 'kernel k(x: *f32) {\n'; for i in $(seq 2000); do printf 'for i%d in range(4) {\n' "$i"; done; printf 'store(x, 1.0);\n'; for i in $(seq 2000); do printf '}\n'; done; printf '}\n'; } > "$tmp/deep-for.tile"
+{ printf 'kernel k(x: *f32) {\n'; for i in $(seq 60); do printf 'for i%d in range(2) {\n' "$i"; done; printf 'store(x, 1.0);\n'; for i in $(seq 60); do printf '}\n'; done; printf '}\n'; } > "$tmp/nested-60-loops.tile"
 { for i in $(seq 300); do printf 'kernel k%d(x: *f32) { let y = x * x; }\n' "$i"; done; } > "$tmp/many-errors.tile"
 
 fail=0 count=0

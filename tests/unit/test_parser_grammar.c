@@ -225,8 +225,8 @@ static void test_syntax_error_messages(void **state) {
     expect_first_error("kernel k(x: i32) { let a = x == 1 != 2; }",
                        "t.tile:1:35: error: comparison operators cannot be chained; use parentheses and '&', "
                        "e.g. '(a < b) & (b < c)'");
-    expect_first_error("kernel k() { let for = 1; }",
-                       "t.tile:1:18: error: 'for' is a reserved word and cannot be used yet");
+    expect_first_error("kernel k() { let while = 1; }",
+                       "t.tile:1:18: error: 'while' is a reserved word and cannot be used yet");
     /* the caret line */
     parsed r = parse("kernel k() {\n\tlet a = 1 2;\n}");
     assert_string_equal(r.diag, "t.tile:2:12: error: expected ';', found '2'\n"

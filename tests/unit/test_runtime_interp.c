@@ -235,6 +235,41 @@ static void test_loop_sum_and_grid_axes(void **state) {
     drop(&p);
 }
 
+static void test_for_loop_from_source(void **state) {
+    (void)state;
+    prog p;
+    build(&p, "rowsum.tile",
+          "kernel rowsum(x: *f32, out: *f32, n: i32, const BLOCK: i32 = 64) {\n"
+          "    let row = program_id(0);\n"
+          "    let cols = arange(0, BLOCK);\n"
+          "    var acc = load(x + cols) * 0.0;\n"
+          "    var count = 0;\n"
+          "    for start in range(0, n, BLOCK) {\n"
+          "        let c = start + cols;\n"
+          "        acc = acc + load(x + row * n + c, c < n, other = 0.0);\n"
+          "        count = count + 1;\n"
+          "    }\n"
+          "    store(out + row * BLOCK + cols, acc + count);\n"
+          "}\n");
+    enum { ROWS = 3, N = 200, B = 64 };
+    float x[ROWS * N], out[ROWS * B];
+    for (int i = 0; i < ROWS * N; i++) x[i] = rand_float();
+    for (int i = 0; i < ROWS * B; i++) out[i] = NAN;
+    rt_buffer bufs[2] = {{x, sizeof x}, {out, sizeof out}};
+    rt_arg args[3] = {ptr_arg(0), ptr_arg(1), int_arg(N)};
+    rt_launch l = {p.m->funcs, "rowsum.tile", bufs, 2, args, 3, {ROWS, 1, 1}};
+    if (!rt_interp_run(&l, &p.diag)) fail_msg("%s", p.diag.out.data);
+    int trips = (N + B - 1) / B;
+    for (int row = 0; row < ROWS; row++)
+        for (int j = 0; j < B; j++) {
+            float acc = x[j] * 0.0f; /* same order and precision as the kernel */
+            for (int s = 0; s < N; s += B) acc += s + j < N ? x[row * N + s + j] : 0.0f;
+            float want = acc + (float)trips;
+            if (out[row * B + j] != want) fail_msg("row %d col %d: %g want %g", row, j, out[row * B + j], want);
+        }
+    drop(&p);
+}
+
 int main(void) {
     srand(12345);
     const struct CMUnitTest tests[] = {
@@ -245,6 +280,7 @@ int main(void) {
         cmocka_unit_test(test_integer_semantics),
         cmocka_unit_test(test_division_by_zero_is_an_error),
         cmocka_unit_test(test_loop_sum_and_grid_axes),
+        cmocka_unit_test(test_for_loop_from_source),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
