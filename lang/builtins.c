@@ -9,7 +9,10 @@
 
 enum { BUILTIN_MAX_PARAMS = 3 };
 
-typedef enum builtin_id { B_PROGRAM_ID, B_NUM_PROGRAMS, B_ARANGE, B_LOAD, B_STORE } builtin_id;
+typedef enum builtin_id {
+    B_PROGRAM_ID, B_NUM_PROGRAMS, B_ARANGE, B_LOAD, B_STORE,
+    B_WHERE, B_MINIMUM, B_MAXIMUM, B_ABS, B_SQRT, B_FLOOR, B_CEIL, B_FMA, B_CDIV, B_CAST, B_ZEROS, B_FULL
+} builtin_id;
 
 typedef struct builtin {
     const char *name;
@@ -24,6 +27,18 @@ static const builtin builtins[] = {
     {"arange", B_ARANGE, 2, 2, {"lo", "hi"}},
     {"load", B_LOAD, 3, 1, {"ptr", "mask", "other"}},
     {"store", B_STORE, 3, 2, {"ptr", "value", "mask"}},
+    {"where", B_WHERE, 3, 3, {"cond", "a", "b"}},
+    {"minimum", B_MINIMUM, 2, 2, {"a", "b"}},
+    {"maximum", B_MAXIMUM, 2, 2, {"a", "b"}},
+    {"abs", B_ABS, 1, 1, {"x"}},
+    {"sqrt", B_SQRT, 1, 1, {"x"}},
+    {"floor", B_FLOOR, 1, 1, {"x"}},
+    {"ceil", B_CEIL, 1, 1, {"x"}},
+    {"fma", B_FMA, 3, 3, {"a", "b", "c"}},
+    {"cdiv", B_CDIV, 2, 2, {"a", "b"}},
+    {"cast", B_CAST, 2, 2, {"x", "dtype"}},
+    {"zeros", B_ZEROS, 2, 2, {"n", "dtype"}},
+    {"full", B_FULL, 2, 2, {"n", "value"}},
 };
 
 /* Fills slots[] from the call's arguments; false after reporting. */
@@ -200,6 +215,193 @@ static operand check_store(lang_ctx *c, const ast_expr *call, const ast_expr **a
     return lang_poison(call->span); /* a statement: nothing uses its value */
 }
 
+/* A type written as an argument: cast(x, f16), zeros(128, i32). */
+static bool type_arg(lang_ctx *c, const ast_expr *e, tir_elem *out) {
+    if (e->kind == AST_NAME && tir_elem_from_name(e->u.name.str, e->u.name.len, out)) return true;
+    lang_error(c, e->span, "expected a scalar type name (i1, i8, i16, i32, i64, f16, bf16, f32 or f64)");
+    return false;
+}
+
+/* Elementwise math on n promoted operands (see docs: as for arithmetic).
+ * floats_only: ints are an error, untyped literals become f32. */
+static operand math(lang_ctx *c, const ast_expr *call, const ast_expr **args, int n, tir_opcode code, bool floats_only) {
+    operand o[3];
+    bool ok = true;
+    for (int i = 0; i < n; i++) {
+        o[i] = lang_check_expr(c, args[i]);
+        ok = ok && o[i].kind != OPND_POISON;
+    }
+    if (!ok) return lang_poison(call->span);
+    tir_elem el;
+    operand acc = o[0];
+    tir_type shape = lang_operand_type(&o[0]);
+    for (int i = 0; i < n; i++) {
+        if (lang_operand_type(&o[i]).elem == TIR_PTR) {
+            lang_error(c, args[i]->span, "'%s' needs numbers, not %s", call->u.call.callee.str, lang_operand_str(c, &o[i]));
+            return lang_poison(call->span);
+        }
+        if (i && !lang_common_shape(&acc, &o[i], &shape)) {
+            lang_error(c, args[i]->span, "shape mismatch in '%s': %s and %s", call->u.call.callee.str,
+                       lang_type_str(c, shape), lang_operand_str(c, &o[i]));
+            return lang_poison(call->span);
+        }
+        if (i) {
+            lang_common_elem(&acc, &o[i], &el);
+            acc = (operand){.kind = OPND_CONST, .type = tir_with_elem(shape, tir_scalar(el))};
+        } else if (o[0].kind == OPND_INTLIT || o[0].kind == OPND_FLOATLIT) {
+            acc = o[0];
+        }
+    }
+    el = (tir_elem)lang_operand_type(&acc).elem;
+    if (floats_only && acc.kind == OPND_INTLIT) el = TIR_F32;
+    if (floats_only && !tir_elem_is_float(el)) {
+        lang_error(c, call->span, "'%s' needs floats, not %s (cast first)", call->u.call.callee.str, tir_elem_name(el));
+        return lang_poison(call->span);
+    }
+    if (el == TIR_I1) {
+        lang_error(c, call->span, "'%s' is not defined on i1", call->u.call.callee.str);
+        return lang_poison(call->span);
+    }
+    tir_value *v[3];
+    for (int i = 0; i < n; i++) {
+        if (!lang_literal_fits(c, &o[i], el)) return lang_poison(call->span);
+        v[i] = lang_broadcast(c, lang_materialize(c, &o[i], el), shape);
+    }
+    lang_set_loc(c, call->span);
+    return lang_value(tir_build1(&c->b, code, tir_with_elem(shape, tir_scalar(el)), (uint32_t)n, v), call->span);
+}
+
+static operand check_where(lang_ctx *c, const ast_expr *call, const ast_expr **a) {
+    operand cond = lang_check_expr(c, a[0]);
+    if (cond.kind == OPND_POISON) return cond;
+    tir_type ct = lang_operand_type(&cond);
+    if (ct.elem != TIR_I1 || cond.kind == OPND_INTLIT) {
+        lang_error(c, a[0]->span, "where's condition must be i1 (a comparison), not %s", lang_operand_str(c, &cond));
+        return lang_poison(call->span);
+    }
+    operand x = lang_check_expr(c, a[1]), y = lang_check_expr(c, a[2]);
+    if (x.kind == OPND_POISON || y.kind == OPND_POISON) return lang_poison(call->span);
+    tir_elem el;
+    tir_type shape;
+    if (!lang_common_elem(&x, &y, &el) || !lang_common_shape(&x, &y, &shape)) {
+        lang_error(c, call->span, "where's values do not match: %s and %s", lang_operand_str(c, &x), lang_operand_str(c, &y));
+        return lang_poison(call->span);
+    }
+    operand sh = {.kind = OPND_VALUE, .type = shape};
+    if (!lang_common_shape(&cond, &sh, &shape)) {
+        lang_error(c, a[0]->span, "where's condition has shape %s but the values %s", lang_operand_str(c, &cond),
+                   lang_type_str(c, shape));
+        return lang_poison(call->span);
+    }
+    if (!lang_literal_fits(c, &x, el) || !lang_literal_fits(c, &y, el)) return lang_poison(call->span);
+    tir_value *v[3] = {lang_broadcast(c, lang_materialize(c, &cond, TIR_I1), shape),
+                       lang_broadcast(c, lang_materialize(c, &x, el), shape),
+                       lang_broadcast(c, lang_materialize(c, &y, el), shape)};
+    lang_set_loc(c, call->span);
+    return lang_value(tir_build1(&c->b, TIR_OP_SELECT, tir_with_elem(shape, tir_scalar(el)), 3, v), call->span);
+}
+
+/* cdiv(a, b) = (a + b - 1) / b on integers: the number of blocks of b that
+ * cover a; folded when both are known. */
+static operand check_cdiv(lang_ctx *c, const ast_expr *call, const ast_expr **a) {
+    operand x = lang_check_expr(c, a[0]), y = lang_check_expr(c, a[1]);
+    if (x.kind == OPND_POISON || y.kind == OPND_POISON) return lang_poison(call->span);
+    tir_elem el;
+    if (!lang_common_elem(&x, &y, &el) || !tir_elem_is_int(el) || el == TIR_I1 || x.kind == OPND_FLOATLIT ||
+        y.kind == OPND_FLOATLIT) {
+        lang_error(c, call->span, "cdiv needs integers, not %s and %s", lang_operand_str(c, &x), lang_operand_str(c, &y));
+        return lang_poison(call->span);
+    }
+    bool kx = x.kind == OPND_INTLIT || x.kind == OPND_CONST, ky = y.kind == OPND_INTLIT || y.kind == OPND_CONST;
+    if (kx && ky) {
+        if (y.ival == 0) {
+            lang_error(c, a[1]->span, "division by zero in a constant expression");
+            return lang_poison(call->span);
+        }
+        operand r = x.kind == OPND_CONST ? x : y;
+        r.span = call->span;
+        r.ival = (x.ival + y.ival - 1) / y.ival;
+        if (x.kind == OPND_INTLIT && y.kind == OPND_INTLIT) r.kind = OPND_INTLIT;
+        else r.type = tir_scalar(el);
+        return r;
+    }
+    if (!c->emit) {
+        lang_error(c, call->span, "this expression must be a compile-time constant");
+        return lang_poison(call->span);
+    }
+    tir_type shape;
+    if (!lang_common_shape(&x, &y, &shape)) {
+        lang_error(c, call->span, "shape mismatch in 'cdiv': %s and %s", lang_operand_str(c, &x), lang_operand_str(c, &y));
+        return lang_poison(call->span);
+    }
+    if (!lang_literal_fits(c, &x, el) || !lang_literal_fits(c, &y, el)) return lang_poison(call->span);
+    lang_set_loc(c, call->span);
+    tir_value *vx = lang_broadcast(c, lang_materialize(c, &x, el), shape);
+    tir_value *vy = lang_broadcast(c, lang_materialize(c, &y, el), shape);
+    tir_value *one = tir_build_const_int(&c->b, tir_element_of(vy->type), 1);
+    one = lang_broadcast(c, one, shape);
+    tir_value *sum = tir_build_binary(&c->b, TIR_OP_SUB, tir_build_binary(&c->b, TIR_OP_ADD, vx, vy), one);
+    return lang_value(tir_build_binary(&c->b, TIR_OP_DIV, sum, vy), call->span);
+}
+
+static operand check_cast(lang_ctx *c, const ast_expr *call, const ast_expr **a) {
+    tir_elem to;
+    operand x = lang_check_expr(c, a[0]);
+    if (!type_arg(c, a[1], &to) || x.kind == OPND_POISON) return lang_poison(call->span);
+    if (lang_operand_type(&x).elem == TIR_PTR) {
+        lang_error(c, a[0]->span, "cannot cast a pointer (%s)", lang_operand_str(c, &x));
+        return lang_poison(call->span);
+    }
+    if (x.kind == OPND_INTLIT || x.kind == OPND_FLOATLIT) {
+        /* a literal simply takes the type, if it fits */
+        if (x.kind == OPND_FLOATLIT && tir_elem_is_int(to)) {
+            x.kind = OPND_INTLIT;
+            x.ival = (int64_t)x.fval;
+        }
+        if (!lang_literal_fits(c, &x, to)) return lang_poison(call->span);
+    }
+    lang_set_loc(c, call->span);
+    return lang_value(lang_materialize(c, &x, to), call->span);
+}
+
+static bool tile_length(lang_ctx *c, const ast_expr *e, uint32_t *n) {
+    bool emit = c->emit;
+    operand o = lang_check_expr(c, e);
+    c->emit = emit;
+    if (o.kind == OPND_POISON) return false;
+    if ((o.kind != OPND_INTLIT && o.kind != OPND_CONST) || o.ival <= 0 || (o.ival & (o.ival - 1)) ||
+        o.ival > TIR_MAX_TILE_ELEMS) {
+        lang_error(c, e->span, "a tile length must be a power of two known at compile time (at most %d)",
+                   TIR_MAX_TILE_ELEMS);
+        return false;
+    }
+    *n = (uint32_t)o.ival;
+    return true;
+}
+
+static operand check_fill(lang_ctx *c, const ast_expr *call, const ast_expr **a, bool zeros) {
+    uint32_t n;
+    if (!tile_length(c, a[0], &n)) return lang_poison(call->span);
+    operand v;
+    tir_elem el;
+    if (zeros) {
+        if (!type_arg(c, a[1], &el)) return lang_poison(call->span);
+        v = (operand){.kind = OPND_INTLIT, .ival = 0, .span = call->span};
+    } else {
+        v = lang_check_expr(c, a[1]);
+        if (v.kind == OPND_POISON) return v;
+        tir_type t = lang_operand_type(&v);
+        if (t.rank || t.elem == TIR_PTR) {
+            lang_error(c, a[1]->span, "full's value must be a scalar number, not %s", lang_operand_str(c, &v));
+            return lang_poison(call->span);
+        }
+        el = (tir_elem)t.elem;
+    }
+    lang_set_loc(c, call->span);
+    tir_value *s = lang_materialize(c, &v, el);
+    return lang_value(tir_build_splat(&c->b, s, tir_tile1(tir_scalar(el), n)), call->span);
+}
+
 operand lang_check_call(lang_ctx *c, const ast_expr *e) {
     const char *name = e->u.call.callee.str;
     bool whole_stmt = c->stmt_call;
@@ -211,7 +413,7 @@ operand lang_check_call(lang_ctx *c, const ast_expr *e) {
         lang_error(c, e->u.call.callee.span, "unknown function '%s'", name);
         return lang_poison(e->span);
     }
-    if (!c->emit && bi->id != B_ARANGE) {
+    if (!c->emit && bi->id != B_ARANGE && bi->id != B_CDIV) {
         lang_error(c, e->span, "'%s' cannot be used in a compile-time constant", name);
         return lang_poison(e->span);
     }
@@ -232,6 +434,18 @@ operand lang_check_call(lang_ctx *c, const ast_expr *e) {
         return check_arange(c, e, slots);
     case B_LOAD: return check_load(c, e, slots);
     case B_STORE: return check_store(c, e, slots);
+    case B_WHERE: return check_where(c, e, slots);
+    case B_MINIMUM: return math(c, e, slots, 2, TIR_OP_MIN, false);
+    case B_MAXIMUM: return math(c, e, slots, 2, TIR_OP_MAX, false);
+    case B_ABS: return math(c, e, slots, 1, TIR_OP_ABS, false);
+    case B_SQRT: return math(c, e, slots, 1, TIR_OP_SQRT, true);
+    case B_FLOOR: return math(c, e, slots, 1, TIR_OP_FLOOR, true);
+    case B_CEIL: return math(c, e, slots, 1, TIR_OP_CEIL, true);
+    case B_FMA: return math(c, e, slots, 3, TIR_OP_FMA, true);
+    case B_CDIV: return check_cdiv(c, e, slots);
+    case B_CAST: return check_cast(c, e, slots);
+    case B_ZEROS: return check_fill(c, e, slots, true);
+    case B_FULL: return check_fill(c, e, slots, false);
     }
     return lang_poison(e->span);
 }

@@ -383,6 +383,43 @@ static void gen_store(cg *c, const tir_op *op) {
     LLVMPositionBuilderAtEnd(c->b, join);
 }
 
+/* A call to an overloaded LLVM intrinsic on type ty. */
+static LLVMValueRef intrinsic(cg *c, const char *name, LLVMTypeRef ty, LLVMValueRef *args, unsigned n) {
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    LLVMValueRef fn = LLVMGetIntrinsicDeclaration(c->mod, id, &ty, 1);
+    LLVMTypeRef fty = LLVMIntrinsicGetType(c->ctx, id, &ty, 1);
+    return LLVMBuildCall2(c->b, fty, fn, args, n, "");
+}
+
+static void gen_math(cg *c, const tir_op *op) {
+    const tir_value *res = op->results[0];
+    tir_elem e = (tir_elem)res->type.elem;
+    bool fl = tir_elem_is_float(e);
+    LLVMTypeRef ty = elem_type(c, e);
+    LLVMValueRef *r = new_regs(c, res);
+    for (uint32_t i = 0; i < c->nregs[res->id]; i++) {
+        LLVMValueRef a[3];
+        for (uint32_t k = 0; k < op->noperands; k++) a[k] = reg(c, op->operands[k], i);
+        switch (op->code) {
+        case TIR_OP_MIN: r[i] = fl ? intrinsic(c, "llvm.minimum", ty, a, 2) : intrinsic(c, "llvm.smin", ty, a, 2); break;
+        case TIR_OP_MAX: r[i] = fl ? intrinsic(c, "llvm.maximum", ty, a, 2) : intrinsic(c, "llvm.smax", ty, a, 2); break;
+        case TIR_OP_ABS:
+            if (fl) {
+                r[i] = intrinsic(c, "llvm.fabs", ty, a, 1);
+            } else {
+                a[1] = LLVMConstInt(LLVMInt1TypeInContext(c->ctx), 0, false); /* abs(min) is min, not poison */
+                r[i] = intrinsic(c, "llvm.abs", ty, a, 2);
+            }
+            break;
+        case TIR_OP_SQRT: r[i] = intrinsic(c, "llvm.sqrt", ty, a, 1); break;
+        case TIR_OP_FLOOR: r[i] = intrinsic(c, "llvm.floor", ty, a, 1); break;
+        case TIR_OP_CEIL: r[i] = intrinsic(c, "llvm.ceil", ty, a, 1); break;
+        case TIR_OP_FMA: r[i] = intrinsic(c, "llvm.fma", ty, a, 3); break;
+        default: break;
+        }
+    }
+}
+
 static void gen_op(cg *c, const tir_op *op);
 
 /* A loop: the header holds one phi per induction variable and per register
@@ -497,6 +534,8 @@ static void gen_op(cg *c, const tir_op *op) {
         }
         return;
     }
+    case TIR_OP_MIN: case TIR_OP_MAX: case TIR_OP_ABS: case TIR_OP_SQRT: case TIR_OP_FLOOR: case TIR_OP_CEIL:
+    case TIR_OP_FMA: gen_math(c, op); return;
     case TIR_OP_LOAD: gen_load(c, op); return;
     case TIR_OP_STORE: gen_store(c, op); return;
     case TIR_OP_RETURN: LLVMBuildRetVoid(c->b); return;

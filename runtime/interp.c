@@ -246,6 +246,20 @@ static void do_binary(interp *in, const tir_op *op) {
                 r[k].i = op->code == TIR_OP_DIV ? x / y : x % y;
             }
             break;
+        case TIR_OP_MIN:
+        case TIR_OP_MAX: {
+            bool want_min = op->code == TIR_OP_MIN;
+            if (!fl) {
+                r[k].i = (x < y) == want_min ? x : y;
+            } else if (isnan(fx) || isnan(fy)) {
+                r[k].f = NAN;
+            } else if (fx == fy) { /* -0 is the smaller zero */
+                r[k].f = (signbit(fx) != 0) == want_min ? fx : fy;
+            } else {
+                r[k].f = (fx < fy) == want_min ? fx : fy;
+            }
+            break;
+        }
         case TIR_OP_AND: r[k].i = x & y; break;
         case TIR_OP_OR: r[k].i = x | y; break;
         case TIR_OP_XOR: r[k].i = x ^ y; break;
@@ -366,6 +380,32 @@ static void run_op(interp *in, const tir_op *op) {
             else if (tir_elem_is_float(e)) s->cells[k].f = -a[k].f;
             else s->cells[k].i = tir_wrap_int((int64_t)(0 - (uint64_t)a[k].i), e);
         }
+        return;
+    }
+    case TIR_OP_ABS:
+    case TIR_OP_SQRT:
+    case TIR_OP_FLOOR:
+    case TIR_OP_CEIL: {
+        slot *s = out_slot(in, res);
+        cell *a = val(in, op->operands[0]);
+        tir_elem e = (tir_elem)res->type.elem;
+        for (uint32_t k = 0; k < s->n; k++) {
+            if (op->code == TIR_OP_ABS && !tir_elem_is_float(e))
+                s->cells[k].i = tir_wrap_int(a[k].i < 0 ? (int64_t)(0 - (uint64_t)a[k].i) : a[k].i, e);
+            else if (op->code == TIR_OP_ABS) s->cells[k].f = fabs(a[k].f);
+            else if (op->code == TIR_OP_SQRT) s->cells[k].f = round_to(e, e == TIR_F32 ? (double)sqrtf((float)a[k].f) : sqrt(a[k].f));
+            else if (op->code == TIR_OP_FLOOR) s->cells[k].f = floor(a[k].f);
+            else s->cells[k].f = ceil(a[k].f);
+        }
+        return;
+    }
+    case TIR_OP_FMA: {
+        slot *s = out_slot(in, res);
+        cell *a = val(in, op->operands[0]), *b = val(in, op->operands[1]), *c = val(in, op->operands[2]);
+        tir_elem e = (tir_elem)res->type.elem;
+        for (uint32_t k = 0; k < s->n; k++)
+            s->cells[k].f = e == TIR_F32 ? (double)fmaf((float)a[k].f, (float)b[k].f, (float)c[k].f)
+                                         : round_to(e, fma(a[k].f, b[k].f, c[k].f));
         return;
     }
     case TIR_OP_CAST: do_cast(in, op); return;

@@ -270,6 +270,63 @@ static void test_for_loop_from_source(void **state) {
     drop(&p);
 }
 
+static void test_math_builtins(void **state) {
+    (void)state;
+    prog p;
+    build(&p, "m.tile",
+          "kernel m(x: *f32, y: *f32, out: *f32, iout: *i32, n: i32) {\n"
+          "    let o = arange(0, 64);\n"
+          "    let a = load(x + o);\n"
+          "    let b = load(y + o);\n"
+          "    store(out + o, where(a > b, a, b) + minimum(a, 0.5) * maximum(b, -1));\n"
+          "    store(out + 64 + o, sqrt(abs(b)) + floor(a) - ceil(b) + fma(a, b, 2.0));\n"
+          "    store(iout + o, abs(cast(a * 10, i32)) + minimum(o, 7) + cdiv(n, 16) + cdiv(o, 3));\n"
+          "    store(out + 128 + o, full(64, 0.25) + zeros(64, f32) + cast(cast(a, f16), f32));\n"
+          "}\n");
+    float x[64], y[64], out[192];
+    int32_t iout[64];
+    for (int i = 0; i < 64; i++) x[i] = rand_float(), y[i] = rand_float();
+    x[3] = NAN, y[5] = NAN, x[7] = -0.0f, y[7] = 0.0f; /* NaN propagates; -0 is the smaller zero */
+    for (int i = 0; i < 192; i++) out[i] = 12345;
+    rt_buffer bufs[4] = {{x, sizeof x}, {y, sizeof y}, {out, sizeof out}, {iout, sizeof iout}};
+    rt_arg args[5] = {ptr_arg(0), ptr_arg(1), ptr_arg(2), ptr_arg(3), int_arg(100)};
+    rt_launch l = {p.m->funcs, "m.tile", bufs, 4, args, 5, {1, 1, 1}};
+    if (!rt_interp_run(&l, &p.diag)) fail_msg("%s", p.diag.out.data);
+    for (int i = 0; i < 64; i++) {
+        float a = x[i], b = y[i];
+        float mn = isnan(a) ? NAN : (a < 0.5f ? a : 0.5f);
+        float mx = isnan(b) ? NAN : (b > -1.0f ? b : -1.0f);
+        float w1 = (a > b ? a : b) + mn * mx;
+        float w2 = sqrtf(fabsf(b)) + floorf(a) - ceilf(b) + fmaf(a, b, 2.0f);
+        if (!(out[i] == w1 || (isnan(out[i]) && isnan(w1)))) fail_msg("where/min/max [%d]: %g want %g", i, out[i], w1);
+        if (!(out[64 + i] == w2 || (isnan(out[64 + i]) && isnan(w2)))) fail_msg("math [%d]: %g want %g", i, out[64 + i], w2);
+        if (!isnan(a)) {
+            float t = a * 10;
+            int32_t want = abs((int32_t)t) + (i < 7 ? i : 7) + 7 + (i + 2) / 3;
+            assert_int_equal(iout[i], want);
+            /* f32 -> f16 -> f32 rounds to 11 significant bits */
+            float h = out[128 + i] - 0.25f;
+            assert_true(fabsf(h - a) <= fabsf(a) * 0x1p-11f + 1e-7f);
+        }
+    }
+    drop(&p);
+}
+
+static void test_min_of_signed_zeros(void **state) {
+    (void)state;
+    prog p;
+    build(&p, "z.tile", "kernel z(x: *f32) {\n    store(x + 2, minimum(load(x), load(x + 1)));\n"
+                        "    store(x + 3, maximum(load(x), load(x + 1)));\n}\n");
+    float v[4] = {0.0f, -0.0f, 7, 7};
+    rt_buffer bufs[1] = {{v, sizeof v}};
+    rt_arg args[1] = {ptr_arg(0)};
+    rt_launch l = {p.m->funcs, "z.tile", bufs, 1, args, 1, {1, 1, 1}};
+    assert_true(rt_interp_run(&l, &p.diag));
+    assert_true(v[2] == 0 && signbit(v[2]));  /* min(+0, -0) = -0 */
+    assert_true(v[3] == 0 && !signbit(v[3])); /* max(+0, -0) = +0 */
+    drop(&p);
+}
+
 int main(void) {
     srand(12345);
     const struct CMUnitTest tests[] = {
@@ -281,6 +338,8 @@ int main(void) {
         cmocka_unit_test(test_division_by_zero_is_an_error),
         cmocka_unit_test(test_loop_sum_and_grid_axes),
         cmocka_unit_test(test_for_loop_from_source),
+        cmocka_unit_test(test_math_builtins),
+        cmocka_unit_test(test_min_of_signed_zeros),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
