@@ -394,8 +394,7 @@ static bool parse_op(reader *r, tir_builder *b) {
     }
     if (op->code == TIR_OP_FOR) {
         if (!expect(r, "{") || !expect(r, "^") || !expect(r, "(")) return false;
-        op->body = NULL;
-        /* make the body block through the builder so it is linked right */
+        /* the body block, linked to its op and function like tir_build_for makes it */
         tir_block *body = TC_NEW(r->arena, tir_block);
         body->func = b->func;
         body->parent = op;
