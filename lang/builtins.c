@@ -11,7 +11,8 @@ enum { BUILTIN_MAX_PARAMS = 3 };
 
 typedef enum builtin_id {
     B_PROGRAM_ID, B_NUM_PROGRAMS, B_ARANGE, B_LOAD, B_STORE,
-    B_WHERE, B_MINIMUM, B_MAXIMUM, B_ABS, B_SQRT, B_FLOOR, B_CEIL, B_FMA, B_CDIV, B_CAST, B_ZEROS, B_FULL
+    B_WHERE, B_MINIMUM, B_MAXIMUM, B_ABS, B_SQRT, B_FLOOR, B_CEIL, B_FMA, B_CDIV, B_CAST, B_ZEROS, B_FULL,
+    B_EXP, B_EXP2, B_LOG, B_LOG2, B_SIN, B_COS, B_RSQRT, B_SIGMOID, B_TANH
 } builtin_id;
 
 typedef struct builtin {
@@ -39,6 +40,15 @@ static const builtin builtins[] = {
     {"cast", B_CAST, 2, 2, {"x", "dtype"}},
     {"zeros", B_ZEROS, 2, 2, {"n", "dtype"}},
     {"full", B_FULL, 2, 2, {"n", "value"}},
+    {"exp", B_EXP, 1, 1, {"x"}},
+    {"exp2", B_EXP2, 1, 1, {"x"}},
+    {"log", B_LOG, 1, 1, {"x"}},
+    {"log2", B_LOG2, 1, 1, {"x"}},
+    {"sin", B_SIN, 1, 1, {"x"}},
+    {"cos", B_COS, 1, 1, {"x"}},
+    {"rsqrt", B_RSQRT, 1, 1, {"x"}},
+    {"sigmoid", B_SIGMOID, 1, 1, {"x"}},
+    {"tanh", B_TANH, 1, 1, {"x"}},
 };
 
 /* Fills slots[] from the call's arguments; false after reporting. */
@@ -402,6 +412,61 @@ static operand check_fill(lang_ctx *c, const ast_expr *call, const ast_expr **a,
     return lang_value(tir_build_splat(&c->b, s, tir_tile1(tir_scalar(el), n)), call->span);
 }
 
+/* ---- transcendental functions ------------------------------------------
+ * exp2, log2, sin, cos and rsqrt are IR ops (PTX .approx on the GPU); the
+ * rest are built from them: exp(x) = exp2(x log2 e), log(x) = log2(x) ln 2,
+ * sigmoid(x) = 1 / (1 + exp(-x)), tanh(x) = 2 sigmoid(2x) - 1. */
+
+static tir_value *float_arg(lang_ctx *c, const ast_expr *call, const ast_expr *arg, bool allow_f64) {
+    operand o = lang_check_expr(c, arg);
+    if (o.kind == OPND_POISON) return NULL;
+    tir_type t = lang_operand_type(&o);
+    tir_elem el = (o.kind == OPND_INTLIT || o.kind == OPND_FLOATLIT) ? TIR_F32 : (tir_elem)t.elem;
+    if (t.elem == TIR_PTR || !tir_elem_is_float(el)) {
+        lang_error(c, call->span, "'%s' needs floats, not %s (cast first)", call->u.call.callee.str,
+                   lang_operand_str(c, &o));
+        return NULL;
+    }
+    if (el == TIR_F64 && !allow_f64) {
+        lang_error(c, call->span, "'%s' on f64 is not supported yet (f32, f16 and bf16 are)", call->u.call.callee.str);
+        return NULL;
+    }
+    return lang_materialize(c, &o, el);
+}
+
+static tir_value *fconst(lang_ctx *c, const tir_value *like, double v) {
+    return lang_broadcast(c, tir_build_const_float(&c->b, tir_element_of(like->type), v), like->type);
+}
+
+static operand check_transcendental(lang_ctx *c, const ast_expr *call, const ast_expr **a, builtin_id id) {
+    tir_value *x = float_arg(c, call, a[0], id == B_RSQRT);
+    if (!x) return lang_poison(call->span);
+    lang_set_loc(c, call->span);
+    const double log2e = 1.4426950408889634, ln2 = 0.6931471805599453;
+    tir_builder *b = &c->b;
+    tir_value *r = NULL;
+    switch (id) {
+    case B_EXP2: r = tir_build_unary(b, TIR_OP_EXP2, x); break;
+    case B_LOG2: r = tir_build_unary(b, TIR_OP_LOG2, x); break;
+    case B_SIN: r = tir_build_unary(b, TIR_OP_SIN, x); break;
+    case B_COS: r = tir_build_unary(b, TIR_OP_COS, x); break;
+    case B_RSQRT: r = tir_build_unary(b, TIR_OP_RSQRT, x); break;
+    case B_EXP: r = tir_build_unary(b, TIR_OP_EXP2, tir_build_binary(b, TIR_OP_MUL, x, fconst(c, x, log2e))); break;
+    case B_LOG: r = tir_build_binary(b, TIR_OP_MUL, tir_build_unary(b, TIR_OP_LOG2, x), fconst(c, x, ln2)); break;
+    case B_SIGMOID:
+    case B_TANH: {
+        double k = id == B_TANH ? -2 * log2e : -log2e; /* e^-x, or e^-2x for tanh */
+        tir_value *e = tir_build_unary(b, TIR_OP_EXP2, tir_build_binary(b, TIR_OP_MUL, x, fconst(c, x, k)));
+        tir_value *den = tir_build_binary(b, TIR_OP_ADD, fconst(c, x, 1.0), e);
+        r = tir_build_binary(b, TIR_OP_DIV, fconst(c, x, id == B_TANH ? 2.0 : 1.0), den);
+        if (id == B_TANH) r = tir_build_binary(b, TIR_OP_SUB, r, fconst(c, x, 1.0));
+        break;
+    }
+    default: break;
+    }
+    return lang_value(r, call->span);
+}
+
 operand lang_check_call(lang_ctx *c, const ast_expr *e) {
     const char *name = e->u.call.callee.str;
     bool whole_stmt = c->stmt_call;
@@ -446,6 +511,8 @@ operand lang_check_call(lang_ctx *c, const ast_expr *e) {
     case B_CAST: return check_cast(c, e, slots);
     case B_ZEROS: return check_fill(c, e, slots, true);
     case B_FULL: return check_fill(c, e, slots, false);
+    case B_EXP: case B_EXP2: case B_LOG: case B_LOG2: case B_SIN: case B_COS: case B_RSQRT: case B_SIGMOID:
+    case B_TANH: return check_transcendental(c, e, slots, bi->id);
     }
     return lang_poison(e->span);
 }

@@ -420,6 +420,35 @@ static void gen_math(cg *c, const tir_op *op) {
     }
 }
 
+/* The PTX .approx functions exist for f32 (and rsqrt for f64); f16 and
+ * bf16 go through f32. */
+static void gen_approx(cg *c, const tir_op *op) {
+    const tir_value *res = op->results[0];
+    tir_elem e = (tir_elem)res->type.elem;
+    static const char *const f32_names[] = {"llvm.nvvm.ex2.approx.f", "llvm.nvvm.lg2.approx.f", "llvm.nvvm.sin.approx.f",
+                                            "llvm.nvvm.cos.approx.f", "llvm.nvvm.rsqrt.approx.f"};
+    const char *name = f32_names[op->code - TIR_OP_EXP2];
+    if (e == TIR_F64) {
+        if (op->code != TIR_OP_RSQRT) {
+            cg_error(c, op, "exp2, log2, sin and cos on f64 are not supported yet (f32 math only)");
+            return;
+        }
+        name = "llvm.nvvm.rsqrt.approx.d";
+    }
+    LLVMTypeRef f32 = LLVMFloatTypeInContext(c->ctx), ty = elem_type(c, e);
+    LLVMTypeRef cty = e == TIR_F64 ? ty : f32;
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    LLVMValueRef fn = LLVMGetIntrinsicDeclaration(c->mod, id, NULL, 0);
+    LLVMTypeRef fty = LLVMIntrinsicGetType(c->ctx, id, NULL, 0);
+    LLVMValueRef *r = new_regs(c, res);
+    for (uint32_t i = 0; i < c->nregs[res->id]; i++) {
+        LLVMValueRef x = reg(c, op->operands[0], i);
+        if (cty != ty) x = LLVMBuildFPExt(c->b, x, cty, "");
+        LLVMValueRef y = LLVMBuildCall2(c->b, fty, fn, &x, 1, "");
+        r[i] = cty != ty ? LLVMBuildFPTrunc(c->b, y, ty, "") : y;
+    }
+}
+
 static void gen_op(cg *c, const tir_op *op);
 
 /* A loop: the header holds one phi per induction variable and per register
@@ -536,6 +565,7 @@ static void gen_op(cg *c, const tir_op *op) {
     }
     case TIR_OP_MIN: case TIR_OP_MAX: case TIR_OP_ABS: case TIR_OP_SQRT: case TIR_OP_FLOOR: case TIR_OP_CEIL:
     case TIR_OP_FMA: gen_math(c, op); return;
+    case TIR_OP_EXP2: case TIR_OP_LOG2: case TIR_OP_SIN: case TIR_OP_COS: case TIR_OP_RSQRT: gen_approx(c, op); return;
     case TIR_OP_LOAD: gen_load(c, op); return;
     case TIR_OP_STORE: gen_store(c, op); return;
     case TIR_OP_RETURN: LLVMBuildRetVoid(c->b); return;

@@ -382,6 +382,22 @@ static void run_op(interp *in, const tir_op *op) {
         }
         return;
     }
+    case TIR_OP_EXP2:
+    case TIR_OP_LOG2:
+    case TIR_OP_SIN:
+    case TIR_OP_COS:
+    case TIR_OP_RSQRT: {
+        slot *s = out_slot(in, res);
+        cell *a = val(in, op->operands[0]);
+        tir_elem e = (tir_elem)res->type.elem;
+        for (uint32_t k = 0; k < s->n; k++) {
+            double x = a[k].f;
+            double r = op->code == TIR_OP_EXP2 ? exp2(x) : op->code == TIR_OP_LOG2 ? log2(x)
+                     : op->code == TIR_OP_SIN ? sin(x) : op->code == TIR_OP_COS ? cos(x) : 1.0 / sqrt(x);
+            s->cells[k].f = round_to(e, r);
+        }
+        return;
+    }
     case TIR_OP_ABS:
     case TIR_OP_SQRT:
     case TIR_OP_FLOOR:

@@ -103,12 +103,12 @@ static void check_types(verifier *v, const tir_op *op) {
             fail(v, op, "bitwise ops need integer or i1 operands");
         break;
     case TIR_OP_MIN: case TIR_OP_MAX: case TIR_OP_ABS: case TIR_OP_SQRT: case TIR_OP_FLOOR: case TIR_OP_CEIL:
-    case TIR_OP_FMA:
+    case TIR_OP_FMA: case TIR_OP_EXP2: case TIR_OP_LOG2: case TIR_OP_SIN: case TIR_OP_COS: case TIR_OP_RSQRT:
         for (uint32_t i = 0; i < op->noperands; i++)
             if (!tir_type_eq(o[i]->type, r)) fail(v, op, "operands and result must have one type");
         if (!numeric(r) || r.elem == TIR_I1) fail(v, op, "math ops need numbers");
-        else if ((op->code == TIR_OP_SQRT || op->code == TIR_OP_FLOOR || op->code == TIR_OP_CEIL ||
-                  op->code == TIR_OP_FMA) && !tir_elem_is_float((tir_elem)r.elem))
+        else if (op->code != TIR_OP_MIN && op->code != TIR_OP_MAX && op->code != TIR_OP_ABS &&
+                 !tir_elem_is_float((tir_elem)r.elem))
             fail(v, op, "this op needs floats");
         break;
     case TIR_OP_EQ: case TIR_OP_NE: case TIR_OP_LT: case TIR_OP_LE: case TIR_OP_GT: case TIR_OP_GE:

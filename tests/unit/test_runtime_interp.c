@@ -327,6 +327,42 @@ static void test_min_of_signed_zeros(void **state) {
     drop(&p);
 }
 
+/* The interpreter computes these exactly (then rounds to the type); the
+ * GPU's .approx instructions are within a few ulp of it. */
+static void test_transcendental_functions(void **state) {
+    (void)state;
+    prog p;
+    build(&p, "t.tile",
+          "kernel t(x: *f32, out: *f32) {\n"
+          "    let o = arange(0, 64);\n"
+          "    let a = load(x + o);\n"
+          "    store(out + o, exp(a));\n"
+          "    store(out + 64 + o, log(abs(a) + 1));\n"
+          "    store(out + 128 + o, sin(a) + cos(a));\n"
+          "    store(out + 192 + o, rsqrt(abs(a) + 1));\n"
+          "    store(out + 256 + o, sigmoid(a));\n"
+          "    store(out + 320 + o, tanh(a));\n"
+          "    store(out + 384 + o, exp2(a) * log2(abs(a) + 2));\n"
+          "}\n");
+    float x[64], out[448];
+    for (int i = 0; i < 64; i++) x[i] = rand_float() / 2; /* about -5..5 */
+    for (int i = 0; i < 448; i++) out[i] = NAN;
+    rt_buffer bufs[2] = {{x, sizeof x}, {out, sizeof out}};
+    rt_arg args[2] = {ptr_arg(0), ptr_arg(1)};
+    rt_launch l = {p.m->funcs, "t.tile", bufs, 2, args, 2, {1, 1, 1}};
+    if (!rt_interp_run(&l, &p.diag)) fail_msg("%s", p.diag.out.data);
+    for (int i = 0; i < 64; i++) {
+        double a = x[i];
+        double want[7] = {exp(a), log(fabs(a) + 1), sin(a) + cos(a), 1 / sqrt(fabs(a) + 1), 1 / (1 + exp(-a)),
+                          tanh(a), exp2(a) * log2(fabs(a) + 2)};
+        for (int k = 0; k < 7; k++) {
+            double got = out[64 * k + i], tol = 1e-5 * fabs(want[k]) + 1e-6; /* f32 steps on the way */
+            if (fabs(got - want[k]) > tol) fail_msg("function %d at x=%g: %.9g, want %.9g", k, a, got, want[k]);
+        }
+    }
+    drop(&p);
+}
+
 int main(void) {
     srand(12345);
     const struct CMUnitTest tests[] = {
@@ -340,6 +376,7 @@ int main(void) {
         cmocka_unit_test(test_for_loop_from_source),
         cmocka_unit_test(test_math_builtins),
         cmocka_unit_test(test_min_of_signed_zeros),
+        cmocka_unit_test(test_transcendental_functions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
