@@ -7,7 +7,15 @@
  * their length. Codegen turns a thread's elements into one vector access
  * when the pointers are contiguous and aligned across it (Triton calls
  * this AxisInfo). One forward walk in program order: every operand is
- * analyzed before its users. Unknown values get (1, 1, 1). */
+ * analyzed before its users. Unknown values get (1, 1, 1).
+ *
+ * Divisibility is a fact about run starts only: with contiguity C > 1 it
+ * holds for the elements at multiples of C, and otherwise for every element.
+ * So when an op's result has shorter runs than a contiguous operand (or
+ * none), that operand contributes only gcd(divisibility, new run length):
+ * arange(0, 8) is divisible by 2^30 at element 0 but by 1 at element 1.
+ * Integer arithmetic is assumed not to wrap inside a run (as Triton does):
+ * index arithmetic that overflows i32 is out of bounds anyway. */
 #include "lower/lower.h"
 
 enum { AXIS_MAX_DIVISIBILITY = 1 << 30 }; /* what "divisible by anything" becomes (0) */
@@ -36,6 +44,14 @@ static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
 static int64_t length(const tir_value *v) { return v->type.rank ? (int64_t)v->type.shape[0] : 1; }
+
+/* What divides x's elements at multiples of `run` (a power of two), given
+ * that x's facts hold at multiples of its own contiguity. `unit` is the step
+ * between consecutive elements of a contiguous run (bytes for pointers). */
+static int64_t div_at(lower_axis_info x, int64_t run, int64_t unit) {
+    if (x.contiguity <= 1 || run >= x.contiguity) return x.divisibility;
+    return gcd64(x.divisibility, run * unit);
+}
 
 lower_axis_info lower_axis_get(const lower_axis_map *map, const tir_value *v) {
     if (v->id < map->n && map->info[v->id].divisibility) return map->info[v->id];
@@ -82,20 +98,25 @@ static void analyze(tir_op *op, void *p) {
         /* a run stays contiguous when the other side is constant across it */
         out.contiguity = max64(min64(a.contiguity, b.constancy), op->code == TIR_OP_SUB ? 1 : min64(b.contiguity, a.constancy));
         out.constancy = gcd64(a.constancy, b.constancy);
-        out.divisibility = gcd64(a.divisibility, b.divisibility * scale);
+        int64_t run = max64(out.contiguity, 1);
+        out.divisibility = gcd64(div_at(a, run, scale), div_at(b, run, 1) * scale);
         break;
     }
-    case TIR_OP_MUL:
+    case TIR_OP_MUL: /* no runs survive (x * 1 is folded away by simplify) */
         out.constancy = gcd64(a.constancy, b.constancy);
-        out.divisibility = min64(a.divisibility * b.divisibility, AXIS_MAX_DIVISIBILITY);
+        out.divisibility = min64(div_at(a, 1, 1) * div_at(b, 1, 1), AXIS_MAX_DIVISIBILITY);
         break;
     case TIR_OP_EQ: case TIR_OP_NE: case TIR_OP_LT: case TIR_OP_LE: case TIR_OP_GT: case TIR_OP_GE:
-        /* constant compared with constant stays constant; a contiguous run
-         * compared with a constant keeps its value only within aligned
-         * blocks as long as the constant's divisibility */
+        /* constant compared with constant stays constant. A contiguous run
+         * s, s+1, ... compared with a constant c splits into blocks of g
+         * elements whose values start at multiples of g; when g also
+         * divides c, c can only fall on a block's first value, so each
+         * block compares one way: g = gcd(contiguity, div(s), div(c)). */
         out.constancy = gcd64(a.constancy, b.constancy);
-        if (b.constancy >= n && a.contiguity > 1) out.constancy = max64(out.constancy, gcd64(a.contiguity, b.divisibility));
-        if (a.constancy >= n && b.contiguity > 1) out.constancy = max64(out.constancy, gcd64(b.contiguity, a.divisibility));
+        if (b.constancy >= n && a.contiguity > 1)
+            out.constancy = max64(out.constancy, gcd64(gcd64(a.contiguity, a.divisibility), b.divisibility));
+        if (a.constancy >= n && b.contiguity > 1)
+            out.constancy = max64(out.constancy, gcd64(gcd64(b.contiguity, b.divisibility), a.divisibility));
         break;
     case TIR_OP_AND:
     case TIR_OP_OR:
@@ -104,7 +125,16 @@ static void analyze(tir_op *op, void *p) {
         out.constancy = gcd64(a.constancy, b.constancy);
         if (op->code == TIR_OP_SELECT) out.constancy = gcd64(out.constancy, lower_axis_get(map, op->operands[2]).constancy);
         break;
-    case TIR_OP_CAST:
+    case TIR_OP_CAST: {
+        /* sign-extending an integer keeps its values, so keeps every fact */
+        tir_elem from = (tir_elem)op->operands[0]->type.elem, to = (tir_elem)r->type.elem;
+        if (tir_elem_is_int(from) && from != TIR_I1 && tir_elem_is_int(to) && tir_elem_bits(to) >= tir_elem_bits(from)) {
+            out = a;
+            break;
+        }
+        out.constancy = a.constancy;
+        break;
+    }
     case TIR_OP_NEG:
     case TIR_OP_NOT:
     case TIR_OP_CONVERT_LAYOUT:

@@ -58,6 +58,18 @@ static LLVMTypeRef elem_type(cg *c, tir_elem e) {
     }
 }
 
+/* How an element sits in memory: i1 takes a whole byte (0 or 1), as in the
+ * interpreter and the host; LLVM's <N x i1> would pack bits instead. */
+static LLVMTypeRef mem_type(cg *c, tir_elem e) { return e == TIR_I1 ? LLVMInt8TypeInContext(c->ctx) : elem_type(c, e); }
+
+static LLVMValueRef from_mem(cg *c, tir_elem e, LLVMValueRef v) {
+    return e == TIR_I1 ? LLVMBuildICmp(c->b, LLVMIntNE, v, LLVMConstNull(LLVMTypeOf(v)), "") : v;
+}
+
+static LLVMValueRef to_mem(cg *c, tir_elem e, LLVMValueRef v) {
+    return e == TIR_I1 ? LLVMBuildZExt(c->b, v, LLVMInt8TypeInContext(c->ctx), "") : v;
+}
+
 static LLVMValueRef i32c(cg *c, int64_t v) { return LLVMConstInt(LLVMInt32TypeInContext(c->ctx), (unsigned long long)v, true); }
 
 /* Registers per thread for a type: 1 for scalars. */
@@ -131,8 +143,21 @@ static LLVMValueRef gen_binary(cg *c, tir_opcode code, tir_elem e, LLVMValueRef 
     case TIR_OP_ADD: return fl ? LLVMBuildFAdd(c->b, a, b, "") : LLVMBuildAdd(c->b, a, b, "");
     case TIR_OP_SUB: return fl ? LLVMBuildFSub(c->b, a, b, "") : LLVMBuildSub(c->b, a, b, "");
     case TIR_OP_MUL: return fl ? LLVMBuildFMul(c->b, a, b, "") : LLVMBuildMul(c->b, a, b, "");
-    case TIR_OP_DIV: return fl ? LLVMBuildFDiv(c->b, a, b, "") : LLVMBuildSDiv(c->b, a, b, "");
-    case TIR_OP_REM: return fl ? LLVMBuildFRem(c->b, a, b, "") : LLVMBuildSRem(c->b, a, b, "");
+    case TIR_OP_DIV:
+    case TIR_OP_REM: {
+        if (fl) return code == TIR_OP_DIV ? LLVMBuildFDiv(c->b, a, b, "") : LLVMBuildFRem(c->b, a, b, "");
+        /* LLVM's sdiv/srem by 0 and of MIN by -1 are undefined behaviour the
+         * optimizer may exploit. Dividing by 1 instead keeps ops.def's
+         * wrapping results there (MIN / -1 = MIN, MIN % -1 = 0); by 0 the
+         * GPU cannot report an error, so x / 0 = x and x % 0 = 0. Constant
+         * divisors fold the guard away. */
+        LLVMValueRef one = LLVMConstInt(ty, 1, false);
+        LLVMValueRef zero = LLVMBuildICmp(c->b, LLVMIntEQ, b, LLVMConstNull(ty), "");
+        LLVMValueRef ovf = LLVMBuildAnd(c->b, LLVMBuildICmp(c->b, LLVMIntEQ, a, LLVMConstInt(ty, 1ull << (bits - 1), false), ""),
+                                        LLVMBuildICmp(c->b, LLVMIntEQ, b, LLVMConstAllOnes(ty), ""), "");
+        LLVMValueRef safe = LLVMBuildSelect(c->b, LLVMBuildOr(c->b, zero, ovf, ""), one, b, "");
+        return code == TIR_OP_DIV ? LLVMBuildSDiv(c->b, a, safe, "") : LLVMBuildSRem(c->b, a, safe, "");
+    }
     case TIR_OP_AND: return LLVMBuildAnd(c->b, a, b, "");
     case TIR_OP_OR: return LLVMBuildOr(c->b, a, b, "");
     case TIR_OP_XOR: return LLVMBuildXor(c->b, a, b, "");
@@ -169,7 +194,12 @@ static LLVMValueRef gen_cast(cg *c, LLVMValueRef v, tir_elem from, tir_elem to) 
         return tir_elem_bits(from) < tir_elem_bits(to) ? LLVMBuildSExt(c->b, v, ty, "") : LLVMBuildTrunc(c->b, v, ty, "");
     }
     if (!ff) return from == TIR_I1 ? LLVMBuildUIToFP(c->b, v, ty, "") : LLVMBuildSIToFP(c->b, v, ty, "");
-    if (!tf) return LLVMBuildFPToSI(c->b, v, ty, "");
+    if (!tf) { /* saturating, NaN -> 0 (as the interpreter; plain fptosi would be poison) */
+        LLVMTypeRef tys[2] = {ty, elem_type(c, from)};
+        unsigned id = LLVMLookupIntrinsicID("llvm.fptosi.sat", 15);
+        LLVMValueRef fn = LLVMGetIntrinsicDeclaration(c->mod, id, tys, 2);
+        return LLVMBuildCall2(c->b, LLVMIntrinsicGetType(c->ctx, id, tys, 2), fn, &v, 1, "");
+    }
     if ((from == TIR_F16 && to == TIR_BF16) || (from == TIR_BF16 && to == TIR_F16))
         v = LLVMBuildFPExt(c->b, v, LLVMFloatTypeInContext(c->ctx), ""), from = TIR_F32;
     return tir_elem_bits(from) < tir_elem_bits(to) ? LLVMBuildFPExt(c->b, v, ty, "") : LLVMBuildFPTrunc(c->b, v, ty, "");
@@ -226,6 +256,7 @@ static LLVMValueRef ptr_bits(cg *c, LLVMValueRef p) {
 
 /* One lane under its own predicate: `other` where the mask is off. */
 static LLVMValueRef predicated_load(cg *c, tir_elem e, LLVMValueRef p, LLVMValueRef m, LLVMValueRef other) {
+    if (e == TIR_I1) return from_mem(c, e, predicated_load(c, TIR_I8, p, m, to_mem(c, e, other)));
     LLVMTypeRef ty = elem_type(c, e), ity;
     const char *cons, *suffix;
     if (lane_bits(c, e, &ity, &cons, &suffix)) {
@@ -250,6 +281,10 @@ static LLVMValueRef predicated_load(cg *c, tir_elem e, LLVMValueRef p, LLVMValue
 }
 
 static void predicated_store(cg *c, tir_elem e, LLVMValueRef p, LLVMValueRef v, LLVMValueRef m) {
+    if (e == TIR_I1) {
+        predicated_store(c, TIR_I8, p, to_mem(c, e, v), m);
+        return;
+    }
     LLVMTypeRef ity;
     const char *cons, *suffix;
     if (lane_bits(c, e, &ity, &cons, &suffix)) {
@@ -270,25 +305,27 @@ static void predicated_store(cg *c, tir_elem e, LLVMValueRef p, LLVMValueRef v, 
 
 /* Plain (unmasked) vector load of `vec` registers starting at r. */
 static void vector_load(cg *c, const tir_value *ptrs, tir_elem e, uint32_t r, uint32_t vec, LLVMValueRef *out) {
-    LLVMTypeRef ty = elem_type(c, e);
+    LLVMTypeRef ty = mem_type(c, e);
     unsigned eb = (tir_elem_bits(e) + 7) / 8;
     if (vec == 1) {
-        out[0] = LLVMBuildLoad2(c->b, ty, reg(c, ptrs, r), "");
-        LLVMSetAlignment(out[0], eb);
+        LLVMValueRef v = LLVMBuildLoad2(c->b, ty, reg(c, ptrs, r), "");
+        LLVMSetAlignment(v, eb);
+        out[0] = from_mem(c, e, v);
         return;
     }
     LLVMValueRef v = LLVMBuildLoad2(c->b, LLVMVectorType(ty, vec), reg(c, ptrs, r), "");
     LLVMSetAlignment(v, eb * vec);
-    for (uint32_t i = 0; i < vec; i++) out[i] = LLVMBuildExtractElement(c->b, v, i32c(c, i), "");
+    for (uint32_t i = 0; i < vec; i++) out[i] = from_mem(c, e, LLVMBuildExtractElement(c->b, v, i32c(c, i), ""));
 }
 
 static void vector_store(cg *c, const tir_value *ptrs, const tir_value *val, uint32_t r, uint32_t vec) {
     tir_elem e = (tir_elem)val->type.elem;
     unsigned eb = (tir_elem_bits(e) + 7) / 8;
-    LLVMValueRef x = reg(c, val, r);
+    LLVMValueRef x = to_mem(c, e, reg(c, val, r));
     if (vec > 1) {
-        x = LLVMGetUndef(LLVMVectorType(elem_type(c, e), vec));
-        for (uint32_t i = 0; i < vec; i++) x = LLVMBuildInsertElement(c->b, x, reg(c, val, r + i), i32c(c, i), "");
+        x = LLVMGetUndef(LLVMVectorType(mem_type(c, e), vec));
+        for (uint32_t i = 0; i < vec; i++)
+            x = LLVMBuildInsertElement(c->b, x, to_mem(c, e, reg(c, val, r + i)), i32c(c, i), "");
     }
     LLVMSetAlignment(LLVMBuildStore(c->b, x, reg(c, ptrs, r)), eb * vec);
 }
@@ -553,7 +590,7 @@ static void gen_op(cg *c, const tir_op *op) {
         return;
     }
     case TIR_OP_ADDPTR: {
-        LLVMTypeRef pointee = elem_type(c, (tir_elem)op->operands[0]->type.pointee);
+        LLVMTypeRef pointee = mem_type(c, (tir_elem)op->operands[0]->type.pointee);
         LLVMValueRef *r = new_regs(c, res);
         for (uint32_t i = 0; i < c->nregs[res->id]; i++) {
             LLVMValueRef off = reg(c, op->operands[1], i);

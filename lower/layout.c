@@ -63,6 +63,14 @@ bool lower_layout(tir_module *m, const lower_options *opt, tc_diag *diag) {
     bool ok = true;
     for (tir_func *f = m->funcs; f; f = f->next) {
         int w = opt->num_warps ? opt->num_warps : f->num_warps ? f->num_warps : LOWER_DEFAULT_NUM_WARPS;
+        /* a .tir file may ask for any count; layouts and codegen's index
+         * arithmetic need a power of two, and a CTA holds 1024 threads */
+        if (w < 1 || w > LOWER_MAX_NUM_WARPS || (w & (w - 1))) {
+            tc_error_loc(diag, m->source_name, f->loc, "num_warps(%d) of kernel '%s' must be a power of two from 1 to %d",
+                         w, f->name, LOWER_MAX_NUM_WARPS);
+            ok = false;
+            continue;
+        }
         f->num_warps = w;
         layout_ctx c = {w, 0, true, diag, m->source_name};
         tir_walk(f, find_widest, &c);

@@ -101,15 +101,19 @@ bool ptx_assemble(const char *ptx, size_t len, const char *arch, int opt_level, 
         tc_error_plain(diag, "cannot run %s: %s", tool, strerror(rc));
         goto cleanup;
     }
-    int status;
+    int status = -1; /* stays "failed" if the child cannot be waited for */
     while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR) break;
+        if (errno != EINTR) {
+            status = -1;
+            break;
+        }
     char *msg = NULL, *bin = NULL;
     size_t msglen = 0, binlen = 0;
     const char *err;
     tc_read_file(log, &msg, &msglen, &err);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         if (msglen > PTXAS_MSG_MAX) msglen = PTXAS_MSG_MAX;
+        while (msglen && (msg[msglen - 1] == '\n' || msg[msglen - 1] == ' ')) msglen--; /* the diag ends the line */
         tc_error_plain(diag, "ptxas failed (%s): %.*s", tool, (int)msglen, msg ? msg : "");
     } else if (!tc_read_file(out, &bin, &binlen, &err) || binlen == 0) {
         tc_error_plain(diag, "ptxas produced no cubin");

@@ -1,0 +1,354 @@
+/* Unit tests for backend/ptx alone: arch names, PTX emission from a small
+ * hand-built LLVM module, finding ptxas, and running it (a real one when
+ * installed, and fake ones written here that fail, print or write nothing,
+ * so every error path runs without CUDA). The environment variables the
+ * search reads are set and restored around each case. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "backend/ptx/ptx.h"
+
+enum { TEST_PATH_MAX = 4096 };
+
+/* ---- environment save/restore ----------------------------------------- */
+typedef struct saved_env {
+    const char *name;
+    char *value; /* NULL: was unset */
+} saved_env;
+
+static const char *const env_names[] = {"TILEC_PTXAS", "CUDA_HOME", "PATH", "TMPDIR"};
+enum { NENV = sizeof env_names / sizeof env_names[0] };
+
+static void env_save(saved_env *s) {
+    for (int i = 0; i < NENV; i++) {
+        const char *v = getenv(env_names[i]);
+        s[i].name = env_names[i];
+        s[i].value = v ? strdup(v) : NULL;
+    }
+}
+
+static void env_restore(saved_env *s) {
+    for (int i = 0; i < NENV; i++) {
+        if (s[i].value) setenv(s[i].name, s[i].value, 1);
+        else unsetenv(s[i].name);
+        free(s[i].value);
+    }
+}
+
+/* ---- scratch folders and fake tools ------------------------------------ */
+static void make_tmpdir(char *buf, size_t n) {
+    snprintf(buf, n, "/tmp/tilec-ptx-test-XXXXXX");
+    assert_non_null(mkdtemp(buf));
+}
+
+static void write_script(const char *path, const char *body) {
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "#!/bin/sh\n%s\n", body);
+    assert_int_equal(fclose(f), 0);
+    assert_int_equal(chmod(path, 0755), 0);
+}
+
+static int count_entries(const char *dir) {
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
+    closedir(d);
+    return n;
+}
+
+static void remove_tree(const char *dir) {
+    char cmd[TEST_PATH_MAX + 16];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* No child may be left behind (no zombie, nothing still running). */
+static void assert_no_children(void) {
+    errno = 0;
+    assert_int_equal(waitpid(-1, NULL, WNOHANG), -1);
+    assert_int_equal(errno, ECHILD);
+}
+
+/* ---- arch names ---------------------------------------------------------- */
+static void test_arch_valid(void **state) {
+    (void)state;
+    const char *good[] = {"sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_90a"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) assert_true(ptx_arch_valid(good[i]));
+    const char *bad[] = {"", "sm_75", "sm_8", "sm_800", "sm_90b", "SM_80", "compute_80", "sm_80 "};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) assert_false(ptx_arch_valid(bad[i]));
+    assert_false(ptx_arch_valid(NULL));
+}
+
+/* ---- PTX emission -------------------------------------------------------- */
+/* kernel k(float addrspace(1)* p) { *p = 1.0f; } marked as a kernel. */
+static LLVMModuleRef tiny_kernel(LLVMContextRef ctx, bool broken) {
+    LLVMModuleRef m = LLVMModuleCreateWithNameInContext("t", ctx);
+    LLVMSetTarget(m, "nvptx64-nvidia-cuda");
+    LLVMSetDataLayout(m, "e-i64:64-i128:128-v16:16-v32:32-n16:32:64");
+    LLVMTypeRef pty = LLVMPointerTypeInContext(ctx, 1);
+    LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(ctx), &pty, 1, false);
+    LLVMValueRef fn = LLVMAddFunction(m, "k", fty);
+    LLVMMetadataRef md[3] = {LLVMValueAsMetadata(fn), LLVMMDStringInContext2(ctx, "kernel", 6),
+                             LLVMValueAsMetadata(LLVMConstInt(LLVMInt32TypeInContext(ctx), 1, false))};
+    LLVMAddNamedMetadataOperand(m, "nvvm.annotations", LLVMMetadataAsValue(ctx, LLVMMDNodeInContext2(ctx, md, 3)));
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
+    LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(ctx, fn, "entry"));
+    LLVMBuildStore(b, LLVMConstReal(LLVMFloatTypeInContext(ctx), 1.0), LLVMGetParam(fn, 0));
+    if (!broken) LLVMBuildRetVoid(b); /* broken: a block without a terminator */
+    LLVMDisposeBuilder(b);
+    return m;
+}
+
+static void test_emit_tiny_kernel(void **state) {
+    (void)state;
+    for (int opt = 0; opt <= 2; opt += 2) {
+        LLVMContextRef ctx = LLVMContextCreate();
+        LLVMModuleRef m = tiny_kernel(ctx, false);
+        tc_diag d;
+        tc_diag_init(&d);
+        tc_strbuf ptx;
+        tc_strbuf_init(&ptx);
+        assert_true(ptx_emit(m, "sm_90", opt, &ptx, &d));
+        assert_int_equal(d.nerrors, 0);
+        assert_non_null(strstr(ptx.data, ".target sm_90"));
+        assert_non_null(strstr(ptx.data, ".visible .entry k("));
+        assert_non_null(strstr(ptx.data, "st.global.")); /* a constant goes out as its bits (u32) */
+        tc_strbuf_free(&ptx);
+        tc_diag_free(&d);
+        LLVMDisposeModule(m);
+        LLVMContextDispose(ctx);
+    }
+}
+
+static void test_emit_rejects_invalid_ir(void **state) {
+    (void)state;
+    LLVMContextRef ctx = LLVMContextCreate();
+    LLVMModuleRef m = tiny_kernel(ctx, true);
+    tc_diag d;
+    tc_diag_init(&d);
+    tc_strbuf ptx;
+    tc_strbuf_init(&ptx);
+    assert_false(ptx_emit(m, "sm_80", 2, &ptx, &d));
+    assert_int_equal(d.nerrors, 1);
+    assert_non_null(strstr(d.out.data, "invalid LLVM IR"));
+    tc_strbuf_free(&ptx);
+    tc_diag_free(&d);
+    LLVMDisposeModule(m);
+    LLVMContextDispose(ctx);
+}
+
+/* ---- finding ptxas ------------------------------------------------------- */
+static void test_find_ptxas_search_order(void **state) {
+    (void)state;
+    saved_env env[NENV];
+    env_save(env);
+    char home[TEST_PATH_MAX], pathdir[TEST_PATH_MAX], empty[TEST_PATH_MAX], want[TEST_PATH_MAX + 32],
+        got[TEST_PATH_MAX + 32];
+    make_tmpdir(home, sizeof home);
+    make_tmpdir(pathdir, sizeof pathdir);
+    make_tmpdir(empty, sizeof empty);
+    snprintf(want, sizeof want, "%s/bin", home);
+    assert_int_equal(mkdir(want, 0755), 0);
+    snprintf(want, sizeof want, "%s/bin/ptxas", home);
+    write_script(want, "exit 0");
+    char in_path[TEST_PATH_MAX + 32];
+    snprintf(in_path, sizeof in_path, "%s/ptxas", pathdir);
+    write_script(in_path, "exit 0");
+    unsetenv("TILEC_PTXAS");
+
+    /* CUDA_HOME comes before PATH */
+    setenv("CUDA_HOME", home, 1);
+    char path[3 * TEST_PATH_MAX];
+    snprintf(path, sizeof path, "%s::%s", empty, pathdir); /* an empty entry is skipped */
+    setenv("PATH", path, 1);
+    assert_true(ptx_find_ptxas(got, sizeof got));
+    assert_string_equal(got, want);
+
+    /* a CUDA_HOME without ptxas falls through to PATH */
+    setenv("CUDA_HOME", empty, 1);
+    assert_true(ptx_find_ptxas(got, sizeof got));
+    assert_string_equal(got, in_path);
+
+    /* a non-executable file is not a ptxas */
+    assert_int_equal(chmod(in_path, 0644), 0);
+    if (ptx_find_ptxas(got, sizeof got)) assert_string_equal(got, "/usr/local/cuda/bin/ptxas");
+
+    /* TILEC_PTXAS names exactly the one to use, or (empty) none at all */
+    setenv("TILEC_PTXAS", want, 1);
+    assert_true(ptx_find_ptxas(got, sizeof got));
+    assert_string_equal(got, want);
+    setenv("TILEC_PTXAS", "", 1);
+    assert_false(ptx_find_ptxas(got, sizeof got));
+    setenv("TILEC_PTXAS", in_path, 1); /* not executable */
+    assert_false(ptx_find_ptxas(got, sizeof got));
+
+    env_restore(env);
+    remove_tree(home);
+    remove_tree(pathdir);
+    remove_tree(empty);
+}
+
+/* ---- running ptxas (fakes) ----------------------------------------------- */
+typedef struct fake {
+    saved_env env[NENV];
+    char dir[TEST_PATH_MAX];  /* holds the fake tool */
+    char tmp[TEST_PATH_MAX];  /* TMPDIR: must be empty afterwards */
+    char tool[TEST_PATH_MAX + 16];
+} fake;
+
+static void fake_begin(fake *f, const char *body) {
+    env_save(f->env);
+    make_tmpdir(f->dir, sizeof f->dir);
+    make_tmpdir(f->tmp, sizeof f->tmp);
+    snprintf(f->tool, sizeof f->tool, "%s/ptxas", f->dir);
+    write_script(f->tool, body);
+    setenv("TILEC_PTXAS", f->tool, 1);
+    setenv("TMPDIR", f->tmp, 1);
+}
+
+static void fake_end(fake *f) {
+    assert_int_equal(count_entries(f->tmp), 0); /* temporary files removed */
+    assert_no_children();
+    env_restore(f->env);
+    remove_tree(f->dir);
+    remove_tree(f->tmp);
+}
+
+static const char some_ptx[] = ".version 8.0\n.target sm_80\n.address_size 64\n";
+
+static void test_assemble_missing_ptxas(void **state) {
+    (void)state;
+    saved_env env[NENV];
+    env_save(env);
+    setenv("TILEC_PTXAS", "/nonexistent/ptxas", 1);
+    tc_diag d;
+    tc_diag_init(&d);
+    char *cubin = (char *)1;
+    size_t size = 7;
+    assert_false(ptx_assemble(some_ptx, sizeof some_ptx - 1, "sm_80", 2, false, &cubin, &size, NULL, &d));
+    assert_null(cubin);
+    assert_int_equal(size, 0);
+    assert_non_null(strstr(d.out.data, "ptxas not found: set CUDA_HOME or put ptxas on PATH (or use --emit=ptx)"));
+    tc_diag_free(&d);
+    env_restore(env);
+}
+
+static void test_assemble_failure_message(void **state) {
+    (void)state;
+    fake f;
+    fake_begin(&f, "echo \"ptxas fatal: something is wrong with $1\" >&2\nexit 255");
+    tc_diag d;
+    tc_diag_init(&d);
+    char *cubin;
+    size_t size;
+    assert_false(ptx_assemble(some_ptx, sizeof some_ptx - 1, "sm_86", 2, false, &cubin, &size, NULL, &d));
+    assert_null(cubin);
+    assert_non_null(strstr(d.out.data, "ptxas failed"));
+    assert_non_null(strstr(d.out.data, "ptxas fatal: something is wrong with -arch=sm_86"));
+    assert_int_equal(d.nerrors, 1);
+    tc_diag_free(&d);
+    fake_end(&f);
+}
+
+static void test_assemble_no_output(void **state) {
+    (void)state;
+    fake f;
+    fake_begin(&f, "exit 0");
+    tc_diag d;
+    tc_diag_init(&d);
+    char *cubin;
+    size_t size;
+    assert_false(ptx_assemble(some_ptx, sizeof some_ptx - 1, "sm_80", 0, false, &cubin, &size, NULL, &d));
+    assert_non_null(strstr(d.out.data, "ptxas produced no cubin"));
+    tc_diag_free(&d);
+    fake_end(&f);
+}
+
+/* The fake checks its arguments, copies its input to the output and
+ * prints a report, so the test sees what ptxas was given and what came back. */
+static void test_assemble_arguments_and_report(void **state) {
+    (void)state;
+    fake f;
+    fake_begin(&f,
+               "[ \"$1\" = -arch=sm_90a ] || exit 3\n"
+               "[ \"$2\" = -O3 ] || exit 4\n"
+               "[ \"$3\" = -v ] || exit 5\n"
+               "[ \"$5\" = -o ] || exit 6\n"
+               "cp \"$4\" \"$6\" || exit 7\n"
+               "echo 'ptxas info    : Used 8 registers'");
+    tc_diag d;
+    tc_diag_init(&d);
+    tc_strbuf info;
+    tc_strbuf_init(&info);
+    char *cubin;
+    size_t size;
+    bool ok = ptx_assemble(some_ptx, sizeof some_ptx - 1, "sm_90a", 2, true, &cubin, &size, &info, &d);
+    if (!ok) fail_msg("%s", d.out.data ? d.out.data : "");
+    assert_int_equal(size, sizeof some_ptx - 1);
+    assert_memory_equal(cubin, some_ptx, size);
+    assert_non_null(strstr(info.data, "Used 8 registers"));
+    free(cubin);
+    tc_strbuf_free(&info);
+    tc_diag_free(&d);
+    fake_end(&f);
+}
+
+/* ---- the real ptxas, when installed -------------------------------------- */
+static void test_assemble_real_ptxas(void **state) {
+    (void)state;
+    char tool[TEST_PATH_MAX];
+    if (!ptx_find_ptxas(tool, sizeof tool)) {
+        print_message("SKIPPED: ptxas not found; real assembly not checked\n");
+        return;
+    }
+    LLVMContextRef ctx = LLVMContextCreate();
+    LLVMModuleRef m = tiny_kernel(ctx, false);
+    tc_diag d;
+    tc_diag_init(&d);
+    tc_strbuf ptx;
+    tc_strbuf_init(&ptx);
+    assert_true(ptx_emit(m, "sm_80", 2, &ptx, &d));
+    char *cubin;
+    size_t size;
+    assert_true(ptx_assemble(ptx.data, ptx.len, "sm_80", 2, false, &cubin, &size, NULL, &d));
+    assert_true(size > 4 && !memcmp(cubin, "\x7f" "ELF", 4));
+    free(cubin);
+    /* and its complaint about bad PTX reaches the diagnostics */
+    const char junk[] = "this is not ptx";
+    assert_false(ptx_assemble(junk, sizeof junk - 1, "sm_80", 2, false, &cubin, &size, NULL, &d));
+    assert_non_null(strstr(d.out.data, "ptxas failed"));
+    assert_no_children();
+    tc_strbuf_free(&ptx);
+    tc_diag_free(&d);
+    LLVMDisposeModule(m);
+    LLVMContextDispose(ctx);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_arch_valid),
+        cmocka_unit_test(test_emit_tiny_kernel),
+        cmocka_unit_test(test_emit_rejects_invalid_ir),
+        cmocka_unit_test(test_find_ptxas_search_order),
+        cmocka_unit_test(test_assemble_missing_ptxas),
+        cmocka_unit_test(test_assemble_failure_message),
+        cmocka_unit_test(test_assemble_no_output),
+        cmocka_unit_test(test_assemble_arguments_and_report),
+        cmocka_unit_test(test_assemble_real_ptxas),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
