@@ -90,18 +90,24 @@ static bool bind_args(lang_ctx *c, const ast_expr *call, const builtin *bi, cons
     return ok;
 }
 
-/* A compile-time integer argument, or false after reporting. */
-static bool const_int_arg(lang_ctx *c, const ast_expr *e, const char *what, int64_t *out) {
-    bool emit = c->emit;
+/* What a name that holds a run-time value is, for messages. */
+static const char *runtime_kind(lang_ctx *c, const char *name) {
+    const binding *bd = lang_scope_find(c, name);
+    return bd && bd->kind == BIND_PARAM ? "runtime parameter" : "runtime value";
+}
+
+/* A compile-time integer argument, or false after reporting. `need` says
+ * what must be constant ("arange bounds must be compile-time constants"). */
+static bool const_int_arg(lang_ctx *c, const ast_expr *e, const char *need, int64_t *out) {
     operand o = lang_check_expr(c, e);
-    c->emit = emit;
     if (o.kind == OPND_POISON) return false;
     if (o.kind != OPND_INTLIT && !(o.kind == OPND_CONST && o.type.elem != TIR_I1)) {
         if (o.kind == OPND_VALUE && e->kind == AST_NAME)
-            lang_error(c, e->span, "%s must be a compile-time constant; '%s' is a runtime value", what,
-                       e->u.name.str);
+            lang_error(c, e->span, "%s; '%s' is a %s", need, e->u.name.str, runtime_kind(c, e->u.name.str));
+        else if (o.kind == OPND_VALUE)
+            lang_error(c, e->span, "%s; this expression is computed at run time", need);
         else
-            lang_error(c, e->span, "%s must be a compile-time integer constant", what);
+            lang_error(c, e->span, "%s: expected an integer, not %s", need, lang_operand_str(c, &o));
         return false;
     }
     *out = o.ival;
@@ -110,7 +116,7 @@ static bool const_int_arg(lang_ctx *c, const ast_expr *e, const char *what, int6
 
 static operand check_axis(lang_ctx *c, const ast_expr *call, const ast_expr *arg, tir_opcode code) {
     int64_t axis;
-    if (!const_int_arg(c, arg, "the axis", &axis)) return lang_poison(call->span);
+    if (!const_int_arg(c, arg, "the axis must be a compile-time integer constant", &axis)) return lang_poison(call->span);
     if (axis < 0 || axis > 2) {
         lang_error(c, arg->span, "axis must be 0, 1 or 2, not %lld", (long long)axis);
         return lang_poison(call->span);
@@ -121,8 +127,8 @@ static operand check_axis(lang_ctx *c, const ast_expr *call, const ast_expr *arg
 
 static operand check_arange(lang_ctx *c, const ast_expr *call, const ast_expr **a) {
     int64_t lo, hi;
-    bool ok = const_int_arg(c, a[0], "arange's lower bound", &lo);
-    ok = const_int_arg(c, a[1], "arange's upper bound", &hi) && ok;
+    bool ok = const_int_arg(c, a[0], "arange bounds must be compile-time constants", &lo);
+    ok = const_int_arg(c, a[1], "arange bounds must be compile-time constants", &hi) && ok;
     if (!ok) return lang_poison(call->span);
     if (lo < INT32_MIN || lo > INT32_MAX || hi < INT32_MIN || hi > INT32_MAX) {
         lang_error(c, call->span, "arange bounds must fit in i32");
@@ -299,7 +305,7 @@ static operand check_where(lang_ctx *c, const ast_expr *call, const ast_expr **a
     }
     operand sh = {.kind = OPND_VALUE, .type = shape};
     if (!lang_common_shape(&cond, &sh, &shape)) {
-        lang_error(c, a[0]->span, "where's condition has shape %s but the values %s", lang_operand_str(c, &cond),
+        lang_error(c, a[0]->span, "where's condition has shape %s but the values have %s", lang_operand_str(c, &cond),
                    lang_type_str(c, shape));
         return lang_poison(call->span);
     }
@@ -328,11 +334,20 @@ static operand check_cdiv(lang_ctx *c, const ast_expr *call, const ast_expr **a)
             lang_error(c, a[1]->span, "division by zero in a constant expression");
             return lang_poison(call->span);
         }
+        bool typed = x.kind == OPND_CONST || y.kind == OPND_CONST;
+        if (typed && (!lang_literal_fits(c, &x, el) || !lang_literal_fits(c, &y, el))) return lang_poison(call->span);
+        /* as the IR would compute it: wrapping add and sub, C division */
+        int64_t sum = (int64_t)((uint64_t)x.ival + (uint64_t)y.ival - 1u);
+        if (typed) sum = tir_wrap_int(sum, el);
         operand r = x.kind == OPND_CONST ? x : y;
         r.span = call->span;
-        r.ival = (x.ival + y.ival - 1) / y.ival;
-        if (x.kind == OPND_INTLIT && y.kind == OPND_INTLIT) r.kind = OPND_INTLIT;
-        else r.type = tir_scalar(el);
+        r.ival = (sum == INT64_MIN && y.ival == -1) ? sum : sum / y.ival;
+        if (typed) {
+            r.type = tir_scalar(el);
+            r.ival = tir_wrap_int(r.ival, el);
+        } else {
+            r.kind = OPND_INTLIT;
+        }
         return r;
     }
     if (!c->emit) {
@@ -354,6 +369,24 @@ static operand check_cdiv(lang_ctx *c, const ast_expr *call, const ast_expr **a)
     return lang_value(tir_build_binary(&c->b, TIR_OP_DIV, sum, vy), call->span);
 }
 
+/* A float literal cast to an integer type, as the IR's cast does it:
+ * truncated toward zero, saturated to the type's range, NaN giving 0.
+ * (Converting an out-of-range double straight to int64_t is undefined.) */
+static int64_t saturate_to_int(double v, tir_elem to) {
+    int64_t lo, hi;
+    switch (to) {
+    case TIR_I1: lo = 0, hi = 1; break;
+    case TIR_I8: lo = INT8_MIN, hi = INT8_MAX; break;
+    case TIR_I16: lo = INT16_MIN, hi = INT16_MAX; break;
+    case TIR_I32: lo = INT32_MIN, hi = INT32_MAX; break;
+    default: lo = INT64_MIN, hi = INT64_MAX; break;
+    }
+    if (v != v) return 0;
+    if (v <= (double)lo) return lo;
+    if (v >= (double)hi) return hi; /* (double)INT64_MAX rounds up to 2^63: >= catches it */
+    return (int64_t)v;
+}
+
 static operand check_cast(lang_ctx *c, const ast_expr *call, const ast_expr **a) {
     tir_elem to;
     operand x = lang_check_expr(c, a[0]);
@@ -366,7 +399,7 @@ static operand check_cast(lang_ctx *c, const ast_expr *call, const ast_expr **a)
         /* a literal simply takes the type, if it fits */
         if (x.kind == OPND_FLOATLIT && tir_elem_is_int(to)) {
             x.kind = OPND_INTLIT;
-            x.ival = (int64_t)x.fval;
+            x.ival = saturate_to_int(x.fval, to);
         }
         if (!lang_literal_fits(c, &x, to)) return lang_poison(call->span);
     }
@@ -476,6 +509,8 @@ operand lang_check_call(lang_ctx *c, const ast_expr *e) {
         if (!strcmp(builtins[i].name, name)) bi = &builtins[i];
     if (!bi) {
         lang_error(c, e->u.call.callee.span, "unknown function '%s'", name);
+        /* the arguments' own mistakes are independent of the name's */
+        for (const ast_arg *a = e->u.call.args; a; a = a->next) lang_check_expr(c, a->value);
         return lang_poison(e->span);
     }
     if (!c->emit && bi->id != B_ARANGE && bi->id != B_CDIV) {

@@ -45,14 +45,24 @@ typedef struct lang_ctx {
     tir_builder b;
     uint32_t *line_starts; /* byte offset of each line, for op locations */
     uint32_t nlines;
-    binding *binds;
+    binding *binds;          /* scope.c: in definition order */
     uint32_t nbinds, capbinds;
+    uint32_t *slots;         /* scope.c: hash index into binds */
+    uint32_t nslots, nused;  /* nused counts tombstones too */
     int depth;
     bool emit; /* false while checking const defaults: no IR may be built */
     bool stmt_call; /* the call being checked is a whole statement */
 } lang_ctx;
 
 #define lang_error(c, span, ...) tc_error((c)->diag, (c)->src, (span), __VA_ARGS__)
+
+/* scope.c: the kernel's names. find gives NULL for an unbound name; add
+ * does not check for redefinition; truncate drops the names bound after
+ * `mark` (the end of a loop body). */
+void lang_scope_reset(lang_ctx *c);
+binding *lang_scope_find(lang_ctx *c, const char *name);
+binding *lang_scope_add(lang_ctx *c, const char *name, binding_kind kind, operand value, tc_span span);
+void lang_scope_truncate(lang_ctx *c, uint32_t mark);
 
 const char *lang_type_str(lang_ctx *c, tir_type t);
 const char *lang_operand_str(lang_ctx *c, const operand *o);

@@ -9,12 +9,6 @@
 
 #include "lang/check.h"
 
-static binding *lookup(lang_ctx *c, const char *name) {
-    for (uint32_t i = c->nbinds; i-- > 0;)
-        if (!strcmp(c->binds[i].name, name)) return &c->binds[i];
-    return NULL;
-}
-
 static tir_opcode binary_opcode(ast_op op) {
     switch (op) {
     case AST_OP_ADD: return TIR_OP_ADD;
@@ -76,6 +70,38 @@ static bool is_compare(ast_op op) { return op >= AST_OP_LT && op <= AST_OP_NE; }
 static bool is_bitwise(ast_op op) { return op == AST_OP_AND || op == AST_OP_OR || op == AST_OP_XOR; }
 static bool is_shift(ast_op op) { return op == AST_OP_SHL || op == AST_OP_SHR; }
 
+static double literal_double(const operand *o) { return o->kind == OPND_FLOATLIT ? o->fval : (double)o->ival; }
+
+/* + - * / or a comparison on two untyped literals, at least one a float:
+ * the result is again an untyped float literal (or an i1 constant), kept in
+ * double precision until it takes a type. (% is left to the IR's rem, so
+ * lang needs no libm.) */
+static operand fold_float(lang_ctx *c, const ast_expr *e, const operand *a, const operand *b) {
+    double x = literal_double(a), y = literal_double(b);
+    operand o;
+    memset(&o, 0, sizeof o);
+    o.kind = OPND_FLOATLIT;
+    o.span = e->span;
+    switch (e->u.binary.op) {
+    case AST_OP_ADD: o.fval = x + y; break;
+    case AST_OP_SUB: o.fval = x - y; break;
+    case AST_OP_MUL: o.fval = x * y; break;
+    case AST_OP_DIV: o.fval = x / y; break; /* IEEE: 1.0 / 0.0 is inf, as at run time */
+    default:
+        o.kind = OPND_CONST;
+        o.type = tir_scalar(TIR_I1);
+        switch (e->u.binary.op) {
+        case AST_OP_LT: o.ival = x < y; break;
+        case AST_OP_LE: o.ival = x <= y; break;
+        case AST_OP_GT: o.ival = x > y; break;
+        case AST_OP_GE: o.ival = x >= y; break;
+        case AST_OP_EQ: o.ival = x == y; break;
+        default: o.ival = x != y; break; /* NE: true on NaN, like the IR's ne */
+        }
+    }
+    return o;
+}
+
 static operand invalid_operands(lang_ctx *c, const ast_expr *e, const operand *a, const operand *b) {
     lang_error(c, e->u.binary.op_span, "invalid operands to '%s': %s and %s", ast_op_spelling(e->u.binary.op),
                lang_operand_str(c, a), lang_operand_str(c, b));
@@ -97,7 +123,11 @@ static operand pointer_arith(lang_ctx *c, const ast_expr *e, operand *a, operand
         return lang_poison(e->span);
     }
     tir_type shape;
-    if (!lang_common_shape(a, b, &shape)) return invalid_operands(c, e, a, b);
+    if (!lang_common_shape(a, b, &shape)) {
+        lang_error(c, e->u.binary.op_span, "shape mismatch in '%s': %s and %s", ast_op_spelling(op),
+                   lang_operand_str(c, a), lang_operand_str(c, b));
+        return lang_poison(e->span);
+    }
     tir_elem oe = b->kind == OPND_INTLIT ? (tir_elem)lang_operand_type(b).elem : (tir_elem)b->type.elem;
     tir_value *off = lang_materialize(c, b, oe);
     lang_set_loc(c, e->u.binary.op_span);
@@ -122,9 +152,19 @@ static operand check_binary(lang_ctx *c, const ast_expr *e) {
             return lang_poison(e->span);
         }
     }
+    /* untyped float literals fold, so `x * (1.0 / 3.0)` keeps x's type */
+    if ((a.kind == OPND_FLOATLIT || b.kind == OPND_FLOATLIT) && (a.kind == OPND_FLOATLIT || a.kind == OPND_INTLIT) &&
+        (b.kind == OPND_FLOATLIT || b.kind == OPND_INTLIT) && !is_bitwise(op) && !is_shift(op) && op != AST_OP_MOD)
+        return fold_float(c, e, &a, &b);
     /* compile-time integers fold */
     bool ca = a.kind == OPND_INTLIT || a.kind == OPND_CONST, cb = b.kind == OPND_INTLIT || b.kind == OPND_CONST;
     if (ca && cb) {
+        if (a.kind != b.kind) {
+            /* a literal next to a typed constant takes its type, as at run time */
+            tir_elem el;
+            lang_common_elem(&a, &b, &el);
+            if (!lang_literal_fits(c, &a, el) || !lang_literal_fits(c, &b, el)) return lang_poison(e->span);
+        }
         int64_t r;
         if (!fold_int(op, a.ival, b.ival, &r)) {
             lang_error(c, e->u.binary.op_span, "division by zero in a constant expression");
@@ -236,7 +276,7 @@ operand lang_check_expr(lang_ctx *c, const ast_expr *e) {
         o.ival = e->u.int_value != 0;
         break;
     case AST_NAME: {
-        binding *bd = lookup(c, e->u.name.str);
+        binding *bd = lang_scope_find(c, e->u.name.str);
         if (!bd) {
             lang_error(c, e->span, "use of undeclared identifier '%s'", e->u.name.str);
             o = lang_poison(e->span);

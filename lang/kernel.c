@@ -20,14 +20,8 @@ static void build_line_table(lang_ctx *c) {
         if (c->src->text[i] == '\n') c->line_starts[c->nlines++] = (uint32_t)(i + 1);
 }
 
-static binding *find_local(lang_ctx *c, const char *name) {
-    for (uint32_t i = 0; i < c->nbinds; i++)
-        if (!strcmp(c->binds[i].name, name)) return &c->binds[i];
-    return NULL;
-}
-
 static bool bind(lang_ctx *c, const ast_name *name, binding_kind kind, operand value) {
-    binding *old = find_local(c, name->str);
+    binding *old = lang_scope_find(c, name->str);
     if (old) {
         lang_error(c, name->span, "redefinition of '%s'", name->str);
         tc_note(c->diag, c->src, old->span, "'%s' was first defined here", name->str);
@@ -37,14 +31,7 @@ static bool bind(lang_ctx *c, const ast_name *name, binding_kind kind, operand v
         lang_error(c, name->span, "too many names in one kernel (limit is %d)", LANG_MAX_BINDINGS);
         return false;
     }
-    if (c->nbinds == c->capbinds) {
-        uint32_t cap = c->capbinds ? c->capbinds * 2 : 32;
-        binding *nb = TC_NEW_ARRAY(c->arena, binding, cap);
-        if (c->nbinds) memcpy(nb, c->binds, sizeof(binding) * c->nbinds);
-        c->binds = nb;
-        c->capbinds = cap;
-    }
-    c->binds[c->nbinds++] = (binding){name->str, kind, value, name->span};
+    lang_scope_add(c, name->str, kind, value, name->span);
     return true;
 }
 
@@ -138,14 +125,13 @@ static operand annotated(lang_ctx *c, const ast_stmt *s, operand v) {
     return v;
 }
 
+static void name_value(operand *o, const char *name) {
+    if (o->kind == OPND_VALUE && !o->v->name && o->v->def) o->v->name = name;
+}
+
 static void check_assign(lang_ctx *c, const ast_stmt *s) {
     operand v = lang_check_expr(c, s->value);
-    binding *bd = NULL;
-    for (uint32_t i = c->nbinds; i-- > 0;)
-        if (!strcmp(c->binds[i].name, s->name.str)) {
-            bd = &c->binds[i];
-            break;
-        }
+    binding *bd = lang_scope_find(c, s->name.str);
     if (!bd) {
         lang_error(c, s->name.span, "use of undeclared identifier '%s'", s->name.str);
         return;
@@ -174,6 +160,7 @@ static void check_assign(lang_ctx *c, const ast_stmt *s) {
                    lang_type_str(c, want));
         return;
     }
+    name_value(&v, bd->name);
     bd->value = v;
 }
 
@@ -184,11 +171,8 @@ static void mark_assigned(lang_ctx *c, const ast_stmt *s, uint32_t mark, bool *a
     for (; s; s = s->next) {
         if (s->kind == AST_FOR) mark_assigned(c, s->body, mark, assigned);
         if (s->kind != AST_ASSIGN) continue;
-        for (uint32_t i = mark; i-- > 0;)
-            if (!strcmp(c->binds[i].name, s->name.str)) {
-                assigned[i] = true;
-                break;
-            }
+        binding *bd = lang_scope_find(c, s->name.str);
+        if (bd && (uint32_t)(bd - c->binds) < mark) assigned[bd - c->binds] = true;
     }
 }
 
@@ -279,17 +263,13 @@ static void check_for(lang_ctx *c, const ast_stmt *s) {
     }
     lang_set_loc(c, (tc_span){s->span.off + s->span.len - 1, 1});
     tir_build_op(&c->b, TIR_OP_YIELD, ncarried, yields, 0, NULL);
-    c->nbinds = mark; /* the loop variable and the body's names end here */
+    lang_scope_truncate(c, mark); /* the loop variable and the body's names end here */
     c->b = outside;
     for (uint32_t k = 0; k < ncarried; k++) {
         binding *bd = &c->binds[carried[k]];
         loop->results[k]->name = bd->name;
         bd->value = lang_value(loop->results[k], bd->span);
     }
-}
-
-static void name_value(operand *o, const char *name) {
-    if (o->kind == OPND_VALUE && !o->v->name && o->v->def) o->v->name = name;
 }
 
 static void check_stmt(lang_ctx *c, const ast_stmt *s) {
@@ -351,7 +331,7 @@ tir_module *lang_to_tir(ast_module *m, const lang_options *opt, tc_arena *arena,
         tir_func *f = tir_func_new(tm, k->name.str, c.b.loc);
         f->num_warps = opt->num_warps;
         tir_builder_at_end(&c.b, f->body);
-        c.nbinds = 0;
+        lang_scope_reset(&c);
         c.emit = true;
         check_params(&c, k, f);
         for (const ast_stmt *s = k->body; s; s = s->next) check_stmt(&c, s);
