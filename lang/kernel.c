@@ -184,7 +184,7 @@ static bool check_range(lang_ctx *c, const ast_stmt *s, tir_value **bounds) {
         lang_error(c, r->span, "a for loop runs over range(hi), range(lo, hi) or range(lo, hi, step)");
         return false;
     }
-    operand o[3];
+    operand o[3] = {0}; /* n >= 1 below, which -O3 cannot see */
     int n = 0;
     bool ok = true;
     for (const ast_arg *a = r->u.call.args; a; a = a->next, n++) {

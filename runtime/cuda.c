@@ -49,7 +49,7 @@ struct rt_cuda {
     CUdevice dev;
     CUcontext ctx;
     char name[160];
-    char arch[16];
+    char arch[32]; /* "sm_%d%d": room for any two ints */
 };
 
 static void say(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -1,6 +1,6 @@
 /* vadd_runtime - compile samples/vadd.tile at run time and add two vectors.
  *
- *   usage: vadd_runtime [N] [cpu|auto]
+ *   usage: vadd_runtime [N] [cpu|cuda|auto]
  * Reads vadd.tile from the folder given by TILEC_SAMPLES (default: the
  * source tree's samples/), runs it on the chosen device and checks every
  * element against C. Exit status 0 when all match. */
@@ -42,10 +42,12 @@ int main(int argc, char **argv) {
     int n = argc > 1 ? atoi(argv[1]) : 1000003;
     const char *kind_name = argc > 2 ? argv[2] : "auto";
     if (n < 1) {
-        fprintf(stderr, "usage: %s [N >= 1] [cpu|auto]\n", argv[0]);
+        fprintf(stderr, "usage: %s [N >= 1] [cpu|cuda|auto]\n", argv[0]);
         return 2;
     }
-    trt_device_kind kind = !strcmp(kind_name, "cpu") ? TRT_DEVICE_CPU : TRT_DEVICE_AUTO;
+    trt_device_kind kind = !strcmp(kind_name, "cpu")    ? TRT_DEVICE_CPU
+                           : !strcmp(kind_name, "cuda") ? TRT_DEVICE_CUDA
+                                                        : TRT_DEVICE_AUTO;
 
     char path[4096];
     const char *dir = getenv("TILEC_SAMPLES");
@@ -77,6 +79,8 @@ int main(int argc, char **argv) {
     CHECK(trt_alloc(dev, bytes, &bo));
     CHECK(trt_write(dev, bx, 0, x, bytes));
     CHECK(trt_write(dev, by, 0, y, bytes));
+    for (int i = 0; i < n; i++) out[i] = -1.0f / 0.0f; /* poison: an element the kernel misses shows */
+    CHECK(trt_write(dev, bo, 0, out, bytes));
 
     const int block = 1024; /* vadd.tile's default BLOCK */
     trt_arg args[] = {trt_buf(bx), trt_buf(by), trt_buf(bo), trt_int(n)};

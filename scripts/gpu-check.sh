@@ -1,48 +1,114 @@
 #!/usr/bin/env bash
-# The GPU check, run on the GPU machine in one call:
-#   bash scripts/gpu-check.sh [.gpu-bundle]
-# with the bundle that scripts/gpu-bundle.sh built here carried along. It
-# runs the GPU programs and checks their results against C, runs them again
-# under compute-sanitizer's memcheck, and prints a summary table last.
-# Today that is vadd loaded from a cubin; each new GPU program joins the
-# list below.
+# The GPU check: everything that needs a GPU, in one call on the GPU machine.
+#
+#   here:        scripts/gpu-kit.sh                  (once; makes .gpu-kit/)
+#   GPU machine: bash scripts/gpu-check.sh           (device tool, carry [".gpu-kit"])
+#
+# It builds tilec from the working tree with the kit's tools (that machine
+# has a C compiler, CMake, ninja and CUDA, but no LLVM 19, re2c, lemon or
+# cmocka), runs the whole test suite with a GPU required (so the CUDA halves
+# of the tests run instead of reporting themselves skipped), runs the GPU
+# programs again under compute-sanitizer's memcheck, and prints a summary
+# table last. The full log goes to $OUT/gpu-check.log when OUT is set.
+# Exit status 0 when every row passed.
 set -u
-bundle=${1:-.gpu-bundle}
-if [ ! -x "$bundle/vadd_cubin" ]; then
-  echo "gpu-check: no bundle at $bundle (run scripts/gpu-bundle.sh first and carry it)" >&2
-  exit 2
-fi
-gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
-cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d .)
-arch=sm_${cc:-90}
-[ -f "$bundle/vadd.$arch.cubin" ] || arch=sm_80
+root=$(cd "$(dirname "$0")/.." && pwd)
+kit=${TILEC_GPU_KIT:-$root/.gpu-kit}
+build=$root/build-gpu
+logdir=${OUT:-$build}
+mkdir -p "$logdir"
+log=$logdir/gpu-check.log
+: >"$log"
 rows=()
-fails=0
-passes=0
-check() { # check NAME COMMAND...: runs it, records ok / FAIL and its last line
-  local name=$1; shift
-  local log
-  log=$("$@" 2>&1)
-  local rc=$?
-  local last
-  last=$(printf '%s\n' "$log" | tail -1 | cut -c1-70)
-  if [ $rc -eq 0 ]; then rows+=("$(printf '%-34s %-5s %s' "$name" ok "$last")"); passes=$((passes + 1))
-  else rows+=("$(printf '%-34s %-5s %s' "$name" FAIL "rc=$rc: $last")"); fails=$((fails + 1)); printf '%s\n' "$log" | tail -20; fi
+passes=0 fails=0 skips=0
+row() { # row NAME ok|FAIL|SKIP DETAIL
+  rows+=("$(printf '%-44s %-5s %s' "$1" "$2" "${3:0:90}")")
+  case $2 in ok) passes=$((passes + 1)) ;; FAIL) fails=$((fails + 1)) ;; *) skips=$((skips + 1)) ;; esac
 }
-for n in 1 1000 1048576 16777217; do
-  check "vadd cuda n=$n ($arch cubin)" "$bundle/vadd_cubin" "$bundle/vadd.$arch.cubin" $n cuda
-done
-if command -v compute-sanitizer >/dev/null; then
-  check "memcheck vadd cuda n=100003" compute-sanitizer --tool memcheck --error-exitcode 9 \
-    "$bundle/vadd_cubin" "$bundle/vadd.$arch.cubin" 100003 cuda
-  check "memcheck vadd cuda n=4096" compute-sanitizer --tool memcheck --error-exitcode 9 \
-    "$bundle/vadd_cubin" "$bundle/vadd.$arch.cubin" 4096 cuda
-else
-  rows+=("$(printf '%-34s %-5s %s' "memcheck" SKIP "compute-sanitizer not found")")
+run() { # run NAME COMMAND...: a row from its exit status and last line
+  local name=$1; shift
+  echo "== $name: $*" >>"$log"
+  local out rc
+  out=$("$@" 2>&1); rc=$?
+  printf '%s\n' "$out" >>"$log"
+  local last
+  last=$(printf '%s\n' "$out" | grep -v '^\s*$' | tail -1)
+  if [ $rc -eq 0 ]; then row "$name" ok "$last"
+  else row "$name" FAIL "rc=$rc: $last"; printf '%s\n' "$out" | tail -25; fi
+  return $rc
+}
+table() {
+  echo
+  echo "== tilec GPU check: $(date -u +%Y-%m-%d), GPU: ${gpu:-none found}, commit: $commit"
+  printf '%-44s %-5s %s\n' check result detail
+  printf '%s\n' "${rows[@]}"
+  echo "$passes passed, $fails failed, $skips skipped"
+}
+
+commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')
+[ -z "$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null)" ] || commit="$commit+ (uncommitted changes)"
+gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
+{
+  echo "gpu: ${gpu:-?}"; uname -a; (ldd --version | head -1) 2>&1; cc --version 2>&1 | head -1
+  cmake --version | head -1; /usr/local/cuda/bin/ptxas --version 2>&1 | tail -1; cat "$kit/MANIFEST" 2>&1
+} >>"$log"
+
+# ---- the kit and the build ---------------------------------------------------
+if [ ! -f "$kit/lib/libLLVM.so.19.1.xz" ]; then
+  row "kit" FAIL "no kit at $kit: run scripts/gpu-kit.sh here and carry .gpu-kit"
+  table; exit 1
 fi
-echo
-echo "== tilec GPU check: $(date -u +%Y-%m-%d), GPU: ${gpu:-none found}, commit: $(cat "$bundle/COMMIT" 2>/dev/null || echo '?')"
-printf '%-34s %-5s %s\n' check result detail
-printf '%s\n' "${rows[@]}"
-echo "$passes passed, $fails failed, $((${#rows[@]} - passes - fails)) skipped"
+tk=$(mktemp -d /tmp/tilec-kit.XXXX)
+cp -a "$kit/." "$tk/"
+xz -d "$tk/lib/libLLVM.so.19.1.xz"
+export LD_LIBRARY_PATH=$tk/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export PATH=$PATH:/usr/local/cuda/bin
+if ! run "configure (Release, kit LLVM $(sed -n 2p "$tk/MANIFEST" | cut -d, -f1))" \
+     cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTILEC_WERROR=ON \
+       -DTILEC_LLVM_INCLUDE_DIR="$tk/include" -DTILEC_LLVM_LIBRARY="$tk/lib/libLLVM.so.19.1" \
+       -DRE2C="$tk/bin/re2c" -DLEMON="$tk/bin/lemon" -DLEMON_TEMPLATE="$tk/share/lempar.c" \
+       -DCMOCKA_INCLUDE_DIR="$tk/include" -DCMOCKA_LIBRARY="$tk/lib/libcmocka.so.0" \
+       -DTILEC_GOLDEN_TESTS=OFF ||
+   ! run "build" ninja -C "$build"; then
+  table; exit 1
+fi
+
+# ---- the test suite, GPU required ----------------------------------------------
+# (golden tests need FileCheck, which that machine lacks; they test no GPU
+# code and run in CI.) A ctest summary line plus the names of what failed.
+export TILEC_TEST_REQUIRE_CUDA=1
+ctest_out=$(cd "$build" && ctest -j"$(nproc)" --output-on-failure 2>&1)
+ctest_rc=$?
+printf '%s\n' "$ctest_out" >>"$log"
+summary=$(printf '%s\n' "$ctest_out" | grep -E 'tests passed|tests failed' | tail -1)
+failed=$(printf '%s\n' "$ctest_out" | sed -n 's/^.*[0-9]* - \(.*\) (.*)$/\1/p' | tr '\n' ' ')
+skipped=$(printf '%s\n' "$ctest_out" | grep -c '\*\*\*Skipped\|Not Run (Disabled)\| Skipped ')
+if [ $ctest_rc -eq 0 ] && [ "$skipped" -eq 0 ]; then row "ctest (all but golden), GPU required" ok "$summary"
+else row "ctest (all but golden), GPU required" FAIL "$summary; skipped: $skipped; failed: $failed"
+  printf '%s\n' "$ctest_out" | grep -B2 -A20 -E 'FAILED|Failed|ERROR' | tail -60; fi
+for t in unit/test_runtime_devices/cuda unit/test_runtime_api samples/vadd_runtime/cuda samples/vadd_cubin/cuda; do
+  line=$(printf '%s\n' "$ctest_out" | grep -E "Test +#[0-9]+: $t " | head -1)
+  case $line in
+    *Passed*) row "  $t" ok "$(echo "$line" | grep -o '[0-9.]* sec')" ;;
+    '') row "  $t" FAIL "not in the suite" ;;
+    *) row "  $t" FAIL "$(echo "$line" | sed 's/.*\.\.\.* *//')" ;;
+  esac
+done
+# the approximate functions' error on this GPU, as the test printed it
+worst=$("$build/tests/test_runtime_devices" cuda 2>&1 | grep -o 'worst error / tolerance: .*')
+[ -n "$worst" ] && row "  transcendentals (error / tolerance)" ok "${worst#worst error / tolerance: }"
+
+# ---- compute-sanitizer memcheck over the GPU programs ------------------------------
+if command -v compute-sanitizer >/dev/null; then
+  cs() { run "memcheck $1" compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 "${@:2}"; }
+  cs "test_runtime_devices cuda" "$build/tests/test_runtime_devices" cuda
+  cs "test_runtime_api" "$build/tests/test_runtime_api"
+  cs "vadd_runtime 100003 cuda" "$build/samples/vadd_runtime" 100003 cuda
+  module=$(ls "$build"/samples/vadd.cubin 2>/dev/null || ls "$build"/samples/vadd.ptx)
+  cs "vadd_cubin 16777217 cuda" "$build/samples/vadd_cubin" "$module" 16777217 cuda
+else
+  row "memcheck" SKIP "compute-sanitizer not found"
+fi
+
+table
 [ $fails -eq 0 ]

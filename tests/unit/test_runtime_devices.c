@@ -1,0 +1,668 @@
+/* The same kernels on each device, through the public runtime API only.
+ *
+ *   test_runtime_devices cpu|cuda
+ *
+ * Every case compiles its kernel with trt_compile, runs it on random
+ * inputs (never all zero) with poisoned outputs, and compares with a C
+ * reference: exactly where the language defines the result bit for bit
+ * (one rounding per f32 operation, wrapping integers, saturating casts),
+ * and within a stated tolerance where the GPU may approximate
+ * (transcendental functions). Misuse of the API is checked on the device
+ * too. ctest runs it once per device; without a GPU the cuda run exits 77
+ * after saying why, which ctest reports as skipped. With
+ * TILEC_TEST_REQUIRE_CUDA=1 (set by scripts/gpu-check.sh) a missing GPU is
+ * a failure instead. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tilec_rt.h"
+
+#ifndef TILEC_SOURCE_DIR
+#error TILEC_SOURCE_DIR must name the source tree
+#endif
+
+static trt_device_kind kind;
+static trt_device *dev;
+
+/* ---- helpers ----------------------------------------------------------- */
+
+#define OK(call)                                                                     \
+    do {                                                                             \
+        trt_status st_ = (call);                                                     \
+        if (st_ != TRT_OK) fail_msg("%s: %s: %s", #call, trt_status_name(st_), trt_last_error(dev)); \
+    } while (0)
+
+typedef struct prog {
+    trt_module *mod;
+    char *text;
+} prog;
+
+static trt_kernel *compile_text(prog *p, const char *file, const char *src, const char *name,
+                                const tilec_define *defs, size_t ndefs) {
+    trt_compile_options o = {NULL, 0, defs, ndefs};
+    p->text = NULL;
+    trt_status st = trt_compile(dev, file, src, strlen(src), &o, &p->mod);
+    if (st != TRT_OK) fail_msg("%s does not compile: %s", file, trt_last_error(dev));
+    trt_kernel *k;
+    OK(trt_get_kernel(p->mod, name, &k));
+    return k;
+}
+
+/* A kernel from a .tile file in the source tree (stdlib/, samples/). */
+static trt_kernel *compile_file(prog *p, const char *rel, const char *name, const tilec_define *defs, size_t ndefs) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", TILEC_SOURCE_DIR, rel);
+    FILE *f = fopen(path, "rb");
+    if (!f) fail_msg("cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *text = malloc((size_t)n + 1);
+    assert_non_null(text);
+    assert_int_equal(fread(text, 1, (size_t)n, f), (size_t)n);
+    text[n] = 0;
+    fclose(f);
+    trt_kernel *k = compile_text(p, rel, text, name, defs, ndefs);
+    p->text = text;
+    return k;
+}
+
+static void drop(prog *p) {
+    trt_module_free(p->mod);
+    free(p->text);
+}
+
+static trt_buffer upload(const void *host, size_t bytes) {
+    trt_buffer b;
+    OK(trt_alloc(dev, bytes, &b));
+    OK(trt_write(dev, b, 0, host, bytes));
+    return b;
+}
+
+static void download(trt_buffer b, void *host, size_t bytes) {
+    OK(trt_read(dev, b, 0, host, bytes));
+    OK(trt_free(dev, b));
+}
+
+static void launch(trt_kernel *k, uint32_t gx, uint32_t gy, uint32_t gz, const trt_arg *args, size_t nargs) {
+    trt_status st = trt_launch(k, gx, gy, gz, args, nargs);
+    if (st == TRT_OK) st = trt_sync(dev);
+    if (st != TRT_OK) fail_msg("launch: %s: %s", trt_status_name(st), trt_last_error(dev));
+}
+
+static uint32_t cdiv(int n, int b) { return (uint32_t)((n + b - 1) / b); }
+
+/* Random values with a fractional part, both signs, never all zero. */
+static float rand_f32(void) { return (float)(rand() % 2000001 - 1000000) / 1021.0f; }
+static float *rand_f32s(int n) {
+    float *p = malloc(sizeof(float) * (size_t)n + 1);
+    for (int i = 0; i < n; i++) p[i] = rand_f32();
+    return p;
+}
+static float *poison_f32s(int n) {
+    float *p = malloc(sizeof(float) * (size_t)n + 1);
+    for (int i = 0; i < n; i++) p[i] = NAN;
+    return p;
+}
+static int32_t rand_i32(void) { return (int32_t)((uint32_t)rand() << 16 ^ (uint32_t)rand()); }
+
+static bool same_f32(float a, float b) { return a == b || (isnan(a) && isnan(b)); }
+
+static void expect_f32(const char *what, int n, const float *got, const float *want) {
+    for (int i = 0; i < n; i++)
+        if (!same_f32(got[i], want[i]))
+            fail_msg("%s on %s: [%d] = %.9g, want %.9g", what, trt_device_name(dev), i, got[i], want[i]);
+}
+
+/* ---- elementwise, tails and grid sizes ----------------------------------- */
+
+static const char vadd_src[] =
+    "kernel vadd(x: *f32, y: *f32, out: *f32, n: i32, const BLOCK: i32 = 1024) {\n"
+    "    let offs = program_id(0) * BLOCK + arange(0, BLOCK);\n"
+    "    let mask = offs < n;\n"
+    "    store(out + offs, load(x + offs, mask) + load(y + offs, mask), mask);\n"
+    "}\n";
+
+static void test_vadd_tails_blocks_grids(void **state) {
+    (void)state;
+    const int blocks[] = {128, 1024};
+    const int sizes[] = {1, 127, 128, 129, 1000, 4096, 100003, (1 << 20) + 3};
+    for (size_t b = 0; b < 2; b++) {
+        tilec_define d = {"BLOCK", blocks[b]};
+        prog p;
+        trt_kernel *k = compile_text(&p, "vadd.tile", vadd_src, "vadd", &d, 1);
+        for (size_t t = 0; t < sizeof sizes / sizeof sizes[0]; t++) {
+            int n = sizes[t], pad = 64; /* elements past n must stay poisoned */
+            size_t bytes = sizeof(float) * (size_t)(n + pad);
+            float *x = rand_f32s(n + pad), *y = rand_f32s(n + pad), *out = poison_f32s(n + pad);
+            trt_buffer bx = upload(x, bytes), by = upload(y, bytes), bo = upload(out, bytes);
+            trt_arg a[4] = {trt_buf(bx), trt_buf(by), trt_buf(bo), trt_int(n)};
+            launch(k, cdiv(n, blocks[b]), 1, 1, a, 4);
+            download(bo, out, bytes);
+            for (int i = 0; i < n + pad; i++) {
+                float want = i < n ? x[i] + y[i] : NAN;
+                if (!same_f32(out[i], want)) fail_msg("vadd BLOCK=%d n=%d: out[%d] = %g, want %g", blocks[b], n, i, out[i], want);
+            }
+            trt_free(dev, bx), trt_free(dev, by);
+            free(x), free(y), free(out);
+        }
+        drop(&p);
+    }
+}
+
+/* A pointer argument that starts inside its buffer (16-byte aligned). */
+static void test_pointer_at_an_offset(void **state) {
+    (void)state;
+    prog p;
+    tilec_define d = {"BLOCK", 64};
+    trt_kernel *k = compile_text(&p, "vadd.tile", vadd_src, "vadd", &d, 1);
+    int n = 200;
+    float *x = rand_f32s(n + 8), *y = rand_f32s(n), *out = poison_f32s(n);
+    trt_buffer bx = upload(x, sizeof(float) * (size_t)(n + 8)), by = upload(y, sizeof(float) * (size_t)n),
+               bo = upload(out, sizeof(float) * (size_t)n);
+    trt_arg a[4] = {trt_buf_at(bx, 8 * sizeof(float)), trt_buf(by), trt_buf(bo), trt_int(n)};
+    launch(k, cdiv(n, 64), 1, 1, a, 4);
+    download(bo, out, sizeof(float) * (size_t)n);
+    for (int i = 0; i < n; i++) assert_true(out[i] == x[i + 8] + y[i]);
+    trt_free(dev, bx), trt_free(dev, by);
+    free(x), free(y), free(out);
+    drop(&p);
+}
+
+/* ---- the stdlib and the samples' kernels ---------------------------------- */
+
+static void test_stdlib_elementwise(void **state) {
+    (void)state;
+    const int sizes[] = {1, 1000, 1024, 3000, 70001};
+    prog p;
+    trt_kernel *add, *mul, *scale, *fill;
+    add = compile_file(&p, "stdlib/elementwise.tile", "add_f32", NULL, 0);
+    OK(trt_get_kernel(p.mod, "mul_f32", &mul));
+    OK(trt_get_kernel(p.mod, "scale_f32", &scale));
+    OK(trt_get_kernel(p.mod, "fill_f32", &fill));
+    for (size_t t = 0; t < sizeof sizes / sizeof sizes[0]; t++) {
+        int n = sizes[t];
+        size_t bytes = sizeof(float) * (size_t)n;
+        float *x = rand_f32s(n), *y = rand_f32s(n), *out = poison_f32s(n), *want = malloc(bytes + 1);
+        trt_buffer bx = upload(x, bytes), by = upload(y, bytes);
+        for (int op = 0; op < 2; op++) {
+            trt_buffer bo = upload(out, bytes);
+            trt_arg a[4] = {trt_buf(bx), trt_buf(by), trt_buf(bo), trt_int(n)};
+            launch(op ? mul : add, cdiv(n, 1024), 1, 1, a, 4);
+            float *got = poison_f32s(n);
+            download(bo, got, bytes);
+            for (int i = 0; i < n; i++) want[i] = op ? x[i] * y[i] : x[i] + y[i];
+            expect_f32(op ? "mul_f32" : "add_f32", n, got, want);
+            free(got);
+        }
+        trt_arg s[3] = {trt_buf(bx), trt_float(-1.75), trt_int(n)}; /* in place */
+        launch(scale, cdiv(n, 1024), 1, 1, s, 3);
+        for (int i = 0; i < n; i++) want[i] = -1.75f * x[i];
+        download(bx, x, bytes);
+        expect_f32("scale_f32", n, x, want);
+        trt_buffer bo = upload(out, bytes);
+        trt_arg f[3] = {trt_buf(bo), trt_float(3.25), trt_int(n - 1)}; /* the last stays poisoned */
+        launch(fill, cdiv(n, 1024), 1, 1, f, 3);
+        download(bo, out, bytes);
+        for (int i = 0; i < n; i++) want[i] = i < n - 1 ? 3.25f : NAN;
+        expect_f32("fill_f32", n, out, want);
+        trt_free(dev, by);
+        free(x), free(y), free(out), free(want);
+    }
+    drop(&p);
+}
+
+/* Round a float to f16 bits, nearest even (finite, normal range here). */
+static uint16_t f16_bits(float v) {
+    uint32_t u;
+    memcpy(&u, &v, 4);
+    uint32_t sign = (u >> 16) & 0x8000, exp = (u >> 23) & 0xff, mant = u & 0x7fffff;
+    if (exp == 0xff) return (uint16_t)(sign | 0x7c00 | (mant ? 0x200 : 0));
+    int e = (int)exp - 127 + 15;
+    if (e >= 31) return (uint16_t)(sign | 0x7c00);
+    if (e <= 0) { /* subnormal f16 */
+        if (e < -10) return (uint16_t)sign;
+        mant |= 0x800000;
+        int shift = 14 - e;
+        uint32_t r = mant >> shift, rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (r & 1))) r++;
+        return (uint16_t)(sign | r);
+    }
+    uint32_t r = (uint32_t)e << 10 | mant >> 13, rem = mant & 0x1fff;
+    if (rem > 0x1000 || (rem == 0x1000 && (r & 1))) r++;
+    return (uint16_t)(sign | r);
+}
+static float f16_value(uint16_t h) {
+    int exp = (h >> 10) & 31, mant = h & 1023;
+    float v = exp == 0 ? ldexpf((float)mant, -24) : exp == 31 ? (mant ? NAN : INFINITY) : ldexpf((float)(1024 + mant), exp - 25);
+    return (h & 0x8000) ? -v : v;
+}
+
+static void test_samples_elementwise(void **state) {
+    (void)state;
+    prog p;
+    trt_kernel *saxpy = compile_file(&p, "samples/elementwise.tile", "saxpy", NULL, 0), *shift, *madd;
+    OK(trt_get_kernel(p.mod, "scale_shift_f16", &shift));
+    OK(trt_get_kernel(p.mod, "madd_strided", &madd));
+    const int sizes[] = {1, 777, 2048, 9001};
+    for (size_t t = 0; t < sizeof sizes / sizeof sizes[0]; t++) {
+        int n = sizes[t];
+        size_t fb = sizeof(float) * (size_t)n;
+        /* saxpy: y = a*x + y with two roundings (no contraction to fma) */
+        float *x = rand_f32s(n), *y = rand_f32s(n), *want = malloc(fb + 1);
+        trt_buffer bx = upload(x, fb), by = upload(y, fb);
+        trt_arg a[4] = {trt_buf(bx), trt_buf(by), trt_float(0.3), trt_int(n)};
+        launch(saxpy, cdiv(n, 1024), 1, 1, a, 4);
+        for (int i = 0; i < n; i++) {
+            volatile float prod = 0.3f * x[i]; /* volatile: keep the C reference from fusing too */
+            want[i] = prod + y[i];
+        }
+        download(by, y, fb);
+        expect_f32("saxpy", n, y, want);
+        trt_free(dev, bx);
+
+        /* scale_shift_f16: f16 in, f32 arithmetic, f16 out */
+        uint16_t *xh = malloc(2 * (size_t)n + 2), *oh = malloc(2 * (size_t)n + 2);
+        float *bias = rand_f32s(n);
+        for (int i = 0; i < n; i++) xh[i] = f16_bits(rand_f32() / 64), oh[i] = 0x7e00; /* NaN */
+        trt_buffer bxh = upload(xh, 2 * (size_t)n), boh = upload(oh, 2 * (size_t)n), bb = upload(bias, fb);
+        trt_arg s[6] = {trt_buf(bxh), trt_buf(boh), trt_float(1.5), trt_float(-0.25), trt_buf(bb), trt_int(n)};
+        launch(shift, cdiv(n, 2048), 1, 1, s, 6);
+        download(boh, oh, 2 * (size_t)n);
+        for (int i = 0; i < n; i++) {
+            volatile float v = f16_value(xh[i]) - 1.5f;
+            v = v * -0.25f;
+            v = v + bias[i];
+            if (oh[i] != f16_bits(v))
+                fail_msg("scale_shift_f16 n=%d: out[%d] = %#x, want %#x (%g)", n, i, oh[i], f16_bits(v), (double)v);
+        }
+        trt_free(dev, bb);
+
+        /* madd_strided: wrapping i32 a*b + c, reading every stride-th */
+        for (int stride = 1; stride <= 3; stride += 2) {
+            size_t ib = sizeof(int32_t) * (size_t)n * (size_t)stride;
+            int32_t *ia = malloc(ib), *ibv = malloc(ib), *ic = malloc(ib), *io = malloc(sizeof(int32_t) * (size_t)n);
+            for (size_t i = 0; i < (size_t)n * (size_t)stride; i++) ia[i] = rand_i32(), ibv[i] = rand_i32(), ic[i] = rand_i32();
+            for (int i = 0; i < n; i++) io[i] = 0x5a5a5a5a;
+            trt_buffer b1 = upload(ia, ib), b2 = upload(ibv, ib), b3 = upload(ic, ib),
+                       b4 = upload(io, sizeof(int32_t) * (size_t)n);
+            trt_arg m[6] = {trt_buf(b1), trt_buf(b2), trt_buf(b3), trt_buf(b4), trt_int(n), trt_int(stride)};
+            launch(madd, cdiv(n, 512), 1, 1, m, 6);
+            download(b4, io, sizeof(int32_t) * (size_t)n);
+            for (int i = 0; i < n; i++) {
+                size_t s2 = (size_t)i * (size_t)stride;
+                int32_t w = (int32_t)((uint32_t)ia[s2] * (uint32_t)ibv[s2] + (uint32_t)ic[s2]);
+                if (io[i] != w) fail_msg("madd_strided n=%d stride=%d: out[%d] = %d, want %d", n, stride, i, io[i], w);
+            }
+            trt_free(dev, b1), trt_free(dev, b2), trt_free(dev, b3);
+            free(ia), free(ibv), free(ic), free(io);
+        }
+        free(x), free(y), free(want), free(xh), free(oh), free(bias);
+    }
+    drop(&p);
+}
+
+/* ---- grids, loops ------------------------------------------------------ */
+
+static void test_three_axis_grid(void **state) {
+    (void)state;
+    static const char src[] =
+        "kernel ids(out: *i32, const B: i32 = 32) {\n"
+        "    let x = program_id(0);\n"
+        "    let y = program_id(1);\n"
+        "    let z = program_id(2);\n"
+        "    let flat = (z * num_programs(1) + y) * num_programs(0) + x;\n"
+        "    store(out + flat * B + arange(0, B), x + 100 * y + 10000 * z + 1000000 * arange(0, B));\n"
+        "}\n";
+    prog p;
+    trt_kernel *k = compile_text(&p, "ids.tile", src, "ids", NULL, 0);
+    const uint32_t grids[][3] = {{1, 1, 1}, {3, 4, 5}, {70, 1, 2}, {1, 65, 1}};
+    for (size_t g = 0; g < 4; g++) {
+        uint32_t gx = grids[g][0], gy = grids[g][1], gz = grids[g][2];
+        size_t count = (size_t)gx * gy * gz * 32;
+        int32_t *out = malloc(count * 4);
+        for (size_t i = 0; i < count; i++) out[i] = -7;
+        trt_buffer b = upload(out, count * 4);
+        trt_arg a[1] = {trt_buf(b)};
+        launch(k, gx, gy, gz, a, 1);
+        download(b, out, count * 4);
+        for (uint32_t z = 0; z < gz; z++)
+            for (uint32_t y = 0; y < gy; y++)
+                for (uint32_t x = 0; x < gx; x++)
+                    for (int i = 0; i < 32; i++) {
+                        size_t at = (((size_t)z * gy + y) * gx + x) * 32 + (size_t)i;
+                        int32_t want = (int32_t)(x + 100 * y + 10000 * z) + 1000000 * i;
+                        if (out[at] != want)
+                            fail_msg("grid %ux%ux%u: program (%u,%u,%u) lane %d wrote %d, want %d", gx, gy, gz, x, y, z,
+                                     i, out[at], want);
+                    }
+        free(out);
+    }
+    drop(&p);
+}
+
+/* Row sums: a loop carrying an f32 tile, summed in the order C sums. */
+static void test_loop_row_sums(void **state) {
+    (void)state;
+    static const char src[] =
+        "kernel rowsum(x: *f32, out: *f32, rows: i32, cols: i32, const B: i32 = 64) {\n"
+        "    let r = program_id(0) * B + arange(0, B);\n"
+        "    let live = r < rows;\n"
+        "    var acc = zeros(B, f32);\n"
+        "    for c in range(0, cols) {\n"
+        "        acc = acc + load(x + r * cols + c, live);\n"
+        "    }\n"
+        "    store(out + r, acc, live);\n"
+        "}\n";
+    prog p;
+    trt_kernel *k = compile_text(&p, "rowsum.tile", src, "rowsum", NULL, 0);
+    const int shapes[][2] = {{1, 1}, {100, 7}, {64, 64}, {1000, 33}, {5, 0}};
+    for (size_t s = 0; s < 5; s++) {
+        int rows = shapes[s][0], cols = shapes[s][1];
+        size_t xn = (size_t)rows * (size_t)(cols ? cols : 1);
+        float *x = rand_f32s((int)xn), *out = poison_f32s(rows), *want = malloc(sizeof(float) * (size_t)rows);
+        for (int r = 0; r < rows; r++) {
+            volatile float acc = 0;
+            for (int c = 0; c < cols; c++) acc = acc + x[(size_t)r * cols + c];
+            want[r] = acc;
+        }
+        trt_buffer bx = upload(x, xn * 4), bo = upload(out, (size_t)rows * 4);
+        trt_arg a[4] = {trt_buf(bx), trt_buf(bo), trt_int(rows), trt_int(cols)};
+        launch(k, cdiv(rows, 64), 1, 1, a, 4);
+        download(bo, out, (size_t)rows * 4);
+        expect_f32("rowsum", rows, out, want);
+        trt_free(dev, bx);
+        free(x), free(out), free(want);
+    }
+    drop(&p);
+}
+
+/* ---- exactly defined arithmetic ----------------------------------------- */
+
+static void test_math_builtins_exact(void **state) {
+    (void)state;
+    static const char src[] =
+        "kernel m(a: *f32, b: *f32, c: *f32, out: *f32, n: i32, const B: i32 = 256) {\n"
+        "    let o = program_id(0) * B + arange(0, B);\n"
+        "    let k = o < n;\n"
+        "    let x = load(a + o, k);\n"
+        "    let y = load(b + o, k);\n"
+        "    let z = load(c + o, k);\n"
+        "    store(out + o, minimum(x, y), k);\n"
+        "    store(out + n + o, maximum(x, y), k);\n"
+        "    store(out + 2 * n + o, where(x < y, abs(x), floor(y)), k);\n"
+        "    store(out + 3 * n + o, ceil(x) + sqrt(abs(y)), k);\n"
+        "    store(out + 4 * n + o, fma(x, y, z), k);\n"
+        "    store(out + 5 * n + o, x / y - x % y, k);\n"
+        "}\n";
+    prog p;
+    trt_kernel *k = compile_text(&p, "m.tile", src, "m", NULL, 0);
+    int n = 3001;
+    float *a = rand_f32s(n), *b = rand_f32s(n), *c = rand_f32s(n), *out = poison_f32s(6 * n), *want = malloc(24 * (size_t)n);
+    /* the awkward values: NaN, signed zeros, infinities, equal pairs */
+    const float special[] = {NAN, 0.0f, -0.0f, INFINITY, -INFINITY, 1.0f, -1.0f};
+    for (int i = 0; i < 64; i++) a[i] = special[i % 7], b[i] = special[i / 7 % 7];
+    a[100] = b[100] = 2.5f;
+    for (int i = 0; i < n; i++) {
+        float x = a[i], y = b[i], z = c[i];
+        want[i] = isnan(x) || isnan(y) ? NAN : (x == y ? (signbit(x) ? x : y) : fminf(x, y));
+        want[n + i] = isnan(x) || isnan(y) ? NAN : (x == y ? (signbit(x) ? y : x) : fmaxf(x, y));
+        want[2 * n + i] = x < y ? fabsf(x) : floorf(y);
+        volatile float s = sqrtf(fabsf(y));
+        want[3 * n + i] = ceilf(x) + s;
+        want[4 * n + i] = fmaf(x, y, z);
+        volatile float q = x / y, r = fmodf(x, y);
+        want[5 * n + i] = q - r;
+    }
+    size_t bytes = 4 * (size_t)n;
+    trt_buffer ba = upload(a, bytes), bb = upload(b, bytes), bc = upload(c, bytes), bo = upload(out, 6 * bytes);
+    trt_arg args[5] = {trt_buf(ba), trt_buf(bb), trt_buf(bc), trt_buf(bo), trt_int(n)};
+    launch(k, cdiv(n, 256), 1, 1, args, 5);
+    download(bo, out, 6 * bytes);
+    const char *names[] = {"minimum", "maximum", "where/abs/floor", "ceil+sqrt", "fma", "x/y - x%y"};
+    for (int j = 0; j < 6; j++) {
+        for (int i = 0; i < n; i++) {
+            float g = out[j * n + i], w = want[j * n + i];
+            /* min/max of +0 and -0 must pick the sign too */
+            bool same = same_f32(g, w) && (g != 0 || signbit(g) == signbit(w) || j > 1);
+            if (!same) fail_msg("%s on %s: [%d] (x=%g y=%g) = %g, want %g", names[j], trt_device_name(dev), i, a[i], b[i], g, w);
+        }
+    }
+    trt_free(dev, ba), trt_free(dev, bb), trt_free(dev, bc);
+    free(a), free(b), free(c), free(out), free(want);
+    drop(&p);
+}
+
+/* Integer widths and conversions, all defined exactly. */
+static void test_integers_and_casts(void **state) {
+    (void)state;
+    static const char src[] =
+        "kernel ints(a: *i32, b: *i32, f: *f32, o8: *i8, o16: *i16, o32: *i32, o64: *i64, oh: *f16, obf: *bf16,\n"
+        "            n: i32, const B: i32 = 128) {\n"
+        "    let o = program_id(0) * B + arange(0, B);\n"
+        "    let k = o < n;\n"
+        "    let x = load(a + o, k);\n"
+        "    let y = load(b + o, k, other = 1);\n"
+        "    let v = load(f + o, k);\n"
+        "    store(o8 + o, cast(x, i8) + cast(y, i8), k);\n"
+        "    store(o16 + o, cast(x >> 3, i16) * cast(y, i16), k);\n"
+        "    store(o32 + o, x / y + x % y + (x << 3) + (y >> 5) + (x ^ y) + (!x & 255), k);\n"
+        "    store(o64 + o, cast(x, i64) * cast(y, i64) + cast(v, i64), k);\n"
+        "    store(oh + o, v, k);\n"
+        "    store(obf + o, v, k);\n"
+        "    store(o32 + n + o, cast(v * 3.0e6, i32), k);\n"
+        "}\n";
+    prog p;
+    trt_kernel *k = compile_text(&p, "ints.tile", src, "ints", NULL, 0);
+    int n = 1500;
+    int32_t *a = malloc(4 * (size_t)n), *b = malloc(4 * (size_t)n);
+    float *f = malloc(4 * (size_t)n);
+    for (int i = 0; i < n; i++) {
+        a[i] = rand_i32();
+        b[i] = rand_i32() >> (rand() % 31);
+        if (b[i] == 0 || (b[i] == -1 && a[i] == INT32_MIN)) b[i] = 3; /* defined differently per device */
+        f[i] = rand_f32() * (float)(1 << (rand() % 12));
+    }
+    f[0] = NAN, f[1] = INFINITY, f[2] = -INFINITY, f[3] = 65520.0f, f[4] = 1e-7f, a[5] = INT32_MIN, a[6] = INT32_MAX;
+    int8_t *o8 = malloc((size_t)n);
+    int16_t *o16 = malloc(2 * (size_t)n);
+    int32_t *o32 = malloc(8 * (size_t)n);
+    int64_t *o64 = malloc(8 * (size_t)n);
+    uint16_t *oh = malloc(2 * (size_t)n), *obf = malloc(2 * (size_t)n);
+    memset(o8, 0x55, (size_t)n), memset(o16, 0x55, 2 * (size_t)n), memset(o32, 0x55, 8 * (size_t)n);
+    memset(o64, 0x55, 8 * (size_t)n), memset(oh, 0x55, 2 * (size_t)n), memset(obf, 0x55, 2 * (size_t)n);
+    trt_buffer ba = upload(a, 4 * (size_t)n), bb = upload(b, 4 * (size_t)n), bf = upload(f, 4 * (size_t)n),
+               b8 = upload(o8, (size_t)n), b16 = upload(o16, 2 * (size_t)n), b32 = upload(o32, 8 * (size_t)n),
+               b64 = upload(o64, 8 * (size_t)n), bh = upload(oh, 2 * (size_t)n), bbf = upload(obf, 2 * (size_t)n);
+    trt_arg args[10] = {trt_buf(ba), trt_buf(bb),  trt_buf(bf), trt_buf(b8),  trt_buf(b16),
+                        trt_buf(b32), trt_buf(b64), trt_buf(bh), trt_buf(bbf), trt_int(n)};
+    launch(k, cdiv(n, 128), 1, 1, args, 10);
+    download(b8, o8, (size_t)n), download(b16, o16, 2 * (size_t)n), download(b32, o32, 8 * (size_t)n);
+    download(b64, o64, 8 * (size_t)n), download(bh, oh, 2 * (size_t)n), download(bbf, obf, 2 * (size_t)n);
+    for (int i = 0; i < n; i++) {
+        int32_t x = a[i], y = b[i];
+        float v = f[i];
+        int8_t w8 = (int8_t)(uint8_t)((uint8_t)x + (uint8_t)y);
+        int16_t w16 = (int16_t)(uint16_t)((uint32_t)(uint16_t)(x >> 3) * (uint32_t)(uint16_t)y);
+        uint32_t w32 = (uint32_t)(x / y) + (uint32_t)(x % y) + ((uint32_t)x << 3) + (uint32_t)(y >> 5) +
+                       (uint32_t)(x ^ y) + (uint32_t)(~x & 255);
+        int64_t vi = isnan(v) ? 0 : v >= 9.2233720368547758e18f ? INT64_MAX : v <= -9.2233720368547758e18f ? INT64_MIN : (int64_t)v;
+        int64_t w64 = (int64_t)((uint64_t)((int64_t)x * (int64_t)y) + (uint64_t)vi);
+        double big = (double)(v * 3.0e6f);
+        int32_t wsat = isnan(big) ? 0 : big >= 2147483647.0 ? INT32_MAX : big <= -2147483648.0 ? INT32_MIN : (int32_t)big;
+        uint32_t fb;
+        memcpy(&fb, &v, 4);
+        uint16_t wbf = isnan(v) ? 0 : (uint16_t)((fb + 0x7fff + ((fb >> 16) & 1)) >> 16);
+        if (o8[i] != w8) fail_msg("i8 [%d] = %d, want %d", i, o8[i], w8);
+        if (o16[i] != w16) fail_msg("i16 [%d] = %d, want %d", i, o16[i], w16);
+        if ((uint32_t)o32[i] != w32) fail_msg("i32 [%d] (x=%d y=%d) = %d, want %d", i, x, y, o32[i], (int32_t)w32);
+        if (o64[i] != w64) fail_msg("i64 [%d] = %lld, want %lld", i, (long long)o64[i], (long long)w64);
+        if (o32[n + i] != wsat) fail_msg("saturating cast [%d] of %g = %d, want %d", i, big, o32[n + i], wsat);
+        if (isnan(v) ? (oh[i] & 0x7fff) <= 0x7c00 : oh[i] != f16_bits(v))
+            fail_msg("f16 [%d] of %g = %#x, want %#x", i, (double)v, oh[i], f16_bits(v));
+        if (isnan(v) ? (obf[i] & 0x7fff) <= 0x7f80 : obf[i] != wbf)
+            fail_msg("bf16 [%d] of %g = %#x, want %#x", i, (double)v, obf[i], wbf);
+    }
+    trt_free(dev, ba), trt_free(dev, bb), trt_free(dev, bf);
+    free(a), free(b), free(f), free(o8), free(o16), free(o32), free(o64), free(oh), free(obf);
+    drop(&p);
+}
+
+/* ---- approximate on the GPU: within a stated tolerance ---------------------- */
+
+static void test_transcendentals_within_tolerance(void **state) {
+    (void)state;
+    static const char src[] =
+        "kernel t(x: *f32, out: *f32, n: i32, const B: i32 = 256) {\n"
+        "    let o = program_id(0) * B + arange(0, B);\n"
+        "    let k = o < n;\n"
+        "    let v = load(x + o, k);\n"
+        "    store(out + o, exp(v), k);\n"
+        "    store(out + n + o, log(abs(v) + 0.5), k);\n"
+        "    store(out + 2 * n + o, sin(v), k);\n"
+        "    store(out + 3 * n + o, cos(v), k);\n"
+        "    store(out + 4 * n + o, tanh(v), k);\n"
+        "    store(out + 5 * n + o, sigmoid(v), k);\n"
+        "    store(out + 6 * n + o, rsqrt(abs(v) + 0.25), k);\n"
+        "    store(out + 7 * n + o, exp2(v) + log2(abs(v) + 1.0), k);\n"
+        "}\n";
+    enum { FUNCS = 8 };
+    prog p;
+    trt_kernel *k = compile_text(&p, "t.tile", src, "t", NULL, 0);
+    int n = 4099;
+    float *x = malloc(4 * (size_t)n), *out = poison_f32s(FUNCS * n);
+    for (int i = 0; i < n; i++) x[i] = (float)((rand() % 2000001 - 1000000) * (3.14159 / 1e6)); /* [-pi, pi] */
+    trt_buffer bx = upload(x, 4 * (size_t)n), bo = upload(out, FUNCS * 4 * (size_t)n);
+    trt_arg a[3] = {trt_buf(bx), trt_buf(bo), trt_int(n)};
+    launch(k, cdiv(n, 256), 1, 1, a, 3);
+    download(bo, out, FUNCS * 4 * (size_t)n);
+    /* PTX's approximations are within a few f32 ulps relatively (ex2, lg2,
+     * rsqrt) or 2^-20 absolutely on [-pi, pi] (sin, cos); the composed
+     * functions add a rounding or two. The interpreter is exact. */
+    const double rel_tol = 1e-5, abs_tol = 4e-6;
+    const char *names[FUNCS] = {"exp", "log", "sin", "cos", "tanh", "sigmoid", "rsqrt", "exp2+log2"};
+    double worst[FUNCS] = {0};
+    for (int i = 0; i < n; i++) {
+        double v = x[i], want[FUNCS] = {exp(v), log(fabs(v) + 0.5), sin(v), cos(v), tanh(v), 1 / (1 + exp(-v)),
+                                        1 / sqrt(fabs(v) + 0.25), exp2(v) + log2(fabs(v) + 1)};
+        for (int j = 0; j < FUNCS; j++) {
+            double g = out[j * n + i], err = fabs(g - want[j]), lim = abs_tol + rel_tol * fabs(want[j]);
+            if (!(err <= lim)) fail_msg("%s(%.9g) on %s = %.9g, want %.9g (error %.3g > %.3g)", names[j], v,
+                                        trt_device_name(dev), g, want[j], err, lim);
+            if (err / lim > worst[j]) worst[j] = err / lim;
+        }
+    }
+    print_message("transcendentals on %s: worst error / tolerance: exp %.2f log %.2f sin %.2f cos %.2f tanh %.2f "
+                  "sigmoid %.2f rsqrt %.2f exp2+log2 %.2f\n",
+                  trt_device_name(dev), worst[0], worst[1], worst[2], worst[3], worst[4], worst[5], worst[6], worst[7]);
+    trt_free(dev, bx);
+    free(x), free(out);
+    drop(&p);
+}
+
+/* ---- misuse on this device ------------------------------------------------ */
+
+static void test_misuse_is_an_error(void **state) {
+    (void)state;
+    prog p;
+    tilec_define d = {"BLOCK", 64};
+    trt_kernel *k = compile_text(&p, "vadd.tile", vadd_src, "vadd", &d, 1), *none = NULL;
+    trt_buffer b;
+    OK(trt_alloc(dev, 256, &b));
+    trt_arg good[4] = {trt_buf(b), trt_buf(b), trt_buf(b), trt_int(64)};
+    OK(trt_launch(k, 1, 1, 1, good, 4));
+    OK(trt_sync(dev));
+
+    assert_int_equal(trt_launch(k, 1, 1, 1, good, 3), TRT_ERR_ARGUMENTS);
+    assert_non_null(strstr(trt_last_error(dev), "takes 4 arguments, 3 given"));
+    trt_arg wrong_kind[4] = {trt_buf(b), trt_int(0), trt_buf(b), trt_int(64)};
+    assert_int_equal(trt_launch(k, 1, 1, 1, wrong_kind, 4), TRT_ERR_ARGUMENTS);
+    assert_non_null(strstr(trt_last_error(dev), "('y') of 'vadd' must be a buffer"));
+    trt_arg float_for_int[4] = {trt_buf(b), trt_buf(b), trt_buf(b), trt_float(64)};
+    assert_int_equal(trt_launch(k, 1, 1, 1, float_for_int, 4), TRT_ERR_ARGUMENTS);
+    trt_arg too_big[4] = {trt_buf(b), trt_buf(b), trt_buf(b), trt_int(1ll << 40)};
+    assert_int_equal(trt_launch(k, 1, 1, 1, too_big, 4), TRT_ERR_ARGUMENTS);
+    trt_arg misaligned[4] = {trt_buf_at(b, 4), trt_buf(b), trt_buf(b), trt_int(60)};
+    assert_int_equal(trt_launch(k, 1, 1, 1, misaligned, 4), TRT_ERR_ARGUMENTS);
+    assert_non_null(strstr(trt_last_error(dev), "16-byte aligned"));
+    assert_int_equal(trt_launch(k, 0, 1, 1, good, 4), TRT_ERR_INVALID_ARGUMENT);
+    assert_int_equal(trt_get_kernel(p.mod, "vsub", &none), TRT_ERR_NOT_FOUND);
+    assert_null(none);
+    assert_non_null(strstr(trt_last_error(dev), "no kernel named 'vsub'"));
+
+    float host[64];
+    assert_int_equal(trt_read(dev, b, 8, host, 256), TRT_ERR_INVALID_ARGUMENT); /* past the end */
+    OK(trt_free(dev, b));
+    assert_int_equal(trt_free(dev, b), TRT_ERR_INVALID_HANDLE);
+    assert_int_equal(trt_read(dev, b, 0, host, 4), TRT_ERR_INVALID_HANDLE);
+    assert_int_equal(trt_launch(k, 1, 1, 1, good, 4), TRT_ERR_INVALID_HANDLE);
+
+    /* a compile error names the line */
+    trt_module *bad = NULL;
+    const char *src = "kernel k(x: *f32) {\n    store(x, y);\n}\n";
+    assert_int_equal(trt_compile(dev, "bad.tile", src, strlen(src), NULL, &bad), TRT_ERR_COMPILE);
+    assert_null(bad);
+    assert_non_null(strstr(trt_last_error(dev), "bad.tile:2:14: error:"));
+    drop(&p);
+}
+
+/* Closing the device while a module is alive: its kernels refuse to run.
+ * Runs last, on a device of its own. */
+static void test_launch_after_close(void **state) {
+    (void)state;
+    trt_device *mine;
+    char why[512];
+    OK(trt_open(kind, &mine, why, sizeof why));
+    trt_module *mod;
+    assert_int_equal(trt_compile(mine, "vadd.tile", vadd_src, strlen(vadd_src), NULL, &mod), TRT_OK);
+    trt_kernel *k;
+    assert_int_equal(trt_get_kernel(mod, "vadd", &k), TRT_OK);
+    trt_buffer b;
+    assert_int_equal(trt_alloc(mine, 64, &b), TRT_OK);
+    trt_close(mine);
+    trt_arg a[4] = {trt_buf(b), trt_buf(b), trt_buf(b), trt_int(16)};
+    assert_int_equal(trt_launch(k, 1, 1, 1, a, 4), TRT_ERR_CLOSED);
+    trt_module_free(mod); /* the device's memory goes with its last module */
+}
+
+int main(int argc, char **argv) {
+    const char *which = argc > 1 ? argv[1] : "cpu";
+    if (!strcmp(which, "cpu")) kind = TRT_DEVICE_CPU;
+    else if (!strcmp(which, "cuda")) kind = TRT_DEVICE_CUDA;
+    else {
+        fprintf(stderr, "usage: %s cpu|cuda\n", argv[0]);
+        return 2;
+    }
+    char why[512];
+    if (trt_open(kind, &dev, why, sizeof why) != TRT_OK) {
+        const char *req = getenv("TILEC_TEST_REQUIRE_CUDA");
+        bool required = req && *req && strcmp(req, "0") != 0;
+        fprintf(stderr, "%s: %s device tests %s: %s\n", argv[0], which, required ? "FAILED" : "SKIPPED", why);
+        return required ? 1 : 77; /* 77: ctest's SKIP_RETURN_CODE */
+    }
+    printf("device: %s\n", trt_device_name(dev));
+    srand(2026);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_vadd_tails_blocks_grids),
+        cmocka_unit_test(test_pointer_at_an_offset),
+        cmocka_unit_test(test_stdlib_elementwise),
+        cmocka_unit_test(test_samples_elementwise),
+        cmocka_unit_test(test_three_axis_grid),
+        cmocka_unit_test(test_loop_row_sums),
+        cmocka_unit_test(test_math_builtins_exact),
+        cmocka_unit_test(test_integers_and_casts),
+        cmocka_unit_test(test_transcendentals_within_tolerance),
+        cmocka_unit_test(test_misuse_is_an_error),
+        cmocka_unit_test(test_launch_after_close),
+    };
+    int failed = cmocka_run_group_tests_name(which, tests, NULL, NULL);
+    trt_close(dev);
+    return failed ? 1 : 0;
+}
