@@ -164,8 +164,10 @@ tilec_status tilec_compile(const char *filename, const char *source, size_t len,
         /* what the runtime needs to check and run loaded kernels */
         tc_strbuf side;
         tc_strbuf_init(&side);
-        tc_strbuf_printf(&side, "// tilec %s sidecar: the kernels' tile IR, read by trt_load\n// source: %s\n",
-                         TILEC_VERSION, src.name);
+        tc_strbuf_printf(&side,
+                         "// tilec %s sidecar: the kernels' tile IR, read by trt_load\n// source: %s\n"
+                         "// target: %s %s\n",
+                         TILEC_VERSION, src.name, opt->emit == TILEC_EMIT_PTX ? "ptx" : "cubin", arch);
         tir_print_module(&side, m, TIR_PRINT_LOCS);
         out->sidecar = tc_strbuf_take(&side);
     }

@@ -41,7 +41,8 @@ typedef enum trt_status {
     TRT_ERR_ARGUMENTS,        /* launch arguments do not match the kernel */
     TRT_ERR_LAUNCH,           /* the kernel failed while running */
     TRT_ERR_CLOSED,           /* the device was closed */
-    TRT_ERR_OUT_OF_MEMORY
+    TRT_ERR_OUT_OF_MEMORY,
+    TRT_ERR_ARCH              /* a module built for another GPU architecture */
 } trt_status;
 
 typedef enum trt_device_kind { TRT_DEVICE_AUTO, TRT_DEVICE_CPU, TRT_DEVICE_CUDA } trt_device_kind;
@@ -81,6 +82,8 @@ TILEC_API trt_status trt_open(trt_device_kind kind, trt_device **out, char *why,
  * their kernels gives TRT_ERR_CLOSED. */
 TILEC_API void trt_close(trt_device *dev);
 TILEC_API const char *trt_device_name(const trt_device *dev); /* "cpu (tile IR interpreter)" */
+/* The GPU's architecture ("sm_90"), what tilec --arch takes; "" on the CPU. */
+TILEC_API const char *trt_device_arch(const trt_device *dev);
 TILEC_API const char *trt_last_error(const trt_device *dev);   /* "" if none */
 TILEC_API const char *trt_status_name(trt_status s);
 
@@ -111,8 +114,27 @@ TILEC_API trt_status trt_read(trt_device *dev, trt_buffer src, size_t offset, vo
  * the compiler assumed for pointers. */
 TILEC_API trt_status trt_launch(trt_kernel *k, uint32_t grid_x, uint32_t grid_y, uint32_t grid_z, const trt_arg *args,
                                 size_t nargs);
-/* Waits for launched work (the CPU device runs launches synchronously). */
+/* Waits for launched work on every stream (the CPU device runs launches
+ * synchronously). */
 TILEC_API trt_status trt_sync(trt_device *dev);
+
+/* Streams. Work queued on one stream runs in order; work on different
+ * streams may overlap on the GPU. trt_launch, trt_read and trt_write use
+ * the default stream, which waits for the others (and they for it), so
+ * mixing both styles stays ordered. The host memory of an async copy must
+ * stay valid until the stream is synchronized. On the CPU device a stream
+ * only orders calls, and every call completes before it returns. A stream
+ * keeps its device's resources alive until it is destroyed; after
+ * trt_close it refuses work with TRT_ERR_CLOSED. */
+typedef struct trt_stream trt_stream;
+TILEC_API trt_status trt_stream_create(trt_device *dev, trt_stream **out);
+/* Waits for the stream's work, then frees it. */
+TILEC_API void trt_stream_destroy(trt_stream *s);
+TILEC_API trt_status trt_stream_sync(trt_stream *s);
+TILEC_API trt_status trt_launch_on(trt_stream *s, trt_kernel *k, uint32_t grid_x, uint32_t grid_y, uint32_t grid_z,
+                                   const trt_arg *args, size_t nargs);
+TILEC_API trt_status trt_write_async(trt_stream *s, trt_buffer dst, size_t offset, const void *src, size_t bytes);
+TILEC_API trt_status trt_read_async(trt_stream *s, trt_buffer src, size_t offset, void *dst, size_t bytes);
 
 #ifdef __cplusplus
 }

@@ -34,6 +34,11 @@ typedef struct cuda_api {
     CUresult (*cuMemFree_v2)(CUdeviceptr);
     CUresult (*cuMemcpyHtoD_v2)(CUdeviceptr, const void *, size_t);
     CUresult (*cuMemcpyDtoH_v2)(void *, CUdeviceptr, size_t);
+    CUresult (*cuMemcpyHtoDAsync_v2)(CUdeviceptr, const void *, size_t, CUstream);
+    CUresult (*cuMemcpyDtoHAsync_v2)(void *, CUdeviceptr, size_t, CUstream);
+    CUresult (*cuStreamCreate)(CUstream *, unsigned);
+    CUresult (*cuStreamSynchronize)(CUstream);
+    CUresult (*cuStreamDestroy_v2)(CUstream);
     CUresult (*cuModuleLoadData)(CUmodule *, const void *);
     CUresult (*cuModuleUnload)(CUmodule);
     CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
@@ -93,7 +98,8 @@ bool rt_cuda_open(rt_cuda **out, char *why, size_t n) {
         SYM(cuInit), SYM(cuDriverGetVersion), SYM(cuDeviceGetCount), SYM(cuDeviceGet), SYM(cuDeviceGetName),
         SYM(cuDeviceGetAttribute), SYM(cuDevicePrimaryCtxRetain), SYM(cuDevicePrimaryCtxRelease_v2),
         SYM(cuCtxSetCurrent), SYM(cuCtxSynchronize), SYM(cuMemAlloc_v2), SYM(cuMemFree_v2), SYM(cuMemcpyHtoD_v2),
-        SYM(cuMemcpyDtoH_v2), SYM(cuModuleLoadData), SYM(cuModuleUnload), SYM(cuModuleGetFunction),
+        SYM(cuMemcpyDtoH_v2), SYM(cuMemcpyHtoDAsync_v2), SYM(cuMemcpyDtoHAsync_v2), SYM(cuStreamCreate),
+        SYM(cuStreamSynchronize), SYM(cuStreamDestroy_v2), SYM(cuModuleLoadData), SYM(cuModuleUnload), SYM(cuModuleGetFunction),
         SYM(cuLaunchKernel), SYM(cuGetErrorName), SYM(cuGetErrorString),
 #undef SYM
     };
@@ -165,12 +171,16 @@ bool rt_cuda_free(rt_cuda *c, uint64_t dptr, char *err, size_t n) {
     return enter(c, err, n) && check(c, c->api.cuMemFree_v2(dptr), "cuMemFree", err, n);
 }
 
-bool rt_cuda_write(rt_cuda *c, uint64_t dst, const void *src, size_t bytes, char *err, size_t n) {
-    return enter(c, err, n) && check(c, c->api.cuMemcpyHtoD_v2(dst, src, bytes), "cuMemcpyHtoD", err, n);
+bool rt_cuda_write(rt_cuda *c, uint64_t dst, const void *src, size_t bytes, void *stream, char *err, size_t n) {
+    if (!enter(c, err, n)) return false;
+    return stream ? check(c, c->api.cuMemcpyHtoDAsync_v2(dst, src, bytes, stream), "cuMemcpyHtoDAsync", err, n)
+                  : check(c, c->api.cuMemcpyHtoD_v2(dst, src, bytes), "cuMemcpyHtoD", err, n);
 }
 
-bool rt_cuda_read(rt_cuda *c, void *dst, uint64_t src, size_t bytes, char *err, size_t n) {
-    return enter(c, err, n) && check(c, c->api.cuMemcpyDtoH_v2(dst, src, bytes), "cuMemcpyDtoH", err, n);
+bool rt_cuda_read(rt_cuda *c, void *dst, uint64_t src, size_t bytes, void *stream, char *err, size_t n) {
+    if (!enter(c, err, n)) return false;
+    return stream ? check(c, c->api.cuMemcpyDtoHAsync_v2(dst, src, bytes, stream), "cuMemcpyDtoHAsync", err, n)
+                  : check(c, c->api.cuMemcpyDtoH_v2(dst, src, bytes), "cuMemcpyDtoH", err, n);
 }
 
 bool rt_cuda_load(rt_cuda *c, const void *image, void **module, char *err, size_t n) {
@@ -186,11 +196,25 @@ bool rt_cuda_function(rt_cuda *c, void *module, const char *name, void **fn, cha
            check(c, c->api.cuModuleGetFunction((CUfunction *)fn, module, name), "cuModuleGetFunction", err, n);
 }
 
-bool rt_cuda_launch(rt_cuda *c, void *fn, const uint32_t grid[3], uint32_t block_x, void **params, char *err,
-                    size_t n) {
-    return enter(c, err, n) && check(c, c->api.cuLaunchKernel(fn, grid[0], grid[1], grid[2], block_x, 1, 1, 0, NULL,
+bool rt_cuda_launch(rt_cuda *c, void *fn, const uint32_t grid[3], uint32_t block_x, void **params, void *stream,
+                    char *err, size_t n) {
+    return enter(c, err, n) && check(c, c->api.cuLaunchKernel(fn, grid[0], grid[1], grid[2], block_x, 1, 1, 0, stream,
                                                               params, NULL),
                                      "cuLaunchKernel", err, n);
+}
+
+/* Flags 0: a blocking stream, ordered with the legacy default stream that
+ * trt_launch and the synchronous copies use, so mixing the two is safe. */
+bool rt_cuda_stream_create(rt_cuda *c, void **stream, char *err, size_t n) {
+    return enter(c, err, n) && check(c, c->api.cuStreamCreate((CUstream *)stream, 0), "cuStreamCreate", err, n);
+}
+
+bool rt_cuda_stream_sync(rt_cuda *c, void *stream, char *err, size_t n) {
+    return enter(c, err, n) && check(c, c->api.cuStreamSynchronize(stream), "cuStreamSynchronize", err, n);
+}
+
+void rt_cuda_stream_destroy(rt_cuda *c, void *stream) {
+    if (c->api.cuCtxSetCurrent(c->ctx) == 0) c->api.cuStreamDestroy_v2(stream);
 }
 
 bool rt_cuda_sync(rt_cuda *c, char *err, size_t n) {

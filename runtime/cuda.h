@@ -21,13 +21,18 @@ const char *rt_cuda_arch(const rt_cuda *c); /* "sm_90" */
 /* Each returns false with a message naming the failing call in err. */
 bool rt_cuda_alloc(rt_cuda *c, size_t bytes, uint64_t *dptr, char *err, size_t n);
 bool rt_cuda_free(rt_cuda *c, uint64_t dptr, char *err, size_t n);
-bool rt_cuda_write(rt_cuda *c, uint64_t dst, const void *src, size_t bytes, char *err, size_t n);
-bool rt_cuda_read(rt_cuda *c, void *dst, uint64_t src, size_t bytes, char *err, size_t n);
+/* Copies: on `stream` when not NULL (queued), else synchronous. */
+bool rt_cuda_write(rt_cuda *c, uint64_t dst, const void *src, size_t bytes, void *stream, char *err, size_t n);
+bool rt_cuda_read(rt_cuda *c, void *dst, uint64_t src, size_t bytes, void *stream, char *err, size_t n);
 bool rt_cuda_load(rt_cuda *c, const void *image, void **module, char *err, size_t n);
 void rt_cuda_unload(rt_cuda *c, void *module);
 bool rt_cuda_function(rt_cuda *c, void *module, const char *name, void **fn, char *err, size_t n);
-bool rt_cuda_launch(rt_cuda *c, void *fn, const uint32_t grid[3], uint32_t block_x, void **params, char *err,
-                    size_t n);
+/* stream NULL: the legacy default stream, which waits for the others */
+bool rt_cuda_launch(rt_cuda *c, void *fn, const uint32_t grid[3], uint32_t block_x, void **params, void *stream,
+                    char *err, size_t n);
 bool rt_cuda_sync(rt_cuda *c, char *err, size_t n);
+bool rt_cuda_stream_create(rt_cuda *c, void **stream, char *err, size_t n);
+bool rt_cuda_stream_sync(rt_cuda *c, void *stream, char *err, size_t n);
+void rt_cuda_stream_destroy(rt_cuda *c, void *stream);
 
 #endif

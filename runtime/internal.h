@@ -52,6 +52,11 @@ struct trt_kernel {
     char **param_types;
 };
 
+struct trt_stream {
+    trt_device *dev;
+    void *cu_stream; /* CUDA device */
+};
+
 struct trt_module {
     trt_device *dev;
     void *cu_module; /* CUDA device */
@@ -61,6 +66,11 @@ struct trt_module {
     trt_kernel *kernels;
     uint32_t nkernels;
 };
+
+/* Whether code tilec built for `built` ("sm_80", "sm_90a") runs on a GPU
+ * of arch `device`: PTX on the same or newer, machine code on the same
+ * major version with the same or newer minor, sm_XYa code only on sm_XY. */
+bool rt_arch_compatible(bool ptx, const char *built, const char *device);
 
 /* Sets the device's last error; returns st. */
 trt_status rt_fail(trt_device *d, trt_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

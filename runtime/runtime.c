@@ -28,7 +28,7 @@ trt_status rt_fail(trt_device *d, trt_status st, const char *fmt, ...) {
 const char *trt_status_name(trt_status s) {
     static const char *const names[] = {"ok", "invalid argument", "invalid handle", "no device", "compile error",
                                         "not found", "bad launch arguments", "launch failed", "device closed",
-                                        "out of memory"};
+                                        "out of memory", "wrong GPU architecture"};
     return (unsigned)s < sizeof names / sizeof names[0] ? names[s] : "unknown status";
 }
 
@@ -91,6 +91,7 @@ void trt_close(trt_device *d) {
 const char *trt_device_name(const trt_device *d) {
     return !d ? "" : d->cuda ? rt_cuda_name(d->cuda) : "cpu (tile IR interpreter)";
 }
+const char *trt_device_arch(const trt_device *d) { return d && d->cuda ? rt_cuda_arch(d->cuda) : ""; }
 const char *trt_last_error(const trt_device *d) { return d ? d->err : "no device"; }
 
 /* ---- buffers ----------------------------------------------------------- */
@@ -161,7 +162,8 @@ trt_status trt_free(trt_device *d, trt_buffer b) {
     return TRT_OK;
 }
 
-static trt_status copy(trt_device *d, trt_buffer b, size_t offset, void *host, size_t bytes, bool to_device) {
+static trt_status copy(trt_device *d, trt_buffer b, size_t offset, void *host, size_t bytes, bool to_device,
+                       void *cu_stream) {
     if (!d) return TRT_ERR_INVALID_ARGUMENT;
     trt_status st = TRT_OK;
     buf_slot *s = lookup(d, b, NULL, &st);
@@ -171,8 +173,8 @@ static trt_status copy(trt_device *d, trt_buffer b, size_t offset, void *host, s
         return rt_fail(d, TRT_ERR_INVALID_ARGUMENT, "%zu bytes at offset %zu do not fit a %zu-byte buffer", bytes, offset,
                     s->size);
     if (d->cuda) {
-        bool ok = to_device ? rt_cuda_write(d->cuda, s->dptr + offset, host, bytes, d->err, sizeof d->err)
-                            : rt_cuda_read(d->cuda, host, s->dptr + offset, bytes, d->err, sizeof d->err);
+        bool ok = to_device ? rt_cuda_write(d->cuda, s->dptr + offset, host, bytes, cu_stream, d->err, sizeof d->err)
+                            : rt_cuda_read(d->cuda, host, s->dptr + offset, bytes, cu_stream, d->err, sizeof d->err);
         return ok ? TRT_OK : TRT_ERR_LAUNCH;
     }
     if (to_device) memcpy((char *)s->data + offset, host, bytes);
@@ -181,11 +183,56 @@ static trt_status copy(trt_device *d, trt_buffer b, size_t offset, void *host, s
 }
 
 trt_status trt_write(trt_device *d, trt_buffer dst, size_t offset, const void *src, size_t bytes) {
-    return copy(d, dst, offset, (void *)src, bytes, true);
+    return copy(d, dst, offset, (void *)src, bytes, true, NULL);
 }
 
 trt_status trt_read(trt_device *d, trt_buffer src, size_t offset, void *dst, size_t bytes) {
-    return copy(d, src, offset, dst, bytes, false);
+    return copy(d, src, offset, dst, bytes, false, NULL);
+}
+
+/* ---- streams ----------------------------------------------------------- */
+
+trt_status trt_stream_create(trt_device *d, trt_stream **out) {
+    if (!d || !out) return TRT_ERR_INVALID_ARGUMENT;
+    *out = NULL;
+    if (d->closed) return rt_fail(d, TRT_ERR_CLOSED, "the device was closed");
+    trt_stream *s = calloc(1, sizeof *s);
+    if (!s) return rt_fail(d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
+    if (d->cuda && !rt_cuda_stream_create(d->cuda, &s->cu_stream, d->err, sizeof d->err)) {
+        free(s);
+        return TRT_ERR_LAUNCH;
+    }
+    s->dev = d;
+    d->refs++;
+    *out = s;
+    return TRT_OK;
+}
+
+trt_status trt_stream_sync(trt_stream *s) {
+    if (!s) return TRT_ERR_INVALID_ARGUMENT;
+    trt_device *d = s->dev;
+    if (d->closed) return rt_fail(d, TRT_ERR_CLOSED, "the device was closed");
+    if (d->cuda && !rt_cuda_stream_sync(d->cuda, s->cu_stream, d->err, sizeof d->err)) return TRT_ERR_LAUNCH;
+    return TRT_OK;
+}
+
+void trt_stream_destroy(trt_stream *s) {
+    if (!s) return;
+    trt_device *d = s->dev;
+    if (d->cuda) { /* the driver lets queued work finish first */
+        rt_cuda_stream_sync(d->cuda, s->cu_stream, NULL, 0);
+        rt_cuda_stream_destroy(d->cuda, s->cu_stream);
+    }
+    free(s);
+    release(d);
+}
+
+trt_status trt_write_async(trt_stream *s, trt_buffer dst, size_t offset, const void *src, size_t bytes) {
+    return s ? copy(s->dev, dst, offset, (void *)src, bytes, true, s->cu_stream) : TRT_ERR_INVALID_ARGUMENT;
+}
+
+trt_status trt_read_async(trt_stream *s, trt_buffer src, size_t offset, void *dst, size_t bytes) {
+    return s ? copy(s->dev, src, offset, dst, bytes, false, s->cu_stream) : TRT_ERR_INVALID_ARGUMENT;
 }
 
 /* ---- modules ----------------------------------------------------------- */
@@ -244,14 +291,59 @@ trt_status rt_module_make(trt_device *d, const char *file, const char *tir, cons
     return TRT_OK;
 }
 
-/* The file name after "// source: " in a sidecar, or fallback. */
-static char *sidecar_source(const char *tir, const char *fallback) {
-    const char *key = "\n// source: ";
+/* The rest of the sidecar's header line "// NAME: ...", or fallback
+ * (NULL allowed); NULL when out of memory or absent without a fallback. */
+static char *sidecar_field(const char *tir, const char *name, const char *fallback) {
+    char key[32];
+    snprintf(key, sizeof key, "\n// %s: ", name);
     const char *p = strstr(tir, key);
-    if (!p) return strdup(fallback);
+    if (!p) return fallback ? strdup(fallback) : NULL;
     p += strlen(key);
-    size_t n = strcspn(p, "\n");
-    return strndup(p, n);
+    return strndup(p, strcspn(p, "\n"));
+}
+
+/* sm_XY[a] as the number XY (major X, the last digit the minor: sm_120 is
+ * 12.0), and whether it ends in 'a'; -1 if not that form. */
+static int sm_number(const char *arch, bool *specific) {
+    if (strncmp(arch, "sm_", 3)) return -1;
+    size_t digits = strspn(arch + 3, "0123456789");
+    const char *rest = arch + 3 + digits;
+    *specific = *rest == 'a';
+    if (digits < 2 || digits > 3 || rest[*specific ? 1 : 0]) return -1;
+    return atoi(arch + 3);
+}
+
+bool rt_arch_compatible(bool ptx, const char *built, const char *device) {
+    bool built_a, device_a;
+    int b = sm_number(built, &built_a), d = sm_number(device, &device_a);
+    if (b < 0 || d < 0) return false;
+    if (ptx) return d >= b && !built_a;                 /* the driver compiles PTX for newer GPUs */
+    if (built_a) return b == d;                         /* sm_90a code runs on sm_90 only */
+    return b / 10 == d / 10 && d % 10 >= b % 10;        /* machine code: same major, minor up */
+}
+
+/* A sidecar's "// target: cubin sm_80" against the GPU: a clear error
+ * before the driver's CUDA_ERROR_NO_BINARY_FOR_GPU. Sidecars without the
+ * line (older tilec) are left to the driver. */
+static trt_status check_target(trt_device *d, const char *path, const char *tir) {
+    char *target = sidecar_field(tir, "target", NULL);
+    if (!target || !d->cuda) {
+        free(target);
+        return TRT_OK;
+    }
+    char kind[16] = "", arch[16] = "";
+    trt_status st = TRT_OK;
+    if (sscanf(target, "%15s %15s", kind, arch) != 2 || (strcmp(kind, "ptx") && strcmp(kind, "cubin")))
+        st = rt_fail(d, TRT_ERR_INVALID_ARGUMENT, "%s: the sidecar's target line '%s' is not 'cubin|ptx sm_XY'", path,
+                     target);
+    else if (!rt_arch_compatible(!strcmp(kind, "ptx"), arch, rt_cuda_arch(d->cuda)))
+        st = rt_fail(d, TRT_ERR_ARCH,
+                     "%s holds %s for %s, which cannot run on this GPU (%s): build it with tilec --arch=%s, or load "
+                     "PTX built for an older architecture",
+                     path, strcmp(kind, "ptx") ? "machine code" : "PTX", arch, rt_cuda_arch(d->cuda),
+                     rt_cuda_arch(d->cuda));
+    free(target);
+    return st;
 }
 
 trt_status trt_load(trt_device *d, const char *path, trt_module **out) {
@@ -286,9 +378,9 @@ trt_status trt_load(trt_device *d, const char *path, trt_module **out) {
             if (strlen(tir) != tir_len) {
                 st = rt_fail(d, TRT_ERR_INVALID_ARGUMENT, "%s is not a tilec sidecar (it holds NUL bytes)", side_path);
             } else {
-                char *source = sidecar_source(tir, path);
+                char *source = sidecar_field(tir, "source", path);
                 if (!source) st = rt_fail(d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
-                else st = rt_module_make(d, source, tir, image, out);
+                else if ((st = check_target(d, path, tir)) == TRT_OK) st = rt_module_make(d, source, tir, image, out);
                 free(source);
             }
         }
@@ -330,13 +422,29 @@ const char *trt_kernel_param(const trt_kernel *k, size_t i, const char **type) {
 
 /* ---- launches ---------------------------------------------------------- */
 
+static trt_status launch(trt_kernel *k, void *cu_stream, uint32_t gx, uint32_t gy, uint32_t gz, const trt_arg *args,
+                         size_t nargs);
+
 static const char *param_name(const trt_kernel *k, uint32_t i) {
     const char *n = k->func->params[i]->name;
     return n ? n : "?";
 }
 
 trt_status trt_launch(trt_kernel *k, uint32_t gx, uint32_t gy, uint32_t gz, const trt_arg *args, size_t nargs) {
-    if (!k) return TRT_ERR_INVALID_ARGUMENT;
+    return k ? launch(k, NULL, gx, gy, gz, args, nargs) : TRT_ERR_INVALID_ARGUMENT;
+}
+
+trt_status trt_launch_on(trt_stream *s, trt_kernel *k, uint32_t gx, uint32_t gy, uint32_t gz, const trt_arg *args,
+                         size_t nargs) {
+    if (!s || !k) return TRT_ERR_INVALID_ARGUMENT;
+    if (s->dev != k->mod->dev)
+        return rt_fail(k->mod->dev, TRT_ERR_INVALID_ARGUMENT, "the stream belongs to another device than kernel '%s'",
+                       k->func->name);
+    return launch(k, s->cu_stream, gx, gy, gz, args, nargs);
+}
+
+static trt_status launch(trt_kernel *k, void *cu_stream, uint32_t gx, uint32_t gy, uint32_t gz, const trt_arg *args,
+                         size_t nargs) {
     trt_device *d = k->mod->dev;
     if (d->closed) return rt_fail(d, TRT_ERR_CLOSED, "the device was closed");
     const tir_func *f = k->func;
@@ -400,7 +508,7 @@ trt_status trt_launch(trt_kernel *k, uint32_t gx, uint32_t gy, uint32_t gz, cons
         for (uint32_t i = 0; i < nargs; i++) cu_params[i] = &cu_store[i];
         uint32_t grid[3] = {gx, gy, gz};
         if (!rt_cuda_launch(d->cuda, k->cu_function, grid, 32u * (uint32_t)(f->num_warps ? f->num_warps : 4),
-                            cu_params, d->err, sizeof d->err))
+                            cu_params, cu_stream, d->err, sizeof d->err))
             return TRT_ERR_LAUNCH;
         return TRT_OK;
     }

@@ -48,6 +48,8 @@ table() {
 commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')
 [ -z "$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null)" ] || commit="$commit+ (uncommitted changes)"
 gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
+cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d .)
+arch=sm_${cc:-80}
 {
   echo "gpu: ${gpu:-?}"; uname -a; (ldd --version | head -1) 2>&1; cc --version 2>&1 | head -1
   cmake --version | head -1; /usr/local/cuda/bin/ptxas --version 2>&1 | tail -1; cat "$kit/MANIFEST" 2>&1
@@ -68,7 +70,7 @@ if ! run "configure (Release, kit LLVM $(sed -n 2p "$tk/MANIFEST" | cut -d, -f1)
        -DTILEC_LLVM_INCLUDE_DIR="$tk/include" -DTILEC_LLVM_LIBRARY="$tk/lib/libLLVM.so.19.1" \
        -DRE2C="$tk/bin/re2c" -DLEMON="$tk/bin/lemon" -DLEMON_TEMPLATE="$tk/share/lempar.c" \
        -DCMOCKA_INCLUDE_DIR="$tk/include" -DCMOCKA_LIBRARY="$tk/lib/libcmocka.so.0" \
-       -DTILEC_GOLDEN_TESTS=OFF ||
+       -DTILEC_GOLDEN_TESTS=OFF -DTILEC_CUDA_ARCH="$arch" ||
    ! run "build" ninja -C "$build"; then
   table; exit 1
 fi

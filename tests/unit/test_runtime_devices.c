@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tilec_rt.h"
 
@@ -567,6 +568,163 @@ static void test_transcendentals_within_tolerance(void **state) {
     drop(&p);
 }
 
+/* ---- streams ------------------------------------------------------------- */
+
+/* Four streams, each copying in, adding and copying out its own vectors,
+ * all queued before any is waited for; then a stream's launch read back
+ * through the default stream (ordered after it, as documented). */
+static void test_streams(void **state) {
+    (void)state;
+    enum { STREAMS = 4, N = (1 << 18) + 5 };
+    prog p;
+    trt_kernel *k = compile_text(&p, "vadd.tile", vadd_src, "vadd", NULL, 0);
+    trt_stream *s[STREAMS];
+    float *x[STREAMS], *y[STREAMS], *out[STREAMS];
+    trt_buffer bx[STREAMS], by[STREAMS], bo[STREAMS];
+    size_t bytes = sizeof(float) * N;
+    for (int i = 0; i < STREAMS; i++) {
+        OK(trt_stream_create(dev, &s[i]));
+        x[i] = rand_f32s(N), y[i] = rand_f32s(N), out[i] = poison_f32s(N);
+        OK(trt_alloc(dev, bytes, &bx[i]));
+        OK(trt_alloc(dev, bytes, &by[i]));
+        OK(trt_alloc(dev, bytes, &bo[i]));
+    }
+    for (int i = 0; i < STREAMS; i++) {
+        OK(trt_write_async(s[i], bx[i], 0, x[i], bytes));
+        OK(trt_write_async(s[i], by[i], 0, y[i], bytes));
+        OK(trt_write_async(s[i], bo[i], 0, out[i], bytes)); /* poison */
+        trt_arg a[4] = {trt_buf(bx[i]), trt_buf(by[i]), trt_buf(bo[i]), trt_int(N)};
+        OK(trt_launch_on(s[i], k, cdiv(N, 1024), 1, 1, a, 4));
+        OK(trt_read_async(s[i], bo[i], 0, out[i], bytes));
+    }
+    for (int i = STREAMS - 1; i >= 0; i--) {
+        OK(trt_stream_sync(s[i]));
+        for (int j = 0; j < N; j++)
+            if (out[i][j] != x[i][j] + y[i][j]) fail_msg("stream %d: out[%d] = %g, want %g", i, j, out[i][j], x[i][j] + y[i][j]);
+    }
+    /* a launch on a stream, then a plain trt_read: ordered after it */
+    trt_arg a[4] = {trt_buf(bx[0]), trt_buf(bx[0]), trt_buf(bo[0]), trt_int(N)};
+    OK(trt_launch_on(s[0], k, cdiv(N, 1024), 1, 1, a, 4));
+    OK(trt_read(dev, bo[0], 0, out[0], bytes));
+    for (int j = 0; j < N; j++) assert_true(out[0][j] == x[0][j] + x[0][j]);
+    for (int i = 0; i < STREAMS; i++) {
+        trt_stream_destroy(s[i]);
+        trt_free(dev, bx[i]), trt_free(dev, by[i]), trt_free(dev, bo[i]);
+        free(x[i]), free(y[i]), free(out[i]);
+    }
+    drop(&p);
+}
+
+static void test_stream_misuse(void **state) {
+    (void)state;
+    prog p;
+    trt_kernel *k = compile_text(&p, "vadd.tile", vadd_src, "vadd", NULL, 0);
+    trt_device *other;
+    OK(trt_open(kind, &other, NULL, 0));
+    trt_stream *theirs, *mine = NULL;
+    OK(trt_stream_create(other, &theirs));
+    trt_buffer b;
+    OK(trt_alloc(dev, 64, &b));
+    trt_arg a[4] = {trt_buf(b), trt_buf(b), trt_buf(b), trt_int(16)};
+    assert_int_equal(trt_launch_on(theirs, k, 1, 1, 1, a, 4), TRT_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(trt_last_error(dev), "another device"));
+    assert_int_equal(trt_launch_on(NULL, k, 1, 1, 1, a, 4), TRT_ERR_INVALID_ARGUMENT);
+    assert_int_equal(trt_write_async(theirs, b, 0, a, 4), TRT_ERR_INVALID_HANDLE); /* not its device's buffer */
+    OK(trt_stream_create(dev, &mine));
+    assert_int_equal(trt_launch_on(mine, k, 1, 1, 1, a, 3), TRT_ERR_ARGUMENTS);
+    float host[16];
+    assert_int_equal(trt_read_async(mine, b, 60, host, 8), TRT_ERR_INVALID_ARGUMENT);
+    trt_stream_destroy(mine);
+    trt_close(other); /* its stream outlives it, refusing work */
+    assert_int_equal(trt_stream_sync(theirs), TRT_ERR_CLOSED);
+    assert_int_equal(trt_stream_create(other, &mine), TRT_ERR_CLOSED);
+    assert_null(mine);
+    trt_stream_destroy(theirs); /* frees what the closed device still held */
+    trt_stream_destroy(NULL);
+    assert_int_equal(trt_stream_create(dev, NULL), TRT_ERR_INVALID_ARGUMENT);
+    trt_free(dev, b);
+    drop(&p);
+}
+
+/* ---- modules built ahead of time ------------------------------------------- */
+
+/* Writes a module the way `tilec -o FILE` does: the code and its sidecar.
+ * False (and says so) when a cubin cannot be made for want of ptxas. */
+static bool build_module(const char *path, tilec_emit emit, const char *arch) {
+    tilec_options o;
+    tilec_options_init(&o);
+    o.emit = emit;
+    o.arch = arch;
+    o.sidecar = true;
+    tilec_output out;
+    tilec_status st = tilec_compile("vadd.tile", vadd_src, strlen(vadd_src), &o, &out);
+    if (st == TILEC_ERR_TOOL && strstr(out.diagnostics, "ptxas") && kind == TRT_DEVICE_CPU) {
+        print_message("SKIPPED: a cubin for %s: %s", arch, out.diagnostics);
+        tilec_output_free(&out);
+        return false;
+    }
+    if (st != TILEC_OK) fail_msg("tilec: %s", out.diagnostics);
+    char side[600];
+    snprintf(side, sizeof side, "%s.tir", path);
+    FILE *f = fopen(path, "wb"), *s = fopen(side, "wb");
+    assert_non_null(f);
+    assert_non_null(s);
+    assert_int_equal(fwrite(out.data, 1, out.size, f), out.size);
+    assert_int_equal(fwrite(out.sidecar, 1, strlen(out.sidecar), s), strlen(out.sidecar));
+    fclose(f), fclose(s);
+    tilec_output_free(&out);
+    return true;
+}
+
+static void run_loaded_vadd(trt_module *m) {
+    trt_kernel *k;
+    OK(trt_get_kernel(m, "vadd", &k));
+    int n = 5000;
+    float *x = rand_f32s(n), *y = rand_f32s(n), *out = poison_f32s(n);
+    size_t bytes = 4 * (size_t)n;
+    trt_buffer bx = upload(x, bytes), by = upload(y, bytes), bo = upload(out, bytes);
+    trt_arg a[4] = {trt_buf(bx), trt_buf(by), trt_buf(bo), trt_int(n)};
+    launch(k, cdiv(n, 1024), 1, 1, a, 4);
+    download(bo, out, bytes);
+    for (int i = 0; i < n; i++) assert_true(out[i] == x[i] + y[i]);
+    trt_free(dev, bx), trt_free(dev, by);
+    free(x), free(y), free(out);
+}
+
+/* PTX runs on any GPU at least as new as its arch; machine code only on its
+ * own generation, and the runtime says so before the driver would. */
+static void test_load_prebuilt_modules(void **state) {
+    (void)state;
+    const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    char path[512];
+    const char *own = kind == TRT_DEVICE_CUDA ? trt_device_arch(dev) : "sm_80";
+    assert_true(kind == TRT_DEVICE_CUDA ? !strncmp(own, "sm_", 3) : !strcmp(trt_device_arch(dev), ""));
+    struct { tilec_emit emit; const char *arch; } cases[] = {{TILEC_EMIT_PTX, "sm_80"}, {TILEC_EMIT_CUBIN, own},
+                                                             {TILEC_EMIT_CUBIN, "sm_80"}};
+    for (size_t c = 0; c < 3; c++) {
+        snprintf(path, sizeof path, "%s/tilec-devtest-%d-%zu.%s", tmp, (int)getpid(), c,
+                 cases[c].emit == TILEC_EMIT_PTX ? "ptx" : "cubin");
+        if (!build_module(path, cases[c].emit, cases[c].arch)) continue;
+        trt_module *m = NULL;
+        trt_status st = trt_load(dev, path, &m);
+        bool runs = kind == TRT_DEVICE_CPU || cases[c].emit == TILEC_EMIT_PTX ||
+                    (!strcmp(cases[c].arch, own) || (!strncmp(own, "sm_8", 4) && !strcmp(cases[c].arch, "sm_80")));
+        if (runs) {
+            if (st != TRT_OK) fail_msg("loading %s: %s", path, trt_last_error(dev));
+            run_loaded_vadd(m);
+            trt_module_free(m);
+        } else {
+            assert_int_equal(st, TRT_ERR_ARCH);
+            assert_null(m);
+            assert_non_null(strstr(trt_last_error(dev), "cannot run on this GPU"));
+            print_message("as expected on %s: %s\n", own, trt_last_error(dev));
+        }
+        char side[600];
+        snprintf(side, sizeof side, "%s.tir", path);
+        remove(path), remove(side);
+    }
+}
+
 /* ---- misuse on this device ------------------------------------------------ */
 
 static void test_misuse_is_an_error(void **state) {
@@ -659,6 +817,9 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_math_builtins_exact),
         cmocka_unit_test(test_integers_and_casts),
         cmocka_unit_test(test_transcendentals_within_tolerance),
+        cmocka_unit_test(test_streams),
+        cmocka_unit_test(test_stream_misuse),
+        cmocka_unit_test(test_load_prebuilt_modules),
         cmocka_unit_test(test_misuse_is_an_error),
         cmocka_unit_test(test_launch_after_close),
     };

@@ -9,11 +9,45 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/internal.h"
 #include "tilec_rt.h"
 
 #ifndef VADD_MODULE
 #error VADD_MODULE must name the vadd module the build made
 #endif
+
+/* Which GPUs code built for an arch runs on, as the CUDA driver decides. */
+static void test_arch_compatibility(void **state) {
+    (void)state;
+    assert_true(rt_arch_compatible(false, "sm_80", "sm_80"));
+    assert_true(rt_arch_compatible(false, "sm_80", "sm_86"));
+    assert_true(rt_arch_compatible(false, "sm_80", "sm_89"));
+    assert_false(rt_arch_compatible(false, "sm_86", "sm_80"));
+    assert_false(rt_arch_compatible(false, "sm_80", "sm_90")); /* the H100 runs no sm_80 machine code */
+    assert_true(rt_arch_compatible(false, "sm_90", "sm_90"));
+    assert_true(rt_arch_compatible(false, "sm_90a", "sm_90"));
+    assert_false(rt_arch_compatible(false, "sm_90a", "sm_100"));
+    assert_true(rt_arch_compatible(true, "sm_80", "sm_90")); /* PTX: JIT-compiled for newer GPUs */
+    assert_true(rt_arch_compatible(true, "sm_90", "sm_120"));
+    assert_false(rt_arch_compatible(true, "sm_90", "sm_89"));
+    assert_false(rt_arch_compatible(true, "sm_90a", "sm_100"));
+    assert_false(rt_arch_compatible(false, "compute_80", "sm_80"));
+    assert_false(rt_arch_compatible(false, "sm_8", "sm_80"));
+    assert_false(rt_arch_compatible(false, "sm_80x", "sm_80"));
+}
+
+/* The sidecar names what the module holds, for the check at load time. */
+static void test_sidecar_names_its_target(void **state) {
+    (void)state;
+    FILE *f = fopen(VADD_MODULE ".tir", "r");
+    assert_non_null(f);
+    char line[256];
+    bool found = false;
+    while (fgets(line, sizeof line, f))
+        found |= !strncmp(line, "// target: cubin sm_", 20) || !strncmp(line, "// target: ptx sm_", 18);
+    fclose(f);
+    assert_true(found);
+}
 
 static void test_load_and_run_on_cpu(void **state) {
     (void)state;
@@ -85,6 +119,8 @@ static void test_bad_modules_are_errors(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_arch_compatibility),
+        cmocka_unit_test(test_sidecar_names_its_target),
         cmocka_unit_test(test_load_and_run_on_cpu),
         cmocka_unit_test(test_bad_modules_are_errors),
     };
