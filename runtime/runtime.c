@@ -305,6 +305,7 @@ static char *sidecar_field(const char *tir, const char *name, const char *fallba
 /* sm_XY[a] as the number XY (major X, the last digit the minor: sm_120 is
  * 12.0), and whether it ends in 'a'; -1 if not that form. */
 static int sm_number(const char *arch, bool *specific) {
+    *specific = false;
     if (strncmp(arch, "sm_", 3)) return -1;
     size_t digits = strspn(arch + 3, "0123456789");
     const char *rest = arch + 3 + digits;

@@ -2,6 +2,7 @@
 # The GPU check: everything that needs a GPU, in one call on the GPU machine.
 #
 #   here:        scripts/gpu-kit.sh                  (once; makes .gpu-kit/)
+#                scripts/gpu-kit.sh --stamp          (before each run: the commit)
 #   GPU machine: bash scripts/gpu-check.sh           (device tool, carry [".gpu-kit"])
 #
 # It builds tilec from the working tree with the kit's tools (that machine
@@ -45,8 +46,9 @@ table() {
   echo "$passes passed, $fails failed, $skips skipped"
 }
 
-commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')
-[ -z "$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null)" ] || commit="$commit+ (uncommitted changes)"
+# the commit as stamped here (scripts/gpu-kit.sh --stamp): the GPU machine's
+# copy of the tree has no git history to ask
+commit=$(cat "$kit/COMMIT" 2>/dev/null || echo '? (no .gpu-kit/COMMIT: run scripts/gpu-kit.sh --stamp)')
 gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
 cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d .)
 arch=sm_${cc:-80}

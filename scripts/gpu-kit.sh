@@ -17,11 +17,27 @@
 #
 # The kit holds tools only: gpu-check.sh builds tilec itself from the
 # working tree the call carries. .gpu-kit is ignored by git.
+#
+#   scripts/gpu-kit.sh --stamp   only (re)writes .gpu-kit/COMMIT, the commit
+#                                (and whether the tree differs from it) that
+#                                the check's table names: the GPU machine's
+#                                copy of the tree has no usable git history
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
+kit="$root/.gpu-kit"
+stamp() {
+  local c
+  c=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')
+  [ -z "$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null)" ] || c="$c+ (uncommitted changes)"
+  echo "$c" >"$kit/COMMIT"
+}
+if [ "${1:-}" = --stamp ]; then
+  [ -d "$kit" ] || { echo "gpu-kit: no kit yet: run scripts/gpu-kit.sh" >&2; exit 1; }
+  stamp
+  exit 0
+fi
 "$root/scripts/deps.sh"
 llvm_config=$(command -v llvm-config-19 || echo /usr/lib/llvm-19/bin/llvm-config)
-kit="$root/.gpu-kit"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 rm -rf "$kit"
@@ -68,4 +84,5 @@ cp -P /usr/lib/x86_64-linux-gnu/libcmocka.so* "$kit/lib/"
   echo "made $(date -u +%Y-%m-%dT%H:%MZ) from commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')"
   echo "LLVM $("$llvm_config" --version), $(wc -l <"$work/syms") C functions; $(re2c --version); lemon $(lemon -x 2>/dev/null | head -1)"
 } >"$kit/MANIFEST"
+stamp
 echo "gpu-kit: $(du -sh "$kit" | cut -f1) in $kit"
