@@ -3,12 +3,25 @@
  * Apart from runtime.c so that programs that only load prebuilt cubins
  * (trt_load) do not pull in the compiler and LLVM. libtilec turns the
  * source into tile IR text (with source locations, for runtime errors) and,
- * for the CUDA device, a cubin for the device's architecture; both are
- * cached per device by a hash of the file name, source and options. */
+ * for the CUDA device, a cubin for the device's architecture.
+ *
+ * Both are cached per device in memory by a hash of the file name, source,
+ * options, device kind and architecture. With TILEC_CACHE_DIR set they are
+ * also kept on disk there, as KEY.tir and KEY.cubin, where the key also
+ * covers a hash of the compiler's own sources (TILEC_SOURCE_HASH, made at
+ * build time), so a rebuilt compiler never picks up what an older one
+ * made. Disk entries are written to a temporary name and renamed, so a
+ * reader never sees half a file; a disk cache that cannot be read or
+ * written is passed over silently, and an entry that does not load (a
+ * damaged file) is deleted and compiled afresh. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "runtime/internal.h"
+#include "source_hash.h"
 #include "tilec.h"
 
 static uint64_t hash_bytes(uint64_t h, const void *p, size_t n) {
@@ -17,73 +30,172 @@ static uint64_t hash_bytes(uint64_t h, const void *p, size_t n) {
     return h;
 }
 
-static uint64_t cache_key(const char *file, const char *src, size_t len, const trt_compile_options *o) {
+static uint64_t hash_str(uint64_t h, const char *s) { return hash_bytes(h, s, strlen(s) + 1); }
+
+static uint64_t cache_key(trt_device *d, const char *file, const char *src, size_t len, const trt_compile_options *o,
+                          const char *arch) {
     uint64_t h = 14695981039346656037ull;
-    h = hash_bytes(h, file, strlen(file) + 1);
-    h = hash_bytes(h, src, len);
+    h = hash_str(h, TILEC_VERSION);
+    h = hash_str(h, TILEC_SOURCE_HASH);
+    h = hash_bytes(h, &d->kind, sizeof d->kind);
+    h = hash_str(h, arch ? arch : "");
+    h = hash_str(h, file);
     h = hash_bytes(h, &len, sizeof len);
+    h = hash_bytes(h, src, len);
     if (o) {
         h = hash_bytes(h, &o->num_warps, sizeof o->num_warps);
-        if (o->arch) h = hash_bytes(h, o->arch, strlen(o->arch) + 1);
         for (size_t i = 0; i < o->ndefines; i++) {
-            h = hash_bytes(h, o->defines[i].name, strlen(o->defines[i].name) + 1);
+            h = hash_str(h, o->defines[i].name);
             h = hash_bytes(h, &o->defines[i].value, sizeof o->defines[i].value);
         }
     }
     return h;
 }
 
-/* Tile IR text (and, for the GPU, a cubin) for source and options, from the
- * cache or from libtilec. */
-static const cache_entry *compile_cached(trt_device *d, const char *file, const char *src, size_t len,
-                                         const trt_compile_options *o, trt_status *st) {
-    uint64_t key = cache_key(file, src, len, o);
-    key = hash_bytes(key, &d->kind, sizeof d->kind);
+/* ---- the disk cache ------------------------------------------------------ */
+
+static char *disk_path(uint64_t key, const char *ext) {
+    const char *dir = getenv("TILEC_CACHE_DIR");
+    if (!dir || !*dir) return NULL;
+    size_t n = strlen(dir) + 32;
+    char *p = malloc(n);
+    if (p) snprintf(p, n, "%s/%016llx.%s", dir, (unsigned long long)key, ext);
+    return p;
+}
+
+static char *read_all(const char *path, size_t *size) {
+    FILE *f = path ? fopen(path, "rb") : NULL;
+    if (!f) return NULL;
+    char *buf = NULL;
+    long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    if (n >= 0 && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n + 1))) {
+        if (fread(buf, 1, (size_t)n, f) == (size_t)n) {
+            buf[n] = 0;
+            *size = (size_t)n;
+        } else {
+            free(buf);
+            buf = NULL;
+        }
+    }
+    fclose(f);
+    return buf;
+}
+
+static void write_all(const char *path, const void *data, size_t size) {
+    if (!path) return;
+    char *dir = strdup(path);
+    if (!dir) return;
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = 0, mkdir(dir, 0777); /* the cache folder itself; an error shows at fopen */
+    free(dir);
+    size_t n = strlen(path) + 32;
+    char *tmp = malloc(n);
+    if (!tmp) return;
+    snprintf(tmp, n, "%s.%ld.tmp", path, (long)getpid());
+    FILE *f = fopen(tmp, "wb");
+    bool ok = f && fwrite(data, 1, size, f) == size;
+    if (f && fclose(f) != 0) ok = false;
+    if (!ok || rename(tmp, path) != 0) remove(tmp);
+    free(tmp);
+}
+
+/* An entry from disk, or NULL. */
+static cache_entry *disk_load(uint64_t key, bool want_cubin) {
+    char *tp = disk_path(key, "tir"), *cp = want_cubin ? disk_path(key, "cubin") : NULL;
+    size_t tn = 0, cn = 0;
+    char *tir = read_all(tp, &tn), *cubin = want_cubin ? read_all(cp, &cn) : NULL;
+    free(tp), free(cp);
+    cache_entry *e = NULL;
+    if (tir && (cubin || !want_cubin) && strlen(tir) == tn && (e = calloc(1, sizeof *e))) {
+        e->tir = tir;
+        e->cubin = cubin;
+        e->cubin_size = cn;
+        return e;
+    }
+    free(tir), free(cubin);
+    return NULL;
+}
+
+static void disk_forget(uint64_t key) {
+    char *tp = disk_path(key, "tir"), *cp = disk_path(key, "cubin");
+    if (tp) remove(tp);
+    if (cp) remove(cp);
+    free(tp), free(cp);
+}
+
+static void disk_store(uint64_t key, const cache_entry *e) {
+    char *tp = disk_path(key, "tir");
+    if (!tp) return;
+    if (e->cubin) { /* the cubin first: a .tir without its cubin is never read */
+        char *cp = disk_path(key, "cubin");
+        write_all(cp, e->cubin, e->cubin_size);
+        free(cp);
+    }
+    write_all(tp, e->tir, strlen(e->tir));
+    free(tp);
+}
+
+/* ---- compiling ------------------------------------------------------------ */
+
+/* Tile IR text (and, for the GPU, a cubin) for source and options: from
+ * memory, from disk (unless use_disk is false; *from_disk says), or from
+ * libtilec. */
+static cache_entry *compile_cached(trt_device *d, const char *file, const char *src, size_t len,
+                                   const trt_compile_options *o, bool use_disk, bool *from_disk, trt_status *st) {
+    const char *arch = d->cuda ? (o && o->arch ? o->arch : rt_cuda_arch(d->cuda)) : NULL;
+    uint64_t key = cache_key(d, file, src, len, o, arch);
+    *from_disk = false;
     for (cache_entry *e = d->cache; e; e = e->next)
         if (e->key == key) return e;
-    tilec_options opt;
-    tilec_options_init(&opt);
-    opt.emit = TILEC_EMIT_TIR;
-    /* the interpreter needs no layouts; the GPU's launch needs num_warps */
-    opt.passes = d->cuda ? NULL : "simplify";
-    opt.print_locs = true; /* runtime errors name the source line */
-    if (o) {
-        opt.num_warps = o->num_warps;
-        opt.defines = o->defines;
-        opt.ndefines = o->ndefines;
-    }
-    tilec_output tir, bin;
-    memset(&bin, 0, sizeof bin);
-    if (tilec_compile(file, src, len, &opt, &tir) != TILEC_OK) {
-        *st = rt_fail(d, TRT_ERR_COMPILE, "%s", tir.diagnostics);
-        tilec_output_free(&tir);
-        return NULL;
-    }
-    if (d->cuda) {
-        opt.emit = TILEC_EMIT_CUBIN;
-        opt.arch = o && o->arch ? o->arch : rt_cuda_arch(d->cuda);
-        if (tilec_compile(file, src, len, &opt, &bin) != TILEC_OK) {
-            *st = rt_fail(d, TRT_ERR_COMPILE, "%s", bin.diagnostics);
+    cache_entry *e = use_disk ? disk_load(key, d->cuda != NULL) : NULL;
+    *from_disk = e != NULL;
+    if (!e) {
+        tilec_options opt;
+        tilec_options_init(&opt);
+        opt.emit = TILEC_EMIT_TIR;
+        /* the interpreter needs no layouts; the GPU's launch needs num_warps */
+        opt.passes = d->cuda ? NULL : "simplify";
+        opt.print_locs = true; /* runtime errors name the source line */
+        if (o) {
+            opt.num_warps = o->num_warps;
+            opt.defines = o->defines;
+            opt.ndefines = o->ndefines;
+        }
+        tilec_output tir, bin;
+        memset(&bin, 0, sizeof bin);
+        if (tilec_compile(file, src, len, &opt, &tir) != TILEC_OK) {
+            *st = rt_fail(d, TRT_ERR_COMPILE, "%s", tir.diagnostics);
             tilec_output_free(&tir);
-            tilec_output_free(&bin);
+            return NULL;
+        }
+        if (d->cuda) {
+            opt.emit = TILEC_EMIT_CUBIN;
+            opt.arch = arch;
+            if (tilec_compile(file, src, len, &opt, &bin) != TILEC_OK) {
+                *st = rt_fail(d, TRT_ERR_COMPILE, "%s", bin.diagnostics);
+                tilec_output_free(&tir);
+                tilec_output_free(&bin);
+                return NULL;
+            }
+        }
+        e = calloc(1, sizeof *e);
+        if (e) {
+            e->tir = tir.data;
+            e->cubin = bin.data;
+            e->cubin_size = bin.size;
+            tir.data = bin.data = NULL;
+            disk_store(key, e);
+        }
+        tilec_output_free(&tir);
+        tilec_output_free(&bin);
+        if (!e) {
+            *st = rt_fail(d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
             return NULL;
         }
     }
-    cache_entry *e = calloc(1, sizeof *e);
-    if (!e) {
-        tilec_output_free(&tir);
-        tilec_output_free(&bin);
-        *st = rt_fail(d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
-        return NULL;
-    }
     e->key = key;
-    e->tir = tir.data;
-    e->cubin = bin.data;
-    tir.data = bin.data = NULL;
     e->next = d->cache;
     d->cache = e;
-    tilec_output_free(&tir);
-    tilec_output_free(&bin);
     return e;
 }
 
@@ -95,7 +207,17 @@ trt_status trt_compile(trt_device *d, const char *file, const char *src, size_t 
     if (!src) return rt_fail(d, TRT_ERR_INVALID_ARGUMENT, "source is NULL");
     if (!file) file = "<source>";
     trt_status st = TRT_OK;
-    const cache_entry *ce = compile_cached(d, file, src, len, o, &st);
+    bool from_disk;
+    cache_entry *ce = compile_cached(d, file, src, len, o, true, &from_disk, &st);
     if (!ce) return st;
-    return rt_module_make(d, file, ce->tir, ce->cubin, out);
+    st = rt_module_make(d, file, ce->tir, ce->cubin, out);
+    if (st != TRT_OK && from_disk) { /* a damaged disk entry: drop it, compile */
+        d->cache = ce->next;     /* it went in first */
+        disk_forget(ce->key);
+        free(ce->tir), free(ce->cubin), free(ce);
+        ce = compile_cached(d, file, src, len, o, false, &from_disk, &st);
+        if (!ce) return st;
+        st = rt_module_make(d, file, ce->tir, ce->cubin, out);
+    }
+    return st;
 }

@@ -31,6 +31,7 @@ typedef struct cache_entry {
     uint64_t key;
     char *tir;   /* tile IR text with locations */
     char *cubin; /* CUDA device only */
+    size_t cubin_size;
     struct cache_entry *next;
 } cache_entry;
 

@@ -725,6 +725,113 @@ static void test_load_prebuilt_modules(void **state) {
     }
 }
 
+/* ---- the disk cache (TILEC_CACHE_DIR) -------------------------------------- */
+
+static const char vsub_as_vadd_src[] = /* named vadd, but subtracts */
+    "kernel vadd(x: *f32, y: *f32, out: *f32, n: i32, const BLOCK: i32 = 1024) {\n"
+    "    let offs = program_id(0) * BLOCK + arange(0, BLOCK);\n"
+    "    let mask = offs < n;\n"
+    "    store(out + offs, load(x + offs, mask) - load(y + offs, mask), mask);\n"
+    "}\n";
+
+/* out[0] of `src`'s vadd compiled on a fresh device (so an empty memory
+ * cache), for x = 5, y = 3: 8 if it adds, 2 if it subtracts. */
+static float first_result(const char *src) {
+    trt_device *d;
+    char why[512];
+    OK(trt_open(kind, &d, why, sizeof why));
+    trt_module *m;
+    if (trt_compile(d, "cached.tile", src, strlen(src), NULL, &m) != TRT_OK) fail_msg("%s", trt_last_error(d));
+    trt_kernel *k;
+    assert_int_equal(trt_get_kernel(m, "vadd", &k), TRT_OK);
+    float x = 5, y = 3, out = NAN;
+    trt_buffer b[3];
+    for (int i = 0; i < 3; i++) assert_int_equal(trt_alloc(d, 4, &b[i]), TRT_OK);
+    trt_write(d, b[0], 0, &x, 4), trt_write(d, b[1], 0, &y, 4), trt_write(d, b[2], 0, &out, 4);
+    trt_arg a[4] = {trt_buf(b[0]), trt_buf(b[1]), trt_buf(b[2]), trt_int(1)};
+    assert_int_equal(trt_launch(k, 1, 1, 1, a, 4), TRT_OK);
+    assert_int_equal(trt_read(d, b[2], 0, &out, 4), TRT_OK);
+    trt_module_free(m);
+    trt_close(d);
+    return out;
+}
+
+/* The names in dir, sorted, one string ("a b c"); its count in *n. */
+static void list_dir(const char *dir, char *names, size_t size, int *n) {
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "ls %s | sort | tr '\\n' ' '", dir);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t got = fread(names, 1, size - 1, p);
+    names[got] = 0;
+    pclose(p);
+    *n = 0;
+    for (char *s = names; *s; s++) *n += *s == ' ';
+}
+
+static void copy_file(const char *from, const char *to) {
+    FILE *a = fopen(from, "rb"), *b = fopen(to, "wb");
+    assert_non_null(a);
+    assert_non_null(b);
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, a)) > 0) assert_int_equal(fwrite(buf, 1, n, b), n);
+    fclose(a), fclose(b);
+}
+
+/* Modules go to disk; a fresh device reads them back (shown by planting the
+ * subtracting kernel's entry under the adding one's key); a damaged entry
+ * is compiled afresh; without TILEC_CACHE_DIR nothing is read. */
+static void test_disk_cache(void **state) {
+    (void)state;
+    char dir[] = "/tmp/tilec-cache-test-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    setenv("TILEC_CACHE_DIR", dir, 1);
+    int per_module = kind == TRT_DEVICE_CUDA ? 2 : 1; /* .tir (+ .cubin) */
+    char names[1024], add_names[1024];
+    int n;
+    assert_true(first_result(vadd_src) == 8);
+    list_dir(dir, add_names, sizeof add_names, &n);
+    assert_int_equal(n, per_module);
+    assert_true(first_result(vsub_as_vadd_src) == 2);
+    list_dir(dir, names, sizeof names, &n);
+    assert_int_equal(n, 2 * per_module);
+    /* the subtracting entry's key: the name that is not the adding one's */
+    char add_key[17] = "", sub_key[17] = "";
+    memcpy(add_key, add_names, 16);
+    for (char *s = names; *s; s += strcspn(s, " ") + 1)
+        if (strncmp(s, add_key, 16)) memcpy(sub_key, s, 16);
+    assert_true(sub_key[0] != 0);
+    const char *exts[2] = {"tir", "cubin"};
+    for (int e = 0; e < per_module; e++) {
+        char from[600], to[600];
+        snprintf(from, sizeof from, "%s/%s.%s", dir, sub_key, exts[e]);
+        snprintf(to, sizeof to, "%s/%s.%s", dir, add_key, exts[e]);
+        copy_file(from, to);
+    }
+    assert_true(first_result(vadd_src) == 2); /* read from disk: the planted entry */
+
+    char tir[600];
+    snprintf(tir, sizeof tir, "%s/%s.tir", dir, add_key);
+    FILE *f = fopen(tir, "wb");
+    fputs("kernel @vadd(garbage", f);
+    fclose(f);
+    assert_true(first_result(vadd_src) == 8); /* damaged: compiled afresh, and rewritten */
+    assert_true(first_result(vadd_src) == 8);
+
+    unsetenv("TILEC_CACHE_DIR");
+    for (int e = 0; e < per_module; e++) {
+        char from[600], to[600];
+        snprintf(from, sizeof from, "%s/%s.%s", dir, sub_key, exts[e]);
+        snprintf(to, sizeof to, "%s/%s.%s", dir, add_key, exts[e]);
+        copy_file(from, to);
+    }
+    assert_true(first_result(vadd_src) == 8); /* no cache dir: not read */
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 /* ---- misuse on this device ------------------------------------------------ */
 
 static void test_misuse_is_an_error(void **state) {
@@ -820,6 +927,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_streams),
         cmocka_unit_test(test_stream_misuse),
         cmocka_unit_test(test_load_prebuilt_modules),
+        cmocka_unit_test(test_disk_cache),
         cmocka_unit_test(test_misuse_is_an_error),
         cmocka_unit_test(test_launch_after_close),
     };
