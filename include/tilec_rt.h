@@ -107,6 +107,15 @@ TILEC_API const char *trt_kernel_param(const trt_kernel *k, size_t i, const char
 TILEC_API trt_status trt_alloc(trt_device *dev, size_t bytes, trt_buffer *out);
 TILEC_API trt_status trt_free(trt_device *dev, trt_buffer buf);
 TILEC_API trt_status trt_write(trt_device *dev, trt_buffer dst, size_t offset, const void *src, size_t bytes);
+/* Memory allocated elsewhere as a buffer: on the GPU a device pointer of
+ * the device's (primary) context, from cudaMalloc, cuMemAlloc or a PyTorch
+ * tensor's data_ptr(), which must lie within one allocation; on the CPU a
+ * host pointer. tilec never frees it (trt_free only forgets it), and the
+ * caller keeps it alive while kernels use it. */
+TILEC_API trt_status trt_wrap(trt_device *dev, uint64_t ptr, size_t bytes, trt_buffer *out);
+/* The address of a buffer (a device pointer on the GPU), to hand to other
+ * libraries. */
+TILEC_API trt_status trt_buffer_ptr(trt_device *dev, trt_buffer buf, uint64_t *ptr);
 TILEC_API trt_status trt_read(trt_device *dev, trt_buffer src, size_t offset, void *dst, size_t bytes);
 
 /* Runs grid_x * grid_y * grid_z program instances. Arguments are checked

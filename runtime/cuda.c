@@ -32,6 +32,7 @@ typedef struct cuda_api {
     CUresult (*cuCtxSynchronize)(void);
     CUresult (*cuMemAlloc_v2)(CUdeviceptr *, size_t);
     CUresult (*cuMemFree_v2)(CUdeviceptr);
+    CUresult (*cuMemGetAddressRange_v2)(CUdeviceptr *, size_t *, CUdeviceptr);
     CUresult (*cuMemcpyHtoD_v2)(CUdeviceptr, const void *, size_t);
     CUresult (*cuMemcpyDtoH_v2)(void *, CUdeviceptr, size_t);
     CUresult (*cuMemcpyHtoDAsync_v2)(CUdeviceptr, const void *, size_t, CUstream);
@@ -97,7 +98,7 @@ bool rt_cuda_open(rt_cuda **out, char *why, size_t n) {
 #define SYM(f) {#f, (void **)&c->api.f}
         SYM(cuInit), SYM(cuDriverGetVersion), SYM(cuDeviceGetCount), SYM(cuDeviceGet), SYM(cuDeviceGetName),
         SYM(cuDeviceGetAttribute), SYM(cuDevicePrimaryCtxRetain), SYM(cuDevicePrimaryCtxRelease_v2),
-        SYM(cuCtxSetCurrent), SYM(cuCtxSynchronize), SYM(cuMemAlloc_v2), SYM(cuMemFree_v2), SYM(cuMemcpyHtoD_v2),
+        SYM(cuCtxSetCurrent), SYM(cuCtxSynchronize), SYM(cuMemAlloc_v2), SYM(cuMemFree_v2), SYM(cuMemGetAddressRange_v2), SYM(cuMemcpyHtoD_v2),
         SYM(cuMemcpyDtoH_v2), SYM(cuMemcpyHtoDAsync_v2), SYM(cuMemcpyDtoHAsync_v2), SYM(cuStreamCreate),
         SYM(cuStreamSynchronize), SYM(cuStreamDestroy_v2), SYM(cuModuleLoadData), SYM(cuModuleUnload), SYM(cuModuleGetFunction),
         SYM(cuLaunchKernel), SYM(cuGetErrorName), SYM(cuGetErrorString),
@@ -169,6 +170,11 @@ bool rt_cuda_alloc(rt_cuda *c, size_t bytes, uint64_t *dptr, char *err, size_t n
 
 bool rt_cuda_free(rt_cuda *c, uint64_t dptr, char *err, size_t n) {
     return enter(c, err, n) && check(c, c->api.cuMemFree_v2(dptr), "cuMemFree", err, n);
+}
+
+bool rt_cuda_range(rt_cuda *c, uint64_t dptr, uint64_t *base, size_t *size, char *err, size_t n) {
+    return enter(c, err, n) &&
+           check(c, c->api.cuMemGetAddressRange_v2((CUdeviceptr *)base, size, dptr), "cuMemGetAddressRange", err, n);
 }
 
 bool rt_cuda_write(rt_cuda *c, uint64_t dst, const void *src, size_t bytes, void *stream, char *err, size_t n) {

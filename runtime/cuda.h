@@ -21,6 +21,8 @@ const char *rt_cuda_arch(const rt_cuda *c); /* "sm_90" */
 /* Each returns false with a message naming the failing call in err. */
 bool rt_cuda_alloc(rt_cuda *c, size_t bytes, uint64_t *dptr, char *err, size_t n);
 bool rt_cuda_free(rt_cuda *c, uint64_t dptr, char *err, size_t n);
+/* The allocation holding dptr: its start and size. */
+bool rt_cuda_range(rt_cuda *c, uint64_t dptr, uint64_t *base, size_t *size, char *err, size_t n);
 /* Copies: on `stream` when not NULL (queued), else synchronous. */
 bool rt_cuda_write(rt_cuda *c, uint64_t dst, const void *src, size_t bytes, void *stream, char *err, size_t n);
 bool rt_cuda_read(rt_cuda *c, void *dst, uint64_t src, size_t bytes, void *stream, char *err, size_t n);

@@ -25,6 +25,7 @@ typedef struct buf_slot {
     size_t size;
     uint32_t gen; /* bumped on free: old handles no longer match */
     bool live;
+    bool borrowed; /* trt_wrap: someone else's memory, never freed here */
 } buf_slot;
 
 typedef struct cache_entry {

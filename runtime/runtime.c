@@ -80,7 +80,7 @@ void trt_close(trt_device *d) {
     if (!d || d->closed) return;
     d->closed = true;
     for (uint32_t i = 0; i < d->nbufs; i++) {
-        if (!d->bufs[i].live) continue;
+        if (!d->bufs[i].live || d->bufs[i].borrowed) continue;
         if (d->cuda) rt_cuda_free(d->cuda, d->bufs[i].dptr, NULL, 0);
         else free(d->bufs[i].data);
     }
@@ -113,11 +113,13 @@ static buf_slot *lookup(trt_device *d, trt_buffer b, uint32_t *index, trt_status
     return &d->bufs[i - 1];
 }
 
-trt_status trt_alloc(trt_device *d, size_t bytes, trt_buffer *out) {
+/* A free slot for a new buffer, growing the table; checks the device and
+ * the size first. */
+static trt_status new_slot(trt_device *d, size_t bytes, trt_buffer *out, uint32_t *index) {
     if (!d || !out) return TRT_ERR_INVALID_ARGUMENT;
     out->handle = 0;
     if (d->closed) return rt_fail(d, TRT_ERR_CLOSED, "the device was closed");
-    if (bytes == 0) return rt_fail(d, TRT_ERR_INVALID_ARGUMENT, "cannot allocate 0 bytes");
+    if (bytes == 0) return rt_fail(d, TRT_ERR_INVALID_ARGUMENT, "a buffer cannot have 0 bytes");
     uint32_t i = 0;
     while (i < d->nbufs && d->bufs[i].live) i++; /* reuse a free slot */
     if (i == d->nbufs) {
@@ -133,6 +135,54 @@ trt_status trt_alloc(trt_device *d, size_t bytes, trt_buffer *out) {
         }
         d->nbufs++;
     }
+    *index = i;
+    return TRT_OK;
+}
+
+static void take_slot(trt_device *d, uint32_t i, size_t bytes, bool borrowed, trt_buffer *out) {
+    d->bufs[i].size = bytes; /* accesses are checked against what was asked for */
+    d->bufs[i].live = true;
+    d->bufs[i].borrowed = borrowed;
+    out->handle = make_handle(i, d->bufs[i].gen);
+}
+
+trt_status trt_wrap(trt_device *d, uint64_t ptr, size_t bytes, trt_buffer *out) {
+    uint32_t i = 0; /* set by new_slot when it succeeds */
+    trt_status st = new_slot(d, bytes, out, &i);
+    if (st != TRT_OK) return st;
+    if (!ptr) return rt_fail(d, TRT_ERR_INVALID_ARGUMENT, "cannot wrap a NULL pointer");
+    if (d->cuda) {
+        uint64_t base;
+        size_t size;
+        if (!rt_cuda_range(d->cuda, ptr, &base, &size, d->err, sizeof d->err))
+            return rt_fail(d, TRT_ERR_INVALID_ARGUMENT, "%#llx is not device memory of this context (%s)",
+                           (unsigned long long)ptr, d->err);
+        if (bytes > size - (ptr - base))
+            return rt_fail(d, TRT_ERR_INVALID_ARGUMENT,
+                           "%zu bytes at %#llx run past the end of its %zu-byte allocation at %#llx", bytes,
+                           (unsigned long long)ptr, size, (unsigned long long)base);
+        d->bufs[i].dptr = ptr;
+    } else {
+        d->bufs[i].data = (void *)(uintptr_t)ptr;
+    }
+    take_slot(d, i, bytes, true, out);
+    return TRT_OK;
+}
+
+trt_status trt_buffer_ptr(trt_device *d, trt_buffer b, uint64_t *ptr) {
+    if (!d || !ptr) return TRT_ERR_INVALID_ARGUMENT;
+    *ptr = 0;
+    trt_status st = TRT_OK;
+    buf_slot *s = lookup(d, b, NULL, &st);
+    if (!s) return st;
+    *ptr = d->cuda ? s->dptr : (uint64_t)(uintptr_t)s->data;
+    return TRT_OK;
+}
+
+trt_status trt_alloc(trt_device *d, size_t bytes, trt_buffer *out) {
+    uint32_t i = 0; /* set by new_slot when it succeeds */
+    trt_status st = new_slot(d, bytes, out, &i);
+    if (st != TRT_OK) return st;
     if (d->cuda) {
         if (!rt_cuda_alloc(d->cuda, bytes, &d->bufs[i].dptr, d->err, sizeof d->err)) return TRT_ERR_OUT_OF_MEMORY;
     } else {
@@ -141,9 +191,7 @@ trt_status trt_alloc(trt_device *d, size_t bytes, trt_buffer *out) {
         if (!p) return rt_fail(d, TRT_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes", bytes);
         d->bufs[i].data = p;
     }
-    d->bufs[i].size = bytes; /* accesses are checked against what was asked for */
-    d->bufs[i].live = true;
-    out->handle = make_handle(i, d->bufs[i].gen);
+    take_slot(d, i, bytes, false, out);
     return TRT_OK;
 }
 
@@ -152,8 +200,12 @@ trt_status trt_free(trt_device *d, trt_buffer b) {
     trt_status st = TRT_OK;
     buf_slot *s = lookup(d, b, NULL, &st);
     if (!s) return st;
-    if (d->cuda) rt_cuda_free(d->cuda, s->dptr, NULL, 0);
-    else free(s->data);
+    if (s->borrowed) { /* someone else's: only forgotten */
+    } else if (d->cuda) {
+        rt_cuda_free(d->cuda, s->dptr, NULL, 0);
+    } else {
+        free(s->data);
+    }
     s->data = NULL;
     s->dptr = 0;
     s->size = 0;

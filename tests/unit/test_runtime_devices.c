@@ -725,6 +725,51 @@ static void test_load_prebuilt_modules(void **state) {
     }
 }
 
+/* ---- memory from elsewhere ------------------------------------------------- */
+
+/* Memory the runtime did not allocate (here: the middle of a buffer, by its
+ * address, as another library would hand it over) works as a buffer, is
+ * bounds-checked against the driver's allocation on the GPU, and is not
+ * freed by trt_free. */
+static void test_wrapped_memory(void **state) {
+    (void)state;
+    prog p;
+    tilec_define d = {"BLOCK", 64};
+    trt_kernel *k = compile_text(&p, "vadd.tile", vadd_src, "vadd", &d, 1);
+    enum { N = 300, SKIP = 16 };
+    float *x = rand_f32s(N), *y = rand_f32s(N), *out = poison_f32s(N + 2 * SKIP);
+    trt_buffer bx = upload(x, 4 * N), by = upload(y, 4 * N), big = upload(out, 4 * (N + 2 * SKIP)), mid;
+    uint64_t base = 0;
+    OK(trt_buffer_ptr(dev, big, &base));
+    assert_true(base != 0 && base % 16 == 0);
+    OK(trt_wrap(dev, base + 4 * SKIP, 4 * N, &mid));
+    trt_arg a[4] = {trt_buf(bx), trt_buf(by), trt_buf(mid), trt_int(N)};
+    launch(k, cdiv(N, 64), 1, 1, a, 4);
+    OK(trt_free(dev, mid)); /* forgets it; the memory stays big's */
+    assert_int_equal(trt_free(dev, mid), TRT_ERR_INVALID_HANDLE);
+    download(big, out, 4 * (N + 2 * SKIP));
+    for (int i = 0; i < N + 2 * SKIP; i++) {
+        float want = i >= SKIP && i < SKIP + N ? x[i - SKIP] + y[i - SKIP] : NAN;
+        if (!same_f32(out[i], want)) fail_msg("wrapped: out[%d] = %g, want %g", i, out[i], want);
+    }
+    trt_buffer w;
+    assert_int_equal(trt_wrap(dev, 0, 16, &w), TRT_ERR_INVALID_ARGUMENT);
+    assert_int_equal(trt_wrap(dev, base, 0, &w), TRT_ERR_INVALID_ARGUMENT);
+    assert_int_equal(trt_wrap(dev, base, 16, NULL), TRT_ERR_INVALID_ARGUMENT);
+    if (kind == TRT_DEVICE_CUDA) {
+        OK(trt_buffer_ptr(dev, bx, &base));
+        assert_int_equal(trt_wrap(dev, base + 16, 4 * N, &w), TRT_ERR_INVALID_ARGUMENT); /* 16 bytes too long */
+        assert_non_null(strstr(trt_last_error(dev), "past the end"));
+        assert_int_equal(trt_wrap(dev, (uint64_t)(uintptr_t)x, 16, &w), TRT_ERR_INVALID_ARGUMENT); /* host memory */
+        assert_non_null(strstr(trt_last_error(dev), "not device memory"));
+    }
+    uint64_t none;
+    assert_int_equal(trt_buffer_ptr(dev, mid, &none), TRT_ERR_INVALID_HANDLE);
+    trt_free(dev, bx), trt_free(dev, by);
+    free(x), free(y), free(out);
+    drop(&p);
+}
+
 /* ---- the disk cache (TILEC_CACHE_DIR) -------------------------------------- */
 
 static const char vsub_as_vadd_src[] = /* named vadd, but subtracts */
@@ -928,6 +973,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_stream_misuse),
         cmocka_unit_test(test_load_prebuilt_modules),
         cmocka_unit_test(test_disk_cache),
+        cmocka_unit_test(test_wrapped_memory),
         cmocka_unit_test(test_misuse_is_an_error),
         cmocka_unit_test(test_launch_after_close),
     };
