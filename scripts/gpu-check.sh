@@ -9,8 +9,9 @@
 # has a C compiler, CMake, ninja and CUDA, but no LLVM 19, re2c, lemon or
 # cmocka), runs the whole test suite with a GPU required (so the CUDA halves
 # of the tests run instead of reporting themselves skipped), runs the GPU
-# programs again under compute-sanitizer's memcheck, and prints a summary
-# table last. The full log goes to $OUT/gpu-check.log when OUT is set.
+# programs again under compute-sanitizer's memcheck, times the stdlib
+# kernels against PyTorch and Triton (bench/gpu_bench.py), and prints the
+# timing table and then the summary table last. The full log goes to $OUT/gpu-check.log when OUT is set.
 # Exit status 0 when every row passed.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -114,5 +115,19 @@ else
   row "memcheck" SKIP "compute-sanitizer not found"
 fi
 
+# ---- timings: stdlib kernels against PyTorch and Triton, same run ------------------
+bench_table=""
+if python3 -c 'import torch, triton' 2>/dev/null; then
+  echo "== bench: python3 bench/gpu_bench.py" >>"$log"
+  bench_out=$(PYTHONUNBUFFERED=1 python3 "$root/bench/gpu_bench.py" --lib "$build/libtilec.so" 2>&1); brc=$?
+  printf '%s\n' "$bench_out" >>"$log"
+  bench_table=$(printf '%s\n' "$bench_out" | sed -n '/^== tilec GPU bench/,$p')
+  if [ $brc -eq 0 ] && [ -n "$bench_table" ]; then row "bench (bench/gpu_bench.py)" ok "table above"
+  else row "bench (bench/gpu_bench.py)" FAIL "rc=$brc: $(printf '%s\n' "$bench_out" | tail -1)"; printf '%s\n' "$bench_out" | tail -20; fi
+else
+  row "bench" SKIP "python3 with torch and triton not found"
+fi
+
+[ -n "$bench_table" ] && printf '\n%s\n' "$bench_table"
 table
 [ $fails -eq 0 ]

@@ -1,0 +1,203 @@
+#!/usr/bin/env python3
+"""GPU benchmark: tilec's stdlib kernels against PyTorch and Triton.
+
+    python3 bench/gpu_bench.py --lib build-gpu/libtilec.so [--quick]
+
+Run by scripts/gpu-check.sh on the GPU machine (it needs torch and triton,
+which the users of tilec do not: this is the only Python in the project,
+and it exists to compare with those peers). tilec kernels are compiled at
+run time and launched through the C runtime API (include/tilec_rt.h) over
+ctypes, on the same torch tensors as the peers (trt_wrap), on the default
+stream that torch also uses. Every operation is checked against torch
+before it is timed. Times are medians of triton.testing.do_bench, which
+flushes the L2 cache before every run; GB/s counts each input read once
+and each output written once. The table ends with each tilec row's ratio
+to the faster peer. Peers are measured in the same run.
+"""
+import argparse
+import ctypes
+import os
+import sys
+
+import torch
+import triton
+import triton.language as tl
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+# ---- the tilec runtime over ctypes -------------------------------------------
+
+class Arg(ctypes.Structure):  # trt_arg
+    _fields_ = [("kind", ctypes.c_int), ("buffer", ctypes.c_uint64), ("offset", ctypes.c_size_t),
+                ("i", ctypes.c_int64), ("f", ctypes.c_double)]
+
+
+ARG_BUFFER, ARG_INT, ARG_FLOAT = 0, 1, 2
+DEVICE_CUDA = 2
+
+
+class Define(ctypes.Structure):  # tilec_define
+    _fields_ = [("name", ctypes.c_char_p), ("value", ctypes.c_int64)]
+
+
+class CompileOptions(ctypes.Structure):  # trt_compile_options
+    _fields_ = [("arch", ctypes.c_char_p), ("num_warps", ctypes.c_int), ("defines", ctypes.POINTER(Define)),
+                ("ndefines", ctypes.c_size_t)]
+
+
+class Tilec:
+    def __init__(self, lib_path):
+        self.lib = L = ctypes.CDLL(lib_path)
+        vp, u64, sz = ctypes.c_void_p, ctypes.c_uint64, ctypes.c_size_t
+        L.trt_open.argtypes = [ctypes.c_int, ctypes.POINTER(vp), ctypes.c_char_p, sz]
+        L.trt_last_error.argtypes = [vp]
+        L.trt_last_error.restype = ctypes.c_char_p
+        L.trt_device_name.argtypes = [vp]
+        L.trt_device_name.restype = ctypes.c_char_p
+        L.trt_compile.argtypes = [vp, ctypes.c_char_p, ctypes.c_char_p, sz, ctypes.POINTER(CompileOptions),
+                                  ctypes.POINTER(vp)]
+        L.trt_get_kernel.argtypes = [vp, ctypes.c_char_p, ctypes.POINTER(vp)]
+        L.trt_wrap.argtypes = [vp, u64, sz, ctypes.POINTER(u64)]
+        L.trt_launch.argtypes = [vp, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32, ctypes.POINTER(Arg), sz]
+        why = ctypes.create_string_buffer(512)
+        self.dev = vp()
+        if L.trt_open(DEVICE_CUDA, ctypes.byref(self.dev), why, 512) != 0:
+            sys.exit("tilec: cannot open the GPU: " + why.value.decode())
+        self.name = L.trt_device_name(self.dev).decode()
+        self.buffers = {}
+
+    def check(self, status, what):
+        if status != 0:
+            sys.exit("tilec: %s failed: %s" % (what, self.lib.trt_last_error(self.dev).decode()))
+
+    def kernel(self, path, name, **defines):
+        src = open(os.path.join(ROOT, path), "rb").read()
+        defs = (Define * max(1, len(defines)))(*[Define(k.encode(), v) for k, v in defines.items()])
+        opt = CompileOptions(None, 0, defs, len(defines))
+        mod, k = ctypes.c_void_p(), ctypes.c_void_p()
+        self.check(self.lib.trt_compile(self.dev, path.encode(), src, len(src), ctypes.byref(opt), ctypes.byref(mod)),
+                   "compiling " + path)
+        self.check(self.lib.trt_get_kernel(mod, name.encode(), ctypes.byref(k)), "finding " + name)
+        return k
+
+    def buf(self, t):
+        key = (t.data_ptr(), t.numel() * t.element_size())
+        if key not in self.buffers:
+            h = ctypes.c_uint64()
+            self.check(self.lib.trt_wrap(self.dev, key[0], key[1], ctypes.byref(h)), "wrapping a tensor")
+            self.buffers[key] = h.value
+        return self.buffers[key]
+
+    def launcher(self, k, grid, *args):
+        """A function that launches k with args (tensors, ints, floats)."""
+        arr = (Arg * len(args))()
+        for a, v in zip(arr, args):
+            if isinstance(v, torch.Tensor):
+                a.kind, a.buffer = ARG_BUFFER, self.buf(v)
+            elif isinstance(v, float):
+                a.kind, a.f = ARG_FLOAT, v
+            else:
+                a.kind, a.i = ARG_INT, v
+        launch, dev, n = self.lib.trt_launch, self.dev, len(args)
+
+        def run():
+            if launch(k, grid, 1, 1, arr, n) != 0:
+                sys.exit("tilec: launch failed: " + self.lib.trt_last_error(dev).decode())
+        return run
+
+
+# ---- Triton peers, tutorial style ---------------------------------------------
+
+@triton.jit
+def tt_add(x, y, out, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out + offs, tl.load(x + offs, mask=m) + tl.load(y + offs, mask=m), mask=m)
+
+
+@triton.jit
+def tt_scale(x, alpha, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(x + offs, alpha * tl.load(x + offs, mask=m), mask=m)
+
+
+@triton.jit
+def tt_fill(out, value, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out + offs, tl.full((BLOCK,), value, tl.float32), mask=offs < n)
+
+
+# ---- measuring ------------------------------------------------------------------
+
+def median_ms(fn):
+    return triton.testing.do_bench(fn, warmup=50, rep=300, return_mode="median")
+
+
+def close(a, b, what):
+    if not torch.equal(a, b):
+        bad = (a != b).nonzero()[:3].flatten().tolist()
+        sys.exit("WRONG: %s differs from torch at %s" % (what, bad))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lib", default=os.path.join(ROOT, "build-gpu", "libtilec.so"))
+    ap.add_argument("--quick", action="store_true", help="one size, fewer runs")
+    opt = ap.parse_args()
+    tc = Tilec(opt.lib)
+    torch.manual_seed(0)
+    B = 1024
+    rows = []  # (op, n, bytes, {impl: ms})
+
+    sizes = [1 << 24] if opt.quick else [1 << 20, 1 << 24, 1 << 26]
+    stdlib = "stdlib/elementwise.tile"
+    k_add, k_scale, k_fill = (tc.kernel(stdlib, name) for name in ("add_f32", "scale_f32", "fill_f32"))
+    for n in sizes:
+        x = torch.randn(n, device="cuda")
+        y = torch.randn(n, device="cuda")
+        out = torch.full((n,), float("nan"), device="cuda")
+        grid = triton.cdiv(n, B)
+
+        # copy: the bandwidth ceiling of this run (torch only)
+        rows.append(("copy (torch)", n, 8 * n, {"torch": median_ms(lambda: out.copy_(x))}))
+
+        run = tc.launcher(k_add, grid, x, y, out, n)
+        out.fill_(float("nan")); run(); torch.cuda.synchronize(); close(out, x + y, "add_f32")
+        t = {"tilec": median_ms(run),
+             "torch": median_ms(lambda: torch.add(x, y, out=out)),
+             "triton": median_ms(lambda: tt_add[(grid,)](x, y, out, n, BLOCK=B))}
+        rows.append(("add f32", n, 12 * n, t))
+
+        z = x.clone()
+        run = tc.launcher(k_scale, grid, z, -1.75, n)
+        run(); torch.cuda.synchronize(); close(z, x * -1.75, "scale_f32")
+        t = {"tilec": median_ms(run),
+             "torch": median_ms(lambda: z.mul_(-1.0)),
+             "triton": median_ms(lambda: tt_scale[(grid,)](z, -1.0, n, BLOCK=B))}
+        rows.append(("scale f32 (in place)", n, 8 * n, t))
+
+        run = tc.launcher(k_fill, grid, out, 3.25, n)
+        out.fill_(float("nan")); run(); torch.cuda.synchronize(); close(out, torch.full_like(out, 3.25), "fill_f32")
+        t = {"tilec": median_ms(run),
+             "torch": median_ms(lambda: out.fill_(3.25)),
+             "triton": median_ms(lambda: tt_fill[(grid,)](out, 3.25, n, BLOCK=B))}
+        rows.append(("fill f32", n, 4 * n, t))
+        del x, y, out, z
+
+    gpu = torch.cuda.get_device_name()
+    print()
+    print("== tilec GPU bench: %s, %s; GB/s (median of do_bench, L2 flushed)" % (gpu, tc.name))
+    print("%-22s %10s %9s %9s %9s %10s %10s" % ("op", "elements", "tilec", "torch", "triton", "best peer", "tilec/best"))
+    for op, n, nbytes, t in rows:
+        gbs = {k: nbytes / (ms * 1e-3) / 1e9 for k, ms in t.items()}
+        peers = {k: v for k, v in gbs.items() if k != "tilec"}
+        best = max(peers, key=peers.get)
+        cells = ["%9.0f" % gbs[k] if k in gbs else "%9s" % "-" for k in ("tilec", "torch", "triton")]
+        ratio = "%10.3f" % (gbs["tilec"] / peers[best]) if "tilec" in gbs else "%10s" % "-"
+        print("%-22s %10d %s %10s %s" % (op, n, " ".join(cells), best, ratio))
+
+
+if __name__ == "__main__":
+    main()
