@@ -18,6 +18,7 @@ typedef uint64_t CUdeviceptr;
 typedef void *CUcontext, *CUmodule, *CUfunction, *CUstream;
 
 enum { CU_ATTR_CC_MAJOR = 75, CU_ATTR_CC_MINOR = 76, CU_ERROR_NO_DEVICE = 100 };
+enum { CU_PTR_CONTEXT = 1, CU_PTR_MEMORY_TYPE = 2, CU_PTR_RANGE_START = 11, CU_PTR_RANGE_SIZE = 12, CU_MEM_DEVICE = 2 };
 
 typedef struct cuda_api {
     CUresult (*cuInit)(unsigned);
@@ -32,7 +33,7 @@ typedef struct cuda_api {
     CUresult (*cuCtxSynchronize)(void);
     CUresult (*cuMemAlloc_v2)(CUdeviceptr *, size_t);
     CUresult (*cuMemFree_v2)(CUdeviceptr);
-    CUresult (*cuMemGetAddressRange_v2)(CUdeviceptr *, size_t *, CUdeviceptr);
+    CUresult (*cuPointerGetAttributes)(unsigned, int *, void **, CUdeviceptr);
     CUresult (*cuMemcpyHtoD_v2)(CUdeviceptr, const void *, size_t);
     CUresult (*cuMemcpyDtoH_v2)(void *, CUdeviceptr, size_t);
     CUresult (*cuMemcpyHtoDAsync_v2)(CUdeviceptr, const void *, size_t, CUstream);
@@ -98,7 +99,7 @@ bool rt_cuda_open(rt_cuda **out, char *why, size_t n) {
 #define SYM(f) {#f, (void **)&c->api.f}
         SYM(cuInit), SYM(cuDriverGetVersion), SYM(cuDeviceGetCount), SYM(cuDeviceGet), SYM(cuDeviceGetName),
         SYM(cuDeviceGetAttribute), SYM(cuDevicePrimaryCtxRetain), SYM(cuDevicePrimaryCtxRelease_v2),
-        SYM(cuCtxSetCurrent), SYM(cuCtxSynchronize), SYM(cuMemAlloc_v2), SYM(cuMemFree_v2), SYM(cuMemGetAddressRange_v2), SYM(cuMemcpyHtoD_v2),
+        SYM(cuCtxSetCurrent), SYM(cuCtxSynchronize), SYM(cuMemAlloc_v2), SYM(cuMemFree_v2), SYM(cuPointerGetAttributes), SYM(cuMemcpyHtoD_v2),
         SYM(cuMemcpyDtoH_v2), SYM(cuMemcpyHtoDAsync_v2), SYM(cuMemcpyDtoHAsync_v2), SYM(cuStreamCreate),
         SYM(cuStreamSynchronize), SYM(cuStreamDestroy_v2), SYM(cuModuleLoadData), SYM(cuModuleUnload), SYM(cuModuleGetFunction),
         SYM(cuLaunchKernel), SYM(cuGetErrorName), SYM(cuGetErrorString),
@@ -172,9 +173,26 @@ bool rt_cuda_free(rt_cuda *c, uint64_t dptr, char *err, size_t n) {
     return enter(c, err, n) && check(c, c->api.cuMemFree_v2(dptr), "cuMemFree", err, n);
 }
 
+/* cuPointerGetAttributes, unlike the other queries, answers "not a CUDA
+ * pointer" with NULL attributes instead of an error, so probing a host
+ * pointer leaves no failed call for compute-sanitizer to report. */
 bool rt_cuda_range(rt_cuda *c, uint64_t dptr, uint64_t *base, size_t *size, char *err, size_t n) {
-    return enter(c, err, n) &&
-           check(c, c->api.cuMemGetAddressRange_v2((CUdeviceptr *)base, size, dptr), "cuMemGetAddressRange", err, n);
+    CUcontext ctx = NULL;
+    unsigned memtype = 0;
+    CUdeviceptr start = 0;
+    size_t bytes = 0;
+    int attrs[4] = {CU_PTR_CONTEXT, CU_PTR_MEMORY_TYPE, CU_PTR_RANGE_START, CU_PTR_RANGE_SIZE};
+    void *vals[4] = {&ctx, &memtype, &start, &bytes};
+    if (!enter(c, err, n) ||
+        !check(c, c->api.cuPointerGetAttributes(4, attrs, vals, dptr), "cuPointerGetAttributes", err, n))
+        return false;
+    if (memtype != CU_MEM_DEVICE || ctx != c->ctx || bytes == 0) {
+        say(err, n, "not device memory, or not of this device's primary context");
+        return false;
+    }
+    *base = start;
+    *size = bytes;
+    return true;
 }
 
 bool rt_cuda_write(rt_cuda *c, uint64_t dst, const void *src, size_t bytes, void *stream, char *err, size_t n) {

@@ -155,8 +155,7 @@ trt_status trt_wrap(trt_device *d, uint64_t ptr, size_t bytes, trt_buffer *out) 
         uint64_t base;
         size_t size;
         if (!rt_cuda_range(d->cuda, ptr, &base, &size, d->err, sizeof d->err))
-            return rt_fail(d, TRT_ERR_INVALID_ARGUMENT, "%#llx is not device memory of this context (%s)",
-                           (unsigned long long)ptr, d->err);
+            return rt_fail(d, TRT_ERR_INVALID_ARGUMENT, "cannot wrap %#llx: %s", (unsigned long long)ptr, d->err);
         if (bytes > size - (ptr - base))
             return rt_fail(d, TRT_ERR_INVALID_ARGUMENT,
                            "%zu bytes at %#llx run past the end of its %zu-byte allocation at %#llx", bytes,

@@ -762,6 +762,7 @@ static void test_wrapped_memory(void **state) {
         assert_non_null(strstr(trt_last_error(dev), "past the end"));
         assert_int_equal(trt_wrap(dev, (uint64_t)(uintptr_t)x, 16, &w), TRT_ERR_INVALID_ARGUMENT); /* host memory */
         assert_non_null(strstr(trt_last_error(dev), "not device memory"));
+        assert_int_equal(trt_wrap(dev, 0x1000, 16, &w), TRT_ERR_INVALID_ARGUMENT); /* nothing at all */
     }
     uint64_t none;
     assert_int_equal(trt_buffer_ptr(dev, mid, &none), TRT_ERR_INVALID_HANDLE);
