@@ -74,7 +74,8 @@ struct trt_module {
  * major version with the same or newer minor, sm_XYa code only on sm_XY. */
 bool rt_arch_compatible(bool ptx, const char *built, const char *device);
 
-/* Sets the device's last error; returns st. */
+/* Sets the device's last error (the arguments may include the old one);
+ * returns st. */
 trt_status rt_fail(trt_device *d, trt_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* A module from tile IR text (kernels, signatures) and, for the CUDA

@@ -16,12 +16,16 @@
 #include "runtime/internal.h"
 #include "runtime/interp.h"
 
+/* Formats into a temporary first: callers may pass d->err itself as an
+ * argument, to wrap a lower layer's message in their own. */
 trt_status rt_fail(trt_device *d, trt_status st, const char *fmt, ...) {
     if (!d) return st;
+    char msg[RT_ERR_MAX];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(d->err, sizeof d->err, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    memcpy(d->err, msg, sizeof msg);
     return st;
 }
 

@@ -914,6 +914,9 @@ static void test_misuse_is_an_error(void **state) {
     assert_int_equal(trt_free(dev, b), TRT_ERR_INVALID_HANDLE);
     assert_int_equal(trt_read(dev, b, 0, host, 4), TRT_ERR_INVALID_HANDLE);
     assert_int_equal(trt_launch(k, 1, 1, 1, good, 4), TRT_ERR_INVALID_HANDLE);
+    /* the launch wraps the lookup's message in its own */
+    assert_non_null(strstr(trt_last_error(dev), "argument 0 ('x') of 'vadd': buffer handle 0x"));
+    assert_non_null(strstr(trt_last_error(dev), "is not a live buffer of this device (freed?)"));
 
     /* a compile error names the line */
     trt_module *bad = NULL;
