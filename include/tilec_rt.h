@@ -15,9 +15,10 @@
  * went wrong. Handles are checked: a freed buffer, a kernel of a closed
  * device or an argument of the wrong kind is an error, never a crash.
  * Devices: the CPU device runs kernels in the tile IR interpreter, checking
- * every memory access; the CUDA device loads libcuda at run time (dlopen)
- * and has not yet been run on a GPU. TRT_DEVICE_AUTO gives the GPU when a
- * driver and a device are there, else the CPU. See docs/runtime.md. */
+ * every memory access; the CUDA device loads libcuda at run time (dlopen),
+ * so programs build and run where there is none. TRT_DEVICE_AUTO gives the
+ * GPU when a driver and a device are there, else the CPU. Streams order
+ * work on the GPU (trt_stream_*). See docs/runtime.md. */
 #ifndef TILEC_RT_H
 #define TILEC_RT_H
 
