@@ -4,7 +4,12 @@
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/deps.sh"
-cmake -S "$root" -B "$root/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTILEC_BUILD_TESTS=OFF >/dev/null
+# machine code runs only on its own GPU generation: build the samples'
+# module for the GPU here, if there is one (else sm_80)
+cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d .) || cc=""
+arch=sm_${cc:-80}
+cmake -S "$root" -B "$root/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTILEC_BUILD_TESTS=OFF \
+  -DTILEC_CUDA_ARCH="$arch" >/dev/null
 ninja -C "$root/build" tilec_cli vadd_runtime vadd_cubin vadd_module >/dev/null
 out="$root/build/samples"
 mkdir -p "$out"
@@ -16,7 +21,7 @@ elif ! { [ -n "${CUDA_HOME:-}" ] && [ -x "$CUDA_HOME/bin/ptxas" ]; } && ! comman
 fi
 for f in "$root"/samples/*.tile; do
   name=$(basename "$f" .tile)
-  "$root/build/tilec" "$f" --emit=$emit --time -o "$out/$name.$emit"
+  "$root/build/tilec" "$f" --emit=$emit --arch="$arch" --time -o "$out/$name.$emit"
   kernels=$("$root/build/tilec" "$f" --emit=ptx -o - | sed -n 's/^\.visible \.entry \([A-Za-z0-9_]*\).*/\1/p' | tr '\n' ' ')
   printf '%-28s -> %s (%s bytes; kernels: %s)\n' "samples/$name.tile" "build/samples/$name.$emit" \
     "$(wc -c < "$out/$name.$emit")" "$kernels"
