@@ -129,10 +129,30 @@ def tt_fill(out, value, n, BLOCK: tl.constexpr):
     tl.store(out + offs, tl.full((BLOCK,), value, tl.float32), mask=offs < n)
 
 
+@triton.jit
+def tt_softmax(x, out, n_cols, x_stride, out_stride, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    m = cols < n_cols
+    v = tl.load(x + row * x_stride + cols, mask=m, other=-float("inf"))
+    e = tl.exp(v - tl.max(v, axis=0))
+    tl.store(out + row * out_stride + cols, e / tl.sum(e, axis=0), mask=m)
+
+
+def tt_softmax_warps(block):  # the tutorial's choice
+    return 16 if block >= 4096 else 8 if block >= 2048 else 4
+
+
 # ---- measuring ------------------------------------------------------------------
 
 def median_ms(fn):
     return triton.testing.do_bench(fn, warmup=50, rep=300, return_mode="median")
+
+
+def near(a, b, what, rtol=1e-5, atol=1e-7):
+    if not torch.allclose(a, b, rtol=rtol, atol=atol):
+        bad = (~torch.isclose(a, b, rtol=rtol, atol=atol)).nonzero()[:3].tolist()
+        sys.exit("WRONG: %s differs from torch at %s" % (what, bad))
 
 
 def close(a, b, what):
@@ -149,7 +169,7 @@ def main():
     tc = Tilec(opt.lib)
     torch.manual_seed(0)
     B = 1024
-    rows = []  # (op, n, bytes, {impl: ms})
+    table = []  # (op, elements or rows, bytes moved, {impl: ms})
 
     sizes = [1 << 24] if opt.quick else [1 << 20, 1 << 24, 1 << 26]
     stdlib = "stdlib/elementwise.tile"
@@ -161,14 +181,14 @@ def main():
         grid = triton.cdiv(n, B)
 
         # copy: the bandwidth ceiling of this run (torch only)
-        rows.append(("copy (torch)", n, 8 * n, {"torch": median_ms(lambda: out.copy_(x))}))
+        table.append(("copy (torch)", n, 8 * n, {"torch": median_ms(lambda: out.copy_(x))}))
 
         run = tc.launcher(k_add, grid, x, y, out, n)
         out.fill_(float("nan")); run(); torch.cuda.synchronize(); close(out, x + y, "add_f32")
         t = {"tilec": median_ms(run),
              "torch": median_ms(lambda: torch.add(x, y, out=out)),
              "triton": median_ms(lambda: tt_add[(grid,)](x, y, out, n, BLOCK=B))}
-        rows.append(("add f32", n, 12 * n, t))
+        table.append(("add f32", n, 12 * n, t))
 
         z = x.clone()
         run = tc.launcher(k_scale, grid, z, -1.75, n)
@@ -176,21 +196,38 @@ def main():
         t = {"tilec": median_ms(run),
              "torch": median_ms(lambda: z.mul_(-1.0)),
              "triton": median_ms(lambda: tt_scale[(grid,)](z, -1.0, n, BLOCK=B))}
-        rows.append(("scale f32 (in place)", n, 8 * n, t))
+        table.append(("scale f32 (in place)", n, 8 * n, t))
 
         run = tc.launcher(k_fill, grid, out, 3.25, n)
         out.fill_(float("nan")); run(); torch.cuda.synchronize(); close(out, torch.full_like(out, 3.25), "fill_f32")
         t = {"tilec": median_ms(run),
              "torch": median_ms(lambda: out.fill_(3.25)),
              "triton": median_ms(lambda: tt_fill[(grid,)](out, 3.25, n, BLOCK=B))}
-        rows.append(("fill f32", n, 4 * n, t))
+        table.append(("fill f32", n, 4 * n, t))
         del x, y, out, z
+
+    # softmax over rows: one program per row, the row in one tile
+    widths = [4096] if opt.quick else [1024, 4096, 16384, 32768]
+    for cols in widths:
+        rows = 4096
+        block = triton.next_power_of_2(cols)
+        k = tc.kernel("stdlib/softmax.tile", "softmax_f32", BLOCK=block)
+        x = torch.randn(rows, cols, device="cuda")
+        out = torch.full_like(x, float("nan"))
+        run = tc.launcher(k, rows, x, out, cols, cols, cols)
+        run(); torch.cuda.synchronize(); near(out, torch.softmax(x, dim=1), "softmax_f32 %dx%d" % (rows, cols))
+        tw = tt_softmax_warps(block)
+        t = {"tilec": median_ms(run),
+             "torch": median_ms(lambda: torch.softmax(x, dim=1)),
+             "triton": median_ms(lambda: tt_softmax[(rows,)](x, out, cols, cols, cols, BLOCK=block, num_warps=tw))}
+        table.append(("softmax f32 %dx%d" % (rows, cols), rows * cols, 2 * rows * cols * 4, t))
+        del x, out
 
     gpu = torch.cuda.get_device_name()
     print()
     print("== tilec GPU bench: %s, %s; GB/s (median of do_bench, L2 flushed)" % (gpu, tc.name))
     print("%-22s %10s %9s %9s %9s %10s %10s" % ("op", "elements", "tilec", "torch", "triton", "best peer", "tilec/best"))
-    for op, n, nbytes, t in rows:
+    for op, n, nbytes, t in table:
         gbs = {k: nbytes / (ms * 1e-3) / 1e9 for k, ms in t.items()}
         peers = {k: v for k, v in gbs.items() if k != "tilec"}
         best = max(peers, key=peers.get)

@@ -12,7 +12,8 @@ enum { BUILTIN_MAX_PARAMS = 3 };
 typedef enum builtin_id {
     B_PROGRAM_ID, B_NUM_PROGRAMS, B_ARANGE, B_LOAD, B_STORE,
     B_WHERE, B_MINIMUM, B_MAXIMUM, B_ABS, B_SQRT, B_FLOOR, B_CEIL, B_FMA, B_CDIV, B_CAST, B_ZEROS, B_FULL,
-    B_EXP, B_EXP2, B_LOG, B_LOG2, B_SIN, B_COS, B_RSQRT, B_SIGMOID, B_TANH
+    B_EXP, B_EXP2, B_LOG, B_LOG2, B_SIN, B_COS, B_RSQRT, B_SIGMOID, B_TANH,
+    B_SUM, B_MAX, B_MIN
 } builtin_id;
 
 typedef struct builtin {
@@ -49,6 +50,9 @@ static const builtin builtins[] = {
     {"rsqrt", B_RSQRT, 1, 1, {"x"}},
     {"sigmoid", B_SIGMOID, 1, 1, {"x"}},
     {"tanh", B_TANH, 1, 1, {"x"}},
+    {"sum", B_SUM, 2, 1, {"x", "axis"}},
+    {"max", B_MAX, 2, 1, {"x", "axis"}},
+    {"min", B_MIN, 2, 1, {"x", "axis"}},
 };
 
 /* Fills slots[] from the call's arguments; false after reporting. */
@@ -500,6 +504,46 @@ static operand check_transcendental(lang_ctx *c, const ast_expr *call, const ast
     return lang_value(r, call->span);
 }
 
+/* ---- reductions -------------------------------------------------------------
+ * sum(x), max(x), min(x) along `axis` (default 0; a rank-1 tile gives a
+ * scalar). Sums widen first: i1, i8 and i16 to i32, f16 and bf16 to f32,
+ * so a sum of booleans counts and a sum of halves does not overflow. */
+static operand check_reduce(lang_ctx *c, const ast_expr *call, const ast_expr **a, builtin_id id) {
+    operand x = lang_check_expr(c, a[0]);
+    if (x.kind == OPND_POISON) return x;
+    tir_type t = lang_operand_type(&x);
+    const char *name = call->u.call.callee.str;
+    if (x.kind != OPND_VALUE || t.rank == 0 || t.elem == TIR_PTR) {
+        lang_error(c, a[0]->span, "'%s' reduces a tile of numbers, not %s", name, lang_operand_str(c, &x));
+        return lang_poison(call->span);
+    }
+    int64_t axis = 0;
+    if (a[1] && !const_int_arg(c, a[1], "the axis must be a compile-time integer constant", &axis))
+        return lang_poison(call->span);
+    if (axis < 0 || axis >= t.rank) {
+        lang_error(c, a[1]->span, "axis %lld is out of range for %s (rank %u)", (long long)axis,
+                   lang_operand_str(c, &x), t.rank);
+        return lang_poison(call->span);
+    }
+    tir_elem el = (tir_elem)t.elem;
+    if (id != B_SUM && el == TIR_I1) {
+        lang_error(c, call->span, "'%s' is not defined on i1 (use sum to count, or cast first)", name);
+        return lang_poison(call->span);
+    }
+    lang_set_loc(c, call->span);
+    tir_value *v = x.v;
+    if (id == B_SUM && (el == TIR_I1 || el == TIR_I8 || el == TIR_I16)) v = tir_build_cast(&c->b, v, el = TIR_I32);
+    if (id == B_SUM && (el == TIR_F16 || el == TIR_BF16)) v = tir_build_cast(&c->b, v, el = TIR_F32);
+    tir_type rt = tir_scalar(el);
+    rt.rank = (uint8_t)(t.rank - 1);
+    for (unsigned d = 0, k = 0; d < t.rank; d++)
+        if (d != (unsigned)axis) rt.shape[k++] = t.shape[d];
+    tir_opcode code = id == B_SUM ? TIR_OP_REDUCE_SUM : id == B_MAX ? TIR_OP_REDUCE_MAX : TIR_OP_REDUCE_MIN;
+    tir_value *r = tir_build1(&c->b, code, rt, 1, &v);
+    r->def->attr.axis = axis;
+    return lang_value(r, call->span);
+}
+
 operand lang_check_call(lang_ctx *c, const ast_expr *e) {
     const char *name = e->u.call.callee.str;
     bool whole_stmt = c->stmt_call;
@@ -548,6 +592,7 @@ operand lang_check_call(lang_ctx *c, const ast_expr *e) {
     case B_FULL: return check_fill(c, e, slots, false);
     case B_EXP: case B_EXP2: case B_LOG: case B_LOG2: case B_SIN: case B_COS: case B_RSQRT: case B_SIGMOID:
     case B_TANH: return check_transcendental(c, e, slots, bi->id);
+    case B_SUM: case B_MAX: case B_MIN: return check_reduce(c, e, slots, bi->id);
     }
     return lang_poison(e->span);
 }

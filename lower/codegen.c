@@ -8,17 +8,36 @@
  * the same in every thread.
  *
  * Loads and stores take a thread's registers in groups of `vec`, the
- * largest power of two the axis analysis proves contiguous and aligned
- * (at most 16 bytes), and issue one vector access per group. Under a mask,
- * a run-time test picks between the vector accesses (every lane on) and
- * one predicated access per lane. Stores of replicated elements are issued
- * by the owning thread only. */
+ * largest power of two the axis analysis proves contiguous (at most 16
+ * bytes), and issue one vector access per group. A run-time test picks
+ * between the vector accesses and one (predicated) access per lane: the
+ * vectors need every lane of the mask on, and, where the analysis cannot
+ * prove the groups aligned (a row starting at row * stride, with the stride
+ * a run-time value), every group's address aligned; the test is left out
+ * when it is known true. Stores of replicated elements are issued
+ * by the owning thread only, and of scalars by thread 0.
+ *
+ * A reduction to a scalar combines a thread's registers, then the lanes of
+ * a warp by butterfly shuffles, then, when more than one warp holds
+ * distinct elements, the warps through shared memory: lane 0 of each warp
+ * writes its partial, a barrier, and every thread combines the partials in
+ * the same order, so all threads end with the same bits. Only threads and
+ * lanes holding distinct elements take part: over a tile smaller than the
+ * layout's coverage, copies must not count twice. Each reduction has its
+ * own slot of the kernel's shared memory; inside a loop a second barrier
+ * keeps the next trip from overwriting partials still being read. */
 #include <stdio.h>
 #include <string.h>
 
 #include "lower/lower.h"
 
-enum { CG_MAX_ACCESS_BYTES = 16, CG_MAX_SPT = 64, NVPTX_ADDRSPACE_GLOBAL = 1 };
+enum {
+    CG_MAX_ACCESS_BYTES = 16,
+    CG_MAX_SPT = 64,
+    CG_SMEM_SLOT_BYTES = 8, /* one reduction partial per warp, any element type */
+    NVPTX_ADDRSPACE_GLOBAL = 1,
+    NVPTX_ADDRSPACE_SHARED = 3
+};
 
 typedef struct cg {
     LLVMContextRef ctx;
@@ -35,6 +54,8 @@ typedef struct cg {
     LLVMValueRef tid;
     LLVMBasicBlockRef entry;
     LLVMValueRef tid_times[CG_MAX_SPT + 1]; /* tid * spt, made once per spt */
+    LLVMValueRef smem;                      /* the kernel's shared memory, or NULL */
+    uint32_t smem_used;                     /* bytes handed out so far */
     bool ok;
 } cg;
 
@@ -205,18 +226,42 @@ static LLVMValueRef gen_cast(cg *c, LLVMValueRef v, tir_elem from, tir_elem to) 
     return tir_elem_bits(from) < tir_elem_bits(to) ? LLVMBuildFPExt(c->b, v, ty, "") : LLVMBuildFPTrunc(c->b, v, ty, "");
 }
 
-/* How many consecutive registers of this pointer tile one access covers. */
-static uint32_t vec_width(cg *c, const tir_value *ptrs) {
+static LLVMValueRef ptr_bits(cg *c, LLVMValueRef p);
+
+static uint32_t floor_pow2(int64_t v) {
+    uint32_t w = 1;
+    while ((int64_t)w * 2 <= v) w *= 2;
+    return w;
+}
+
+/* How many consecutive registers of this pointer tile one access covers;
+ * *check_align: only if each group's address is aligned, which the
+ * analysis could not prove and codegen must test at run time. */
+static uint32_t vec_width(cg *c, const tir_value *ptrs, bool *check_align) {
+    *check_align = false;
     if (ptrs->type.rank == 0) return 1;
     lower_axis_info ai = lower_axis_get(c->axis, ptrs);
     int64_t eb = (tir_elem_bits((tir_elem)ptrs->type.pointee) + 7) / 8;
     int64_t v = ptrs->type.layout.spt[0];
     if (ai.contiguity < v) v = ai.contiguity;
-    if (ai.divisibility / eb < v) v = ai.divisibility / eb;
     if (CG_MAX_ACCESS_BYTES / eb < v) v = CG_MAX_ACCESS_BYTES / eb;
-    uint32_t w = 1;
-    while ((int64_t)w * 2 <= v) w *= 2;
-    return w;
+    uint32_t contiguous = floor_pow2(v), proven = floor_pow2(ai.divisibility / eb < v ? ai.divisibility / eb : v);
+    *check_align = proven < contiguous;
+    return contiguous;
+}
+
+/* True when the address of every group of `vec` registers is aligned to the
+ * group's size. */
+static LLVMValueRef groups_aligned(cg *c, const tir_value *ptrs, uint32_t n, uint32_t vec) {
+    uint32_t bytes = vec * ((tir_elem_bits((tir_elem)ptrs->type.pointee) + 7) / 8);
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(c->ctx);
+    LLVMValueRef low = NULL;
+    for (uint32_t r = 0; r < n; r += vec) {
+        LLVMValueRef a = ptr_bits(c, reg(c, ptrs, r));
+        low = low ? LLVMBuildOr(c->b, low, a, "") : a;
+    }
+    low = LLVMBuildAnd(c->b, low, LLVMConstInt(i64, bytes - 1, false), "");
+    return LLVMBuildICmp(c->b, LLVMIntEQ, low, LLVMConstNull(i64), "");
 }
 
 static LLVMBasicBlockRef new_block(cg *c, const char *name) { return LLVMAppendBasicBlockInContext(c->ctx, c->fn, name); }
@@ -346,10 +391,11 @@ static void gen_load(cg *c, const tir_op *op) {
     const tir_value *mask = op->noperands > 1 ? op->operands[1] : NULL;
     tir_elem e = (tir_elem)res->type.elem;
     LLVMTypeRef ty = elem_type(c, e);
-    uint32_t vec = vec_width(c, ptrs);
+    bool check_align;
+    uint32_t vec = vec_width(c, ptrs, &check_align);
     LLVMValueRef *out = new_regs(c, res);
     uint32_t n = c->nregs[res->id];
-    if (!mask) {
+    if (!mask && !check_align) {
         for (uint32_t r = 0; r < n; r += vec) vector_load(c, ptrs, e, r, vec, out + r);
         return;
     }
@@ -359,8 +405,8 @@ static void gen_load(cg *c, const tir_op *op) {
         for (uint32_t r = 0; r < n; r++) out[r] = predicated_load(c, e, reg(c, ptrs, r), reg(c, mask, r), other[r]);
         return;
     }
-    LLVMValueRef all = reg(c, mask, 0);
-    for (uint32_t r = 1; r < n; r++) all = LLVMBuildAnd(c->b, all, reg(c, mask, r), "");
+    LLVMValueRef all = check_align ? groups_aligned(c, ptrs, n, vec) : NULL;
+    for (uint32_t r = 0; mask && r < n; r++) all = all ? LLVMBuildAnd(c->b, all, reg(c, mask, r), "") : reg(c, mask, r);
     LLVMBasicBlockRef fast, slow, join;
     split_on(c, all, &fast, &slow, &join);
     LLVMValueRef *vals = TC_NEW_ARRAY(c->arena, LLVMValueRef, n);
@@ -368,7 +414,10 @@ static void gen_load(cg *c, const tir_op *op) {
     LLVMBuildBr(c->b, join);
     LLVMPositionBuilderAtEnd(c->b, slow);
     LLVMValueRef *lanes = TC_NEW_ARRAY(c->arena, LLVMValueRef, n);
-    for (uint32_t r = 0; r < n; r++) lanes[r] = predicated_load(c, e, reg(c, ptrs, r), reg(c, mask, r), other[r]);
+    for (uint32_t r = 0; r < n; r++) {
+        if (mask) lanes[r] = predicated_load(c, e, reg(c, ptrs, r), reg(c, mask, r), other[r]);
+        else vector_load(c, ptrs, e, r, 1, lanes + r);
+    }
     LLVMBasicBlockRef slow_end = LLVMGetInsertBlock(c->b);
     LLVMBuildBr(c->b, join);
     LLVMPositionBuilderAtEnd(c->b, join);
@@ -385,11 +434,15 @@ static void gen_store(cg *c, const tir_op *op) {
     const tir_value *ptrs = op->operands[0], *val = op->operands[1];
     const tir_value *mask = op->noperands > 2 ? op->operands[2] : NULL;
     tir_elem e = (tir_elem)val->type.elem;
-    uint32_t vec = vec_width(c, ptrs);
+    bool check_align;
+    uint32_t vec = vec_width(c, ptrs, &check_align);
     uint32_t n = reg_count(&ptrs->type, c->f->num_warps);
-    /* replicated elements: only the first thread holding one stores it */
+    /* replicated elements: only the first thread holding one stores it (a
+     * scalar: thread 0) */
     LLVMValueRef owner = NULL;
-    if (ptrs->type.rank) {
+    if (!ptrs->type.rank) {
+        owner = LLVMBuildICmp(c->b, LLVMIntEQ, c->tid, i32c(c, 0), "");
+    } else {
         uint32_t spt = ptrs->type.layout.spt[0], cover = spt * 32u * (uint32_t)c->f->num_warps;
         if (ptrs->type.shape[0] < cover)
             owner = LLVMBuildICmp(c->b, LLVMIntULT, LLVMBuildMul(c->b, c->tid, i32c(c, spt), ""),
@@ -400,7 +453,7 @@ static void gen_store(cg *c, const tir_op *op) {
         m[r] = mask ? reg(c, mask, r) : NULL;
         if (owner) m[r] = m[r] ? LLVMBuildAnd(c->b, m[r], owner, "") : owner;
     }
-    if (!m[0]) {
+    if (!m[0] && !check_align) {
         for (uint32_t r = 0; r < n; r += vec) vector_store(c, ptrs, val, r, vec);
         return;
     }
@@ -408,14 +461,17 @@ static void gen_store(cg *c, const tir_op *op) {
         for (uint32_t r = 0; r < n; r++) predicated_store(c, e, reg(c, ptrs, r), reg(c, val, r), m[r]);
         return;
     }
-    LLVMValueRef all = m[0];
-    for (uint32_t r = 1; r < n; r++) all = LLVMBuildAnd(c->b, all, m[r], "");
+    LLVMValueRef all = check_align ? groups_aligned(c, ptrs, n, vec) : NULL;
+    for (uint32_t r = 0; m[0] && r < n; r++) all = all ? LLVMBuildAnd(c->b, all, m[r], "") : m[r];
     LLVMBasicBlockRef fast, slow, join;
     split_on(c, all, &fast, &slow, &join);
     for (uint32_t r = 0; r < n; r += vec) vector_store(c, ptrs, val, r, vec);
     LLVMBuildBr(c->b, join);
     LLVMPositionBuilderAtEnd(c->b, slow);
-    for (uint32_t r = 0; r < n; r++) predicated_store(c, e, reg(c, ptrs, r), reg(c, val, r), m[r]);
+    for (uint32_t r = 0; r < n; r++) {
+        if (m[r]) predicated_store(c, e, reg(c, ptrs, r), reg(c, val, r), m[r]);
+        else vector_store(c, ptrs, val, r, 1);
+    }
     LLVMBuildBr(c->b, join);
     LLVMPositionBuilderAtEnd(c->b, join);
 }
@@ -484,6 +540,106 @@ static void gen_approx(cg *c, const tir_op *op) {
         LLVMValueRef y = LLVMBuildCall2(c->b, fty, fn, &x, 1, "");
         r[i] = cty != ty ? LLVMBuildFPTrunc(c->b, y, ty, "") : y;
     }
+}
+
+/* ---- reductions --------------------------------------------------------- */
+
+static LLVMValueRef combine(cg *c, tir_opcode code, tir_elem e, LLVMValueRef a, LLVMValueRef b) {
+    bool fl = tir_elem_is_float(e);
+    LLVMValueRef args[2] = {a, b};
+    switch (code) {
+    case TIR_OP_REDUCE_SUM: return fl ? LLVMBuildFAdd(c->b, a, b, "") : LLVMBuildAdd(c->b, a, b, "");
+    case TIR_OP_REDUCE_MAX:
+        return intrinsic(c, fl ? "llvm.maximum" : "llvm.smax", elem_type(c, e), args, 2);
+    default: return intrinsic(c, fl ? "llvm.minimum" : "llvm.smin", elem_type(c, e), args, 2);
+    }
+}
+
+/* v from the lane whose id is this lane's xor `mask`, in 32-bit pieces. */
+static LLVMValueRef shuffle_xor(cg *c, tir_elem e, LLVMValueRef v, uint32_t mask) {
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(c->ctx), ty = elem_type(c, e);
+    const char *name = "llvm.nvvm.shfl.sync.bfly.i32";
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    LLVMValueRef fn = LLVMGetIntrinsicDeclaration(c->mod, id, NULL, 0);
+    LLVMTypeRef fty = LLVMIntrinsicGetType(c->ctx, id, NULL, 0);
+    unsigned bits = tir_elem_bits(e);
+    LLVMTypeRef ity = LLVMIntTypeInContext(c->ctx, bits);
+    LLVMValueRef x = LLVMBuildBitCast(c->b, v, ity, "");
+    if (bits < 32) x = LLVMBuildZExt(c->b, x, i32, "");
+    unsigned pieces = bits > 32 ? bits / 32 : 1;
+    LLVMValueRef out = NULL;
+    for (unsigned k = 0; k < pieces; k++) {
+        LLVMValueRef piece = x;
+        if (bits > 32)
+            piece = LLVMBuildTrunc(c->b, LLVMBuildLShr(c->b, x, LLVMConstInt(ity, 32ull * k, false), ""), i32, "");
+        LLVMValueRef args[4] = {i32c(c, -1), piece, i32c(c, mask), i32c(c, 31)};
+        LLVMValueRef got = LLVMBuildCall2(c->b, fty, fn, args, 4, "");
+        if (bits > 32) {
+            got = LLVMBuildShl(c->b, LLVMBuildZExt(c->b, got, ity, ""), LLVMConstInt(ity, 32ull * k, false), "");
+            out = out ? LLVMBuildOr(c->b, out, got, "") : got;
+        } else {
+            out = got;
+        }
+    }
+    if (bits < 32) out = LLVMBuildTrunc(c->b, out, ity, "");
+    return LLVMBuildBitCast(c->b, out, ty, "");
+}
+
+static void barrier(cg *c) {
+    const char *name = "llvm.nvvm.barrier0";
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    LLVMBuildCall2(c->b, LLVMIntrinsicGetType(c->ctx, id, NULL, 0), LLVMGetIntrinsicDeclaration(c->mod, id, NULL, 0),
+                   NULL, 0, "");
+}
+
+/* The address of byte `offset` of the kernel's shared memory. */
+static LLVMValueRef smem_at(cg *c, LLVMValueRef offset) {
+    return LLVMBuildGEP2(c->b, LLVMInt8TypeInContext(c->ctx), c->smem, &offset, 1, "");
+}
+
+static void gen_reduce(cg *c, const tir_op *op) {
+    const tir_value *x = op->operands[0], *res = op->results[0];
+    if (x->type.rank != 1) {
+        cg_error(c, op, "reductions of tiles of rank 2 or more are not supported yet");
+        return;
+    }
+    tir_elem e = (tir_elem)x->type.elem;
+    uint32_t n = x->type.shape[0], spt = x->type.layout.spt[0], threads = 32u * (uint32_t)c->f->num_warps;
+    /* threads holding distinct elements: all, or the first n / spt (the
+     * layout pass keeps spt <= n, so a thread's own registers differ) */
+    uint32_t distinct = n >= spt * threads ? threads : n / spt;
+    LLVMValueRef acc = reg(c, x, 0);
+    for (uint32_t r = 1; r < c->nregs[x->id]; r++) acc = combine(c, op->code, e, acc, reg(c, x, r));
+    for (uint32_t m = 1; m < distinct && m < 32; m *= 2) acc = combine(c, op->code, e, acc, shuffle_xor(c, e, acc, m));
+    uint32_t warps = distinct > 32 ? distinct / 32 : 1;
+    if (warps > 1) {
+        LLVMTypeRef ty = elem_type(c, e);
+        uint32_t base = c->smem_used;
+        c->smem_used += CG_SMEM_SLOT_BYTES * (uint32_t)c->f->num_warps;
+        LLVMValueRef lane = LLVMBuildAnd(c->b, c->tid, i32c(c, 31), "");
+        LLVMValueRef warp = LLVMBuildLShr(c->b, c->tid, i32c(c, 5), "");
+        LLVMBasicBlockRef wr = new_block(c, "red.write"), after = new_block(c, "red.read");
+        LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntEQ, lane, i32c(c, 0), ""), wr, after);
+        LLVMPositionBuilderAtEnd(c->b, wr);
+        LLVMValueRef slot = LLVMBuildAdd(c->b, i32c(c, base), LLVMBuildMul(c->b, warp, i32c(c, CG_SMEM_SLOT_BYTES), ""), "");
+        LLVMBuildStore(c->b, acc, smem_at(c, slot));
+        LLVMBuildBr(c->b, after);
+        LLVMPositionBuilderAtEnd(c->b, after);
+        barrier(c);
+        acc = LLVMBuildLoad2(c->b, ty, smem_at(c, i32c(c, base)), "");
+        for (uint32_t w = 1; w < warps; w++)
+            acc = combine(c, op->code, e, acc,
+                          LLVMBuildLoad2(c->b, ty, smem_at(c, i32c(c, base + w * CG_SMEM_SLOT_BYTES)), ""));
+        if (op->parent && op->parent->parent) barrier(c); /* in a loop: the next trip writes this slot again */
+    }
+    new_regs(c, res)[0] = acc;
+}
+
+/* Shared memory the kernel's reductions need at most. */
+static void count_smem(tir_op *op, void *p) {
+    uint32_t *bytes = p;
+    if (op->code == TIR_OP_REDUCE_SUM || op->code == TIR_OP_REDUCE_MAX || op->code == TIR_OP_REDUCE_MIN)
+        *bytes += CG_SMEM_SLOT_BYTES * LOWER_MAX_NUM_WARPS;
 }
 
 static void gen_op(cg *c, const tir_op *op);
@@ -607,6 +763,7 @@ static void gen_op(cg *c, const tir_op *op) {
     case TIR_OP_STORE: gen_store(c, op); return;
     case TIR_OP_RETURN: LLVMBuildRetVoid(c->b); return;
     case TIR_OP_FOR: gen_for(c, op); return;
+    case TIR_OP_REDUCE_SUM: case TIR_OP_REDUCE_MAX: case TIR_OP_REDUCE_MIN: gen_reduce(c, op); return;
     case TIR_OP_YIELD: return; /* read by gen_for */
     default: break;
     }
@@ -660,6 +817,19 @@ static bool gen_func(cg *c, tir_func *f) {
     }
     c->tid = sreg(c, "llvm.nvvm.read.ptx.sreg.tid.x");
     memset(c->tid_times, 0, sizeof c->tid_times);
+    uint32_t smem_bytes = 0;
+    tir_walk(f, count_smem, &smem_bytes);
+    c->smem = NULL;
+    c->smem_used = 0;
+    if (smem_bytes) {
+        char name[300];
+        snprintf(name, sizeof name, "%s.smem", f->name);
+        LLVMTypeRef ty = LLVMArrayType2(LLVMInt8TypeInContext(c->ctx), smem_bytes);
+        c->smem = LLVMAddGlobalInAddressSpace(c->mod, ty, name, NVPTX_ADDRSPACE_SHARED);
+        LLVMSetInitializer(c->smem, LLVMGetUndef(ty));
+        LLVMSetLinkage(c->smem, LLVMInternalLinkage);
+        LLVMSetAlignment(c->smem, 16);
+    }
     for (const tir_op *op = f->body->first; op && c->ok; op = op->next) gen_op(c, op);
     return c->ok;
 }

@@ -7,7 +7,14 @@
  * run is 16 bytes of the widest element the kernel loads or stores (4 f32,
  * 8 f16), which is what lets codegen use 16-byte vector accesses; it
  * shrinks when the tile is too small to give every thread that many. All
- * tiles of one shape get one layout, so elementwise ops never convert. */
+ * tiles of one shape get one layout, so elementwise ops never convert.
+ *
+ * num_warps, unless the user chose it, grows with the kernel's largest
+ * tile so that threads hold a bounded number of elements: 4 warps below
+ * 2048 elements, 8 below 4096, 16 below 16384, then 32 (up to 4096
+ * elements, as Triton's softmax tutorial picks; past that 32 warps keep a
+ * 32768-wide row at 32 elements a thread, where 16 made the softmax
+ * gradient spill). */
 #include "lower/lower.h"
 
 enum { LAYOUT_ACCESS_BYTES = 16 };
@@ -52,6 +59,18 @@ static void assign(layout_ctx *c, tir_value *v, tc_loc loc) {
     t->layout = l;
 }
 
+static void find_largest(tir_op *op, void *p) {
+    uint64_t *largest = p;
+    for (uint32_t i = 0; i < op->nresults; i++)
+        if (tir_type_numel(op->results[i]->type) > *largest) *largest = tir_type_numel(op->results[i]->type);
+}
+
+static int heuristic_num_warps(tir_func *f) {
+    uint64_t largest = 0;
+    tir_walk(f, find_largest, &largest);
+    return largest < 2048 ? LOWER_DEFAULT_NUM_WARPS : largest < 4096 ? 8 : largest < 16384 ? 16 : 32;
+}
+
 static void assign_op(tir_op *op, void *p) {
     layout_ctx *c = p;
     for (uint32_t i = 0; i < op->nresults; i++) assign(c, op->results[i], op->loc);
@@ -62,7 +81,7 @@ static void assign_op(tir_op *op, void *p) {
 bool lower_layout(tir_module *m, const lower_options *opt, tc_diag *diag) {
     bool ok = true;
     for (tir_func *f = m->funcs; f; f = f->next) {
-        int w = opt->num_warps ? opt->num_warps : f->num_warps ? f->num_warps : LOWER_DEFAULT_NUM_WARPS;
+        int w = opt->num_warps ? opt->num_warps : f->num_warps ? f->num_warps : heuristic_num_warps(f);
         /* a .tir file may ask for any count; layouts and codegen's index
          * arithmetic need a power of two, and a CTA holds 1024 threads */
         if (w < 1 || w > LOWER_MAX_NUM_WARPS || (w & (w - 1))) {

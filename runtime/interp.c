@@ -294,6 +294,54 @@ static void do_cast(interp *in, const tir_op *op) {
     }
 }
 
+/* ---- reductions ----------------------------------------------------------- */
+
+/* a op b for a reduction, rounded or wrapped to e. */
+static cell combine(tir_opcode code, tir_elem e, cell a, cell b) {
+    bool fl = tir_elem_is_float(e);
+    cell r;
+    if (code == TIR_OP_REDUCE_SUM) {
+        if (fl) r.f = round_to(e, a.f + b.f);
+        else r.i = tir_wrap_int((int64_t)((uint64_t)a.i + (uint64_t)b.i), e);
+        return r;
+    }
+    bool want_min = code == TIR_OP_REDUCE_MIN;
+    if (!fl) return (a.i < b.i) == want_min ? a : b;
+    if (isnan(a.f) || isnan(b.f)) r.f = NAN;
+    else if (a.f == b.f) r.f = (signbit(a.f) != 0) == want_min ? a.f : b.f; /* -0 is the smaller zero */
+    else r.f = (a.f < b.f) == want_min ? a.f : b.f;
+    return r;
+}
+
+/* Pairwise over v[0..n): the order a GPU's tree of partial results is
+ * closest to, and more accurate than a running sum. */
+static cell combine_all(tir_opcode code, tir_elem e, const cell *v, uint32_t n) {
+    if (n == 1) return v[0];
+    uint32_t h = n / 2;
+    return combine(code, e, combine_all(code, e, v, h), combine_all(code, e, v + h, n - h));
+}
+
+/* Along `axis` of a row-major tile: for every index of the other dims,
+ * the `len` elements `stride` apart. */
+static void do_reduce(interp *in, const tir_op *op) {
+    const tir_value *x = op->operands[0];
+    tir_elem e = (tir_elem)x->type.elem;
+    unsigned axis = (unsigned)op->attr.axis;
+    uint32_t len = x->type.shape[axis], stride = 1, outer = 1;
+    for (unsigned d = axis + 1; d < x->type.rank; d++) stride *= x->type.shape[d];
+    for (unsigned d = 0; d < axis; d++) outer *= x->type.shape[d];
+    slot *s = out_slot(in, op->results[0]);
+    const cell *a = val(in, x);
+    cell *line = malloc(sizeof(cell) * len);
+    if (!line) abort();
+    for (uint32_t o = 0; o < outer; o++)
+        for (uint32_t i = 0; i < stride; i++) {
+            for (uint32_t k = 0; k < len; k++) line[k] = a[((size_t)o * len + k) * stride + i];
+            s->cells[(size_t)o * stride + i] = combine_all(op->code, e, line, len);
+        }
+    free(line);
+}
+
 /* ---- ops ---------------------------------------------------------------- */
 
 static void run_block(interp *in, const tir_block *blk);
@@ -425,6 +473,9 @@ static void run_op(interp *in, const tir_op *op) {
         return;
     }
     case TIR_OP_CAST: do_cast(in, op); return;
+    case TIR_OP_REDUCE_SUM:
+    case TIR_OP_REDUCE_MAX:
+    case TIR_OP_REDUCE_MIN: do_reduce(in, op); return;
     case TIR_OP_SELECT: {
         slot *s = out_slot(in, res);
         cell *c = val(in, op->operands[0]), *a = val(in, op->operands[1]), *b = val(in, op->operands[2]);

@@ -116,6 +116,20 @@ static void check_types(verifier *v, const tir_op *op) {
             fail(v, op, "compared operands must have one type");
         if (r.elem != TIR_I1 || !tir_type_same_shape(r, o[0]->type)) fail(v, op, "comparison result must be i1 of the operands' shape");
         break;
+    case TIR_OP_REDUCE_SUM: case TIR_OP_REDUCE_MAX: case TIR_OP_REDUCE_MIN: {
+        tir_type x = o[0]->type;
+        if (x.rank == 0 || op->attr.axis < 0 || op->attr.axis >= x.rank) {
+            fail(v, op, "a reduction needs a tile and an axis below its rank");
+            break;
+        }
+        if (!numeric(x)) fail(v, op, "a reduction needs numbers");
+        if (op->code == TIR_OP_REDUCE_SUM && x.elem == TIR_I1) fail(v, op, "reduce_sum of i1 (cast to an integer first)");
+        bool same = r.elem == x.elem && r.rank == x.rank - 1;
+        for (unsigned d = 0, k = 0; same && d < x.rank; d++)
+            if (d != (unsigned)op->attr.axis) same = r.shape[k++] == x.shape[d];
+        if (!same) fail(v, op, "a reduction's result is its operand's type without dim `axis`");
+        break;
+    }
     case TIR_OP_CAST:
         if (!numeric(o[0]->type) || !numeric(r) || !tir_type_same_shape(r, o[0]->type))
             fail(v, op, "cast converts numbers and keeps the shape");

@@ -516,6 +516,250 @@ static void test_integers_and_casts(void **state) {
     drop(&p);
 }
 
+/* ---- reductions ------------------------------------------------------------ */
+
+static trt_kernel *compile_with(prog *p, const char *file, const char *src, const char *name, tilec_define *defs,
+                                size_t ndefs, int num_warps) {
+    trt_compile_options o = {NULL, num_warps, defs, ndefs};
+    p->text = NULL;
+    if (trt_compile(dev, file, src, strlen(src), &o, &p->mod) != TRT_OK)
+        fail_msg("%s does not compile: %s", file, trt_last_error(dev));
+    trt_kernel *k;
+    OK(trt_get_kernel(p->mod, name, &k));
+    return k;
+}
+
+/* One row per program: sum, max and min of the row's f32 values and of its
+ * i32 values, over tiles from 1 element to 32768 and 1 to 32 warps, with
+ * rows shorter than the tile (masked) and tiles smaller than the threads
+ * (replicated elements, which must count once). */
+static void test_reductions(void **state) {
+    (void)state;
+    static const char src[] =
+        "kernel red(x: *f32, xi: *i32, out: *f32, outi: *i32, n: i32, const BLOCK: i32 = 64) {\n"
+        "    let row = program_id(0);\n"
+        "    let o = arange(0, BLOCK);\n"
+        "    let k = o < n;\n"
+        "    let v = load(x + row * n + o, k, other = 0.0);\n"
+        "    let w = load(xi + row * n + o, k, other = 0);\n"
+        "    store(out + 3 * row, sum(v));\n"
+        "    store(out + 3 * row + 1, max(where(k, v, -1.0 / 0.0)));\n"
+        "    store(out + 3 * row + 2, min(where(k, v, 1.0 / 0.0), axis = 0));\n"
+        "    store(outi + 2 * row, sum(w));\n"
+        "    store(outi + 2 * row + 1, max(where(k, w, -2147483647 - 1)));\n"
+        "}\n";
+    const int blocks[] = {1, 2, 32, 64, 128, 512, 1024, 4096, 32768};
+    const int warps[] = {0, 1, 4, 32}; /* 0: the heuristic */
+    enum { ROWS = 5 };
+    for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++)
+        for (size_t w = 0; w < sizeof warps / sizeof warps[0]; w++) {
+            int block = blocks[b];
+            tilec_define d = {"BLOCK", block};
+            prog p;
+            trt_kernel *k = compile_with(&p, "red.tile", src, "red", &d, 1, warps[w]);
+            int n = block > 8 ? block - 3 - rand() % (block / 4) : block; /* a tail masked off */
+            size_t cells = (size_t)ROWS * (size_t)n;
+            float *x = rand_f32s((int)cells), *out = poison_f32s(3 * ROWS);
+            int32_t *xi = malloc(4 * cells), outi[2 * ROWS];
+            for (size_t i = 0; i < cells; i++) xi[i] = rand_i32();
+            for (int i = 0; i < 2 * ROWS; i++) outi[i] = 0x5a5a5a5a;
+            /* row 1 holds a NaN (when it has room), row 2 both zeros */
+            if (n > 1) x[(size_t)n + (size_t)(n / 2)] = NAN;
+            if (n > 1) x[2 * (size_t)n] = -0.0f, x[2 * (size_t)n + 1] = 0.0f;
+            for (int i = 2; n > 1 && i < n; i++) x[2 * (size_t)n + (size_t)i] = -fabsf(x[2 * (size_t)n + (size_t)i]) - 1;
+            trt_buffer bx = upload(x, 4 * cells), bxi = upload(xi, 4 * cells), bo = upload(out, 12 * ROWS),
+                       boi = upload(outi, 8 * ROWS);
+            trt_arg a[5] = {trt_buf(bx), trt_buf(bxi), trt_buf(bo), trt_buf(boi), trt_int(n)};
+            launch(k, ROWS, 1, 1, a, 5);
+            download(bo, out, 12 * ROWS);
+            download(boi, outi, 8 * ROWS);
+            for (int r = 0; r < ROWS; r++) {
+                const float *row = x + (size_t)r * (size_t)n;
+                double s = 0, mag = 0;
+                float mx = -INFINITY, mn = INFINITY;
+                bool nan = false;
+                uint32_t si = 0;
+                int32_t mi = INT32_MIN;
+                for (int i = 0; i < n; i++) {
+                    float v = row[i];
+                    s += v, mag += fabs(v), nan |= isnan(v);
+                    if (v > mx || (v == 0 && mx == 0 && !signbit(v))) mx = v;
+                    if (v < mn || (v == 0 && mn == 0 && signbit(v))) mn = v;
+                    si += (uint32_t)xi[(size_t)r * (size_t)n + (size_t)i];
+                    if (xi[(size_t)r * (size_t)n + (size_t)i] > mi) mi = xi[(size_t)r * (size_t)n + (size_t)i];
+                }
+                /* a float sum rounds n - 1 times, in some order */
+                double tol = (double)n * 0x1p-24 * mag;
+                const char *where = trt_device_name(dev);
+                if (nan) {
+                    if (!isnan(out[3 * r]) || !isnan(out[3 * r + 1]) || !isnan(out[3 * r + 2]))
+                        fail_msg("BLOCK=%d warps=%d row %d has a NaN: sum %g max %g min %g on %s", block, warps[w], r,
+                                 out[3 * r], out[3 * r + 1], out[3 * r + 2], where);
+                } else {
+                    if (!(fabs(out[3 * r] - s) <= tol))
+                        fail_msg("BLOCK=%d warps=%d n=%d row %d: sum %.9g, want %.9g (tolerance %.3g) on %s", block,
+                                 warps[w], n, r, out[3 * r], s, tol, where);
+                    if (out[3 * r + 1] != mx || signbit(out[3 * r + 1]) != signbit(mx) || out[3 * r + 2] != mn ||
+                        signbit(out[3 * r + 2]) != signbit(mn))
+                        fail_msg("BLOCK=%d warps=%d n=%d row %d: max %g min %g, want %g %g on %s", block, warps[w], n,
+                                 r, out[3 * r + 1], out[3 * r + 2], mx, mn, where);
+                }
+                if ((uint32_t)outi[2 * r] != si || outi[2 * r + 1] != mi)
+                    fail_msg("BLOCK=%d warps=%d row %d: i32 sum %d max %d, want %d %d on %s", block, warps[w], r,
+                             outi[2 * r], outi[2 * r + 1], (int32_t)si, mi, where);
+            }
+            trt_free(dev, bx), trt_free(dev, bxi);
+            free(x), free(xi), free(out);
+            drop(&p);
+        }
+}
+
+/* A reduction inside a loop: its shared-memory slot is written again on
+ * every trip, so the trips must not overtake each other. */
+static void test_reduction_in_a_loop(void **state) {
+    (void)state;
+    static const char src[] =
+        "kernel loopsum(x: *f32, out: *f32, n: i32, const B: i32 = 256) {\n"
+        "    var acc = 0.0;\n"
+        "    var big = -1.0 / 0.0;\n"
+        "    for start in range(0, n, B) {\n"
+        "        let c = start + arange(0, B);\n"
+        "        let v = load(x + program_id(0) * n + c, c < n, other = 0.0);\n"
+        "        acc = acc + sum(v);\n"
+        "        big = maximum(big, max(v));\n"
+        "    }\n"
+        "    store(out + 2 * program_id(0), acc);\n"
+        "    store(out + 2 * program_id(0) + 1, big);\n"
+        "}\n";
+    prog p;
+    trt_kernel *k = compile_with(&p, "loopsum.tile", src, "loopsum", NULL, 0, 8);
+    enum { ROWS = 64 };
+    int n = 256 * 37 + 11;
+    float *x = malloc(sizeof(float) * ROWS * (size_t)n), *out = poison_f32s(2 * ROWS);
+    for (size_t i = 0; i < (size_t)ROWS * (size_t)n; i++) x[i] = (float)(rand() % 2001 - 1000) / 8; /* sums exactly */
+    trt_buffer bx = upload(x, sizeof(float) * ROWS * (size_t)n), bo = upload(out, 8 * ROWS);
+    trt_arg a[3] = {trt_buf(bx), trt_buf(bo), trt_int(n)};
+    launch(k, ROWS, 1, 1, a, 3);
+    download(bo, out, 8 * ROWS);
+    for (int r = 0; r < ROWS; r++) {
+        double s = 0;
+        float mx = -INFINITY;
+        for (int i = 0; i < n; i++) s += x[(size_t)r * (size_t)n + (size_t)i], mx = fmaxf(mx, x[(size_t)r * (size_t)n + (size_t)i]);
+        if (out[2 * r] != (float)s || out[2 * r + 1] != mx)
+            fail_msg("row %d: sum %g max %g, want %g %g on %s", r, out[2 * r], out[2 * r + 1], s, mx, trt_device_name(dev));
+    }
+    trt_free(dev, bx);
+    free(x), free(out);
+    drop(&p);
+}
+
+/* ---- stdlib softmax --------------------------------------------------------- */
+
+static uint16_t bf16_bits(float v) {
+    uint32_t u;
+    memcpy(&u, &v, 4);
+    return (uint16_t)((u + 0x7fff + ((u >> 16) & 1)) >> 16);
+}
+static float bf16_value(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float v;
+    memcpy(&v, &u, 4);
+    return v;
+}
+
+/* Storage of one element type: bytes, to and from float. */
+typedef struct dtype {
+    const char *name;
+    size_t size;
+    void (*put)(void *p, size_t i, float v);
+    float (*get)(const void *p, size_t i);
+    double tol; /* relative to the largest value of a row: the storage's rounding */
+} dtype;
+static void put_f32(void *p, size_t i, float v) { ((float *)p)[i] = v; }
+static float get_f32(const void *p, size_t i) { return ((const float *)p)[i]; }
+static void put_f16(void *p, size_t i, float v) { ((uint16_t *)p)[i] = f16_bits(v); }
+static float get_f16(const void *p, size_t i) { return f16_value(((const uint16_t *)p)[i]); }
+static void put_bf16(void *p, size_t i, float v) { ((uint16_t *)p)[i] = bf16_bits(v); }
+static float get_bf16(const void *p, size_t i) { return bf16_value(((const uint16_t *)p)[i]); }
+static const dtype dtypes[] = {{"f32", 4, put_f32, get_f32, 1e-5}, {"f16", 2, put_f16, get_f16, 2e-3},
+                               {"bf16", 2, put_bf16, get_bf16, 1.6e-2}};
+
+static int pow2_at_least(int n) {
+    int b = 1;
+    while (b < n) b *= 2;
+    return b;
+}
+
+/* softmax and its gradient from stdlib/softmax.tile against float64, for
+ * f32, f16 and bf16 storage, rows of 1 to 32768, strides that keep rows
+ * 16-byte aligned and strides that do not. Tolerance: the storage's
+ * rounding, relative to the row's largest output; for the gradient, to
+ * the largest |y| (|dy| + sum |dy y|), the size of what dy - sum(dy y)
+ * cancels. */
+static void test_stdlib_softmax(void **state) {
+    (void)state;
+    const int shapes[][3] = {/* rows, cols, stride */ {3, 1, 1},        {5, 7, 9},         {37, 1000, 1000},
+                             {4, 1024, 1024},   {3, 1000, 1003},   {6, 4097, 4104},
+                             {2, 16384, 16384}, {2, 32768, 32768}};
+    for (size_t t = 0; t < 3; t++) {
+        const dtype *dt = &dtypes[t];
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            int rows = shapes[s][0], cols = shapes[s][1], stride = shapes[s][2];
+            tilec_define d = {"BLOCK", pow2_at_least(cols)};
+            char fwd[32], bwd[32];
+            snprintf(fwd, sizeof fwd, "softmax_%s", dt->name);
+            snprintf(bwd, sizeof bwd, "softmax_bwd_%s", dt->name);
+            prog p;
+            trt_kernel *kf = compile_file(&p, "stdlib/softmax.tile", fwd, &d, 1), *kb;
+            OK(trt_get_kernel(p.mod, bwd, &kb));
+            size_t cells = (size_t)rows * (size_t)stride, bytes = cells * dt->size;
+            void *x = malloc(bytes), *y = malloc(bytes), *dy = malloc(bytes), *dx = malloc(bytes);
+            for (size_t i = 0; i < cells; i++) {
+                dt->put(x, i, rand_f32() / 100); /* logits in about [-10, 10] */
+                dt->put(dy, i, rand_f32() / 1000);
+            }
+            memset(y, 0xff, bytes), memset(dx, 0xff, bytes); /* NaN in every type */
+            trt_buffer bx = upload(x, bytes), by = upload(y, bytes), bdy = upload(dy, bytes), bdx = upload(dx, bytes);
+            trt_arg af[5] = {trt_buf(bx), trt_buf(by), trt_int(cols), trt_int(stride), trt_int(stride)};
+            launch(kf, (uint32_t)rows, 1, 1, af, 5);
+            trt_arg ab[5] = {trt_buf(by), trt_buf(bdy), trt_buf(bdx), trt_int(cols), trt_int(stride)};
+            launch(kb, (uint32_t)rows, 1, 1, ab, 5);
+            download(by, y, bytes);
+            download(bdx, dx, bytes);
+            double *ref = malloc(sizeof(double) * (size_t)cols);
+            for (int r = 0; r < rows; r++) {
+                size_t at = (size_t)r * (size_t)stride;
+                double mx = -INFINITY, sum = 0, dot = 0, absdot = 0, ymax = 0, gscale = 0;
+                for (int i = 0; i < cols; i++) mx = fmax(mx, dt->get(x, at + i));
+                for (int i = 0; i < cols; i++) sum += ref[i] = exp(dt->get(x, at + i) - mx);
+                for (int i = 0; i < cols; i++) ref[i] /= sum, ymax = fmax(ymax, ref[i]);
+                /* the gradient of the stored y, as the kernel sees it */
+                for (int i = 0; i < cols; i++) {
+                    double p = (double)dt->get(dy, at + i) * dt->get(y, at + i);
+                    dot += p, absdot += fabs(p);
+                }
+                /* dy - dot cancels: its error scales with the inputs, not the result */
+                for (int i = 0; i < cols; i++)
+                    gscale = fmax(gscale, fabs(dt->get(y, at + i)) * (fabs(dt->get(dy, at + i)) + absdot));
+                for (int i = 0; i < cols; i++) {
+                    double got = dt->get(y, at + i), err = fabs(got - ref[i]);
+                    if (!(err <= dt->tol * ymax + 1e-30))
+                        fail_msg("softmax_%s %dx%d stride %d: y[%d][%d] = %.8g, want %.8g on %s", dt->name, rows, cols,
+                                 stride, r, i, got, ref[i], trt_device_name(dev));
+                    double yv = dt->get(y, at + i), want = yv * (dt->get(dy, at + i) - dot);
+                    double g = dt->get(dx, at + i);
+                    if (!(fabs(g - want) <= dt->tol * gscale + 1e-30))
+                        fail_msg("softmax_bwd_%s %dx%d stride %d: dx[%d][%d] = %.8g, want %.8g on %s", dt->name, rows,
+                                 cols, stride, r, i, g, want, trt_device_name(dev));
+                }
+            }
+            trt_free(dev, bx), trt_free(dev, bdy);
+            free(x), free(y), free(dy), free(dx), free(ref);
+            drop(&p);
+        }
+    }
+}
+
 /* ---- approximate on the GPU: within a stated tolerance ---------------------- */
 
 static void test_transcendentals_within_tolerance(void **state) {
@@ -973,6 +1217,9 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_math_builtins_exact),
         cmocka_unit_test(test_integers_and_casts),
         cmocka_unit_test(test_transcendentals_within_tolerance),
+        cmocka_unit_test(test_reductions),
+        cmocka_unit_test(test_reduction_in_a_loop),
+        cmocka_unit_test(test_stdlib_softmax),
         cmocka_unit_test(test_streams),
         cmocka_unit_test(test_stream_misuse),
         cmocka_unit_test(test_load_prebuilt_modules),
