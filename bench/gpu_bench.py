@@ -139,6 +139,58 @@ def tt_softmax(x, out, n_cols, x_stride, out_stride, BLOCK: tl.constexpr):
     tl.store(out + row * out_stride + cols, e / tl.sum(e, axis=0), mask=m)
 
 
+@triton.jit
+def tt_layernorm(x, y, w, b, mean, rstd, n_cols, stride, eps, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    m = cols < n_cols
+    v = tl.load(x + row * stride + cols, mask=m, other=0.0).to(tl.float32)
+    mu = tl.sum(v, axis=0) / n_cols
+    d = tl.where(m, v - mu, 0.0)
+    rs = 1 / tl.sqrt(tl.sum(d * d, axis=0) / n_cols + eps)
+    wv = tl.load(w + cols, mask=m).to(tl.float32)
+    bv = tl.load(b + cols, mask=m).to(tl.float32)
+    tl.store(y + row * stride + cols, (d * rs * wv + bv).to(y.dtype.element_ty), mask=m)
+    tl.store(mean + row, mu)
+    tl.store(rstd + row, rs)
+
+
+@triton.jit
+def tt_layernorm_bwd(x, dy, dx, w, mean, rstd, dw_part, db_part, n_rows, n_cols, stride, per, BLOCK: tl.constexpr):
+    g = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    m = cols < n_cols
+    wv = tl.load(w + cols, mask=m).to(tl.float32)
+    dw = tl.zeros((BLOCK,), tl.float32)
+    db = tl.zeros((BLOCK,), tl.float32)
+    for row in range(g * per, tl.minimum(g * per + per, n_rows)):
+        rs = tl.load(rstd + row)
+        xv = tl.load(x + row * stride + cols, mask=m, other=0.0).to(tl.float32)
+        xhat = tl.where(m, (xv - tl.load(mean + row)) * rs, 0.0)
+        gy = tl.load(dy + row * stride + cols, mask=m, other=0.0).to(tl.float32)
+        wdy = wv * gy
+        c1 = tl.sum(xhat * wdy, axis=0) / n_cols
+        c2 = tl.sum(wdy, axis=0) / n_cols
+        tl.store(dx + row * stride + cols, ((wdy - (xhat * c1 + c2)) * rs).to(dx.dtype.element_ty), mask=m)
+        dw += gy * xhat
+        db += gy
+    tl.store(dw_part + g * n_cols + cols, dw, mask=m)
+    tl.store(db_part + g * n_cols + cols, db, mask=m)
+
+
+@triton.jit
+def tt_layernorm_dwdb(dw_part, db_part, dw, db, n_groups, n_cols, BLOCK: tl.constexpr):
+    cols = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = cols < n_cols
+    sw = tl.zeros((BLOCK,), tl.float32)
+    sb = tl.zeros((BLOCK,), tl.float32)
+    for g in range(0, n_groups):
+        sw += tl.load(dw_part + g * n_cols + cols, mask=m, other=0.0)
+        sb += tl.load(db_part + g * n_cols + cols, mask=m, other=0.0)
+    tl.store(dw + cols, sw.to(dw.dtype.element_ty), mask=m)
+    tl.store(db + cols, sb.to(db.dtype.element_ty), mask=m)
+
+
 def tt_softmax_warps(block):  # the tutorial's choice
     return 16 if block >= 4096 else 8 if block >= 2048 else 4
 
@@ -147,6 +199,16 @@ def tt_softmax_warps(block):  # the tutorial's choice
 
 def median_ms(fn):
     return triton.testing.do_bench(fn, warmup=50, rep=300, return_mode="median")
+
+
+def peer_ms(fn, what):
+    """A peer's time, or None (said on stderr) if it fails: a broken peer
+    must not cost the rest of the table."""
+    try:
+        return median_ms(fn)
+    except Exception as e:  # noqa: BLE001 - any failure of a peer
+        print("peer failed: %s: %s" % (what, str(e).splitlines()[0] if str(e) else type(e).__name__), file=sys.stderr)
+        return None
 
 
 def near(a, b, what, rtol=1e-5, atol=1e-7):
@@ -187,7 +249,7 @@ def main():
         out.fill_(float("nan")); run(); torch.cuda.synchronize(); close(out, x + y, "add_f32")
         t = {"tilec": median_ms(run),
              "torch": median_ms(lambda: torch.add(x, y, out=out)),
-             "triton": median_ms(lambda: tt_add[(grid,)](x, y, out, n, BLOCK=B))}
+             "triton": peer_ms(lambda: tt_add[(grid,)](x, y, out, n, BLOCK=B), "triton")}
         table.append(("add f32", n, 12 * n, t))
 
         z = x.clone()
@@ -195,14 +257,14 @@ def main():
         run(); torch.cuda.synchronize(); close(z, x * -1.75, "scale_f32")
         t = {"tilec": median_ms(run),
              "torch": median_ms(lambda: z.mul_(-1.0)),
-             "triton": median_ms(lambda: tt_scale[(grid,)](z, -1.0, n, BLOCK=B))}
+             "triton": peer_ms(lambda: tt_scale[(grid,)](z, -1.0, n, BLOCK=B), "triton")}
         table.append(("scale f32 (in place)", n, 8 * n, t))
 
         run = tc.launcher(k_fill, grid, out, 3.25, n)
         out.fill_(float("nan")); run(); torch.cuda.synchronize(); close(out, torch.full_like(out, 3.25), "fill_f32")
         t = {"tilec": median_ms(run),
              "torch": median_ms(lambda: out.fill_(3.25)),
-             "triton": median_ms(lambda: tt_fill[(grid,)](out, 3.25, n, BLOCK=B))}
+             "triton": peer_ms(lambda: tt_fill[(grid,)](out, 3.25, n, BLOCK=B), "triton")}
         table.append(("fill f32", n, 4 * n, t))
         del x, y, out, z
 
@@ -219,21 +281,79 @@ def main():
         tw = tt_softmax_warps(block)
         t = {"tilec": median_ms(run),
              "torch": median_ms(lambda: torch.softmax(x, dim=1)),
-             "triton": median_ms(lambda: tt_softmax[(rows,)](x, out, cols, cols, cols, BLOCK=block, num_warps=tw))}
+             "triton": peer_ms(lambda: tt_softmax[(rows,)](x, out, cols, cols, cols, BLOCK=block, num_warps=tw), "triton")}
         table.append(("softmax f32 %dx%d" % (rows, cols), rows * cols, 2 * rows * cols * 4, t))
         del x, out
+
+    # layernorm fp16, forward and backward
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    for cols in ([4096] if opt.quick else [1024, 4096, 8192]):
+        rows, eps, h = 4096, 1e-5, torch.float16
+        block = triton.next_power_of_2(cols)
+        kf = tc.kernel("stdlib/layernorm.tile", "layernorm_f16", BLOCK=block)
+        kb = tc.kernel("stdlib/layernorm.tile", "layernorm_bwd_f16", BLOCK=block)
+        ks = tc.kernel("stdlib/layernorm.tile", "layernorm_dwdb_f16", BLOCK=256)
+        x = torch.randn(rows, cols, device="cuda", dtype=h) + 1
+        w = torch.rand(cols, device="cuda", dtype=h) + 0.5
+        b = torch.randn(cols, device="cuda", dtype=h)
+        dy = torch.randn(rows, cols, device="cuda", dtype=h) / 10
+        y = torch.full_like(x, float("nan"))
+        mean = torch.empty(rows, device="cuda")
+        rstd = torch.empty(rows, device="cuda")
+        per = triton.cdiv(rows, 2 * sms)
+        groups = triton.cdiv(rows, per)
+        dwp = torch.empty(groups, cols, device="cuda")
+        dbp = torch.empty(groups, cols, device="cuda")
+        dx = torch.full_like(x, float("nan"))
+        dw = torch.empty_like(w)
+        db = torch.empty_like(b)
+
+        run_f = tc.launcher(kf, rows, x, y, w, b, mean, rstd, cols, cols, eps)
+        run_b = tc.launcher(kb, groups, x, dy, dx, w, mean, rstd, dwp, dbp, rows, cols, cols, per)
+        run_s = tc.launcher(ks, triton.cdiv(cols, 256), dwp, dbp, dw, db, groups, cols)
+
+        def run_bwd():
+            run_b()
+            run_s()
+        ry, rmean, rrstd = torch.ops.aten.native_layer_norm(x, [cols], w, b, eps)
+        run_f(); run_bwd(); torch.cuda.synchronize()
+        near(y.float(), ry.float(), "layernorm_f16 %dx%d" % (rows, cols), rtol=1e-2, atol=1e-2)
+        near(mean, rmean.flatten(), "layernorm mean", rtol=1e-4, atol=1e-4)
+        near(rstd, rrstd.flatten(), "layernorm rstd", rtol=1e-4, atol=1e-4)
+        rdx, rdw, rdb = torch.ops.aten.native_layer_norm_backward(dy, x, [cols], rmean, rrstd, w, b, [True, True, True])
+        near(dx.float(), rdx.float(), "layernorm_bwd_f16 dx", rtol=2e-2, atol=2e-2)
+        near(dw.float(), rdw.float(), "layernorm dw", rtol=2e-2, atol=5e-1)
+        near(db.float(), rdb.float(), "layernorm db", rtol=2e-2, atol=5e-1)
+
+        tw = min(max(block // 256, 1), 8)
+        t = {"tilec": median_ms(run_f),
+             "torch": median_ms(lambda: torch.ops.aten.native_layer_norm(x, [cols], w, b, eps)),
+             "triton": peer_ms(lambda: tt_layernorm[(rows,)](x, y, w, b, mean, rstd, cols, cols, eps, BLOCK=block,
+                                                            num_warps=tw), "triton")}
+        table.append(("layernorm f16 %dx%d" % (rows, cols), rows * cols, 4 * rows * cols, t))
+
+        def tt_bwd():
+            tt_layernorm_bwd[(groups,)](x, dy, dx, w, mean, rstd, dwp, dbp, rows, cols, cols, per, BLOCK=block,
+                                        num_warps=tw)
+            tt_layernorm_dwdb[(triton.cdiv(cols, 256),)](dwp, dbp, dw, db, groups, cols, BLOCK=256)
+        t = {"tilec": median_ms(run_bwd),
+             "torch": median_ms(lambda: torch.ops.aten.native_layer_norm_backward(
+                 dy, x, [cols], rmean, rrstd, w, b, [True, True, True])),
+             "triton": peer_ms(tt_bwd, "triton")}
+        table.append(("layernorm bwd f16 %dx%d" % (rows, cols), rows * cols, 6 * rows * cols, t))
+        del x, y, dy, dx, dwp, dbp
 
     gpu = torch.cuda.get_device_name()
     print()
     print("== tilec GPU bench: %s, %s; GB/s (median of do_bench, L2 flushed)" % (gpu, tc.name))
-    print("%-22s %10s %9s %9s %9s %10s %10s" % ("op", "elements", "tilec", "torch", "triton", "best peer", "tilec/best"))
+    print("%-27s %10s %9s %9s %9s %10s %10s" % ("op", "elements", "tilec", "torch", "triton", "best peer", "tilec/best"))
     for op, n, nbytes, t in table:
-        gbs = {k: nbytes / (ms * 1e-3) / 1e9 for k, ms in t.items()}
+        gbs = {k: nbytes / (ms * 1e-3) / 1e9 for k, ms in t.items() if ms}
         peers = {k: v for k, v in gbs.items() if k != "tilec"}
         best = max(peers, key=peers.get)
         cells = ["%9.0f" % gbs[k] if k in gbs else "%9s" % "-" for k in ("tilec", "torch", "triton")]
         ratio = "%10.3f" % (gbs["tilec"] / peers[best]) if "tilec" in gbs else "%10s" % "-"
-        print("%-22s %10d %s %10s %s" % (op, n, " ".join(cells), best, ratio))
+        print("%-27s %10d %s %10s %s" % (op, n, " ".join(cells), best, ratio))
 
 
 if __name__ == "__main__":

@@ -554,6 +554,9 @@ static void test_reductions(void **state) {
     for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++)
         for (size_t w = 0; w < sizeof warps / sizeof warps[0]; w++) {
             int block = blocks[b];
+            /* past 256 elements a thread, code and compile time explode
+             * (32768 on one warp takes ptxas half a minute) */
+            if (warps[w] && block / (32 * warps[w]) > 256) continue;
             tilec_define d = {"BLOCK", block};
             prog p;
             trt_kernel *k = compile_with(&p, "red.tile", src, "red", &d, 1, warps[w]);
@@ -756,6 +759,110 @@ static void test_stdlib_softmax(void **state) {
             trt_free(dev, bx), trt_free(dev, bdy);
             free(x), free(y), free(dy), free(dx), free(ref);
             drop(&p);
+        }
+    }
+}
+
+/* ---- stdlib layernorm -------------------------------------------------------- */
+
+/* layernorm forward and backward (dx, and dw, db through the partial sums
+ * and their second kernel) from stdlib/layernorm.tile against float64,
+ * for f32, f16 and bf16 storage. The reference takes the stored inputs;
+ * tolerances are the storage's rounding relative to each output's scale,
+ * plus the GPU's approximate rsqrt (relative 2^-22). */
+static void test_stdlib_layernorm(void **state) {
+    (void)state;
+    const int shapes[][4] = {/* rows, cols, stride, rows per program */ {1, 1, 1, 1},         {7, 5, 8, 3},
+                             {37, 1000, 1003, 4},    {16, 1024, 1024, 16}, {9, 4096, 4096, 2},
+                             {5, 8192, 8200, 5}};
+    for (size_t t = 0; t < 3; t++) {
+        const dtype *dt = &dtypes[t];
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            int rows = shapes[s][0], cols = shapes[s][1], stride = shapes[s][2], per = shapes[s][3];
+            int groups = (rows + per - 1) / per;
+            tilec_define d = {"BLOCK", pow2_at_least(cols)}, d256 = {"BLOCK", 256};
+            char fwd[32], bwd[32], dwdb[32];
+            snprintf(fwd, sizeof fwd, "layernorm_%s", dt->name);
+            snprintf(bwd, sizeof bwd, "layernorm_bwd_%s", dt->name);
+            snprintf(dwdb, sizeof dwdb, "layernorm_dwdb_%s", dt->name);
+            prog p, q;
+            trt_kernel *kf = compile_file(&p, "stdlib/layernorm.tile", fwd, &d, 1), *kb;
+            OK(trt_get_kernel(p.mod, bwd, &kb));
+            trt_kernel *ks = compile_file(&q, "stdlib/layernorm.tile", dwdb, &d256, 1);
+            size_t cells = (size_t)rows * (size_t)stride, bytes = cells * dt->size, wbytes = (size_t)cols * dt->size;
+            void *x = malloc(bytes), *y = malloc(bytes), *dy = malloc(bytes), *dx = malloc(bytes);
+            void *w = malloc(wbytes), *b = malloc(wbytes), *dw = malloc(wbytes), *db = malloc(wbytes);
+            for (size_t i = 0; i < cells; i++) {
+                dt->put(x, i, rand_f32() / 300 + 2); /* an offset: the mean must come out */
+                dt->put(dy, i, rand_f32() / 1000);
+            }
+            for (int i = 0; i < cols; i++) dt->put(w, (size_t)i, 1 + rand_f32() / 2000), dt->put(b, (size_t)i, rand_f32() / 1000);
+            memset(y, 0xff, bytes), memset(dx, 0xff, bytes), memset(dw, 0xff, wbytes), memset(db, 0xff, wbytes);
+            float *mean = poison_f32s(rows), *rstd = poison_f32s(rows);
+            float *part = poison_f32s(groups * cols);
+            trt_buffer bx = upload(x, bytes), by = upload(y, bytes), bdy = upload(dy, bytes), bdx = upload(dx, bytes),
+                       bw = upload(w, wbytes), bb = upload(b, wbytes), bdw = upload(dw, wbytes), bdb = upload(db, wbytes),
+                       bm = upload(mean, 4 * (size_t)rows), br = upload(rstd, 4 * (size_t)rows),
+                       bpw = upload(part, 4 * (size_t)groups * (size_t)cols),
+                       bpb = upload(part, 4 * (size_t)groups * (size_t)cols);
+            const double eps = 1e-5;
+            trt_arg af[9] = {trt_buf(bx), trt_buf(by), trt_buf(bw),  trt_buf(bb),    trt_buf(bm),
+                             trt_buf(br), trt_int(cols), trt_int(stride), trt_float(eps)};
+            launch(kf, (uint32_t)rows, 1, 1, af, 9);
+            trt_arg ab[12] = {trt_buf(bx),  trt_buf(bdy), trt_buf(bdx), trt_buf(bw),    trt_buf(bm),     trt_buf(br),
+                              trt_buf(bpw), trt_buf(bpb), trt_int(rows), trt_int(cols), trt_int(stride), trt_int(per)};
+            launch(kb, (uint32_t)groups, 1, 1, ab, 12);
+            trt_arg as[6] = {trt_buf(bpw), trt_buf(bpb), trt_buf(bdw), trt_buf(bdb), trt_int(groups), trt_int(cols)};
+            launch(ks, cdiv(cols, 256), 1, 1, as, 6);
+            download(by, y, bytes), download(bdx, dx, bytes), download(bdw, dw, wbytes), download(bdb, db, wbytes);
+            download(bm, mean, 4 * (size_t)rows), download(br, rstd, 4 * (size_t)rows);
+            double *xh = malloc(sizeof(double) * (size_t)cols), *rdw = calloc((size_t)cols, sizeof(double)),
+                   *rdb = calloc((size_t)cols, sizeof(double)), *adw = calloc((size_t)cols, sizeof(double));
+            const char *where = trt_device_name(dev);
+            for (int r = 0; r < rows; r++) {
+                size_t at = (size_t)r * (size_t)stride;
+                double mu = 0, var = 0;
+                for (int i = 0; i < cols; i++) mu += dt->get(x, at + i);
+                mu /= cols;
+                for (int i = 0; i < cols; i++) var += (dt->get(x, at + i) - mu) * (dt->get(x, at + i) - mu);
+                var /= cols;
+                double rs = 1 / sqrt(var + eps);
+                if (!(fabs(mean[r] - mu) <= 1e-6 * (fabs(mu) + 1)) || !(fabs(rstd[r] - rs) <= 2e-6 * rs))
+                    fail_msg("%s %dx%d: row %d mean %.8g rstd %.8g, want %.8g %.8g on %s", fwd, rows, cols, r, mean[r],
+                             rstd[r], mu, rs, where);
+                double c1 = 0, c2 = 0, scale = 0;
+                for (int i = 0; i < cols; i++) {
+                    xh[i] = (dt->get(x, at + i) - mu) * rs;
+                    double wdy = dt->get(w, (size_t)i) * dt->get(dy, at + i);
+                    c1 += xh[i] * wdy, c2 += wdy, scale = fmax(scale, fabs(wdy));
+                    double want = xh[i] * dt->get(w, (size_t)i) + dt->get(b, (size_t)i), got = dt->get(y, at + i);
+                    if (!(fabs(got - want) <= dt->tol * (fabs(want) + 1) + 1e-5))
+                        fail_msg("%s %dx%d: y[%d][%d] = %.8g, want %.8g on %s", fwd, rows, cols, r, i, got, want, where);
+                    rdw[i] += dt->get(dy, at + i) * xh[i], rdb[i] += dt->get(dy, at + i);
+                    adw[i] += fabs(dt->get(dy, at + i) * xh[i]) + fabs(dt->get(dy, at + i));
+                }
+                c1 /= cols, c2 /= cols;
+                for (int i = 0; i < cols; i++) {
+                    double wdy = dt->get(w, (size_t)i) * dt->get(dy, at + i);
+                    double want = (wdy - (xh[i] * c1 + c2)) * rs, got = dt->get(dx, at + i);
+                    /* cancellation in wdy - (...): scale by what cancels */
+                    double tol = (dt->tol + 1e-5) * (scale * 4 * rs) + 1e-12;
+                    if (!(fabs(got - want) <= tol))
+                        fail_msg("%s %dx%d: dx[%d][%d] = %.8g, want %.8g (tol %.3g) on %s", bwd, rows, cols, r, i, got,
+                                 want, tol, where);
+                }
+            }
+            for (int i = 0; i < cols; i++) {
+                double tw = (dt->tol + 1e-5) * adw[i] + 1e-12;
+                if (!(fabs(dt->get(dw, (size_t)i) - rdw[i]) <= tw) || !(fabs(dt->get(db, (size_t)i) - rdb[i]) <= tw))
+                    fail_msg("%s %dx%d: dw[%d] %.8g db %.8g, want %.8g %.8g (tol %.3g) on %s", dwdb, rows, cols, i,
+                             dt->get(dw, (size_t)i), dt->get(db, (size_t)i), rdw[i], rdb[i], tw, where);
+            }
+            trt_free(dev, bx), trt_free(dev, bdy), trt_free(dev, bw), trt_free(dev, bb), trt_free(dev, bpw);
+            trt_free(dev, bpb);
+            free(x), free(y), free(dy), free(dx), free(w), free(b), free(dw), free(db), free(mean), free(rstd);
+            free(part), free(xh), free(rdw), free(rdb), free(adw);
+            drop(&p), drop(&q);
         }
     }
 }
@@ -1220,6 +1327,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_reductions),
         cmocka_unit_test(test_reduction_in_a_loop),
         cmocka_unit_test(test_stdlib_softmax),
+        cmocka_unit_test(test_stdlib_layernorm),
         cmocka_unit_test(test_streams),
         cmocka_unit_test(test_stream_misuse),
         cmocka_unit_test(test_load_prebuilt_modules),
