@@ -71,10 +71,10 @@ class Tilec:
         if status != 0:
             sys.exit("tilec: %s failed: %s" % (what, self.lib.trt_last_error(self.dev).decode()))
 
-    def kernel(self, path, name, **defines):
-        src = open(os.path.join(ROOT, path), "rb").read()
+    def kernel(self, path, name, num_warps=0, source=None, **defines):
+        src = source.encode() if source else open(os.path.join(ROOT, path), "rb").read()
         defs = (Define * max(1, len(defines)))(*[Define(k.encode(), v) for k, v in defines.items()])
-        opt = CompileOptions(None, 0, defs, len(defines))
+        opt = CompileOptions(None, num_warps, defs, len(defines))
         mod, k = ctypes.c_void_p(), ctypes.c_void_p()
         self.check(self.lib.trt_compile(self.dev, path.encode(), src, len(src), ctypes.byref(opt), ctypes.byref(mod)),
                    "compiling " + path)
@@ -223,12 +223,57 @@ def close(a, b, what):
         sys.exit("WRONG: %s differs from torch at %s" % (what, bad))
 
 
+def sweep(tc):
+    """tilec's row kernels over num_warps (and rows per program), to choose
+    the defaults from measurements: a table of GB/s per configuration."""
+    out = []
+    rows = 4096
+    x = torch.randn(rows, 16384, device="cuda")
+    y = torch.empty_like(x)
+    src = open(os.path.join(ROOT, "stdlib/softmax.tile")).read()
+    divided = src.replace("e * (1.0 / sum(e))", "e / sum(e)")
+    for variant, source in (("softmax f32 16384 (reciprocal)", None), ("softmax f32 16384 (divide)", divided)):
+        for nw in (4, 8, 16, 32):
+            k = tc.kernel("stdlib/softmax.tile", "softmax_f32", num_warps=nw, source=source, BLOCK=16384)
+            out.append((variant, nw, "-", 8 * rows * 16384 / median_ms(tc.launcher(k, rows, x, y, 16384, 16384, 16384)) / 1e6))
+    del x, y
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    h = torch.float16
+    for cols in (1024, 4096, 8192):
+        block = triton.next_power_of_2(cols)
+        x = torch.randn(rows, cols, device="cuda", dtype=h)
+        y, dx = torch.empty_like(x), torch.empty_like(x)
+        w, b = torch.ones(cols, device="cuda", dtype=h), torch.zeros(cols, device="cuda", dtype=h)
+        mean, rstd = torch.empty(rows, device="cuda"), torch.empty(rows, device="cuda")
+        for nw in (2, 4, 8, 16):
+            kf = tc.kernel("stdlib/layernorm.tile", "layernorm_f16", num_warps=nw, BLOCK=block)
+            ms = median_ms(tc.launcher(kf, rows, x, y, w, b, mean, rstd, cols, cols, 1e-5))
+            out.append(("layernorm f16 %d" % cols, nw, "-", 4 * rows * cols / ms / 1e6))
+        for nw in (2, 4, 8, 16):
+            kb = tc.kernel("stdlib/layernorm.tile", "layernorm_bwd_f16", num_warps=nw, BLOCK=block)
+            for per in (triton.cdiv(rows, 4 * sms), triton.cdiv(rows, 2 * sms), triton.cdiv(rows, sms), 64):
+                groups = triton.cdiv(rows, per)
+                dwp = torch.empty(groups, cols, device="cuda")
+                dbp = torch.empty(groups, cols, device="cuda")
+                ms = median_ms(tc.launcher(kb, groups, x, x, dx, w, mean, rstd, dwp, dbp, rows, cols, cols, per))
+                out.append(("layernorm bwd f16 %d (dx part)" % cols, nw, per, 6 * rows * cols / ms / 1e6))
+        del x, y, dx
+    print()
+    print("== tilec sweep (tilec only; GB/s, median of do_bench, L2 flushed)")
+    print("%-34s %9s %9s %9s" % ("kernel", "num_warps", "rows/prog", "GB/s"))
+    for name, nw, per, gbs in out:
+        print("%-34s %9d %9s %9.0f" % (name, nw, per, gbs))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", default=os.path.join(ROOT, "build-gpu", "libtilec.so"))
     ap.add_argument("--quick", action="store_true", help="one size, fewer runs")
+    ap.add_argument("--sweep", action="store_true", help="also time tilec's row kernels over num_warps")
     opt = ap.parse_args()
     tc = Tilec(opt.lib)
+    if opt.sweep:
+        sweep(tc)
     torch.manual_seed(0)
     B = 1024
     table = []  # (op, elements or rows, bytes moved, {impl: ms})
