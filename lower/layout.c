@@ -9,13 +9,17 @@
  * shrinks when the tile is too small to give every thread that many. All
  * tiles of one shape get one layout, so elementwise ops never convert.
  *
- * num_warps, unless the user chose it, grows with the kernel's largest
- * tile so that threads hold a bounded number of elements: 4 warps below
- * 2048 elements, 8 below 4096, 16 below 32768, then 32. Up to 16 warps is
- * what Triton's softmax tutorial picks; on an H100, 32 warps already at
- * 16384 elements made softmax 15% slower (one 1024-thread instance per
- * SM), while at 32768 they keep threads at 32 elements, where 16 warps
- * made the softmax gradient spill. */
+ * num_warps, unless the user chose it, follows the bytes of the largest
+ * tile the kernel loads (or else stores, or else computes, as f32): one
+ * warp per 512 bytes (a 16-byte access per thread) up to 4 warps at 2 KB,
+ * then 4 warps below 8 KB, 8 below 16 KB, 16 below 128 KB, and 32. For
+ * f32 rows that is Triton's softmax-tutorial choice up to 4096 elements.
+ * Measured on an H100 (bench/RESULTS.md, 2026-11-22 sweep): f16 layernorm
+ * rows of 1024, 4096 and 8192 ran fastest at 4, 8 and 16 warps, where
+ * counting elements instead gave 16 warps to the 4096 row (13% slower);
+ * 32 warps at 16384 f32 were 5-15% slower than 16, while at 32768 they
+ * keep threads at 32 elements, where 16 warps made the softmax gradient
+ * spill. */
 #include "lower/lower.h"
 
 enum { LAYOUT_ACCESS_BYTES = 16 };
@@ -60,16 +64,29 @@ static void assign(layout_ctx *c, tir_value *v, tc_loc loc) {
     t->layout = l;
 }
 
+/* The bytes of the largest tile loaded, stored, and computed (as f32). */
+typedef struct tile_bytes {
+    uint64_t loaded, stored, computed;
+} tile_bytes;
+
 static void find_largest(tir_op *op, void *p) {
-    uint64_t *largest = p;
+    tile_bytes *t = p;
     for (uint32_t i = 0; i < op->nresults; i++)
-        if (tir_type_numel(op->results[i]->type) > *largest) *largest = tir_type_numel(op->results[i]->type);
+        if (op->results[i]->type.rank && 4 * tir_type_numel(op->results[i]->type) > t->computed)
+            t->computed = 4 * tir_type_numel(op->results[i]->type);
+    if ((op->code != TIR_OP_LOAD && op->code != TIR_OP_STORE) || !op->operands[0]->type.rank) return;
+    tir_type ptrs = op->operands[0]->type;
+    uint64_t bytes = tir_type_numel(ptrs) * ((tir_elem_bits((tir_elem)ptrs.pointee) + 7) / 8);
+    uint64_t *slot = op->code == TIR_OP_LOAD ? &t->loaded : &t->stored;
+    if (bytes > *slot) *slot = bytes;
 }
 
 static int heuristic_num_warps(tir_func *f) {
-    uint64_t largest = 0;
-    tir_walk(f, find_largest, &largest);
-    return largest < 2048 ? LOWER_DEFAULT_NUM_WARPS : largest < 4096 ? 8 : largest < 32768 ? 16 : 32;
+    tile_bytes t = {0, 0, 0};
+    tir_walk(f, find_largest, &t);
+    uint64_t b = t.loaded ? t.loaded : t.stored ? t.stored : t.computed;
+    if (b < 2048) return b < 1024 ? 1 : 2;
+    return b < 8192 ? LOWER_DEFAULT_NUM_WARPS : b < 16384 ? 8 : b < 131072 ? 16 : 32;
 }
 
 static void assign_op(tir_op *op, void *p) {
