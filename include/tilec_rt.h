@@ -100,6 +100,11 @@ TILEC_API trt_status trt_compile(trt_device *dev, const char *filename, const ch
 TILEC_API trt_status trt_load(trt_device *dev, const char *path, trt_module **out);
 TILEC_API void trt_module_free(trt_module *mod);
 TILEC_API trt_status trt_get_kernel(trt_module *mod, const char *name, trt_kernel **out);
+/* The module's kernels in file order: count, the i-th (NULL past the end),
+ * and a kernel's name. */
+TILEC_API size_t trt_module_num_kernels(const trt_module *mod);
+TILEC_API trt_kernel *trt_module_kernel(trt_module *mod, size_t i);
+TILEC_API const char *trt_kernel_name(const trt_kernel *k);
 /* The kernel's runtime parameters, for callers that build arguments
  * generically: count, and each one's name and type ("*f32", "i32"). */
 TILEC_API size_t trt_kernel_num_params(const trt_kernel *k);

@@ -467,6 +467,10 @@ trt_status trt_get_kernel(trt_module *m, const char *name, trt_kernel **out) {
     return rt_fail(m->dev, TRT_ERR_NOT_FOUND, "no kernel named '%s' in %s", name, m->file);
 }
 
+size_t trt_module_num_kernels(const trt_module *m) { return m ? m->nkernels : 0; }
+trt_kernel *trt_module_kernel(trt_module *m, size_t i) { return m && i < m->nkernels ? &m->kernels[i] : NULL; }
+const char *trt_kernel_name(const trt_kernel *k) { return k ? k->func->name : ""; }
+
 size_t trt_kernel_num_params(const trt_kernel *k) { return k ? k->func->nparams : 0; }
 
 const char *trt_kernel_param(const trt_kernel *k, size_t i, const char **type) {

@@ -20,6 +20,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <dirent.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -56,7 +57,8 @@ static trt_kernel *compile_text(prog *p, const char *file, const char *src, cons
     return k;
 }
 
-/* A kernel from a .tile file in the source tree (stdlib/, samples/). */
+/* A kernel from a .tile file in the source tree (stdlib/, samples/); with
+ * name NULL, only the module. */
 static trt_kernel *compile_file(prog *p, const char *rel, const char *name, const tilec_define *defs, size_t ndefs) {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", TILEC_SOURCE_DIR, rel);
@@ -70,7 +72,14 @@ static trt_kernel *compile_file(prog *p, const char *rel, const char *name, cons
     assert_int_equal(fread(text, 1, (size_t)n, f), (size_t)n);
     text[n] = 0;
     fclose(f);
-    trt_kernel *k = compile_text(p, rel, text, name, defs, ndefs);
+    trt_kernel *k = NULL;
+    if (name) {
+        k = compile_text(p, rel, text, name, defs, ndefs);
+    } else {
+        trt_compile_options o = {NULL, 0, defs, ndefs};
+        if (trt_compile(dev, rel, text, strlen(text), &o, &p->mod) != TRT_OK)
+            fail_msg("%s does not compile: %s", rel, trt_last_error(dev));
+    }
     p->text = text;
     return k;
 }
@@ -867,6 +876,43 @@ static void test_stdlib_layernorm(void **state) {
     }
 }
 
+/* Every kernel of the stdlib is run by a test of this file (or, for
+ * elementwise.tile, by test_runtime_stdlib too): a new kernel without a
+ * test fails here. */
+static void test_every_stdlib_kernel_is_tested(void **state) {
+    (void)state;
+    static const char *const tested[] = {
+        "add_f32", "mul_f32", "scale_f32", "fill_f32",                                   /* test_stdlib_elementwise */
+        "softmax_f32", "softmax_f16", "softmax_bf16", "softmax_bwd_f32", "softmax_bwd_f16", /* test_stdlib_softmax */
+        "softmax_bwd_bf16", "layernorm_f32", "layernorm_f16", "layernorm_bf16",            /* test_stdlib_layernorm */
+        "layernorm_bwd_f32", "layernorm_bwd_f16", "layernorm_bwd_bf16", "layernorm_dwdb_f32", "layernorm_dwdb_f16",
+        "layernorm_dwdb_bf16"};
+    size_t seen = 0, files = 0;
+    DIR *d = opendir(TILEC_SOURCE_DIR "/stdlib");
+    assert_non_null(d);
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t len = strlen(e->d_name);
+        if (len < 6 || strcmp(e->d_name + len - 5, ".tile")) continue;
+        char rel[300];
+        snprintf(rel, sizeof rel, "stdlib/%s", e->d_name);
+        prog p;
+        compile_file(&p, rel, NULL, NULL, 0);
+        for (size_t i = 0; i < trt_module_num_kernels(p.mod); i++) {
+            const char *name = trt_kernel_name(trt_module_kernel(p.mod, i));
+            bool ok = false;
+            for (size_t t = 0; t < sizeof tested / sizeof tested[0]; t++) ok |= !strcmp(tested[t], name);
+            if (!ok) fail_msg("%s: kernel %s has no test in test_runtime_devices.c", rel, name);
+            seen++;
+        }
+        assert_null(trt_module_kernel(p.mod, trt_module_num_kernels(p.mod)));
+        drop(&p);
+        files++;
+    }
+    closedir(d);
+    assert_true(files >= 3);
+    assert_int_equal(seen, sizeof tested / sizeof tested[0]); /* and no name above is stale */
+}
+
 /* ---- approximate on the GPU: within a stated tolerance ---------------------- */
 
 static void test_transcendentals_within_tolerance(void **state) {
@@ -1328,6 +1374,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_reduction_in_a_loop),
         cmocka_unit_test(test_stdlib_softmax),
         cmocka_unit_test(test_stdlib_layernorm),
+        cmocka_unit_test(test_every_stdlib_kernel_is_tested),
         cmocka_unit_test(test_streams),
         cmocka_unit_test(test_stream_misuse),
         cmocka_unit_test(test_load_prebuilt_modules),
