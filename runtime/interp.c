@@ -8,7 +8,9 @@
  * result is rounded to its type (f16, bf16, f32) to nearest even, so f16
  * code gives f16 answers; float-to-int conversion truncates and saturates
  * (NaN gives 0), as PTX's cvt.rzi does. Integer division by zero, which the
- * GPU leaves undefined, is an error here. */
+ * GPU leaves undefined, is an error here. Tiles are stored row-major (the
+ * last dim varies fastest); a float sum reduces pairwise, rounding each
+ * partial sum, the order closest to the GPU's tree of partials. */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
