@@ -152,42 +152,35 @@ static cache_entry *compile_cached(trt_device *d, const char *file, const char *
     if (!e) {
         tilec_options opt;
         tilec_options_init(&opt);
-        opt.emit = TILEC_EMIT_TIR;
-        /* the interpreter needs no layouts; the GPU's launch needs num_warps */
+        /* the interpreter needs the tile IR with source lines, after
+         * simplify (no layouts); the GPU a cubin, and the laid-out IR
+         * (signatures, num_warps), which comes with it as the sidecar */
+        opt.emit = d->cuda ? TILEC_EMIT_CUBIN : TILEC_EMIT_TIR;
         opt.passes = d->cuda ? NULL : "simplify";
-        opt.print_locs = true; /* runtime errors name the source line */
+        opt.print_locs = true;
+        opt.sidecar = d->cuda != NULL;
+        opt.arch = arch;
         if (o) {
             opt.num_warps = o->num_warps;
             opt.defines = o->defines;
             opt.ndefines = o->ndefines;
         }
-        tilec_output tir, bin;
-        memset(&bin, 0, sizeof bin);
-        if (tilec_compile(file, src, len, &opt, &tir) != TILEC_OK) {
-            *st = rt_fail(d, TRT_ERR_COMPILE, "%s", tir.diagnostics);
-            tilec_output_free(&tir);
+        tilec_output out;
+        if (tilec_compile(file, src, len, &opt, &out) != TILEC_OK) {
+            *st = rt_fail(d, TRT_ERR_COMPILE, "%s", out.diagnostics);
+            tilec_output_free(&out);
             return NULL;
-        }
-        if (d->cuda) {
-            opt.emit = TILEC_EMIT_CUBIN;
-            opt.arch = arch;
-            if (tilec_compile(file, src, len, &opt, &bin) != TILEC_OK) {
-                *st = rt_fail(d, TRT_ERR_COMPILE, "%s", bin.diagnostics);
-                tilec_output_free(&tir);
-                tilec_output_free(&bin);
-                return NULL;
-            }
         }
         e = calloc(1, sizeof *e);
         if (e) {
-            e->tir = tir.data;
-            e->cubin = bin.data;
-            e->cubin_size = bin.size;
-            tir.data = bin.data = NULL;
+            e->tir = d->cuda ? out.sidecar : out.data;
+            e->cubin = d->cuda ? out.data : NULL;
+            e->cubin_size = d->cuda ? out.size : 0;
+            if (d->cuda) out.sidecar = out.data = NULL;
+            else out.data = NULL;
             disk_store(key, e);
         }
-        tilec_output_free(&tir);
-        tilec_output_free(&bin);
+        tilec_output_free(&out);
         if (!e) {
             *st = rt_fail(d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
             return NULL;

@@ -46,15 +46,22 @@ typedef struct prog {
     char *text;
 } prog;
 
+/* The kernel `name` of `src` compiled for this device (with name NULL,
+ * only the module); num_warps 0 leaves it to the compiler. */
+static trt_kernel *compile_with(prog *p, const char *file, const char *src, const char *name,
+                                const tilec_define *defs, size_t ndefs, int num_warps) {
+    trt_compile_options o = {NULL, num_warps, defs, ndefs};
+    p->text = NULL;
+    if (trt_compile(dev, file, src, strlen(src), &o, &p->mod) != TRT_OK)
+        fail_msg("%s does not compile: %s", file, trt_last_error(dev));
+    trt_kernel *k = NULL;
+    if (name) OK(trt_get_kernel(p->mod, name, &k));
+    return k;
+}
+
 static trt_kernel *compile_text(prog *p, const char *file, const char *src, const char *name,
                                 const tilec_define *defs, size_t ndefs) {
-    trt_compile_options o = {NULL, 0, defs, ndefs};
-    p->text = NULL;
-    trt_status st = trt_compile(dev, file, src, strlen(src), &o, &p->mod);
-    if (st != TRT_OK) fail_msg("%s does not compile: %s", file, trt_last_error(dev));
-    trt_kernel *k;
-    OK(trt_get_kernel(p->mod, name, &k));
-    return k;
+    return compile_with(p, file, src, name, defs, ndefs, 0);
 }
 
 /* A kernel from a .tile file in the source tree (stdlib/, samples/); with
@@ -72,14 +79,7 @@ static trt_kernel *compile_file(prog *p, const char *rel, const char *name, cons
     assert_int_equal(fread(text, 1, (size_t)n, f), (size_t)n);
     text[n] = 0;
     fclose(f);
-    trt_kernel *k = NULL;
-    if (name) {
-        k = compile_text(p, rel, text, name, defs, ndefs);
-    } else {
-        trt_compile_options o = {NULL, 0, defs, ndefs};
-        if (trt_compile(dev, rel, text, strlen(text), &o, &p->mod) != TRT_OK)
-            fail_msg("%s does not compile: %s", rel, trt_last_error(dev));
-    }
+    trt_kernel *k = compile_text(p, rel, text, name, defs, ndefs);
     p->text = text;
     return k;
 }
@@ -526,17 +526,6 @@ static void test_integers_and_casts(void **state) {
 }
 
 /* ---- reductions ------------------------------------------------------------ */
-
-static trt_kernel *compile_with(prog *p, const char *file, const char *src, const char *name, tilec_define *defs,
-                                size_t ndefs, int num_warps) {
-    trt_compile_options o = {NULL, num_warps, defs, ndefs};
-    p->text = NULL;
-    if (trt_compile(dev, file, src, strlen(src), &o, &p->mod) != TRT_OK)
-        fail_msg("%s does not compile: %s", file, trt_last_error(dev));
-    trt_kernel *k;
-    OK(trt_get_kernel(p->mod, name, &k));
-    return k;
-}
 
 /* One row per program: sum, max and min of the row's f32 values and of its
  * i32 values, over tiles from 1 element to 32768 and 1 to 32 warps, with
