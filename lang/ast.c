@@ -179,6 +179,33 @@ ast_arg *ast_arg_new(ast_builder *b, ast_name *name, ast_expr *value) {
     return a;
 }
 
+ast_subs ast_subs_push(ast_builder *b, ast_subs s, bool is_none, tc_span at) {
+    if (s.n == AST_MAX_SUBSCRIPTS) {
+        if (b->diag) tc_error(b->diag, b->src, at, "too many subscripts (limit is %d)", AST_MAX_SUBSCRIPTS);
+        s.n++; /* reported once: later items are past the limit too */
+        return s;
+    }
+    if (s.n > AST_MAX_SUBSCRIPTS) return s;
+    if (is_none) s.none_mask |= 1u << s.n;
+    s.n++;
+    return s;
+}
+
+ast_expr *ast_index(ast_builder *b, ast_expr *base, ast_subs subs, tc_span close_bracket) {
+    ast_expr *e = new_expr(b, AST_INDEX, tc_span_join(base->span, close_bracket));
+    e->u.index.base = base;
+    e->u.index.n = subs.n > AST_MAX_SUBSCRIPTS ? AST_MAX_SUBSCRIPTS : subs.n;
+    e->u.index.none_mask = subs.none_mask;
+    return e;
+}
+
+ast_expr *ast_tuple(ast_builder *b, ast_arg *items, tc_span open_paren, tc_span close_paren) {
+    ast_expr *e = new_expr(b, AST_TUPLE, tc_span_join(open_paren, close_paren));
+    e->u.tuple.items = items;
+    for (ast_arg *a = items; a; a = a->next) e->u.tuple.n++;
+    return e;
+}
+
 /* The append builders walk from `list` to its end: pass the last element
  * (as the grammar does) to append in constant time. */
 ast_arg *ast_arg_append(ast_arg *list, ast_arg *arg) {
@@ -310,6 +337,21 @@ static void dump_expr(tc_strbuf *out, const ast_expr *e) {
         for (const ast_arg *a = e->u.call.args; a; a = a->next) {
             tc_strbuf_putc(out, ' ');
             if (a->name.str) tc_strbuf_printf(out, "%s=", a->name.str);
+            dump_expr(out, a->value);
+        }
+        tc_strbuf_putc(out, ')');
+        break;
+    case AST_INDEX:
+        tc_strbuf_puts(out, "(index ");
+        dump_expr(out, e->u.index.base);
+        for (uint32_t i = 0; i < e->u.index.n; i++)
+            tc_strbuf_puts(out, e->u.index.none_mask >> i & 1 ? " None" : " :");
+        tc_strbuf_putc(out, ')');
+        break;
+    case AST_TUPLE:
+        tc_strbuf_puts(out, "(tuple");
+        for (const ast_arg *a = e->u.tuple.items; a; a = a->next) {
+            tc_strbuf_putc(out, ' ');
             dump_expr(out, a->value);
         }
         tc_strbuf_putc(out, ')');

@@ -13,7 +13,8 @@ typedef enum builtin_id {
     B_PROGRAM_ID, B_NUM_PROGRAMS, B_ARANGE, B_LOAD, B_STORE,
     B_WHERE, B_MINIMUM, B_MAXIMUM, B_ABS, B_SQRT, B_FLOOR, B_CEIL, B_FMA, B_CDIV, B_CAST, B_ZEROS, B_FULL,
     B_EXP, B_EXP2, B_LOG, B_LOG2, B_SIN, B_COS, B_RSQRT, B_SIGMOID, B_TANH,
-    B_SUM, B_MAX, B_MIN
+    B_SUM, B_MAX, B_MIN,
+    B_EXPAND_DIMS, B_BROADCAST_TO, B_RESHAPE, B_PERMUTE, B_TRANS
 } builtin_id;
 
 typedef struct builtin {
@@ -39,8 +40,8 @@ static const builtin builtins[] = {
     {"fma", B_FMA, 3, 3, {"a", "b", "c"}},
     {"cdiv", B_CDIV, 2, 2, {"a", "b"}},
     {"cast", B_CAST, 2, 2, {"x", "dtype"}},
-    {"zeros", B_ZEROS, 2, 2, {"n", "dtype"}},
-    {"full", B_FULL, 2, 2, {"n", "value"}},
+    {"zeros", B_ZEROS, 2, 2, {"shape", "dtype"}},
+    {"full", B_FULL, 2, 2, {"shape", "value"}},
     {"exp", B_EXP, 1, 1, {"x"}},
     {"exp2", B_EXP2, 1, 1, {"x"}},
     {"log", B_LOG, 1, 1, {"x"}},
@@ -53,6 +54,11 @@ static const builtin builtins[] = {
     {"sum", B_SUM, 2, 1, {"x", "axis"}},
     {"max", B_MAX, 2, 1, {"x", "axis"}},
     {"min", B_MIN, 2, 1, {"x", "axis"}},
+    {"expand_dims", B_EXPAND_DIMS, 2, 2, {"x", "axis"}},
+    {"broadcast_to", B_BROADCAST_TO, 2, 2, {"x", "shape"}},
+    {"reshape", B_RESHAPE, 2, 2, {"x", "shape"}},
+    {"permute", B_PERMUTE, 2, 2, {"x", "dims"}},
+    {"trans", B_TRANS, 1, 1, {"x"}},
 };
 
 /* Fills slots[] from the call's arguments; false after reporting. */
@@ -418,7 +424,7 @@ static bool tile_length(lang_ctx *c, const ast_expr *e, uint32_t *n) {
     if (o.kind == OPND_POISON) return false;
     if ((o.kind != OPND_INTLIT && o.kind != OPND_CONST) || o.ival <= 0 || (o.ival & (o.ival - 1)) ||
         o.ival > TIR_MAX_TILE_ELEMS) {
-        lang_error(c, e->span, "a tile length must be a power of two known at compile time (at most %d)",
+        lang_error(c, e->span, "a tile dimension must be a power of two known at compile time (at most %d)",
                    TIR_MAX_TILE_ELEMS);
         return false;
     }
@@ -426,9 +432,35 @@ static bool tile_length(lang_ctx *c, const ast_expr *e, uint32_t *n) {
     return true;
 }
 
+/* A shape: one length (a 1-D tile) or a tuple of them, `(M, N)`. Gives a
+ * tile type of element `el`. */
+static bool shape_arg(lang_ctx *c, const ast_expr *e, tir_elem el, tir_type *out) {
+    uint32_t dims[TIR_MAX_RANK];
+    unsigned rank = 0;
+    if (e->kind != AST_TUPLE) {
+        if (!tile_length(c, e, &dims[0])) return false;
+        rank = 1;
+    } else {
+        if (e->u.tuple.n > TIR_MAX_RANK) {
+            lang_error(c, e->span, "too many dimensions (limit is %d)", TIR_MAX_RANK);
+            return false;
+        }
+        bool ok = true;
+        for (const ast_arg *a = e->u.tuple.items; a; a = a->next) ok = tile_length(c, a->value, &dims[rank++]) && ok;
+        if (!ok) return false;
+    }
+    *out = tir_tile(tir_scalar(el), rank, dims);
+    if (tir_type_numel(*out) > TIR_MAX_TILE_ELEMS) {
+        lang_error(c, e->span, "a tile of %llu elements is too large (limit is %d)",
+                   (unsigned long long)tir_type_numel(*out), TIR_MAX_TILE_ELEMS);
+        return false;
+    }
+    return true;
+}
+
 static operand check_fill(lang_ctx *c, const ast_expr *call, const ast_expr **a, bool zeros) {
-    uint32_t n;
-    if (!tile_length(c, a[0], &n)) return lang_poison(call->span);
+    tir_type shape;
+    if (!shape_arg(c, a[0], TIR_I32, &shape)) return lang_poison(call->span);
     operand v;
     tir_elem el;
     if (zeros) {
@@ -446,7 +478,114 @@ static operand check_fill(lang_ctx *c, const ast_expr *call, const ast_expr **a,
     }
     lang_set_loc(c, call->span);
     tir_value *s = lang_materialize(c, &v, el);
-    return lang_value(tir_build_splat(&c->b, s, tir_tile1(tir_scalar(el), n)), call->span);
+    return lang_value(tir_build_splat(&c->b, s, tir_with_elem(shape, tir_scalar(el))), call->span);
+}
+
+/* ---- shapes --------------------------------------------------------------
+ * expand_dims, broadcast_to, reshape, permute and trans move elements
+ * without computing: any element type, pointers too. */
+
+/* The tile argument of a shape function, or NULL after reporting. */
+static tir_value *tile_arg(lang_ctx *c, const ast_expr *call, const ast_expr *e, bool scalar_ok) {
+    operand x = lang_check_expr(c, e);
+    if (x.kind == OPND_POISON) return NULL;
+    if (x.kind != OPND_VALUE || (!scalar_ok && !x.type.rank)) {
+        lang_error(c, e->span, "'%s' needs a tile%s, not %s", call->u.call.callee.str, scalar_ok ? " or a run-time scalar" : "",
+                   lang_operand_str(c, &x));
+        return NULL;
+    }
+    return x.v;
+}
+
+static operand check_shape_op(lang_ctx *c, const ast_expr *call, const ast_expr **a, builtin_id id) {
+    tir_value *x = tile_arg(c, call, a[0], id == B_BROADCAST_TO || id == B_EXPAND_DIMS);
+    if (!x) {
+        if (id != B_TRANS) lang_check_expr(c, a[1]); /* its own mistakes */
+        return lang_poison(call->span);
+    }
+    const char *name = call->u.call.callee.str;
+    tir_type t = x->type;
+    switch (id) {
+    case B_EXPAND_DIMS: {
+        int64_t axis;
+        if (!const_int_arg(c, a[1], "the axis must be a compile-time integer constant", &axis))
+            return lang_poison(call->span);
+        if (axis < 0 || axis > t.rank) {
+            lang_error(c, a[1]->span, "axis %lld is out of range for expand_dims of %s (0 to %u)", (long long)axis,
+                       lang_type_str(c, t), t.rank);
+            return lang_poison(call->span);
+        }
+        if (t.rank + 1 > TIR_MAX_RANK) {
+            lang_error(c, call->span, "too many dimensions (limit is %d)", TIR_MAX_RANK);
+            return lang_poison(call->span);
+        }
+        lang_set_loc(c, call->span);
+        if (!t.rank) return lang_value(tir_build_splat(&c->b, x, tir_tile1(t, 1)), call->span);
+        return lang_value(tir_build_expand_dims(&c->b, x, (unsigned)axis), call->span);
+    }
+    case B_BROADCAST_TO:
+    case B_RESHAPE: {
+        tir_type shape, common;
+        if (!shape_arg(c, a[1], (tir_elem)t.elem, &shape)) return lang_poison(call->span);
+        shape = tir_with_elem(shape, t);
+        if (id == B_RESHAPE && tir_type_numel(shape) != tir_type_numel(t)) {
+            lang_error(c, call->span, "cannot reshape %s (%llu elements) to %s", lang_type_str(c, t),
+                       (unsigned long long)tir_type_numel(t), lang_type_str(c, shape));
+            return lang_poison(call->span);
+        }
+        if (id == B_BROADCAST_TO &&
+            (!lang_broadcast_shapes(t, shape, &common) || !tir_type_same_shape(common, shape))) {
+            lang_error(c, call->span, "cannot broadcast %s to %s: each dim must match or be 1", lang_type_str(c, t),
+                       lang_type_str(c, shape));
+            return lang_poison(call->span);
+        }
+        lang_set_loc(c, call->span);
+        if (id == B_BROADCAST_TO) return lang_value(lang_broadcast(c, x, shape), call->span);
+        if (tir_type_same_shape(t, shape)) return lang_value(x, call->span);
+        return lang_value(tir_build_reshape(&c->b, x, shape), call->span);
+    }
+    case B_PERMUTE:
+    case B_TRANS: {
+        unsigned perm[TIR_MAX_RANK] = {1, 0, 2}, n = 0, seen = 0;
+        if (id == B_TRANS) {
+            if (t.rank != 2) {
+                lang_error(c, a[0]->span, "trans swaps the two dims of a 2-D tile, not %s (use permute)",
+                           lang_type_str(c, t));
+                return lang_poison(call->span);
+            }
+            n = 2;
+        } else {
+            const ast_expr *d = a[1];
+            bool ok = true;
+            if (d->kind != AST_TUPLE) {
+                lang_error(c, d->span, "permute needs the dims as a tuple, e.g. (1, 0)");
+                return lang_poison(call->span);
+            }
+            for (const ast_arg *it = d->u.tuple.items; it && ok; it = it->next) {
+                int64_t v;
+                ok = const_int_arg(c, it->value, "permute's dims must be compile-time integer constants", &v);
+                if (ok && (v < 0 || v >= t.rank || (seen >> v & 1) || n >= TIR_MAX_RANK)) {
+                    lang_error(c, it->value->span, "permute's dims must name each dim of %s once (0 to %u)",
+                               lang_type_str(c, t), t.rank - 1);
+                    ok = false;
+                }
+                if (ok) perm[n++] = (unsigned)v, seen |= 1u << v;
+            }
+            if (!ok) return lang_poison(call->span);
+            if (n != t.rank) {
+                lang_error(c, d->span, "permute of %s needs %u dims, not %u", lang_type_str(c, t), t.rank, n);
+                return lang_poison(call->span);
+            }
+        }
+        bool identity = true;
+        for (unsigned i = 0; i < n; i++) identity &= perm[i] == i;
+        lang_set_loc(c, call->span);
+        (void)name;
+        return lang_value(identity ? x : tir_build_permute(&c->b, x, perm), call->span);
+    }
+    default: break;
+    }
+    return lang_poison(call->span);
 }
 
 /* ---- transcendental functions ------------------------------------------
@@ -505,9 +644,10 @@ static operand check_transcendental(lang_ctx *c, const ast_expr *call, const ast
 }
 
 /* ---- reductions -------------------------------------------------------------
- * sum(x), max(x), min(x) along `axis` (default 0; a rank-1 tile gives a
- * scalar). Sums widen first: i1, i8 and i16 to i32, f16 and bf16 to f32,
- * so a sum of booleans counts and a sum of halves does not overflow. */
+ * sum(x), max(x), min(x) over every element (a scalar), or along `axis`
+ * (the result drops that dim; a rank-1 tile gives a scalar either way).
+ * Sums widen first: i1, i8 and i16 to i32, f16 and bf16 to f32, so a sum
+ * of booleans counts and a sum of halves does not overflow. */
 static operand check_reduce(lang_ctx *c, const ast_expr *call, const ast_expr **a, builtin_id id) {
     operand x = lang_check_expr(c, a[0]);
     if (x.kind == OPND_POISON) return x;
@@ -517,10 +657,10 @@ static operand check_reduce(lang_ctx *c, const ast_expr *call, const ast_expr **
         lang_error(c, a[0]->span, "'%s' reduces a tile of numbers, not %s", name, lang_operand_str(c, &x));
         return lang_poison(call->span);
     }
-    int64_t axis = 0;
+    int64_t axis = -1; /* every axis */
     if (a[1] && !const_int_arg(c, a[1], "the axis must be a compile-time integer constant", &axis))
         return lang_poison(call->span);
-    if (axis < 0 || axis >= t.rank) {
+    if (a[1] && (axis < 0 || axis >= t.rank)) {
         lang_error(c, a[1]->span, "axis %lld is out of range for %s (rank %u)", (long long)axis,
                    lang_operand_str(c, &x), t.rank);
         return lang_poison(call->span);
@@ -534,14 +674,18 @@ static operand check_reduce(lang_ctx *c, const ast_expr *call, const ast_expr **
     tir_value *v = x.v;
     if (id == B_SUM && (el == TIR_I1 || el == TIR_I8 || el == TIR_I16)) v = tir_build_cast(&c->b, v, el = TIR_I32);
     if (id == B_SUM && (el == TIR_F16 || el == TIR_BF16)) v = tir_build_cast(&c->b, v, el = TIR_F32);
-    tir_type rt = tir_scalar(el);
-    rt.rank = (uint8_t)(t.rank - 1);
-    for (unsigned d = 0, k = 0; d < t.rank; d++)
-        if (d != (unsigned)axis) rt.shape[k++] = t.shape[d];
     tir_opcode code = id == B_SUM ? TIR_OP_REDUCE_SUM : id == B_MAX ? TIR_OP_REDUCE_MAX : TIR_OP_REDUCE_MIN;
-    tir_value *r = tir_build1(&c->b, code, rt, 1, &v);
-    r->def->attr.axis = axis;
-    return lang_value(r, call->span);
+    /* over every axis: the last first, down to a scalar */
+    for (int64_t ax = axis >= 0 ? axis : (int64_t)t.rank - 1; ax >= 0; ax--) {
+        tir_type vt = v->type, rt = tir_scalar(el);
+        rt.rank = (uint8_t)(vt.rank - 1);
+        for (unsigned d = 0, k = 0; d < vt.rank; d++)
+            if (d != (unsigned)ax) rt.shape[k++] = vt.shape[d];
+        v = tir_build1(&c->b, code, rt, 1, &v);
+        v->def->attr.axis = ax;
+        if (axis >= 0) break;
+    }
+    return lang_value(v, call->span);
 }
 
 operand lang_check_call(lang_ctx *c, const ast_expr *e) {
@@ -593,6 +737,8 @@ operand lang_check_call(lang_ctx *c, const ast_expr *e) {
     case B_EXP: case B_EXP2: case B_LOG: case B_LOG2: case B_SIN: case B_COS: case B_RSQRT: case B_SIGMOID:
     case B_TANH: return check_transcendental(c, e, slots, bi->id);
     case B_SUM: case B_MAX: case B_MIN: return check_reduce(c, e, slots, bi->id);
+    case B_EXPAND_DIMS: case B_BROADCAST_TO: case B_RESHAPE: case B_PERMUTE: case B_TRANS:
+        return check_shape_op(c, e, slots, bi->id);
     }
     return lang_poison(e->span);
 }

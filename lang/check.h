@@ -74,6 +74,7 @@ bool lang_literal_fits(lang_ctx *c, const operand *o, tir_elem want);
 tir_value *lang_broadcast(lang_ctx *c, tir_value *v, tir_type shape_of);
 bool lang_common_elem(const operand *a, const operand *b, tir_elem *out);
 bool lang_common_shape(const operand *a, const operand *b, tir_type *shape);
+bool lang_broadcast_shapes(tir_type a, tir_type b, tir_type *shape);
 
 operand lang_check_expr(lang_ctx *c, const ast_expr *e);
 operand lang_check_call(lang_ctx *c, const ast_expr *e);

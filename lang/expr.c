@@ -245,6 +245,43 @@ static operand check_unary(lang_ctx *c, const ast_expr *e) {
     return lang_value(tir_build_unary(&c->b, op == AST_OP_NEG ? TIR_OP_NEG : TIR_OP_NOT, a.v), e->span);
 }
 
+/* x[:, None]: one ':' per dim of x, in order; each None inserts a dim of
+ * size 1 there (expand_dims). */
+static operand check_index(lang_ctx *c, const ast_expr *e) {
+    operand x = lang_check_expr(c, e->u.index.base);
+    if (x.kind == OPND_POISON) return lang_poison(e->span);
+    tir_type t = lang_operand_type(&x);
+    uint32_t n = e->u.index.n, nones = 0;
+    for (uint32_t i = 0; i < n; i++) nones += e->u.index.none_mask >> i & 1;
+    if (x.kind != OPND_VALUE) {
+        lang_error(c, e->u.index.base->span, "only tiles and run-time scalars can be indexed, not %s",
+                   lang_operand_str(c, &x));
+        return lang_poison(e->span);
+    }
+    if (n - nones != t.rank) {
+        lang_error(c, e->span, "%s has %u dims but the subscript has %u ':' (one per dim, and None for a new one)",
+                   lang_operand_str(c, &x), t.rank, n - nones);
+        return lang_poison(e->span);
+    }
+    if (n > TIR_MAX_RANK) {
+        lang_error(c, e->span, "too many dimensions (limit is %d)", TIR_MAX_RANK);
+        return lang_poison(e->span);
+    }
+    if (!c->emit) {
+        lang_error(c, e->span, "this expression must be a compile-time constant");
+        return lang_poison(e->span);
+    }
+    lang_set_loc(c, e->span);
+    tir_value *v = x.v;
+    if (!t.rank) { /* a scalar: a tile of ones */
+        uint32_t ones[TIR_MAX_RANK] = {1, 1, 1};
+        return lang_value(tir_build_splat(&c->b, v, tir_tile(v->type, n, ones)), e->span);
+    }
+    for (uint32_t i = 0; i < n; i++)
+        if (e->u.index.none_mask >> i & 1) v = tir_build_expand_dims(&c->b, v, i);
+    return lang_value(v, e->span);
+}
+
 operand lang_check_expr(lang_ctx *c, const ast_expr *e) {
     if (c->depth >= LANG_MAX_EXPR_DEPTH) {
         lang_error(c, e->span, "expression nested too deeply (limit is %d)", LANG_MAX_EXPR_DEPTH);
@@ -294,6 +331,12 @@ operand lang_check_expr(lang_ctx *c, const ast_expr *e) {
     case AST_UNARY: o = check_unary(c, e); break;
     case AST_BINARY: o = check_binary(c, e); break;
     case AST_CALL: o = lang_check_call(c, e); break;
+    case AST_INDEX: o = check_index(c, e); break;
+    case AST_TUPLE:
+        lang_error(c, e->span, "a tuple is only allowed as a shape or a list of dims (zeros, full, reshape, "
+                               "broadcast_to, permute)");
+        o = lang_poison(e->span);
+        break;
     }
     if (c->depth > 0) c->depth--;
     return o;
@@ -306,7 +349,8 @@ tir_value *lang_convert(lang_ctx *c, const operand *o, tir_elem want, tir_type s
         lang_error(c, o->span, "%s must be a number, not %s", what, lang_operand_str(c, o));
         return NULL;
     }
-    if (t.rank && !tir_type_same_shape(t, shape_of)) {
+    tir_type common;
+    if (t.rank && (!lang_broadcast_shapes(t, shape_of, &common) || !tir_type_same_shape(common, shape_of))) {
         lang_error(c, o->span, "%s has shape %s but %s is needed", what, lang_operand_str(c, o),
                    lang_type_str(c, tir_with_elem(shape_of, tir_scalar(want))));
         return NULL;

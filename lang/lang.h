@@ -41,8 +41,18 @@ typedef enum ast_expr_kind {
     AST_NAME,   /* a variable or parameter */
     AST_UNARY,  /* op operand */
     AST_BINARY, /* lhs op rhs */
-    AST_CALL    /* builtin(args): program_id, arange, load, store, ... */
+    AST_CALL,   /* builtin(args): program_id, arange, load, store, ... */
+    AST_INDEX,  /* base[:, None]: one `:` per dim of base, None inserts a dim */
+    AST_TUPLE   /* (a, b) or (a,): only as a shape or permutation argument */
 } ast_expr_kind;
+
+enum { AST_MAX_SUBSCRIPTS = 16 }; /* items in one [...]; the checker's rank limit is lower */
+
+/* The items of a subscript under construction: bit i of none_mask set
+ * when item i is None (else it is ':'). */
+typedef struct ast_subs {
+    uint32_t n, none_mask;
+} ast_subs;
 
 typedef struct ast_expr ast_expr;
 
@@ -63,6 +73,8 @@ struct ast_expr {
         struct { ast_op op; tc_span op_span; ast_expr *operand; } unary;
         struct { ast_op op; tc_span op_span; ast_expr *lhs, *rhs; } binary;
         struct { ast_name callee; ast_arg *args; uint32_t nargs; } call;
+        struct { ast_expr *base; uint32_t n, none_mask; } index;
+        struct { ast_arg *items; uint32_t n; } tuple; /* items are positional */
     } u;
 };
 
@@ -125,6 +137,9 @@ ast_expr *ast_unary(ast_builder *b, ast_op op, tc_span op_span, ast_expr *operan
 ast_expr *ast_binary(ast_builder *b, ast_op op, tc_span op_span, ast_expr *lhs, ast_expr *rhs);
 ast_expr *ast_call(ast_builder *b, ast_name callee, ast_arg *args, tc_span close_paren);
 ast_arg *ast_arg_new(ast_builder *b, ast_name *name /* NULL: positional */, ast_expr *value);
+ast_subs ast_subs_push(ast_builder *b, ast_subs s, bool is_none, tc_span at); /* errors past the limit */
+ast_expr *ast_index(ast_builder *b, ast_expr *base, ast_subs subs, tc_span close_bracket);
+ast_expr *ast_tuple(ast_builder *b, ast_arg *items, tc_span open_paren, tc_span close_paren);
 ast_arg *ast_arg_append(ast_arg *list, ast_arg *arg); /* returns list head */
 ast_type *ast_type_new(ast_builder *b, ast_name base, int pointer, tc_span span);
 ast_stmt *ast_stmt_new(ast_builder *b, ast_stmt_kind kind, tc_span span, ast_name *name,

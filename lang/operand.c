@@ -105,10 +105,15 @@ bool lang_literal_fits(lang_ctx *c, const operand *o, tir_elem want) {
     return true;
 }
 
-/* Broadcasts a scalar IR value to a shape. */
+/* Broadcasts an IR value to a shape it is broadcastable to (see
+ * lang_common_shape): a scalar splats; a tile of lower rank gains leading
+ * dims of size 1; dims of size 1 repeat. */
 tir_value *lang_broadcast(lang_ctx *c, tir_value *v, tir_type shape_of) {
-    if (!v || shape_of.rank == 0 || v->type.rank) return v;
-    return tir_build_splat(&c->b, v, shape_of);
+    if (!v || shape_of.rank == 0) return v;
+    if (!v->type.rank) return tir_build_splat(&c->b, v, shape_of);
+    while (v->type.rank < shape_of.rank) v = tir_build_expand_dims(&c->b, v, 0);
+    if (!tir_type_same_shape(v->type, shape_of)) v = tir_build_broadcast(&c->b, v, shape_of);
+    return v;
 }
 
 static int rank_of(tir_elem e) { /* for int promotion: wider wins */
@@ -151,14 +156,27 @@ bool lang_common_elem(const operand *a, const operand *b, tir_elem *out) {
     return true;
 }
 
+/* The shape two types broadcast to, as in NumPy: aligned at the last dim,
+ * each pair of dims equal or one of them 1 (which repeats), a missing
+ * leading dim counting as 1; a scalar goes with anything. False if some
+ * pair differs. */
+bool lang_broadcast_shapes(tir_type ta, tir_type tb, tir_type *shape) {
+    if (!ta.rank || !tb.rank) {
+        *shape = ta.rank ? ta : tb;
+        return true;
+    }
+    tir_type out = ta.rank >= tb.rank ? ta : tb;
+    for (unsigned k = 0; k < out.rank; k++) {
+        uint32_t da = k < ta.rank ? ta.shape[ta.rank - 1 - k] : 1, db = k < tb.rank ? tb.shape[tb.rank - 1 - k] : 1;
+        if (da != db && da != 1 && db != 1) return false;
+        out.shape[out.rank - 1 - k] = da > db ? da : db;
+    }
+    out.layout = (tir_layout){0};
+    *shape = out;
+    return true;
+}
+
 /* The shape two operands broadcast to; false if two tiles disagree. */
 bool lang_common_shape(const operand *a, const operand *b, tir_type *shape) {
-    tir_type ta = lang_operand_type(a), tb = lang_operand_type(b);
-    if (ta.rank && tb.rank) {
-        if (!tir_type_same_shape(ta, tb)) return false;
-        *shape = ta;
-    } else {
-        *shape = ta.rank ? ta : tb;
-    }
-    return true;
+    return lang_broadcast_shapes(lang_operand_type(a), lang_operand_type(b), shape);
 }

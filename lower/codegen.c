@@ -35,6 +35,7 @@ enum {
     CG_MAX_ACCESS_BYTES = 16,
     CG_MAX_SPT = 64,
     CG_SMEM_SLOT_BYTES = 8, /* one reduction partial per warp, any element type */
+    CG_MAX_LAYOUTS = 32,    /* layouts whose thread bases are kept (more are recomputed) */
     NVPTX_ADDRSPACE_GLOBAL = 1,
     NVPTX_ADDRSPACE_SHARED = 3
 };
@@ -56,6 +57,12 @@ typedef struct cg {
     LLVMValueRef tid_times[CG_MAX_SPT + 1]; /* tid * spt, made once per spt */
     LLVMValueRef smem;                      /* the kernel's shared memory, or NULL */
     uint32_t smem_used;                     /* bytes handed out so far */
+    uint32_t scratch;                       /* offset of the scratch area (layout changes) */
+    struct base_cache {                     /* per blocked layout: each dim's thread base */
+        tir_layout key;
+        LLVMValueRef base[TIR_MAX_RANK];
+    } bases[CG_MAX_LAYOUTS];
+    uint32_t nbases;
     bool ok;
 } cg;
 
@@ -93,12 +100,71 @@ static LLVMValueRef to_mem(cg *c, tir_elem e, LLVMValueRef v) {
 
 static LLVMValueRef i32c(cg *c, int64_t v) { return LLVMConstInt(LLVMInt32TypeInContext(c->ctx), (unsigned long long)v, true); }
 
+/* ---- layouts as registers --------------------------------------------------
+ * A tile's layout seen as a blocked layout over `rank` view dims: the
+ * layout itself, or for a slice its parent with the sliced dim of size 1.
+ * Along view dim d a thread holds nreg_d registers: all of its spt_d-runs
+ * when the tile covers the layout (shape_d >= cover_d = spt_d tpw_d wpc_d),
+ * else one run, wrapped (at most shape_d). Register r splits into per-dim
+ * indices r_d with the dims taken in ord (fastest first), so a run along
+ * the fastest dim is consecutive registers; r_d holds index
+ *   base_d + (r_d / spt_d) cover_d + r_d % spt_d    (mod shape_d if smaller),
+ * base_d = (warp_d tpw_d + lane_d) spt_d, where the lane and warp ids split
+ * over the dims in ord the same way. For rank 1 this is the formula in the
+ * header. */
+typedef struct view {
+    unsigned rank;
+    int sliced; /* the view dim the tile lacks, or -1 */
+    tir_layout l;
+    uint32_t shape[TIR_MAX_RANK], nreg[TIR_MAX_RANK], cover[TIR_MAX_RANK];
+} view;
+
+static view view_of(const tir_type *t) {
+    view v;
+    memset(&v, 0, sizeof v);
+    v.l = t->layout;
+    v.rank = v.l.rank;
+    v.sliced = v.l.kind == TIR_LAYOUT_SLICE ? v.l.slice_dim : -1;
+    for (unsigned d = 0, k = 0; d < v.rank; d++) {
+        v.shape[d] = (int)d == v.sliced ? 1 : t->shape[k++];
+        v.cover[d] = (uint32_t)v.l.spt[d] * v.l.tpw[d] * v.l.wpc[d];
+        uint32_t spt = v.l.spt[d];
+        v.nreg[d] = v.shape[d] >= v.cover[d] ? spt * (v.shape[d] / v.cover[d]) : spt < v.shape[d] ? spt : v.shape[d];
+    }
+    return v;
+}
+
+static uint32_t view_regs(const view *v) {
+    uint32_t n = 1;
+    for (unsigned d = 0; d < v->rank; d++) n *= v->nreg[d];
+    return n;
+}
+
+static void reg_split(const view *v, uint32_t r, uint32_t *rd) {
+    for (unsigned k = 0; k < v->rank; k++) {
+        unsigned d = v->l.ord[k];
+        rd[d] = r % v->nreg[d];
+        r /= v->nreg[d];
+    }
+}
+
+static uint32_t reg_join(const view *v, const uint32_t *rd) {
+    uint32_t r = 0;
+    for (unsigned k = v->rank; k-- > 0;) r = r * v->nreg[v->l.ord[k]] + rd[v->l.ord[k]];
+    return r;
+}
+
+/* The view dim of a tile dim. */
+static unsigned view_dim(const view *v, unsigned td) { return v->sliced >= 0 && (int)td >= v->sliced ? td + 1 : td; }
+
+static bool is_rank1_blocked(const tir_type *t) { return t->rank == 1 && t->layout.kind == TIR_LAYOUT_BLOCKED; }
+
 /* Registers per thread for a type: 1 for scalars. */
 static uint32_t reg_count(const tir_type *t, int num_warps) {
+    (void)num_warps;
     if (t->rank == 0) return 1;
-    uint32_t n = t->shape[0], spt = t->layout.spt[0];
-    uint32_t cover = spt * 32u * (uint32_t)num_warps;
-    return n >= cover ? spt * (n / cover) : spt;
+    view v = view_of(t);
+    return view_regs(&v);
 }
 
 static LLVMValueRef *new_regs(cg *c, const tir_value *v) {
@@ -144,6 +210,93 @@ static LLVMValueRef elem_index(cg *c, const tir_type *t, uint32_t r) {
     LLVMValueRef idx = LLVMBuildAdd(c->b, base, i32c(c, (int64_t)(r / spt) * cover + r % spt), "");
     if (n < cover) idx = LLVMBuildAnd(c->b, idx, i32c(c, n - 1), "");
     return idx;
+}
+
+static uint32_t log2u(uint32_t x) {
+    uint32_t k = 0;
+    while ((1u << k) < x) k++;
+    return k;
+}
+
+/* Builds in the entry block (so the values dominate every use, loops too)
+ * by calling fn, and comes back to where the builder was. */
+static void position_at_entry(cg *c) {
+    LLVMValueRef term = LLVMGetBasicBlockTerminator(c->entry);
+    if (term) LLVMPositionBuilderBefore(c->b, term);
+    else LLVMPositionBuilderAtEnd(c->b, c->entry);
+}
+
+/* This thread's position along each dim of a blocked layout: lane and
+ * warp ids split over the dims fastest first. */
+static void thread_pos(cg *c, const tir_layout *l, LLVMValueRef *lane_d, LLVMValueRef *warp_d) {
+    LLVMValueRef lane = LLVMBuildAnd(c->b, c->tid, i32c(c, 31), "");
+    LLVMValueRef warp = LLVMBuildLShr(c->b, c->tid, i32c(c, 5), "");
+    for (unsigned k = 0; k < l->rank; k++) {
+        unsigned d = l->ord[k];
+        lane_d[d] = LLVMBuildAnd(c->b, lane, i32c(c, l->tpw[d] - 1), "");
+        lane = LLVMBuildLShr(c->b, lane, i32c(c, log2u(l->tpw[d])), "");
+        warp_d[d] = LLVMBuildAnd(c->b, warp, i32c(c, l->wpc[d] - 1), "");
+        warp = LLVMBuildLShr(c->b, warp, i32c(c, log2u(l->wpc[d])), "");
+    }
+}
+
+/* base_d = (warp_d tpw_d + lane_d) spt_d for every view dim, made once per
+ * layout in the entry block. */
+static const LLVMValueRef *thread_bases(cg *c, const view *v) {
+    tir_layout key = tir_layout_parent(&v->l);
+    for (uint32_t i = 0; i < c->nbases; i++)
+        if (tir_layout_eq(&c->bases[i].key, &key)) return c->bases[i].base;
+    struct base_cache *slot = c->nbases < CG_MAX_LAYOUTS ? &c->bases[c->nbases++] : &c->bases[CG_MAX_LAYOUTS - 1];
+    slot->key = key;
+    LLVMBasicBlockRef here = LLVMGetInsertBlock(c->b);
+    position_at_entry(c);
+    LLVMValueRef lane_d[TIR_MAX_RANK], warp_d[TIR_MAX_RANK];
+    thread_pos(c, &key, lane_d, warp_d);
+    for (unsigned d = 0; d < key.rank; d++) {
+        LLVMValueRef p = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, warp_d[d], i32c(c, key.tpw[d]), ""), lane_d[d], "");
+        slot->base[d] = LLVMBuildMul(c->b, p, i32c(c, key.spt[d]), "");
+    }
+    LLVMPositionBuilderAtEnd(c->b, here);
+    return slot->base;
+}
+
+/* Index along view dim d of the element register r holds. */
+static LLVMValueRef view_coord(cg *c, const view *v, uint32_t r, unsigned d) {
+    if (v->shape[d] == 1) return i32c(c, 0);
+    uint32_t rd[TIR_MAX_RANK];
+    reg_split(v, r, rd);
+    uint32_t spt = v->l.spt[d];
+    LLVMValueRef idx = LLVMBuildAdd(c->b, thread_bases(c, v)[d],
+                                    i32c(c, (int64_t)(rd[d] / spt) * v->cover[d] + rd[d] % spt), "");
+    if (v->shape[d] < v->cover[d]) idx = LLVMBuildAnd(c->b, idx, i32c(c, v->shape[d] - 1), "");
+    return idx;
+}
+
+/* Row-major index, within a tile of type t, of the element register r
+ * holds (0 for a scalar). */
+static LLVMValueRef linear_index(cg *c, const tir_type *t, uint32_t r) {
+    if (!t->rank) return i32c(c, 0);
+    view v = view_of(t);
+    LLVMValueRef lin = NULL;
+    for (unsigned td = 0; td < t->rank; td++) {
+        LLVMValueRef x = view_coord(c, &v, r, view_dim(&v, td));
+        lin = lin ? LLVMBuildAdd(c->b, LLVMBuildMul(c->b, lin, i32c(c, t->shape[td]), ""), x, "") : x;
+    }
+    return lin;
+}
+
+/* True in the first thread holding each element of a tile of this type:
+ * along every dim the tile does not cover, the thread's base is inside the
+ * tile. NULL when every thread's elements are its own. */
+static LLVMValueRef first_holder(cg *c, const tir_type *t) {
+    view v = view_of(t);
+    LLVMValueRef own = NULL;
+    for (unsigned d = 0; d < v.rank; d++) {
+        if (v.shape[d] >= v.cover[d]) continue;
+        LLVMValueRef in = LLVMBuildICmp(c->b, LLVMIntULT, thread_bases(c, &v)[d], i32c(c, v.shape[d]), "");
+        own = own ? LLVMBuildAnd(c->b, own, in, "") : in;
+    }
+    return own;
 }
 
 static void gen_const(cg *c, const tir_op *op) {
@@ -242,7 +395,12 @@ static uint32_t vec_width(cg *c, const tir_value *ptrs, bool *check_align) {
     if (ptrs->type.rank == 0) return 1;
     lower_axis_info ai = lower_axis_get(c->axis, ptrs);
     int64_t eb = (tir_elem_bits((tir_elem)ptrs->type.pointee) + 7) / 8;
-    int64_t v = ptrs->type.layout.spt[0];
+    /* a run of registers goes along the layout's fastest dim; the analysis
+     * speaks of the tile's last dim */
+    view vw = view_of(&ptrs->type);
+    unsigned fast = vw.l.ord[0];
+    if ((int)fast == vw.sliced || view_dim(&vw, ptrs->type.rank - 1) != fast) return 1;
+    int64_t v = vw.l.spt[fast] < vw.nreg[fast] ? vw.l.spt[fast] : vw.nreg[fast];
     if (ai.contiguity < v) v = ai.contiguity;
     if (CG_MAX_ACCESS_BYTES / eb < v) v = CG_MAX_ACCESS_BYTES / eb;
     uint32_t contiguous = floor_pow2(v), proven = floor_pow2(ai.divisibility / eb < v ? ai.divisibility / eb : v);
@@ -442,6 +600,8 @@ static void gen_store(cg *c, const tir_op *op) {
     LLVMValueRef owner = NULL;
     if (!ptrs->type.rank) {
         owner = LLVMBuildICmp(c->b, LLVMIntEQ, c->tid, i32c(c, 0), "");
+    } else if (!is_rank1_blocked(&ptrs->type)) {
+        owner = first_holder(c, &ptrs->type);
     } else {
         uint32_t spt = ptrs->type.layout.spt[0], cover = spt * 32u * (uint32_t)c->f->num_warps;
         if (ptrs->type.shape[0] < cover)
@@ -597,10 +757,12 @@ static LLVMValueRef smem_at(cg *c, LLVMValueRef offset) {
     return LLVMBuildGEP2(c->b, LLVMInt8TypeInContext(c->ctx), c->smem, &offset, 1, "");
 }
 
+static void gen_reduce_general(cg *c, const tir_op *op);
+
 static void gen_reduce(cg *c, const tir_op *op) {
     const tir_value *x = op->operands[0], *res = op->results[0];
-    if (x->type.rank != 1) {
-        cg_error(c, op, "reductions of tiles of rank 2 or more are not supported yet");
+    if (!is_rank1_blocked(&x->type)) {
+        gen_reduce_general(c, op);
         return;
     }
     tir_elem e = (tir_elem)x->type.elem;
@@ -635,11 +797,226 @@ static void gen_reduce(cg *c, const tir_op *op) {
     new_regs(c, res)[0] = acc;
 }
 
+/* Distinct lanes and warps along view dim d: past these, threads hold
+ * copies (the tile is smaller than the layout there). */
+static uint32_t distinct_lanes(const view *v, unsigned d) {
+    uint32_t spt = v->l.spt[d], tpw = v->l.tpw[d];
+    if (v->shape[d] >= spt * tpw) return tpw;
+    return v->shape[d] / spt ? v->shape[d] / spt : 1;
+}
+
+static uint32_t distinct_warps(const view *v, unsigned d) {
+    uint32_t run = (uint32_t)v->l.spt[d] * v->l.tpw[d];
+    if (v->shape[d] >= run * v->l.wpc[d]) return v->l.wpc[d];
+    return v->shape[d] / run ? v->shape[d] / run : 1;
+}
+
+/* Lane (or warp) id stride of view dim d: the product of tpw (wpc) over
+ * the dims before it in ord. */
+static uint32_t id_stride(const view *v, unsigned d, bool warps) {
+    uint32_t st = 1;
+    for (unsigned k = 0; k < v->rank && v->l.ord[k] != d; k++) st *= warps ? v->l.wpc[v->l.ord[k]] : v->l.tpw[v->l.ord[k]];
+    return st;
+}
+
+/* Bytes of scratch a general reduction needs (0: none). */
+static uint32_t reduce_scratch(const tir_op *op) {
+    const tir_type *x = &op->operands[0]->type;
+    if (is_rank1_blocked(x)) return 0;
+    view v = view_of(x);
+    uint32_t dw = distinct_warps(&v, view_dim(&v, (unsigned)op->attr.axis));
+    return dw > 1 ? dw * (uint32_t)tir_type_numel(op->results[0]->type) * CG_SMEM_SLOT_BYTES : 0;
+}
+
+/* A reduction along a dim of any tile: within each thread over the
+ * registers along the dim, then over the lanes along it (butterfly, only
+ * lanes with distinct elements), then over the warps along it through the
+ * scratch area: slot [warp][element of the result], written by lane 0 of
+ * the dim, read back in warp order by every thread. The result's registers
+ * are the operand's with the dim's index fixed at 0, which is how a slice
+ * layout enumerates them. */
+static void gen_reduce_general(cg *c, const tir_op *op) {
+    const tir_value *x = op->operands[0], *res = op->results[0];
+    tir_elem e = (tir_elem)x->type.elem;
+    view vx = view_of(&x->type);
+    unsigned va = view_dim(&vx, (unsigned)op->attr.axis);
+    view vr = vx;
+    vr.shape[va] = 1;
+    vr.nreg[va] = 1;
+    uint32_t nres = view_regs(&vr);
+    if (nres != reg_count(&res->type, c->f->num_warps)) {
+        cg_error(c, op, "reduction result layout does not match its operand's");
+        return;
+    }
+    LLVMValueRef *acc = new_regs(c, res);
+    for (uint32_t k = 0; k < nres; k++) {
+        uint32_t rd[TIR_MAX_RANK];
+        reg_split(&vr, k, rd);
+        rd[va] = 0;
+        acc[k] = reg(c, x, reg_join(&vx, rd));
+        for (uint32_t j = 1; j < vx.nreg[va]; j++) {
+            rd[va] = j;
+            acc[k] = combine(c, op->code, e, acc[k], reg(c, x, reg_join(&vx, rd)));
+        }
+    }
+    uint32_t dl = distinct_lanes(&vx, va), ls = id_stride(&vx, va, false);
+    for (uint32_t m = 1; m < dl; m *= 2)
+        for (uint32_t k = 0; k < nres; k++) acc[k] = combine(c, op->code, e, acc[k], shuffle_xor(c, e, acc[k], m * ls));
+    uint32_t dw = distinct_warps(&vx, va);
+    if (dw <= 1) return;
+    uint32_t ws = id_stride(&vx, va, true), nel = (uint32_t)tir_type_numel(res->type);
+    LLVMTypeRef ty = elem_type(c, e);
+    LLVMValueRef lane = LLVMBuildAnd(c->b, c->tid, i32c(c, 31), "");
+    LLVMValueRef warp = LLVMBuildLShr(c->b, c->tid, i32c(c, 5), "");
+    LLVMValueRef lane_a = LLVMBuildAnd(c->b, LLVMBuildUDiv(c->b, lane, i32c(c, ls), ""), i32c(c, vx.l.tpw[va] - 1), "");
+    LLVMValueRef warp_a = LLVMBuildAnd(c->b, LLVMBuildUDiv(c->b, warp, i32c(c, ws), ""), i32c(c, vx.l.wpc[va] - 1), "");
+    LLVMValueRef *lin = TC_NEW_ARRAY(c->arena, LLVMValueRef, nres);
+    for (uint32_t k = 0; k < nres; k++) lin[k] = linear_index(c, &res->type, k);
+    barrier(c); /* the scratch area's last readers are done */
+    LLVMBasicBlockRef wr = new_block(c, "red.write"), after = new_block(c, "red.read");
+    LLVMValueRef writer = LLVMBuildAnd(c->b, LLVMBuildICmp(c->b, LLVMIntEQ, lane_a, i32c(c, 0), ""),
+                                       LLVMBuildICmp(c->b, LLVMIntULT, warp_a, i32c(c, dw), ""), "");
+    LLVMBuildCondBr(c->b, writer, wr, after);
+    LLVMPositionBuilderAtEnd(c->b, wr);
+    LLVMValueRef row = LLVMBuildMul(c->b, warp_a, i32c(c, nel), "");
+    for (uint32_t k = 0; k < nres; k++) {
+        LLVMValueRef at = LLVMBuildAdd(c->b, row, lin[k], "");
+        at = LLVMBuildAdd(c->b, i32c(c, c->scratch), LLVMBuildMul(c->b, at, i32c(c, CG_SMEM_SLOT_BYTES), ""), "");
+        LLVMBuildStore(c->b, acc[k], smem_at(c, at));
+    }
+    LLVMBuildBr(c->b, after);
+    LLVMPositionBuilderAtEnd(c->b, after);
+    barrier(c);
+    for (uint32_t k = 0; k < nres; k++) {
+        LLVMValueRef v = NULL;
+        for (uint32_t w = 0; w < dw; w++) {
+            LLVMValueRef at = LLVMBuildAdd(c->b, i32c(c, (int64_t)w * nel), lin[k], "");
+            at = LLVMBuildAdd(c->b, i32c(c, c->scratch), LLVMBuildMul(c->b, at, i32c(c, CG_SMEM_SLOT_BYTES), ""), "");
+            LLVMValueRef got = LLVMBuildLoad2(c->b, ty, smem_at(c, at), "");
+            v = v ? combine(c, op->code, e, v, got) : got;
+        }
+        acc[k] = v;
+    }
+}
+
+/* ---- moving elements between layouts and shapes ----------------------------- */
+
+static unsigned scratch_elem_bytes(tir_elem e) { return e == TIR_PTR ? 8 : e == TIR_I1 ? 1 : tir_elem_bits(e) / 8; }
+
+static tir_layout permuted_layout(const tir_layout *src, const uint8_t *perm) {
+    tir_layout l = *src;
+    uint8_t inv[TIR_MAX_RANK];
+    for (unsigned i = 0; i < src->rank; i++) inv[perm[i]] = (uint8_t)i;
+    for (unsigned i = 0; i < src->rank; i++) {
+        l.spt[i] = src->spt[perm[i]];
+        l.tpw[i] = src->tpw[perm[i]];
+        l.wpc[i] = src->wpc[perm[i]];
+        l.ord[i] = inv[src->ord[i]];
+    }
+    return l;
+}
+
+/* Whether an op moves data through the scratch area (else registers are
+ * renamed), and how many bytes it needs there. */
+static uint32_t move_scratch(const tir_op *op) {
+    const tir_type *x = &op->operands[0]->type, *r = &op->results[0]->type;
+    switch (op->code) {
+    case TIR_OP_CONVERT_LAYOUT:
+        if (tir_layout_eq(&x->layout, &r->layout)) return 0;
+        break;
+    case TIR_OP_PERMUTE:
+        if (x->layout.kind == TIR_LAYOUT_BLOCKED && r->layout.kind == TIR_LAYOUT_BLOCKED) {
+            tir_layout want = permuted_layout(&x->layout, op->attr.perm);
+            if (tir_layout_eq(&want, &r->layout)) return 0;
+        }
+        break;
+    case TIR_OP_RESHAPE: break;
+    default: return 0;
+    }
+    return (uint32_t)tir_type_numel(*x) * scratch_elem_bytes((tir_elem)x->elem);
+}
+
+/* Through the scratch area: every thread writes its registers at their
+ * row-major index in the operand, a barrier, and every thread reads the
+ * elements its result registers hold. Copies of an element write the same
+ * value to the same place. */
+static void gen_move_scratch(cg *c, const tir_op *op) {
+    const tir_value *x = op->operands[0], *res = op->results[0];
+    tir_elem e = (tir_elem)x->type.elem;
+    unsigned eb = scratch_elem_bytes(e);
+    LLVMTypeRef ty = e == TIR_PTR ? elem_type(c, e) : mem_type(c, e);
+    barrier(c); /* the scratch area's last readers are done */
+    for (uint32_t r = 0; r < c->nregs[x->id]; r++) {
+        LLVMValueRef at = LLVMBuildAdd(c->b, i32c(c, c->scratch),
+                                       LLVMBuildMul(c->b, linear_index(c, &x->type, r), i32c(c, eb), ""), "");
+        LLVMValueRef st = LLVMBuildStore(c->b, e == TIR_PTR ? reg(c, x, r) : to_mem(c, e, reg(c, x, r)), smem_at(c, at));
+        LLVMSetAlignment(st, eb);
+    }
+    barrier(c);
+    LLVMValueRef *out = new_regs(c, res);
+    view vr = view_of(&res->type);
+    for (uint32_t r = 0; r < c->nregs[res->id]; r++) {
+        LLVMValueRef lin;
+        if (op->code == TIR_OP_PERMUTE) {
+            /* operand index along dim perm[i] is the result's along dim i */
+            LLVMValueRef xc[TIR_MAX_RANK];
+            for (unsigned i = 0; i < res->type.rank; i++) xc[op->attr.perm[i]] = view_coord(c, &vr, r, view_dim(&vr, i));
+            lin = xc[0];
+            for (unsigned d = 1; d < x->type.rank; d++)
+                lin = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, lin, i32c(c, x->type.shape[d]), ""), xc[d], "");
+        } else {
+            lin = linear_index(c, &res->type, r); /* reshape and conversion keep row-major order */
+        }
+        LLVMValueRef at = LLVMBuildAdd(c->b, i32c(c, c->scratch), LLVMBuildMul(c->b, lin, i32c(c, eb), ""), "");
+        LLVMValueRef v = LLVMBuildLoad2(c->b, ty, smem_at(c, at), "");
+        LLVMSetAlignment(v, eb);
+        out[r] = e == TIR_PTR ? v : from_mem(c, e, v);
+    }
+}
+
+/* expand_dims from the slice layout, and a conversion or permute that
+ * only renames: the registers are the same. */
+static void gen_rename(cg *c, const tir_op *op) {
+    const tir_value *x = op->operands[0], *res = op->results[0];
+    LLVMValueRef *out = new_regs(c, res);
+    if (c->nregs[res->id] != c->nregs[x->id] && c->nregs[x->id] != 1) {
+        cg_error(c, op, "operand and result layouts do not line up");
+        return;
+    }
+    for (uint32_t r = 0; r < c->nregs[res->id]; r++) out[r] = reg(c, x, r);
+}
+
+/* broadcast: same layout; a result register reads the operand register
+ * with the same indices, 0 along the operand's dims of size 1. */
+static void gen_broadcast(cg *c, const tir_op *op) {
+    const tir_value *x = op->operands[0], *res = op->results[0];
+    view vx = view_of(&x->type), vr = view_of(&res->type);
+    LLVMValueRef *out = new_regs(c, res);
+    for (uint32_t r = 0; r < c->nregs[res->id]; r++) {
+        uint32_t rd[TIR_MAX_RANK];
+        reg_split(&vr, r, rd);
+        for (unsigned d = 0; d < vx.rank; d++)
+            if (vx.shape[d] == 1) rd[d] = 0;
+        out[r] = reg(c, x, reg_join(&vx, rd));
+    }
+}
+
 /* Shared memory the kernel's reductions need at most. */
+typedef struct smem_need {
+    uint32_t slots;   /* rank-1 reductions: one slot each */
+    uint32_t scratch; /* the largest layout change or general reduction */
+} smem_need;
+
 static void count_smem(tir_op *op, void *p) {
-    uint32_t *bytes = p;
-    if (op->code == TIR_OP_REDUCE_SUM || op->code == TIR_OP_REDUCE_MAX || op->code == TIR_OP_REDUCE_MIN)
-        *bytes += CG_SMEM_SLOT_BYTES * LOWER_MAX_NUM_WARPS;
+    smem_need *n = p;
+    uint32_t s = 0;
+    if (op->code == TIR_OP_REDUCE_SUM || op->code == TIR_OP_REDUCE_MAX || op->code == TIR_OP_REDUCE_MIN) {
+        if (is_rank1_blocked(&op->operands[0]->type)) n->slots += CG_SMEM_SLOT_BYTES * LOWER_MAX_NUM_WARPS;
+        else s = reduce_scratch(op);
+    } else if (op->nresults == 1 && op->noperands == 1) {
+        s = move_scratch(op);
+    }
+    if (s > n->scratch) n->scratch = s;
 }
 
 static void gen_op(cg *c, const tir_op *op);
@@ -705,16 +1082,22 @@ static void gen_op(cg *c, const tir_op *op) {
     }
     case TIR_OP_ARANGE: {
         LLVMValueRef *r = new_regs(c, res);
-        for (uint32_t i = 0; i < c->nregs[res->id]; i++)
-            r[i] = LLVMBuildAdd(c->b, elem_index(c, &res->type, i), i32c(c, op->attr.range.lo), "");
+        view v = view_of(&res->type);
+        for (uint32_t i = 0; i < c->nregs[res->id]; i++) {
+            LLVMValueRef idx = is_rank1_blocked(&res->type) ? elem_index(c, &res->type, i) : view_coord(c, &v, i, view_dim(&v, 0));
+            r[i] = LLVMBuildAdd(c->b, idx, i32c(c, op->attr.range.lo), "");
+        }
         return;
     }
-    case TIR_OP_SPLAT:
-    case TIR_OP_CONVERT_LAYOUT: {
-        if (op->code == TIR_OP_CONVERT_LAYOUT && !tir_layout_eq(&op->operands[0]->type.layout, &res->type.layout)) {
-            cg_error(c, op, "layout conversions are not supported yet");
-            return;
-        }
+    case TIR_OP_CONVERT_LAYOUT:
+    case TIR_OP_PERMUTE:
+    case TIR_OP_RESHAPE:
+        if (move_scratch(op)) gen_move_scratch(c, op);
+        else gen_rename(c, op);
+        return;
+    case TIR_OP_EXPAND_DIMS: gen_rename(c, op); return;
+    case TIR_OP_BROADCAST: gen_broadcast(c, op); return;
+    case TIR_OP_SPLAT: {
         LLVMValueRef *r = new_regs(c, res);
         for (uint32_t i = 0; i < c->nregs[res->id]; i++) r[i] = reg(c, op->operands[0], i);
         return;
@@ -817,10 +1200,13 @@ static bool gen_func(cg *c, tir_func *f) {
     }
     c->tid = sreg(c, "llvm.nvvm.read.ptx.sreg.tid.x");
     memset(c->tid_times, 0, sizeof c->tid_times);
-    uint32_t smem_bytes = 0;
-    tir_walk(f, count_smem, &smem_bytes);
+    smem_need need = {0, 0};
+    tir_walk(f, count_smem, &need);
+    c->scratch = (need.slots + 15) & ~15u;
+    uint32_t smem_bytes = need.scratch ? c->scratch + need.scratch : need.slots;
     c->smem = NULL;
     c->smem_used = 0;
+    c->nbases = 0;
     if (smem_bytes) {
         char name[300];
         snprintf(name, sizeof name, "%s.smem", f->name);

@@ -1,13 +1,39 @@
-/* layout.c - gives every tile a blocked layout.
+/* layout.c - gives every tile a layout: how its elements spread over the
+ * threads of a program instance.
  *
- * A blocked layout spreads a tile over the threads of a program instance:
- * each thread owns `spt` consecutive elements, 32 threads form a warp,
- * `num_warps` warps the instance, and the pattern repeats over larger tiles
- * and wraps (replicates) over smaller ones. spt is chosen so one thread's
- * run is 16 bytes of the widest element the kernel loads or stores (4 f32,
- * 8 f16), which is what lets codegen use 16-byte vector accesses; it
- * shrinks when the tile is too small to give every thread that many. All
- * tiles of one shape get one layout, so elementwise ops never convert.
+ * A blocked layout gives each thread `spt` consecutive elements per dim;
+ * `tpw` threads of a warp and `wpc` warps tile the rest, dims taken in
+ * `ord` (fastest-varying first); the pattern repeats over larger tiles and
+ * wraps (replicates) over smaller ones. A slice layout is a blocked layout
+ * of one dim more with that dim dropped: what a reduction along the dim
+ * gives and what expand_dims needs, so `sum(x, axis=1)[:, None]` and
+ * `rows[:, None]` stay in registers.
+ *
+ * The algorithm:
+ *  1. Classes. Values that must share a layout are joined (union-find):
+ *     the tiles of an elementwise op (loads and stores included), a
+ *     broadcast's operand and result, and a loop's init, body argument,
+ *     yielded value and result.
+ *  2. Wishes. Some ops ask for a layout derived from another class's: a
+ *     reduction's result wants the slice of its operand's layout, an
+ *     expand_dims operand wants the slice of its result's, a permute's
+ *     result wants its operand's layout permuted (then it moves no data).
+ *  3. Choice. Classes are decided from the highest rank down (slices come
+ *     from the rank above) and, within a rank, in program order: the first
+ *     wish whose source is decided wins, otherwise the default blocked
+ *     layout for the largest shape in the class. A class holding an
+ *     expand_dims result stays blocked.
+ *  4. Repair. Where an op's operand still does not have the layout the op
+ *     needs (two wishes disagreed: `offs[:, None]` and `offs[None, :]`), a
+ *     convert_layout goes in, which codegen does through shared memory.
+ *
+ * Default blocked layouts: each thread's run along the last dim is 16
+ * bytes of the widest element the kernel loads or stores (4 f32, 8 f16),
+ * which lets codegen use 16-byte accesses; it shrinks when the tile is too
+ * small to give every thread that many. Lanes then warps go to dims
+ * fastest first, as far as each dim has elements for them; what is left
+ * replicates. For rank 1 that is the layout the kernels of issue 3/4 were
+ * tuned with.
  *
  * num_warps, unless the user chose it, follows the bytes of the largest
  * tile the kernel loads (or else stores, or else computes, as f32): one
@@ -20,49 +46,256 @@
  * 32 warps at 16384 f32 were 5-15% slower than 16, while at 32768 they
  * keep threads at 32 elements, where 16 warps made the softmax gradient
  * spill. */
+#include <string.h>
+
 #include "lower/lower.h"
 
 enum { LAYOUT_ACCESS_BYTES = 16 };
 
+typedef struct wish {
+    uint32_t from;   /* value id whose class's layout this derives from */
+    uint8_t kind;    /* WISH_* */
+    uint8_t dim;     /* slice: the dim; permute: unused */
+    uint8_t perm[TIR_MAX_RANK];
+    struct wish *next;
+} wish;
+
+enum { WISH_SLICE_OF, WISH_PARENT_OF, WISH_PERMUTE_OF };
+
 typedef struct layout_ctx {
+    tir_func *f;
+    tc_arena *arena;
     int num_warps;
     unsigned widest_bytes;
-    bool ok;
-    tc_diag *diag;
-    const char *file;
+    uint32_t n;           /* values */
+    uint32_t *parent;     /* union-find over value ids */
+    tir_value **value;    /* by id */
+    /* per class root: */
+    uint32_t *shape;      /* max shape, TIR_MAX_RANK per root */
+    uint8_t *rank;        /* 0: not a tile */
+    uint8_t *decided;
+    uint8_t *must_block;  /* holds an expand_dims result */
+    tir_layout *layout;
+    wish **wishes;
 } layout_ctx;
 
-static void find_widest(tir_op *op, void *p) {
-    layout_ctx *c = p;
-    if (op->code != TIR_OP_LOAD && op->code != TIR_OP_STORE) return;
-    unsigned bytes = (tir_elem_bits((tir_elem)op->operands[0]->type.pointee) + 7) / 8;
-    if (bytes > c->widest_bytes) c->widest_bytes = bytes;
+static uint32_t find(layout_ctx *c, uint32_t v) {
+    while (c->parent[v] != v) v = c->parent[v] = c->parent[c->parent[v]];
+    return v;
 }
 
-static void assign(layout_ctx *c, tir_value *v, tc_loc loc) {
-    tir_type *t = &v->type;
-    if (t->rank == 0) return;
-    if (t->rank > 1) {
-        if (c->ok)
-            tc_error_loc(c->diag, c->file, loc, "tiles of rank %u are not supported by code generation yet (limit is 1)",
-                         t->rank);
-        c->ok = false;
-        return;
+static void join(layout_ctx *c, const tir_value *a, const tir_value *b) {
+    if (!a->type.rank || !b->type.rank || a->type.rank != b->type.rank) return;
+    uint32_t x = find(c, a->id), y = find(c, b->id);
+    if (x == y) return;
+    if (x > y) { /* the root is the earliest value: program order */
+        uint32_t t = x;
+        x = y;
+        y = t;
     }
-    uint32_t n = t->shape[0];
+    c->parent[y] = x;
+}
+
+static void record(tir_value *v, layout_ctx *c) {
+    if (v->id < c->n) c->value[v->id] = v;
+}
+
+static void collect(tir_op *op, void *p) {
+    layout_ctx *c = p;
+    for (uint32_t i = 0; i < op->nresults; i++) record(op->results[i], c);
+    if (op->body)
+        for (uint32_t i = 0; i < op->body->nargs; i++) record(op->body->args[i], c);
+    const tir_opinfo *info = &tir_ops[op->code];
+    if ((info->flags & TIR_F_ELEMENTWISE)) {
+        const tir_value *anchor = op->nresults ? op->results[0] : op->operands[0];
+        for (uint32_t i = 0; i < op->noperands; i++) join(c, anchor, op->operands[i]);
+    }
+    if (op->code == TIR_OP_BROADCAST) join(c, op->operands[0], op->results[0]);
+    if (op->code == TIR_OP_FOR) {
+        const tir_op *y = op->body->last;
+        for (uint32_t k = 0; k < op->nresults; k++) {
+            join(c, op->results[k], op->operands[3 + k]);
+            join(c, op->results[k], op->body->args[k + 1]);
+            if (y && y->code == TIR_OP_YIELD && k < y->noperands) join(c, op->results[k], y->operands[k]);
+        }
+    }
+}
+
+static void add_wish(layout_ctx *c, const tir_value *to, const tir_value *from, int kind, unsigned dim,
+                     const uint8_t *perm) {
+    uint32_t r = find(c, to->id);
+    wish *w = TC_NEW(c->arena, wish);
+    w->from = from->id;
+    w->kind = (uint8_t)kind;
+    w->dim = (uint8_t)dim;
+    if (perm) memcpy(w->perm, perm, TIR_MAX_RANK);
+    /* appended: the first wish in program order is tried first */
+    wish **at = &c->wishes[r];
+    while (*at) at = &(*at)->next;
+    *at = w;
+}
+
+static void collect_wishes(tir_op *op, void *p) {
+    layout_ctx *c = p;
+    switch (op->code) {
+    case TIR_OP_REDUCE_SUM: case TIR_OP_REDUCE_MAX: case TIR_OP_REDUCE_MIN:
+        if (op->results[0]->type.rank)
+            add_wish(c, op->results[0], op->operands[0], WISH_SLICE_OF, (unsigned)op->attr.axis, NULL);
+        break;
+    case TIR_OP_EXPAND_DIMS:
+        c->must_block[find(c, op->results[0]->id)] = 1;
+        if (op->operands[0]->type.rank)
+            add_wish(c, op->operands[0], op->results[0], WISH_PARENT_OF, (unsigned)op->attr.axis, NULL);
+        break;
+    case TIR_OP_PERMUTE: add_wish(c, op->results[0], op->operands[0], WISH_PERMUTE_OF, 0, op->attr.perm); break;
+    default: break;
+    }
+}
+
+/* The default blocked layout for a shape. */
+static tir_layout default_blocked(const layout_ctx *c, unsigned rank, const uint32_t *shape) {
+    tir_layout l;
+    memset(&l, 0, sizeof l);
+    l.kind = TIR_LAYOUT_BLOCKED;
+    l.rank = (uint8_t)rank;
+    uint64_t numel = 1;
+    for (unsigned d = 0; d < rank; d++) {
+        numel *= shape[d];
+        l.spt[d] = l.tpw[d] = l.wpc[d] = 1;
+        l.ord[d] = (uint8_t)(rank - 1 - d);
+    }
+    unsigned last = rank - 1;
     uint32_t threads = 32u * (uint32_t)c->num_warps;
     uint32_t spt = LAYOUT_ACCESS_BYTES / c->widest_bytes;
-    while (spt > 1 && (uint64_t)spt * threads > n) spt /= 2;
-    if (spt > n) spt = n;
-    tir_layout l = {0};
-    l.kind = TIR_LAYOUT_BLOCKED;
-    l.rank = 1;
-    l.spt[0] = (uint16_t)spt;
-    l.tpw[0] = 32;
-    l.wpc[0] = (uint16_t)c->num_warps;
-    l.ord[0] = 0;
-    t->layout = l;
+    while (spt > 1 && (uint64_t)spt * threads > numel) spt /= 2;
+    if (spt > shape[last]) spt = shape[last];
+    l.spt[last] = (uint16_t)spt;
+    if (rank == 1) { /* the 1-D rule, unchanged: every lane and warp along the one dim */
+        l.tpw[0] = 32;
+        l.wpc[0] = (uint16_t)c->num_warps;
+        return l;
+    }
+    uint32_t lanes = 32, warps = (uint32_t)c->num_warps;
+    for (unsigned k = 0; k < rank; k++) { /* fastest dim first */
+        unsigned d = l.ord[k];
+        uint32_t room = shape[d] / l.spt[d];
+        uint32_t t = lanes < room ? lanes : room ? room : 1;
+        l.tpw[d] = (uint16_t)t;
+        lanes /= t;
+    }
+    l.tpw[l.ord[0]] = (uint16_t)(l.tpw[l.ord[0]] * lanes); /* left over: replicate along the fastest dim */
+    for (unsigned k = 0; k < rank; k++) {
+        unsigned d = l.ord[k];
+        uint32_t room = shape[d] / ((uint32_t)l.spt[d] * l.tpw[d]);
+        uint32_t w = warps < room ? warps : room ? room : 1;
+        l.wpc[d] = (uint16_t)w;
+        warps /= w;
+    }
+    l.wpc[l.ord[rank - 1]] = (uint16_t)(l.wpc[l.ord[rank - 1]] * warps); /* left over: along the slowest dim */
+    return l;
 }
+
+static tir_layout permuted(const tir_layout *src, const uint8_t *perm) {
+    tir_layout l = *src;
+    uint8_t inv[TIR_MAX_RANK];
+    for (unsigned i = 0; i < src->rank; i++) inv[perm[i]] = (uint8_t)i;
+    for (unsigned i = 0; i < src->rank; i++) {
+        l.spt[i] = src->spt[perm[i]];
+        l.tpw[i] = src->tpw[perm[i]];
+        l.wpc[i] = src->wpc[perm[i]];
+        l.ord[i] = inv[src->ord[i]];
+    }
+    return l;
+}
+
+/* The layout a wish gives, if its source is decided and the result fits. */
+static bool try_wish(layout_ctx *c, uint32_t root, const wish *w, tir_layout *out) {
+    uint32_t src = find(c, w->from);
+    if (!c->decided[src]) return false;
+    const tir_layout *sl = &c->layout[src];
+    switch (w->kind) {
+    case WISH_SLICE_OF:
+        if (sl->kind != TIR_LAYOUT_BLOCKED) return false;
+        *out = tir_layout_slice(sl, w->dim);
+        return !c->must_block[root];
+    case WISH_PARENT_OF:
+        return false; /* handled from the other side: see decide() */
+    case WISH_PERMUTE_OF:
+        if (sl->kind != TIR_LAYOUT_BLOCKED) return false;
+        *out = permuted(sl, w->perm);
+        return true;
+    }
+    return false;
+}
+
+static void decide(layout_ctx *c, uint32_t root) {
+    tir_layout l;
+    bool got = false;
+    for (const wish *w = c->wishes[root]; w && !got; w = w->next) {
+        if (w->kind == WISH_PARENT_OF) {
+            /* expand_dims(x, axis): x's class wants the slice of the result's */
+            uint32_t src = find(c, w->from);
+            if (c->decided[src] && c->layout[src].kind == TIR_LAYOUT_BLOCKED && !c->must_block[root]) {
+                l = tir_layout_slice(&c->layout[src], w->dim);
+                got = true;
+            }
+            continue;
+        }
+        got = try_wish(c, root, w, &l);
+    }
+    if (!got) l = default_blocked(c, c->rank[root], &c->shape[root * TIR_MAX_RANK]);
+    c->layout[root] = l;
+    c->decided[root] = 1;
+}
+
+/* ---- repair ---------------------------------------------------------------- */
+
+static tir_value *convert(layout_ctx *c, tir_op *before, tir_value *v, tir_layout want) {
+    tir_builder b = {c->f->module, c->f, before->parent, NULL, before->loc};
+    tir_builder_before(&b, before);
+    tir_type t = v->type;
+    t.layout = want;
+    return tir_build1(&b, TIR_OP_CONVERT_LAYOUT, t, 1, &v);
+}
+
+typedef struct repair_ctx {
+    layout_ctx *c;
+} repair_ctx;
+
+static void repair(tir_op *op, void *p) {
+    layout_ctx *c = p;
+    switch (op->code) {
+    case TIR_OP_EXPAND_DIMS: {
+        tir_value *x = op->operands[0];
+        if (!x->type.rank) break;
+        tir_layout want = tir_layout_slice(&op->results[0]->type.layout, (unsigned)op->attr.axis);
+        if (!tir_layout_eq(&x->type.layout, &want)) op->operands[0] = convert(c, op, x, want);
+        break;
+    }
+    case TIR_OP_REDUCE_SUM: case TIR_OP_REDUCE_MAX: case TIR_OP_REDUCE_MIN: {
+        tir_value *x = op->operands[0], *r = op->results[0];
+        if (!r->type.rank) break; /* to a scalar: any operand layout */
+        if (x->type.layout.kind != TIR_LAYOUT_BLOCKED) {
+            tir_layout want = default_blocked(c, x->type.rank, x->type.shape);
+            op->operands[0] = x = convert(c, op, x, want);
+        }
+        tir_layout want = tir_layout_slice(&x->type.layout, (unsigned)op->attr.axis);
+        if (!tir_layout_eq(&r->type.layout, &want)) {
+            /* the reduction gives the slice; a conversion after it gives
+             * the layout its users were laid out for */
+            tir_layout users = r->type.layout;
+            r->type.layout = want;
+            tir_value *fixed = convert(c, op->next, r, users);
+            tir_replace_all_uses(c->f, r, fixed);
+            fixed->def->operands[0] = r;
+        }
+        break;
+    }
+    default: break;
+    }
+}
+
+/* ---- num_warps ---------------------------------------------------------------- */
 
 /* The bytes of the largest tile loaded, stored, and computed (as f32). */
 typedef struct tile_bytes {
@@ -89,11 +322,50 @@ static int heuristic_num_warps(tir_func *f) {
     return b < 8192 ? LOWER_DEFAULT_NUM_WARPS : b < 16384 ? 8 : b < 131072 ? 16 : 32;
 }
 
-static void assign_op(tir_op *op, void *p) {
+static void find_widest(tir_op *op, void *p) {
     layout_ctx *c = p;
-    for (uint32_t i = 0; i < op->nresults; i++) assign(c, op->results[i], op->loc);
-    if (op->body)
-        for (uint32_t i = 0; i < op->body->nargs; i++) assign(c, op->body->args[i], op->loc);
+    if (op->code != TIR_OP_LOAD && op->code != TIR_OP_STORE) return;
+    unsigned bytes = (tir_elem_bits((tir_elem)op->operands[0]->type.pointee) + 7) / 8;
+    if (bytes > c->widest_bytes) c->widest_bytes = bytes;
+}
+
+static void layout_func(tir_func *f, int num_warps) {
+    tc_arena *arena = tc_arena_new();
+    layout_ctx c;
+    memset(&c, 0, sizeof c);
+    c.f = f;
+    c.arena = arena;
+    c.num_warps = num_warps;
+    c.n = f->next_value_id;
+    c.parent = TC_NEW_ARRAY(arena, uint32_t, c.n + 1);
+    c.value = TC_NEW_ARRAY(arena, tir_value *, c.n + 1);
+    c.shape = TC_NEW_ARRAY(arena, uint32_t, (c.n + 1) * TIR_MAX_RANK);
+    c.rank = TC_NEW_ARRAY(arena, uint8_t, c.n + 1);
+    c.decided = TC_NEW_ARRAY(arena, uint8_t, c.n + 1);
+    c.must_block = TC_NEW_ARRAY(arena, uint8_t, c.n + 1);
+    c.layout = TC_NEW_ARRAY(arena, tir_layout, c.n + 1);
+    c.wishes = TC_NEW_ARRAY(arena, wish *, c.n + 1);
+    for (uint32_t i = 0; i < c.n; i++) c.parent[i] = i;
+    tir_walk(f, find_widest, &c);
+    if (!c.widest_bytes) c.widest_bytes = 4; /* no memory access: any size will do */
+    tir_walk(f, collect, &c);
+    tir_walk(f, collect_wishes, &c);
+    /* each class's rank and largest shape */
+    for (uint32_t i = 0; i < c.n; i++) {
+        const tir_value *v = c.value[i];
+        if (!v || !v->type.rank) continue;
+        uint32_t r = find(&c, i);
+        c.rank[r] = v->type.rank;
+        for (unsigned d = 0; d < v->type.rank; d++)
+            if (v->type.shape[d] > c.shape[r * TIR_MAX_RANK + d]) c.shape[r * TIR_MAX_RANK + d] = v->type.shape[d];
+    }
+    for (int rank = TIR_MAX_RANK; rank >= 1; rank--)
+        for (uint32_t i = 0; i < c.n; i++)
+            if (c.value[i] && c.value[i]->type.rank == rank && find(&c, i) == i) decide(&c, i);
+    for (uint32_t i = 0; i < c.n; i++)
+        if (c.value[i] && c.value[i]->type.rank) c.value[i]->type.layout = c.layout[find(&c, i)];
+    tir_walk(f, repair, &c);
+    tc_arena_free(arena);
 }
 
 bool lower_layout(tir_module *m, const lower_options *opt, tc_diag *diag) {
@@ -109,11 +381,7 @@ bool lower_layout(tir_module *m, const lower_options *opt, tc_diag *diag) {
             continue;
         }
         f->num_warps = w;
-        layout_ctx c = {w, 0, true, diag, m->source_name};
-        tir_walk(f, find_widest, &c);
-        if (!c.widest_bytes) c.widest_bytes = 4; /* no memory access: any size will do */
-        tir_walk(f, assign_op, &c);
-        ok = ok && c.ok;
+        layout_func(f, w);
     }
     return ok;
 }

@@ -64,6 +64,7 @@ static void parse_syntax_error(struct yyParser *p, int major, tc_span tok, parse
 %left PLUS MINUS.
 %left STAR SLASH PERCENT.
 %right BANG.
+%left LBRACKET.
 
 /* Lists carry their last element so appending stays O(1). */
 %type kernel {ast_kernel *}
@@ -78,6 +79,8 @@ static void parse_syntax_error(struct yyParser *p, int major, tc_span tok, parse
 %type arg_list {parse_args}
 %type arg {ast_arg *}
 %type name {ast_name}
+%type subs {ast_subs}
+%type tuple {parse_args}
 
 /* Arena memory: nothing to free when a symbol is popped. */
 %default_destructor { (void)ctx; }
@@ -165,6 +168,22 @@ expr(E) ::= TRUE(T).                     { E = ast_bool(&ctx->b, T, true); }
 expr(E) ::= FALSE(T).                    { E = ast_bool(&ctx->b, T, false); }
 expr(E) ::= name(N).                     { E = ast_ident(&ctx->b, N); }
 expr(E) ::= name(N) LPAREN args(A) RPAREN(R). { E = ast_call(&ctx->b, N, A.head, R); }
+/* x[:, None]: postfix, binding tighter than any operator */
+expr(E) ::= expr(A) LBRACKET subs(S) RBRACKET(R). { E = ast_index(&ctx->b, A, S, R); }
+/* (a, b), (a, b,) and (a,): shapes and permutations */
+expr(E) ::= LPAREN(L) tuple(T) RPAREN(R).         { E = ast_tuple(&ctx->b, T.head, L, R); }
+expr(E) ::= LPAREN(L) tuple(T) COMMA RPAREN(R).   { E = ast_tuple(&ctx->b, T.head, L, R); }
+expr(E) ::= LPAREN(L) expr(A) COMMA RPAREN(R).    { E = ast_tuple(&ctx->b, ast_arg_new(&ctx->b, NULL, A), L, R); }
+
+subs(S) ::= COLON(T).                  { S = ast_subs_push(&ctx->b, (ast_subs){0, 0}, false, T); }
+subs(S) ::= NONE(T).                   { S = ast_subs_push(&ctx->b, (ast_subs){0, 0}, true, T); }
+subs(S) ::= subs(A) COMMA COLON(T).    { S = ast_subs_push(&ctx->b, A, false, T); }
+subs(S) ::= subs(A) COMMA NONE(T).     { S = ast_subs_push(&ctx->b, A, true, T); }
+
+tuple(L) ::= expr(A) COMMA expr(B).
+    { L.head = ast_arg_new(&ctx->b, NULL, A); L.tail = ast_arg_append(L.head, ast_arg_new(&ctx->b, NULL, B))->next; }
+tuple(L) ::= tuple(A) COMMA expr(B).
+    { L.head = A.head; L.tail = ast_arg_append(A.tail, ast_arg_new(&ctx->b, NULL, B))->next; }
 
 args(L) ::= .                       { L.head = L.tail = NULL; }
 args(L) ::= arg_list(A).            { L = A; }
@@ -260,7 +279,7 @@ static void parse_syntax_error(struct yyParser *p, int major, tc_span tok, parse
                                      TK_MINUS, TK_PLUS, TK_BANG};
     static const int binops[] = {TK_OR, TK_XOR, TK_AND, TK_EQ, TK_NE, TK_LT, TK_LE, TK_GT,
                                  TK_GE, TK_SHL, TK_SHR, TK_PLUS, TK_MINUS, TK_STAR, TK_SLASH,
-                                 TK_PERCENT};
+                                 TK_PERCENT, TK_LBRACKET};
     enum { NSTART = sizeof expr_start / sizeof expr_start[0], NBIN = sizeof binops / sizeof binops[0] };
     const char *items[YYNTOKEN + 2];
     int nitems = 0;

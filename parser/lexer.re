@@ -34,7 +34,7 @@ uint32_t parse_lex(const char *z, const char *limit, int *kind) {
     // seeing `12` followed by an identifier.
     int    = [0-9] [0-9a-zA-Z_]*;
     // Bytes that cannot start any token: a run of them is one error.
-    junk   = [^a-zA-Z0-9_ \t\r\n\v\f+\-*/%<>=!&|^(){},;:.];
+    junk   = [^a-zA-Z0-9_ \t\r\n\v\f+\-*/%<>=!&|^(){}[\],;:.];
 
     $ { *kind = PARSE_TK_EOF; return 0; }
 
@@ -53,6 +53,7 @@ uint32_t parse_lex(const char *z, const char *limit, int *kind) {
     "false"  { *kind = TK_FALSE; return LEN(); }
     "for"    { *kind = TK_FOR; return LEN(); }
     "in"     { *kind = TK_IN; return LEN(); }
+    "None"   { *kind = TK_NONE; return LEN(); }
     "if" | "else" | "while" | "return" | "break" | "continue"
              { *kind = TK_RESERVED; return LEN(); }
     ident    { *kind = TK_IDENT; return LEN(); }
@@ -81,6 +82,8 @@ uint32_t parse_lex(const char *z, const char *limit, int *kind) {
     ")"  { *kind = TK_RPAREN; return LEN(); }
     "{"  { *kind = TK_LBRACE; return LEN(); }
     "}"  { *kind = TK_RBRACE; return LEN(); }
+    "["  { *kind = TK_LBRACKET; return LEN(); }
+    "]"  { *kind = TK_RBRACKET; return LEN(); }
     ","  { *kind = TK_COMMA; return LEN(); }
     ";"  { *kind = TK_SEMI; return LEN(); }
     ":"  { *kind = TK_COLON; return LEN(); }

@@ -58,6 +58,9 @@ const char *parse_token_desc(int kind) {
     case TK_RPAREN: return "')'";
     case TK_LBRACE: return "'{'";
     case TK_RBRACE: return "'}'";
+    case TK_LBRACKET: return "'['";
+    case TK_RBRACKET: return "']'";
+    case TK_NONE: return "'None'";
     case TK_COMMA: return "','";
     case TK_SEMI: return "';'";
     case TK_COLON: return "':'";

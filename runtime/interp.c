@@ -344,6 +344,37 @@ static void do_reduce(interp *in, const tir_op *op) {
     free(line);
 }
 
+/* ---- shapes ---------------------------------------------------------------- */
+
+/* broadcast and permute: each result element comes from the operand
+ * element whose index along operand dim d is the result's index along dim
+ * from[d] (0 where the operand's dim has size 1). */
+static void do_move(interp *in, const tir_op *op) {
+    const tir_value *x = op->operands[0], *res = op->results[0];
+    unsigned rank = res->type.rank;
+    unsigned from[TIR_MAX_RANK];
+    for (unsigned d = 0; d < rank; d++) from[d] = d;
+    if (op->code == TIR_OP_PERMUTE)
+        for (unsigned i = 0; i < rank; i++) from[op->attr.perm[i]] = i;
+    uint64_t xstride[TIR_MAX_RANK];
+    for (unsigned d = rank, st = 1; d-- > 0;) {
+        xstride[d] = x->type.shape[d] == 1 ? 0 : st;
+        st *= x->type.shape[d];
+    }
+    slot *s = out_slot(in, res);
+    const cell *a = val(in, x);
+    uint32_t idx[TIR_MAX_RANK] = {0, 0, 0};
+    for (uint32_t k = 0; k < s->n; k++) {
+        uint64_t at = 0;
+        for (unsigned d = 0; d < rank; d++) at += idx[from[d]] * xstride[d];
+        s->cells[k] = a[at];
+        for (unsigned d = rank; d-- > 0;) { /* next row-major index */
+            if (++idx[d] < res->type.shape[d]) break;
+            idx[d] = 0;
+        }
+    }
+}
+
 /* ---- ops ---------------------------------------------------------------- */
 
 static void run_block(interp *in, const tir_block *blk);
@@ -415,6 +446,10 @@ static void run_op(interp *in, const tir_op *op) {
         for (uint32_t k = 0; k < s->n; k++) s->cells[k] = v;
         return;
     }
+    case TIR_OP_BROADCAST:
+    case TIR_OP_PERMUTE: do_move(in, op); return;
+    case TIR_OP_EXPAND_DIMS: /* row-major order is unchanged by these */
+    case TIR_OP_RESHAPE:
     case TIR_OP_CONVERT_LAYOUT: {
         slot *s = out_slot(in, res);
         memcpy(s->cells, val(in, op->operands[0]), sizeof(cell) * s->n);

@@ -184,6 +184,31 @@ tir_value *tir_build_splat(tir_builder *b, tir_value *scalar, tir_type shape_of)
     return tir_build1(b, TIR_OP_SPLAT, tir_with_elem(shape_of, scalar->type), 1, &scalar);
 }
 
+tir_value *tir_build_expand_dims(tir_builder *b, tir_value *a, unsigned axis) {
+    tir_type t = tir_element_of(a->type);
+    t.rank = (uint8_t)(a->type.rank + 1);
+    for (unsigned d = 0, k = 0; d < t.rank && d < TIR_MAX_RANK; d++) t.shape[d] = d == axis ? 1 : a->type.shape[k++];
+    tir_value *r = tir_build1(b, TIR_OP_EXPAND_DIMS, t, 1, &a);
+    r->def->attr.axis = axis;
+    return r;
+}
+
+tir_value *tir_build_broadcast(tir_builder *b, tir_value *a, tir_type shape_of) {
+    return tir_build1(b, TIR_OP_BROADCAST, tir_with_elem(tir_tile(a->type, shape_of.rank, shape_of.shape), a->type), 1, &a);
+}
+
+tir_value *tir_build_reshape(tir_builder *b, tir_value *a, tir_type shape_of) {
+    return tir_build1(b, TIR_OP_RESHAPE, tir_with_elem(tir_tile(a->type, shape_of.rank, shape_of.shape), a->type), 1, &a);
+}
+
+tir_value *tir_build_permute(tir_builder *b, tir_value *a, const unsigned *perm) {
+    uint32_t shape[TIR_MAX_RANK];
+    for (unsigned i = 0; i < a->type.rank; i++) shape[i] = a->type.shape[perm[i]];
+    tir_value *r = tir_build1(b, TIR_OP_PERMUTE, tir_tile(a->type, a->type.rank, shape), 1, &a);
+    for (unsigned i = 0; i < a->type.rank; i++) r->def->attr.perm[i] = (uint8_t)perm[i];
+    return r;
+}
+
 tir_op *tir_build_for(tir_builder *b, tir_value *lo, tir_value *hi, tir_value *step, uint32_t ninits,
                       tir_value *const *inits) {
     tc_arena *a = b->module->arena;

@@ -99,6 +99,14 @@ static void print_op_line(tc_strbuf *out, namer *n, const tir_op *op, int indent
             tc_strbuf_printf(out, "%lld", (long long)op->attr.ival);
         first = false;
         break;
+    case TIR_ATTR_PERM: {
+        unsigned rank = op->noperands ? op->operands[0]->type.rank : 0;
+        tc_strbuf_puts(out, " [");
+        for (unsigned i = 0; i < rank && i < TIR_MAX_RANK; i++) tc_strbuf_printf(out, "%s%u", i ? ", " : "", op->attr.perm[i]);
+        tc_strbuf_putc(out, ']');
+        first = false;
+        break;
+    }
     case TIR_ATTR_NONE: break;
     }
     for (uint32_t i = 0; i < op->noperands; i++) {

@@ -221,17 +221,41 @@ static bool parse_type(reader *r, tir_type *t) {
         tir_layout l = {0};
         unsigned n1, n2, n3, n4;
         uint16_t ord[TIR_MAX_RANK];
-        if (!expect(r, "#blocked") || !expect(r, "<") || !parse_list(r, "spt", l.spt, &n1, 1) || !expect(r, ",") ||
-            !parse_list(r, "tpw", l.tpw, &n2, 1) || !expect(r, ",") || !parse_list(r, "wpc", l.wpc, &n3, 1) ||
-            !expect(r, ",") || !parse_list(r, "ord", ord, &n4, 0) || !expect(r, ">"))
+        unsigned lrank = rank;
+        skip_space(r);
+        if (accept(r, "#slice")) {
+            /* #slice<dim=K, spt=..., ...>: the parent blocked layout has one dim more */
+            int64_t dim;
+            if (!expect(r, "<") || !expect(r, "dim") || !expect(r, "=") || !number(r, &dim) || !expect(r, ","))
+                return false;
+            if (dim < 0 || dim > (int64_t)rank || rank + 1 > TIR_MAX_RANK) {
+                error_here(r, "slice dim out of range");
+                return false;
+            }
+            l.kind = TIR_LAYOUT_SLICE;
+            l.slice_dim = (uint8_t)dim;
+            lrank = rank + 1;
+        } else {
+            if (!expect(r, "#blocked") || !expect(r, "<")) return false;
+            l.kind = TIR_LAYOUT_BLOCKED;
+        }
+        if (!parse_list(r, "spt", l.spt, &n1, 1) || !expect(r, ",") || !parse_list(r, "tpw", l.tpw, &n2, 1) ||
+            !expect(r, ",") || !parse_list(r, "wpc", l.wpc, &n3, 1) || !expect(r, ",") ||
+            !parse_list(r, "ord", ord, &n4, 0) || !expect(r, ">"))
             return false;
-        if (n1 != rank || n2 != rank || n3 != rank || n4 != rank) {
-            error_here(r, "layout lists must have one entry per dimension");
+        if (n1 != lrank || n2 != lrank || n3 != lrank || n4 != lrank) {
+            error_here(r, l.kind == TIR_LAYOUT_SLICE ? "slice layout lists must have one entry per dimension of the parent"
+                                                     : "layout lists must have one entry per dimension");
             return false;
         }
-        l.kind = TIR_LAYOUT_BLOCKED;
-        l.rank = (uint8_t)rank;
-        for (unsigned i = 0; i < rank; i++) l.ord[i] = (uint8_t)(ord[i] - 0);
+        l.rank = (uint8_t)lrank;
+        for (unsigned i = 0; i < lrank; i++) {
+            if (ord[i] >= lrank) {
+                error_here(r, "layout order names a dimension the layout does not have");
+                return false;
+            }
+            l.ord[i] = (uint8_t)ord[i];
+        }
         t->layout = l;
     }
     return expect(r, ">");
@@ -321,6 +345,7 @@ static bool parse_op(reader *r, tir_builder *b) {
     double fv = 0;
     bool need_comma = false;
     size_t attr_pos = 0;
+    uint8_t perm[TIR_MAX_RANK] = {0, 1, 2};
     switch (info->attr) {
     case TIR_ATTR_AXIS:
         if (!number(r, &a0)) return false;
@@ -336,6 +361,27 @@ static bool parse_op(reader *r, tir_builder *b) {
         if (!float_number(r, &fv)) return false;
         need_comma = true;
         break;
+    case TIR_ATTR_PERM: {
+        /* [1, 0]: checked against the operand's rank by the verifier */
+        if (!expect(r, "[")) return false;
+        unsigned k = 0;
+        do {
+            int64_t d;
+            if (k == TIR_MAX_RANK) {
+                error_here(r, "too many dimensions (limit is 3)");
+                return false;
+            }
+            if (!number(r, &d)) return false;
+            if (d < 0 || d >= TIR_MAX_RANK) {
+                error_here(r, "permutation entry out of range");
+                return false;
+            }
+            perm[k++] = (uint8_t)d;
+        } while (accept(r, ","));
+        if (!expect(r, "]")) return false;
+        need_comma = true;
+        break;
+    }
     case TIR_ATTR_NONE: break;
     }
     tir_value *ops[TIR_MAX_OPERANDS];
@@ -382,6 +428,7 @@ static bool parse_op(reader *r, tir_builder *b) {
     tir_op *op = tir_build_op(b, code, nops, ops, nres, types);
     if (info->attr == TIR_ATTR_AXIS) op->attr.axis = a0;
     if (info->attr == TIR_ATTR_RANGE) op->attr.range.lo = a0, op->attr.range.hi = a1;
+    if (info->attr == TIR_ATTR_PERM) memcpy(op->attr.perm, perm, sizeof perm);
     if (info->attr == TIR_ATTR_VALUE) {
         if (nres && tir_elem_is_float((tir_elem)types[0].elem)) {
             op->attr.fval = fv;

@@ -53,20 +53,27 @@ int64_t tir_wrap_int(int64_t v, tir_elem e);
 
 typedef enum tir_layout_kind {
     TIR_LAYOUT_NONE,    /* not assigned yet (before the layout pass) */
-    TIR_LAYOUT_BLOCKED  /* each thread owns spt contiguous elements per dim,
+    TIR_LAYOUT_BLOCKED, /* each thread owns spt contiguous elements per dim,
                            tpw threads of a warp and wpc warps tile the
                            rest; ord lists dims fastest-varying first; the
                            pattern repeats to cover larger tiles and wraps
                            (replicates) over smaller ones */
+    TIR_LAYOUT_SLICE    /* a blocked layout of rank+1 dims (the fields
+                           below) with dim `slice_dim` removed: the tile
+                           sits where a size-1 dim of the parent would be,
+                           and threads that differ only along that dim hold
+                           the same elements. What a reduction along
+                           slice_dim gives, and what expand_dims takes. */
 } tir_layout_kind;
 
 typedef struct tir_layout {
     uint8_t kind; /* tir_layout_kind */
-    uint8_t rank;
+    uint8_t rank; /* of the blocked layout: the tile's, or its rank + 1 for a slice */
     uint16_t spt[TIR_MAX_RANK]; /* size per thread */
     uint16_t tpw[TIR_MAX_RANK]; /* threads per warp; product 32 */
     uint16_t wpc[TIR_MAX_RANK]; /* warps per CTA; product num_warps */
     uint8_t ord[TIR_MAX_RANK];
+    uint8_t slice_dim; /* TIR_LAYOUT_SLICE: the parent's dim the tile lacks */
 } tir_layout;
 
 /* A type by value. rank 0 is a scalar. */
@@ -88,6 +95,10 @@ uint64_t tir_type_numel(tir_type t);          /* 1 for scalars */
 bool tir_type_eq(tir_type a, tir_type b);      /* shape, element and layout */
 bool tir_type_same_shape(tir_type a, tir_type b);
 bool tir_layout_eq(const tir_layout *a, const tir_layout *b);
+/* The slice of a blocked layout that drops dim `dim` (what a reduction
+ * along it gives), and the blocked layout a slice came from. */
+tir_layout tir_layout_slice(const tir_layout *parent, unsigned dim);
+tir_layout tir_layout_parent(const tir_layout *slice);
 void tir_print_type(tc_strbuf *out, tir_type t);
 
 /* ---- ops --------------------------------------------------------------- */
@@ -103,7 +114,7 @@ enum {
 };
 
 typedef enum tir_attr_kind {
-    TIR_ATTR_NONE, TIR_ATTR_AXIS, TIR_ATTR_RANGE, TIR_ATTR_VALUE
+    TIR_ATTR_NONE, TIR_ATTR_AXIS, TIR_ATTR_RANGE, TIR_ATTR_VALUE, TIR_ATTR_PERM
 } tir_attr_kind;
 
 typedef enum tir_opcode {
@@ -157,6 +168,7 @@ struct tir_op {
         struct { int64_t lo, hi; } range; /* RANGE */
         int64_t ival;                   /* VALUE with an integer/i1 result */
         double fval;                    /* VALUE with a float result */
+        uint8_t perm[TIR_MAX_RANK];     /* PERM: result dim i is operand dim perm[i] */
     } attr;
     tc_loc loc;          /* source position, line 0 if none */
     tir_op *prev, *next;
@@ -216,6 +228,13 @@ tir_value *tir_build_unary(tir_builder *b, tir_opcode code, tir_value *a);  /* r
 tir_value *tir_build_binary(tir_builder *b, tir_opcode code, tir_value *a, tir_value *c); /* i1 for compares */
 tir_value *tir_build_cast(tir_builder *b, tir_value *a, tir_elem to);
 tir_value *tir_build_splat(tir_builder *b, tir_value *scalar, tir_type shape_of);
+/* Shape ops (ops.def): a new dim of size 1 before dim `axis`; dims of
+ * size 1 repeated to `shape_of`'s; the same elements in another shape;
+ * dims permuted (result dim i = a's dim perm[i]). */
+tir_value *tir_build_expand_dims(tir_builder *b, tir_value *a, unsigned axis);
+tir_value *tir_build_broadcast(tir_builder *b, tir_value *a, tir_type shape_of);
+tir_value *tir_build_reshape(tir_builder *b, tir_value *a, tir_type shape_of);
+tir_value *tir_build_permute(tir_builder *b, tir_value *a, const unsigned *perm);
 /* A `for` op with its body block (args: iv, then one per init); the caller
  * fills the body, ending it with yield. */
 tir_op *tir_build_for(tir_builder *b, tir_value *lo, tir_value *hi, tir_value *step, uint32_t ninits,

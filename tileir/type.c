@@ -77,10 +77,25 @@ bool tir_layout_eq(const tir_layout *a, const tir_layout *b) {
     if (a->kind != b->kind) return false;
     if (a->kind == TIR_LAYOUT_NONE) return true;
     if (a->rank != b->rank) return false;
+    if (a->kind == TIR_LAYOUT_SLICE && a->slice_dim != b->slice_dim) return false;
     for (unsigned i = 0; i < a->rank; i++)
         if (a->spt[i] != b->spt[i] || a->tpw[i] != b->tpw[i] || a->wpc[i] != b->wpc[i] || a->ord[i] != b->ord[i])
             return false;
     return true;
+}
+
+tir_layout tir_layout_slice(const tir_layout *parent, unsigned dim) {
+    tir_layout l = *parent;
+    l.kind = TIR_LAYOUT_SLICE;
+    l.slice_dim = (uint8_t)dim;
+    return l;
+}
+
+tir_layout tir_layout_parent(const tir_layout *slice) {
+    tir_layout l = *slice;
+    l.kind = TIR_LAYOUT_BLOCKED;
+    l.slice_dim = 0;
+    return l;
 }
 
 bool tir_type_same_shape(tir_type a, tir_type b) {
@@ -117,11 +132,14 @@ void tir_print_type(tc_strbuf *out, tir_type t) {
     tc_strbuf_puts(out, "tile<");
     for (unsigned i = 0; i < t.rank; i++) tc_strbuf_printf(out, "%ux", t.shape[i]);
     print_elem(out, t);
-    if (t.layout.kind == TIR_LAYOUT_BLOCKED) {
+    if (t.layout.kind == TIR_LAYOUT_BLOCKED || t.layout.kind == TIR_LAYOUT_SLICE) {
         const tir_layout *l = &t.layout;
         uint16_t ord[TIR_MAX_RANK];
         for (unsigned i = 0; i < l->rank; i++) ord[i] = l->ord[i];
-        tc_strbuf_puts(out, ", #blocked<");
+        if (l->kind == TIR_LAYOUT_SLICE)
+            tc_strbuf_printf(out, ", #slice<dim=%u, ", l->slice_dim);
+        else
+            tc_strbuf_puts(out, ", #blocked<");
         print_list(out, "spt", l->spt, l->rank);
         tc_strbuf_puts(out, ", ");
         print_list(out, "tpw", l->tpw, l->rank);

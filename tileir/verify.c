@@ -46,10 +46,15 @@ static void check_layout(verifier *v, const tir_op *op, tir_type t) {
     }
     v->any_layout = true;
     const tir_layout *l = &t.layout;
-    if (l->kind != TIR_LAYOUT_BLOCKED || l->rank != t.rank) {
-        fail(v, op, "layout rank differs from the tile's rank");
+    bool slice = l->kind == TIR_LAYOUT_SLICE;
+    if ((l->kind != TIR_LAYOUT_BLOCKED && !slice) || l->rank != t.rank + slice || l->rank > TIR_MAX_RANK) {
+        fail(v, op, slice ? "a slice layout's parent must have one dim more than the tile" : "layout rank differs from the tile's rank");
         return;
     }
+    if (slice && l->slice_dim > t.rank) fail(v, op, "slice dim out of range");
+    unsigned seen = 0;
+    for (unsigned i = 0; i < l->rank; i++) seen |= 1u << l->ord[i];
+    if (seen != (1u << l->rank) - 1) fail(v, op, "layout order must list every dim once");
     uint64_t tpw = 1, wpc = 1;
     for (unsigned i = 0; i < l->rank; i++) {
         if (!is_pow2(l->spt[i]) || !is_pow2(l->tpw[i]) || !is_pow2(l->wpc[i]))
@@ -128,6 +133,52 @@ static void check_types(verifier *v, const tir_op *op) {
         for (unsigned d = 0, k = 0; same && d < x.rank; d++)
             if (d != (unsigned)op->attr.axis) same = r.shape[k++] == x.shape[d];
         if (!same) fail(v, op, "a reduction's result is its operand's type without dim `axis`");
+        else if (r.rank && x.layout.kind != TIR_LAYOUT_NONE) {
+            tir_layout want = tir_layout_slice(&x.layout, (unsigned)op->attr.axis);
+            if (x.layout.kind != TIR_LAYOUT_BLOCKED || !tir_layout_eq(&r.layout, &want))
+                fail(v, op, "a reduction's result layout must be its operand's slice along `axis`");
+        }
+        break;
+    }
+    case TIR_OP_EXPAND_DIMS: {
+        tir_type x = o[0]->type;
+        bool same = r.rank == x.rank + 1 && op->attr.axis >= 0 && op->attr.axis <= x.rank &&
+                    tir_type_eq(tir_element_of(r), tir_element_of(x));
+        for (unsigned d = 0, k = 0; same && d < r.rank; d++)
+            same = d == (unsigned)op->attr.axis ? r.shape[d] == 1 : r.shape[d] == x.shape[k++];
+        if (!same) {
+            fail(v, op, "expand_dims inserts one dim of size 1 at `axis` (at most the operand's rank)");
+            break;
+        }
+        if (x.rank && r.layout.kind != TIR_LAYOUT_NONE) {
+            tir_layout want = tir_layout_slice(&r.layout, (unsigned)op->attr.axis);
+            if (r.layout.kind != TIR_LAYOUT_BLOCKED || !tir_layout_eq(&x.layout, &want))
+                fail(v, op, "expand_dims operand layout must be the result's slice along `axis`");
+        }
+        break;
+    }
+    case TIR_OP_BROADCAST: {
+        tir_type x = o[0]->type;
+        bool ok = x.rank == r.rank && r.rank > 0 && tir_type_eq(tir_element_of(r), tir_element_of(x));
+        for (unsigned d = 0; ok && d < r.rank; d++) ok = x.shape[d] == r.shape[d] || x.shape[d] == 1;
+        if (!ok) fail(v, op, "broadcast keeps the rank and repeats dims of size 1");
+        else if (!tir_layout_eq(&x.layout, &r.layout)) fail(v, op, "broadcast operand and result must have one layout");
+        break;
+    }
+    case TIR_OP_RESHAPE:
+        if (!o[0]->type.rank || !r.rank || tir_type_numel(o[0]->type) != tir_type_numel(r) ||
+            !tir_type_eq(tir_element_of(r), tir_element_of(o[0]->type)))
+            fail(v, op, "reshape keeps the element type and the number of elements");
+        break;
+    case TIR_OP_PERMUTE: {
+        tir_type x = o[0]->type;
+        unsigned seen = 0;
+        bool ok = x.rank && r.rank == x.rank && tir_type_eq(tir_element_of(r), tir_element_of(x));
+        for (unsigned i = 0; ok && i < x.rank; i++) {
+            ok = op->attr.perm[i] < x.rank && r.shape[i] == x.shape[op->attr.perm[i]];
+            if (ok) seen |= 1u << op->attr.perm[i];
+        }
+        if (!ok || seen != (1u << x.rank) - 1) fail(v, op, "permute's result dim i is the operand's dim perm[i], perm a permutation");
         break;
     }
     case TIR_OP_CAST:

@@ -218,7 +218,7 @@ static void test_syntax_error_messages(void **state) {
     expect_first_error("kernel k(", "t.tile:1:10: error: expected ')', identifier or 'const', found end of file");
     expect_first_error("kernel (", "t.tile:1:8: error: expected identifier, found '('");
     expect_first_error("kernel k() { let a = 1; ", "t.tile:1:25: error: expected '}' at end of file");
-    expect_first_error("kernel k() { let a = (1; }", "t.tile:1:24: error: expected ')', found ';'");
+    expect_first_error("kernel k() { let a = (1; }", "t.tile:1:24: error: expected ')' or ',', found ';'");
     expect_first_error("kernel k(x: i32) { let a = x < 1 < 2; }",
                        "t.tile:1:34: error: comparison operators cannot be chained; use parentheses and '&', "
                        "e.g. '(a < b) & (b < c)'");
@@ -249,7 +249,7 @@ static void test_recovery_reports_several_errors(void **state) {
     assert_string_equal(r.diag, "t.tile:2:14: error: expected expression, found ';'\n"
                                 "      let p = x +;\n"
                                 "                 ^\n"
-                                "t.tile:4:13: error: expected ')', found ';'\n"
+                                "t.tile:4:13: error: expected ')' or ',', found ';'\n"
                                 "      let r = (x;\n"
                                 "                ^\n"
                                 "t.tile:7:12: error: expected ':', found 'i32'\n"
