@@ -1,6 +1,6 @@
 /* axisinfo.c - what is known about the integers (and pointers) in a tile.
  *
- * For each value, along its (one) axis: `contiguity`, the length of runs of
+ * For each value, along its last dim: `contiguity`, the length of runs of
  * consecutive elements that increase by one; `constancy`, the length of
  * runs of equal elements; `divisibility`, a power of two dividing the first
  * element of each run (in bytes for pointers). Runs start at multiples of
@@ -43,7 +43,9 @@ static int64_t pow2_divisor(int64_t v) {
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
-static int64_t length(const tir_value *v) { return v->type.rank ? (int64_t)v->type.shape[0] : 1; }
+/* The facts are about the last dim, the one that is contiguous in memory
+ * in row-major tiles; for rank 1 the only one. */
+static int64_t length(const tir_value *v) { return v->type.rank ? (int64_t)v->type.shape[v->type.rank - 1] : 1; }
 
 /* What divides x's elements at multiples of `run` (a power of two), given
  * that x's facts hold at multiples of its own contiguity. `unit` is the step
@@ -133,6 +135,29 @@ static void analyze(tir_op *op, void *p) {
             break;
         }
         out.constancy = a.constancy;
+        break;
+    }
+    case TIR_OP_EXPAND_DIMS:
+    case TIR_OP_BROADCAST:
+    case TIR_OP_RESHAPE:
+    case TIR_OP_PERMUTE: {
+        /* shape ops keep the facts when the last dim keeps its elements in
+         * order; where the last dim is new (a dim of size 1 added, or a
+         * size-1 last dim repeated, or another dim moved there), its
+         * elements are unrelated except by divisibility */
+        const tir_value *x = op->operands[0];
+        unsigned rr = r->type.rank, xr = x->type.rank;
+        int64_t unit = r->type.elem == TIR_PTR ? (tir_elem_bits((tir_elem)r->type.pointee) + 7) / 8 : 1;
+        lower_axis_info loose = {1, 1, div_at(a, 1, unit)};
+        if (op->code == TIR_OP_EXPAND_DIMS) out = (unsigned)op->attr.axis == rr - 1 ? loose : a;
+        else if (op->code == TIR_OP_BROADCAST)
+            out = x->type.shape[xr - 1] == 1 && n > 1 ? (lower_axis_info){1, n, a.divisibility} : a;
+        else if (op->code == TIR_OP_PERMUTE) out = op->attr.perm[rr - 1] == rr - 1 ? a : loose;
+        else { /* reshape: row-major order is kept; runs can only get shorter */
+            out.contiguity = min64(a.contiguity, n);
+            out.constancy = min64(a.constancy, n);
+            out.divisibility = div_at(a, out.contiguity, unit);
+        }
         break;
     }
     case TIR_OP_NEG:
