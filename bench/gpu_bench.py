@@ -191,6 +191,69 @@ def tt_layernorm_dwdb(dw_part, db_part, dw, db, n_groups, n_cols, BLOCK: tl.cons
     tl.store(db + cols, sb.to(db.dtype.element_ty), mask=m)
 
 
+@triton.jit
+def tt_rmsnorm(x, y, w, rstd, n_cols, stride, eps, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    m = cols < n_cols
+    v = tl.load(x + row * stride + cols, mask=m, other=0.0).to(tl.float32)
+    rs = 1 / tl.sqrt(tl.sum(v * v, axis=0) / n_cols + eps)
+    wv = tl.load(w + cols, mask=m).to(tl.float32)
+    tl.store(y + row * stride + cols, (v * rs * wv).to(y.dtype.element_ty), mask=m)
+    tl.store(rstd + row, rs)
+
+
+@triton.jit
+def tt_rmsnorm_bwd(x, dy, dx, w, rstd, dw_part, n_rows, n_cols, stride, per, BLOCK: tl.constexpr):
+    g = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    m = cols < n_cols
+    wv = tl.load(w + cols, mask=m).to(tl.float32)
+    dw = tl.zeros((BLOCK,), tl.float32)
+    for row in range(g * per, tl.minimum(g * per + per, n_rows)):
+        rs = tl.load(rstd + row)
+        xhat = tl.load(x + row * stride + cols, mask=m, other=0.0).to(tl.float32) * rs
+        gy = tl.load(dy + row * stride + cols, mask=m, other=0.0).to(tl.float32)
+        wdy = wv * gy
+        c = tl.sum(xhat * wdy, axis=0) / n_cols
+        tl.store(dx + row * stride + cols, ((wdy - xhat * c) * rs).to(dx.dtype.element_ty), mask=m)
+        dw += gy * xhat
+    tl.store(dw_part + g * n_cols + cols, dw, mask=m)
+
+
+@triton.jit
+def tt_rmsnorm_dw(dw_part, dw, n_groups, n_cols, BLOCK: tl.constexpr):
+    cols = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = cols < n_cols
+    sw = tl.zeros((BLOCK,), tl.float32)
+    for g in range(0, n_groups):
+        sw += tl.load(dw_part + g * n_cols + cols, mask=m, other=0.0)
+    tl.store(dw + cols, sw.to(dw.dtype.element_ty), mask=m)
+
+
+# GELU, tanh form: 0.5 x (1 + tanh(u)) = x sigmoid(2u) (tl.sigmoid, as tanh
+# is not spelled the same in every Triton version)
+@triton.jit
+def tt_gelu(x, y, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    v = tl.load(x + offs, mask=m).to(tl.float32)
+    u = 0.7978845608028654 * (v + 0.044715 * v * v * v)
+    tl.store(y + offs, (v * tl.sigmoid(2.0 * u)).to(y.dtype.element_ty), mask=m)
+
+
+@triton.jit
+def tt_gelu_bwd(x, dy, dx, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    v = tl.load(x + offs, mask=m).to(tl.float32)
+    u = 0.7978845608028654 * (v + 0.044715 * v * v * v)
+    du = 0.7978845608028654 * (1.0 + 3.0 * 0.044715 * v * v)
+    s = tl.sigmoid(2.0 * u)
+    d = s + v * s * (1.0 - s) * 2.0 * du
+    tl.store(dx + offs, (tl.load(dy + offs, mask=m).to(tl.float32) * d).to(dx.dtype.element_ty), mask=m)
+
+
 def tt_softmax_warps(block):  # the tutorial's choice
     return 16 if block >= 4096 else 8 if block >= 2048 else 4
 
@@ -221,6 +284,14 @@ def close(a, b, what):
     if not torch.equal(a, b):
         bad = (a != b).nonzero()[:3].flatten().tolist()
         sys.exit("WRONG: %s differs from torch at %s" % (what, bad))
+
+
+def torch_rms_norm(x, w, eps):
+    """torch.nn.functional.rms_norm where this torch has it (2.4 on), else
+    the expression it stands for."""
+    if hasattr(torch.nn.functional, "rms_norm"):
+        return torch.nn.functional.rms_norm(x, [x.shape[-1]], w, eps)
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
 
 
 def sweep(tc):
@@ -387,6 +458,92 @@ def main():
              "triton": peer_ms(tt_bwd, "triton")}
         table.append(("layernorm bwd f16 %dx%d" % (rows, cols), rows * cols, 6 * rows * cols, t))
         del x, y, dy, dx, dwp, dbp
+
+    # rmsnorm fp16, forward and backward
+    for cols in ([4096] if opt.quick else [1024, 4096, 8192]):
+        rows, eps, h = 4096, 1e-5, torch.float16
+        block = triton.next_power_of_2(cols)
+        kf = tc.kernel("stdlib/rmsnorm.tile", "rmsnorm_f16", BLOCK=block)
+        kb = tc.kernel("stdlib/rmsnorm.tile", "rmsnorm_bwd_f16", BLOCK=block)
+        ks = tc.kernel("stdlib/rmsnorm.tile", "rmsnorm_dw_f16")  # its default BLOCK, 64
+        x = torch.randn(rows, cols, device="cuda", dtype=h) + 1
+        w = torch.rand(cols, device="cuda", dtype=h) + 0.5
+        dy = torch.randn(rows, cols, device="cuda", dtype=h) / 10
+        y = torch.full_like(x, float("nan"))
+        rstd = torch.empty(rows, device="cuda")
+        per = triton.cdiv(rows, 2 * sms)
+        groups = triton.cdiv(rows, per)
+        dwp = torch.empty(groups, cols, device="cuda")
+        dx = torch.full_like(x, float("nan"))
+        dw = torch.empty_like(w)
+
+        run_f = tc.launcher(kf, rows, x, y, w, rstd, cols, cols, eps)
+        run_b = tc.launcher(kb, groups, x, dy, dx, w, rstd, dwp, rows, cols, cols, per)
+        run_s = tc.launcher(ks, triton.cdiv(cols, 64), dwp, dw, groups, cols)
+
+        def run_bwd():
+            run_b()
+            run_s()
+        run_f(); run_bwd(); torch.cuda.synchronize()
+        # the reference in f32 from the same f16 inputs, its gradients by autograd
+        xr = x.float().requires_grad_()
+        wr = w.float().requires_grad_()
+        ry = torch_rms_norm(xr, wr, eps)
+        ry.backward(dy.float())
+        near(y.float(), ry.detach(), "rmsnorm_f16 %dx%d" % (rows, cols), rtol=1e-2, atol=1e-2)
+        near(rstd, torch.rsqrt(x.float().pow(2).mean(-1) + eps), "rmsnorm rstd", rtol=1e-4, atol=1e-4)
+        near(dx.float(), xr.grad, "rmsnorm_bwd_f16 dx", rtol=2e-2, atol=2e-2)
+        near(dw.float(), wr.grad, "rmsnorm dw", rtol=2e-2, atol=5e-1)
+        del xr, wr, ry
+
+        tw = min(max(block // 256, 1), 8)
+        t = {"tilec": median_ms(run_f),
+             "torch": median_ms(lambda: torch_rms_norm(x, w, eps)),
+             "triton": peer_ms(lambda: tt_rmsnorm[(rows,)](x, y, w, rstd, cols, cols, eps, BLOCK=block,
+                                                          num_warps=tw), "triton")}
+        table.append(("rmsnorm f16 %dx%d" % (rows, cols), rows * cols, 4 * rows * cols, t))
+
+        # torch's backward: autograd through its forward, recorded once
+        xg = x.detach().requires_grad_()
+        wg = w.detach().requires_grad_()
+        yg = torch_rms_norm(xg, wg, eps)
+
+        def tt_bwd():
+            tt_rmsnorm_bwd[(groups,)](x, dy, dx, w, rstd, dwp, rows, cols, cols, per, BLOCK=block, num_warps=tw)
+            tt_rmsnorm_dw[(triton.cdiv(cols, 256),)](dwp, dw, groups, cols, BLOCK=256)
+        t = {"tilec": median_ms(run_bwd),
+             "torch": median_ms(lambda: torch.autograd.grad(yg, (xg, wg), dy, retain_graph=True)),
+             "triton": peer_ms(tt_bwd, "triton")}
+        table.append(("rmsnorm bwd f16 %dx%d" % (rows, cols), rows * cols, 6 * rows * cols, t))
+        del x, y, dy, dx, dwp, xg, wg, yg
+
+    # GELU (tanh form), forward and backward, elementwise
+    for n in ([1 << 24] if opt.quick else [1 << 24, 1 << 26]):
+        for dt, name, tol in ((torch.float16, "f16", 1e-2), (torch.float32, "f32", 1e-4)):
+            size = torch.finfo(dt).bits // 8
+            grid = triton.cdiv(n, B)
+            kf = tc.kernel("stdlib/gelu.tile", "gelu_" + name)
+            kb = tc.kernel("stdlib/gelu.tile", "gelu_bwd_" + name)
+            x = torch.randn(n, device="cuda", dtype=dt) * 3
+            dy = torch.randn(n, device="cuda", dtype=dt)
+            y = torch.full_like(x, float("nan"))
+            dx = torch.full_like(x, float("nan"))
+            run_f = tc.launcher(kf, grid, x, y, n)
+            run_b = tc.launcher(kb, grid, x, dy, dx, n)
+            run_f(); run_b(); torch.cuda.synchronize()
+            near(y.float(), torch.nn.functional.gelu(x.float(), approximate="tanh"), "gelu_%s %d" % (name, n),
+                 rtol=tol, atol=tol / 10)
+            near(dx.float(), torch.ops.aten.gelu_backward(dy.float(), x.float(), approximate="tanh"),
+                 "gelu_bwd_%s %d" % (name, n), rtol=tol, atol=tol / 10)
+            t = {"tilec": median_ms(run_f),
+                 "torch": median_ms(lambda: torch.nn.functional.gelu(x, approximate="tanh")),
+                 "triton": peer_ms(lambda: tt_gelu[(grid,)](x, y, n, BLOCK=B), "triton")}
+            table.append(("gelu %s" % name, n, 2 * size * n, t))
+            t = {"tilec": median_ms(run_b),
+                 "torch": median_ms(lambda: torch.ops.aten.gelu_backward(dy, x, approximate="tanh")),
+                 "triton": peer_ms(lambda: tt_gelu_bwd[(grid,)](x, dy, dx, n, BLOCK=B), "triton")}
+            table.append(("gelu bwd %s" % name, n, 3 * size * n, t))
+            del x, dy, y, dx
 
     gpu = torch.cuda.get_device_name()
     print()

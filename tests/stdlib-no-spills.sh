@@ -19,12 +19,14 @@ row_kernels() {
   case $(basename "$1") in
     softmax.tile) echo "softmax_f32 softmax_f16 softmax_bf16 softmax_bwd_f32 softmax_bwd_f16 softmax_bwd_bf16" ;;
     layernorm.tile) echo "layernorm_f32 layernorm_f16 layernorm_bf16 layernorm_bwd_f32 layernorm_bwd_f16 layernorm_bwd_bf16" ;;
+    rmsnorm.tile) echo "rmsnorm_f32 rmsnorm_f16 rmsnorm_bf16 rmsnorm_bwd_f32 rmsnorm_bwd_f16 rmsnorm_bwd_bf16" ;;
   esac
 }
 row_widths() {
   case $(basename "$1") in
     softmax.tile) echo "4096 16384" ;; # at 32768 softmax_bwd_* spill about 100 bytes (known, bench/RESULTS.md)
     layernorm.tile) echo "4096 8192" ;;
+    rmsnorm.tile) echo "4096 8192" ;;
   esac
 }
 fail=0 checked=0

@@ -1010,6 +1010,199 @@ static void test_tiles_3d(void **state) {
         }
 }
 
+/* ---- stdlib rmsnorm ---------------------------------------------------------- */
+
+/* The absolute error a stored output may have near zero: f16's subnormal
+ * spacing (2^-24), else f32's smallest normal, which the GPU may flush. */
+static double tiny_of(const dtype *dt) { return !strcmp(dt->name, "f16") ? 0x1p-24 : 0x1p-126; }
+
+/* rmsnorm forward and backward (dx, and dw through the partial sums and
+ * their second kernel) from stdlib/rmsnorm.tile against float64, for f32,
+ * f16 and bf16 storage. Every third row is scaled by 1e-3, so that its
+ * mean square (about 1e-6) is below eps (1e-5) and eps must be added where
+ * it belongs. The reference takes the stored inputs. Tolerances: rstd 2e-6
+ * relative (f32 sums and the GPU's approximate rsqrt, 2^-22); y the
+ * storage's rounding relative to |y| (y is a product, nothing cancels);
+ * dx the storage's rounding plus 1e-5, relative to what cancels in
+ * w dy - xhat mean(xhat w dy), that is rstd (|w dy| + |xhat| mean |xhat w
+ * dy|), twice; dw the same relative to the sum of |dy xhat| over the rows.
+ * Near zero, tiny_of. The worst error / tolerance of each is printed. */
+static void test_stdlib_rmsnorm(void **state) {
+    (void)state;
+    const int shapes[][4] = {/* rows, cols, stride, rows per program */ {1, 1, 1, 1},      {7, 5, 8, 3},
+                             {37, 1000, 1003, 4}, {3, 3000, 3001, 7},  {16, 1024, 1024, 16},
+                             {9, 4096, 4096, 2},  {5, 8192, 8200, 5}};
+    for (size_t t = 0; t < 3; t++) {
+        const dtype *dt = &dtypes[t];
+        const double tiny = tiny_of(dt);
+        double worst[4] = {0}; /* rstd, y, dx, dw: error / tolerance */
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            int rows = shapes[s][0], cols = shapes[s][1], stride = shapes[s][2], per = shapes[s][3];
+            int groups = (rows + per - 1) / per;
+            tilec_define d = {"BLOCK", pow2_at_least(cols)}, d256 = {"BLOCK", 256};
+            char fwd[32], bwd[32], dwk[32];
+            snprintf(fwd, sizeof fwd, "rmsnorm_%s", dt->name);
+            snprintf(bwd, sizeof bwd, "rmsnorm_bwd_%s", dt->name);
+            snprintf(dwk, sizeof dwk, "rmsnorm_dw_%s", dt->name);
+            prog p, q;
+            trt_kernel *kf = compile_file(&p, "stdlib/rmsnorm.tile", fwd, &d, 1), *kb;
+            OK(trt_get_kernel(p.mod, bwd, &kb));
+            trt_kernel *ks = compile_file(&q, "stdlib/rmsnorm.tile", dwk, &d256, 1);
+            size_t cells = (size_t)rows * (size_t)stride, bytes = cells * dt->size, wbytes = (size_t)cols * dt->size;
+            void *x = malloc(bytes), *y = malloc(bytes), *dy = malloc(bytes), *dx = malloc(bytes);
+            void *w = malloc(wbytes), *dw = malloc(wbytes);
+            for (size_t i = 0; i < cells; i++) {
+                double scale = (i / (size_t)stride) % 3 == 2 ? 1e-3 : 1;
+                dt->put(x, i, (float)((rand_f32() / 300 + 1) * scale)); /* an offset: the rms is not the std */
+                dt->put(dy, i, rand_f32() / 1000);
+            }
+            for (int i = 0; i < cols; i++) dt->put(w, (size_t)i, 1 + rand_f32() / 2000);
+            memset(y, 0xff, bytes), memset(dx, 0xff, bytes), memset(dw, 0xff, wbytes); /* NaN in every type */
+            float *rstd = poison_f32s(rows), *part = poison_f32s(groups * cols);
+            trt_buffer bx = upload(x, bytes), by = upload(y, bytes), bdy = upload(dy, bytes), bdx = upload(dx, bytes),
+                       bw = upload(w, wbytes), bdw = upload(dw, wbytes), br = upload(rstd, 4 * (size_t)rows),
+                       bp = upload(part, 4 * (size_t)groups * (size_t)cols);
+            const double eps = 1e-5;
+            trt_arg af[7] = {trt_buf(bx), trt_buf(by), trt_buf(bw), trt_buf(br), trt_int(cols), trt_int(stride),
+                             trt_float(eps)};
+            launch(kf, (uint32_t)rows, 1, 1, af, 7);
+            trt_arg ab[10] = {trt_buf(bx), trt_buf(bdy),   trt_buf(bdx),   trt_buf(bw),     trt_buf(br),
+                              trt_buf(bp), trt_int(rows), trt_int(cols), trt_int(stride), trt_int(per)};
+            launch(kb, (uint32_t)groups, 1, 1, ab, 10);
+            trt_arg as[4] = {trt_buf(bp), trt_buf(bdw), trt_int(groups), trt_int(cols)};
+            launch(ks, cdiv(cols, 256), 1, 1, as, 4);
+            download(by, y, bytes), download(bdx, dx, bytes), download(bdw, dw, wbytes);
+            download(br, rstd, 4 * (size_t)rows);
+            double *xh = malloc(sizeof(double) * (size_t)cols), *rdw = calloc((size_t)cols, sizeof(double)),
+                   *adw = calloc((size_t)cols, sizeof(double));
+            const char *where = trt_device_name(dev);
+            for (int r = 0; r < rows; r++) {
+                size_t at = (size_t)r * (size_t)stride;
+                double ms = 0;
+                for (int i = 0; i < cols; i++) ms += (double)dt->get(x, at + i) * dt->get(x, at + i);
+                double rs = 1 / sqrt(ms / cols + eps), err = fabs(rstd[r] - rs), tol = 2e-6 * rs;
+                if (!(err <= tol))
+                    fail_msg("%s %dx%d: row %d rstd %.8g, want %.8g on %s", fwd, rows, cols, r, rstd[r], rs, where);
+                worst[0] = fmax(worst[0], err / tol);
+                double c = 0, cabs = 0;
+                for (int i = 0; i < cols; i++) {
+                    xh[i] = dt->get(x, at + i) * rs;
+                    double wdy = dt->get(w, (size_t)i) * dt->get(dy, at + i);
+                    c += xh[i] * wdy, cabs += fabs(xh[i] * wdy);
+                    double want = xh[i] * dt->get(w, (size_t)i), got = dt->get(y, at + i);
+                    err = fabs(got - want), tol = dt->tol * fabs(want) + tiny;
+                    if (!(err <= tol))
+                        fail_msg("%s %dx%d: y[%d][%d] = %.8g, want %.8g on %s", fwd, rows, cols, r, i, got, want, where);
+                    worst[1] = fmax(worst[1], err / tol);
+                    rdw[i] += dt->get(dy, at + i) * xh[i], adw[i] += fabs(dt->get(dy, at + i) * xh[i]);
+                }
+                c /= cols, cabs /= cols;
+                for (int i = 0; i < cols; i++) {
+                    double wdy = dt->get(w, (size_t)i) * dt->get(dy, at + i);
+                    double want = (wdy - xh[i] * c) * rs, got = dt->get(dx, at + i);
+                    err = fabs(got - want), tol = (dt->tol + 1e-5) * 2 * rs * (fabs(wdy) + fabs(xh[i]) * cabs) + tiny;
+                    if (!(err <= tol))
+                        fail_msg("%s %dx%d: dx[%d][%d] = %.8g, want %.8g (tol %.3g) on %s", bwd, rows, cols, r, i, got,
+                                 want, tol, where);
+                    worst[2] = fmax(worst[2], err / tol);
+                }
+            }
+            for (int i = 0; i < cols; i++) {
+                double got = dt->get(dw, (size_t)i), err = fabs(got - rdw[i]), tol = (dt->tol + 1e-5) * adw[i] + tiny;
+                if (!(err <= tol))
+                    fail_msg("%s %dx%d: dw[%d] = %.8g, want %.8g (tol %.3g) on %s", dwk, rows, cols, i, got, rdw[i], tol,
+                             where);
+                worst[3] = fmax(worst[3], err / tol);
+            }
+            trt_free(dev, bx), trt_free(dev, bdy), trt_free(dev, bw), trt_free(dev, bp);
+            free(x), free(y), free(dy), free(dx), free(w), free(dw), free(rstd), free(part), free(xh), free(rdw);
+            free(adw);
+            drop(&p), drop(&q);
+        }
+        print_message("rmsnorm %s on %s: worst error / tolerance: rstd %.2f y %.2f dx %.2f dw %.2f\n", dt->name,
+                      trt_device_name(dev), worst[0], worst[1], worst[2], worst[3]);
+    }
+}
+
+/* ---- stdlib gelu ------------------------------------------------------------- */
+
+/* gelu and its gradient from stdlib/gelu.tile against float64, for f32,
+ * f16 and bf16 storage, n from 1 to 70001 with tails that are not a
+ * multiple of BLOCK, and buffers of exactly n elements (a lane past n that
+ * is not masked off is an error on the CPU). Inputs are mostly in [-10,
+ * 10], with |x| up to 1e4 among them (3e38 for f32 and bf16): the
+ * result must stay finite (the tanh form, and exp(2u) / (1 + exp(2u)),
+ * give inf / inf or 0 * inf there). The reference is the stable form, s = 1 / (1 + exp(-2u)) =
+ * (1 + tanh(u)) / 2, y = x s, gelu' = s + x u' / (2 cosh(u)^2), in double
+ * (0.5 x (1 + tanh(u)) cancels to 0 below x = -6 even in double).
+ * Tolerance, relative to |y|, or for dx to |dy| (s + |x u'| / (2
+ * cosh(u)^2)), the size of what may cancel: the storage's rounding plus
+ * 2^-20 (1 + |u|): exp(-2u) is computed from an argument rounded a few
+ * times in f32, an error that grows with |u|, and the GPU's exp2 is
+ * approximate (2^-22). Near zero, tiny_of. */
+static void test_stdlib_gelu(void **state) {
+    (void)state;
+    const int shapes[][2] = {/* n, BLOCK */ {1, 1024}, {7, 256}, {1000, 1024}, {1024, 1024}, {4099, 1024},
+                             {8192, 2048}, {70001, 4096}};
+    const double special[] = {1e4,  -1e4, 1000, -1000, 100.5, -100.5, 100,  -100, 99.5,  -99.5, 20,   -20,  10.5,
+                              -10.5, 9.5, -9.5, 5,     -5,    3,      -3,     -0.75, 0,   1e-3,  -1e-3,
+                              1e30, -1e30, 3e38, -3e38}; /* the last four past f16's range: not for f16 */
+    const double k = 0.7978845608028654, c = 0.044715; /* sqrt(2 / pi) */
+    for (size_t t = 0; t < 3; t++) {
+        const dtype *dt = &dtypes[t];
+        const double tiny = tiny_of(dt);
+        const size_t nspecial = sizeof special / sizeof special[0] - (strcmp(dt->name, "f16") ? 0 : 4);
+        double worst[2] = {0};
+        for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++) {
+            int n = shapes[sh][0], block = shapes[sh][1];
+            tilec_define d = {"BLOCK", block};
+            char fwd[32], bwd[32];
+            snprintf(fwd, sizeof fwd, "gelu_%s", dt->name);
+            snprintf(bwd, sizeof bwd, "gelu_bwd_%s", dt->name);
+            prog p;
+            trt_kernel *kf = compile_file(&p, "stdlib/gelu.tile", fwd, &d, 1), *kb;
+            OK(trt_get_kernel(p.mod, bwd, &kb));
+            size_t bytes = (size_t)n * dt->size;
+            void *x = malloc(bytes), *y = malloc(bytes), *dy = malloc(bytes), *dx = malloc(bytes);
+            for (size_t i = 0; i < (size_t)n; i++) {
+                size_t last = (size_t)n - 1 - i; /* the special values at the end, in the tail */
+                dt->put(x, i, n > 1 && last < nspecial ? (float)special[last] : rand_f32() / 100);
+                dt->put(dy, i, rand_f32() / 1000);
+            }
+            memset(y, 0xff, bytes), memset(dx, 0xff, bytes); /* NaN in every type */
+            trt_buffer bx = upload(x, bytes), by = upload(y, bytes), bdy = upload(dy, bytes), bdx = upload(dx, bytes);
+            trt_arg af[3] = {trt_buf(bx), trt_buf(by), trt_int(n)};
+            launch(kf, cdiv(n, block), 1, 1, af, 3);
+            trt_arg ab[4] = {trt_buf(bx), trt_buf(bdy), trt_buf(bdx), trt_int(n)};
+            launch(kb, cdiv(n, block), 1, 1, ab, 4);
+            download(by, y, bytes), download(bdx, dx, bytes);
+            const char *where = trt_device_name(dev);
+            for (size_t i = 0; i < (size_t)n; i++) {
+                double v = dt->get(x, i), g = dt->get(dy, i);
+                double u = k * (v + c * v * v * v), s = 1 / (1 + exp(-2 * u)), ch = cosh(u);
+                double du = k * (1 + 3 * c * v * v), part = v * du / (2 * ch * ch); /* 0 where cosh is inf */
+                double rel = dt->tol + 0x1p-20 * (1 + fabs(u));
+                double want = v * s, got = dt->get(y, i), err = fabs(got - want), tol = rel * fabs(want) + tiny;
+                if (!(err <= tol))
+                    fail_msg("%s n=%d: y[%zu] = %.9g for x = %.9g, want %.9g (tol %.3g) on %s", fwd, n, i, got, v, want,
+                             tol, where);
+                worst[0] = fmax(worst[0], err / tol);
+                want = g * (s + part), got = dt->get(dx, i), err = fabs(got - want);
+                tol = rel * fabs(g) * (s + fabs(part)) + tiny;
+                if (!(err <= tol))
+                    fail_msg("%s n=%d: dx[%zu] = %.9g for x = %.9g, dy = %.9g, want %.9g (tol %.3g) on %s", bwd, n, i,
+                             got, v, g, want, tol, where);
+                worst[1] = fmax(worst[1], err / tol);
+            }
+            trt_free(dev, bx), trt_free(dev, bdy);
+            free(x), free(y), free(dy), free(dx);
+            drop(&p);
+        }
+        print_message("gelu %s on %s: worst error / tolerance: y %.2f dx %.2f\n", dt->name, trt_device_name(dev),
+                      worst[0], worst[1]);
+    }
+}
+
 /* Every kernel of the stdlib is run by a test of this file (or, for
  * elementwise.tile, by test_runtime_stdlib too): a new kernel without a
  * test fails here. */
@@ -1020,7 +1213,9 @@ static void test_every_stdlib_kernel_is_tested(void **state) {
         "softmax_f32", "softmax_f16", "softmax_bf16", "softmax_bwd_f32", "softmax_bwd_f16", /* test_stdlib_softmax */
         "softmax_bwd_bf16", "layernorm_f32", "layernorm_f16", "layernorm_bf16",            /* test_stdlib_layernorm */
         "layernorm_bwd_f32", "layernorm_bwd_f16", "layernorm_bwd_bf16", "layernorm_dwdb_f32", "layernorm_dwdb_f16",
-        "layernorm_dwdb_bf16"};
+        "layernorm_dwdb_bf16", "rmsnorm_f32", "rmsnorm_f16", "rmsnorm_bf16", "rmsnorm_bwd_f32", /* test_stdlib_rmsnorm */
+        "rmsnorm_bwd_f16", "rmsnorm_bwd_bf16", "rmsnorm_dw_f32", "rmsnorm_dw_f16", "rmsnorm_dw_bf16", "gelu_f32",
+        "gelu_f16", "gelu_bf16", "gelu_bwd_f32", "gelu_bwd_f16", "gelu_bwd_bf16"}; /* test_stdlib_gelu */
     size_t seen = 0, files = 0;
     DIR *d = opendir(TILEC_SOURCE_DIR "/stdlib");
     assert_non_null(d);
@@ -1510,6 +1705,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_tiles_3d),
         cmocka_unit_test(test_stdlib_softmax),
         cmocka_unit_test(test_stdlib_layernorm),
+        cmocka_unit_test(test_stdlib_rmsnorm),
+        cmocka_unit_test(test_stdlib_gelu),
         cmocka_unit_test(test_every_stdlib_kernel_is_tested),
         cmocka_unit_test(test_streams),
         cmocka_unit_test(test_stream_misuse),
