@@ -14,7 +14,7 @@ typedef enum builtin_id {
     B_WHERE, B_MINIMUM, B_MAXIMUM, B_ABS, B_SQRT, B_FLOOR, B_CEIL, B_FMA, B_CDIV, B_CAST, B_ZEROS, B_FULL,
     B_EXP, B_EXP2, B_LOG, B_LOG2, B_SIN, B_COS, B_RSQRT, B_SIGMOID, B_TANH,
     B_SUM, B_MAX, B_MIN,
-    B_EXPAND_DIMS, B_BROADCAST_TO, B_RESHAPE, B_PERMUTE, B_TRANS
+    B_EXPAND_DIMS, B_BROADCAST_TO, B_RESHAPE, B_PERMUTE, B_TRANS, B_ARGMAX, B_ARGMIN
 } builtin_id;
 
 typedef struct builtin {
@@ -59,6 +59,8 @@ static const builtin builtins[] = {
     {"reshape", B_RESHAPE, 2, 2, {"x", "shape"}},
     {"permute", B_PERMUTE, 2, 2, {"x", "dims"}},
     {"trans", B_TRANS, 1, 1, {"x"}},
+    {"argmax", B_ARGMAX, 2, 1, {"x", "axis"}},
+    {"argmin", B_ARGMIN, 2, 1, {"x", "axis"}},
 };
 
 /* Fills slots[] from the call's arguments; false after reporting. */
@@ -688,6 +690,86 @@ static operand check_reduce(lang_ctx *c, const ast_expr *call, const ast_expr **
     return lang_value(v, call->span);
 }
 
+/* An i32 tile of `shape` whose elements are their index along dim d. */
+static tir_value *index_along(lang_ctx *c, tir_type shape, unsigned d) {
+    tir_value *v = tir_build_arange(&c->b, 0, shape.shape[d]);
+    for (unsigned k = 0; k < d; k++) v = tir_build_expand_dims(&c->b, v, 0);
+    for (unsigned k = d + 1; k < shape.rank; k++) v = tir_build_expand_dims(&c->b, v, k);
+    if (!tir_type_same_shape(v->type, shape)) v = tir_build_broadcast(&c->b, v, tir_with_elem(shape, v->type));
+    return v;
+}
+
+static tir_value *reduce_along(lang_ctx *c, tir_opcode code, tir_value *v, unsigned axis) {
+    tir_type rt = tir_element_of(v->type);
+    rt.rank = (uint8_t)(v->type.rank - 1);
+    for (unsigned d = 0, k = 0; d < v->type.rank; d++)
+        if (d != axis) rt.shape[k++] = v->type.shape[d];
+    tir_value *r = tir_build1(&c->b, code, rt, 1, &v);
+    r->def->attr.axis = axis;
+    return r;
+}
+
+/* argmax(x), argmin(x) and with an axis: the i32 index of the first
+ * largest (smallest) element, over all elements (row-major) or along the
+ * axis. Built from two reductions: the extreme m, then the smallest index
+ * where x == m; a NaN counts as the extreme (max and min give NaN then),
+ * and -0 ties with +0. */
+static operand check_argext(lang_ctx *c, const ast_expr *call, const ast_expr **a, builtin_id id) {
+    operand x = lang_check_expr(c, a[0]);
+    if (x.kind == OPND_POISON) return x;
+    tir_type t = lang_operand_type(&x);
+    const char *name = call->u.call.callee.str;
+    if (x.kind != OPND_VALUE || t.rank == 0 || t.elem == TIR_PTR || t.elem == TIR_I1) {
+        lang_error(c, a[0]->span, "'%s' needs a tile of numbers, not %s", name, lang_operand_str(c, &x));
+        return lang_poison(call->span);
+    }
+    int64_t axis = -1;
+    if (a[1] && !const_int_arg(c, a[1], "the axis must be a compile-time integer constant", &axis))
+        return lang_poison(call->span);
+    if (a[1] && (axis < 0 || axis >= t.rank)) {
+        lang_error(c, a[1]->span, "axis %lld is out of range for %s (rank %u)", (long long)axis,
+                   lang_operand_str(c, &x), t.rank);
+        return lang_poison(call->span);
+    }
+    if (axis < 0 && t.rank == 1) axis = 0;
+    lang_set_loc(c, call->span);
+    tir_builder *b = &c->b;
+    tir_opcode ext = id == B_ARGMAX ? TIR_OP_REDUCE_MAX : TIR_OP_REDUCE_MIN;
+    tir_value *v = x.v, *m, *idx;
+    int64_t none;
+    if (axis >= 0) {
+        m = reduce_along(c, ext, v, (unsigned)axis);
+        m = lang_broadcast(c, m->type.rank ? tir_build_expand_dims(b, m, (unsigned)axis) : m, t);
+        idx = index_along(c, t, (unsigned)axis);
+        none = t.shape[axis];
+    } else {
+        m = v;
+        for (int64_t d = t.rank - 1; d >= 0; d--) m = reduce_along(c, ext, m, (unsigned)d);
+        m = tir_build_splat(b, m, t);
+        idx = NULL; /* the row-major index */
+        for (unsigned d = 0; d < t.rank; d++) {
+            tir_value *i = index_along(c, t, d);
+            idx = idx ? tir_build_binary(b, TIR_OP_ADD,
+                                          tir_build_binary(b, TIR_OP_MUL, idx,
+                                                           tir_build_splat(b, tir_build_const_int(b, tir_scalar(TIR_I32), t.shape[d]), t)),
+                                          i)
+                      : i;
+        }
+        none = (int64_t)tir_type_numel(t);
+    }
+    tir_value *hit = tir_build_binary(b, TIR_OP_EQ, v, m);
+    if (tir_elem_is_float((tir_elem)t.elem)) /* NaN: where x is NaN and so is the extreme */
+        hit = tir_build_binary(b, TIR_OP_OR, hit,
+                               tir_build_binary(b, TIR_OP_AND, tir_build_binary(b, TIR_OP_NE, v, v),
+                                                tir_build_binary(b, TIR_OP_NE, m, m)));
+    tir_value *miss = tir_build_splat(b, tir_build_const_int(b, tir_scalar(TIR_I32), none), t);
+    tir_value *sel[3] = {hit, idx, miss};
+    tir_value *cand = tir_build1(b, TIR_OP_SELECT, tir_with_elem(t, tir_scalar(TIR_I32)), 3, sel);
+    if (axis >= 0) return lang_value(reduce_along(c, TIR_OP_REDUCE_MIN, cand, (unsigned)axis), call->span);
+    for (int64_t d = t.rank - 1; d >= 0; d--) cand = reduce_along(c, TIR_OP_REDUCE_MIN, cand, (unsigned)d);
+    return lang_value(cand, call->span);
+}
+
 operand lang_check_call(lang_ctx *c, const ast_expr *e) {
     const char *name = e->u.call.callee.str;
     bool whole_stmt = c->stmt_call;
@@ -739,6 +821,7 @@ operand lang_check_call(lang_ctx *c, const ast_expr *e) {
     case B_SUM: case B_MAX: case B_MIN: return check_reduce(c, e, slots, bi->id);
     case B_EXPAND_DIMS: case B_BROADCAST_TO: case B_RESHAPE: case B_PERMUTE: case B_TRANS:
         return check_shape_op(c, e, slots, bi->id);
+    case B_ARGMAX: case B_ARGMIN: return check_argext(c, e, slots, bi->id);
     }
     return lang_poison(e->span);
 }

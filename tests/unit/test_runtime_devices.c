@@ -1010,6 +1010,73 @@ static void test_tiles_3d(void **state) {
         }
 }
 
+/* argmax and argmin along each axis and over all: the first index of the
+ * extreme, a NaN counting as the extreme. Few distinct values, so there
+ * are ties; some cases hold NaNs. */
+static int first_ext(const float *v, int n, int step, bool want_max) {
+    int best = 0;
+    for (int i = 0; i < n; i++) {
+        float a = v[i * step], b = v[best * step];
+        if (isnan(b)) break;
+        if (isnan(a) || (want_max ? a > b : a < b)) best = i;
+    }
+    return best;
+}
+
+static void test_argmax_argmin(void **state) {
+    (void)state;
+    static const char src[] =
+        "kernel arg(x: *f32, xi: *i32, out: *i32, const R: i32 = 8, const C: i32 = 16) {\n"
+        "    let r = arange(0, R);\n"
+        "    let c = arange(0, C);\n"
+        "    let off = r[:, None] * C + c[None, :];\n"
+        "    let v = load(x + off);\n"
+        "    let w = load(xi + off);\n"
+        "    store(out + r, argmax(v, axis = 1));\n"
+        "    store(out + R + c, argmin(v, axis = 0));\n"
+        "    store(out + R + C, argmax(v));\n"
+        "    store(out + R + C + 1, argmin(w));\n"
+        "    store(out + R + C + 2 + r, argmin(w, axis = 1));\n"
+        "}\n";
+    const int shapes[][2] = {{8, 16}, {1, 64}, {32, 4}, {16, 32}};
+    for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++)
+        for (int nan = 0; nan < 2; nan++) {
+            int R = shapes[sh][0], C = shapes[sh][1], n = R * C, nout = 2 * R + C + 2;
+            tilec_define d[2] = {{"R", R}, {"C", C}};
+            prog p;
+            trt_kernel *k = compile_text(&p, "arg.tile", src, "arg", d, 2);
+            float *x = malloc(sizeof(float) * (size_t)n);
+            int32_t *xi = malloc(sizeof(int32_t) * (size_t)n), *out = malloc(sizeof(int32_t) * (size_t)nout);
+            for (int i = 0; i < n; i++) x[i] = (float)(rand() % 7 - 3) + 0.5f, xi[i] = rand() % 5 - 2;
+            if (nan) x[rand() % n] = NAN, x[rand() % n] = NAN;
+            memset(out, 0xa5, sizeof(int32_t) * (size_t)nout);
+            trt_buffer bx = upload(x, sizeof(float) * (size_t)n), bi = upload(xi, sizeof(int32_t) * (size_t)n),
+                       bo = upload(out, sizeof(int32_t) * (size_t)nout);
+            trt_arg args[3] = {trt_buf(bx), trt_buf(bi), trt_buf(bo)};
+            launch(k, 1, 1, 1, args, 3);
+            download(bo, out, sizeof(int32_t) * (size_t)nout);
+            trt_free(dev, bx), trt_free(dev, bi);
+            int *want = malloc(sizeof(int) * (size_t)nout);
+            for (int i = 0; i < R; i++) want[i] = first_ext(x + i * C, C, 1, true);
+            for (int j = 0; j < C; j++) want[R + j] = first_ext(x + j, R, C, false);
+            want[R + C] = first_ext(x, n, 1, true);
+            int best = 0;
+            for (int i = 1; i < n; i++) best = xi[i] < xi[best] ? i : best;
+            want[R + C + 1] = best;
+            for (int i = 0; i < R; i++) {
+                best = 0;
+                for (int j = 1; j < C; j++) best = xi[i * C + j] < xi[i * C + best] ? j : best;
+                want[R + C + 2 + i] = best;
+            }
+            for (int i = 0; i < nout; i++)
+                if (out[i] != want[i])
+                    fail_msg("argmax/argmin %dx%d%s: result %d = %d, want %d on %s", R, C, nan ? " with NaNs" : "", i,
+                             out[i], want[i], trt_device_name(dev));
+            free(x), free(xi), free(out), free(want);
+            drop(&p);
+        }
+}
+
 /* ---- stdlib rmsnorm ---------------------------------------------------------- */
 
 /* The absolute error a stored output may have near zero: f16's subnormal
@@ -1703,6 +1770,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_reduction_in_a_loop),
         cmocka_unit_test(test_tiles_2d),
         cmocka_unit_test(test_tiles_3d),
+        cmocka_unit_test(test_argmax_argmin),
         cmocka_unit_test(test_stdlib_softmax),
         cmocka_unit_test(test_stdlib_layernorm),
         cmocka_unit_test(test_stdlib_rmsnorm),
