@@ -13,7 +13,8 @@ typedef enum builtin_id {
     B_PROGRAM_ID, B_NUM_PROGRAMS, B_ARANGE, B_LOAD, B_STORE,
     B_WHERE, B_MINIMUM, B_MAXIMUM, B_ABS, B_SQRT, B_FLOOR, B_CEIL, B_FMA, B_CDIV, B_CAST, B_ZEROS, B_FULL,
     B_EXP, B_EXP2, B_LOG, B_LOG2, B_SIN, B_COS, B_RSQRT, B_SIGMOID, B_TANH,
-    B_SUM, B_MAX, B_MIN
+    B_SUM, B_MAX, B_MIN,
+    B_ERF
 } builtin_id;
 
 typedef struct builtin {
@@ -53,6 +54,7 @@ static const builtin builtins[] = {
     {"sum", B_SUM, 2, 1, {"x", "axis"}},
     {"max", B_MAX, 2, 1, {"x", "axis"}},
     {"min", B_MIN, 2, 1, {"x", "axis"}},
+    {"erf", B_ERF, 1, 1, {"x"}},
 };
 
 /* Fills slots[] from the call's arguments; false after reporting. */
@@ -488,6 +490,7 @@ static operand check_transcendental(lang_ctx *c, const ast_expr *call, const ast
     case B_SIN: r = tir_build_unary(b, TIR_OP_SIN, x); break;
     case B_COS: r = tir_build_unary(b, TIR_OP_COS, x); break;
     case B_RSQRT: r = tir_build_unary(b, TIR_OP_RSQRT, x); break;
+    case B_ERF: r = tir_build_unary(b, TIR_OP_ERF, x); break;
     case B_EXP: r = tir_build_unary(b, TIR_OP_EXP2, tir_build_binary(b, TIR_OP_MUL, x, fconst(c, x, log2e))); break;
     case B_LOG: r = tir_build_binary(b, TIR_OP_MUL, tir_build_unary(b, TIR_OP_LOG2, x), fconst(c, x, ln2)); break;
     case B_SIGMOID:
@@ -591,7 +594,7 @@ operand lang_check_call(lang_ctx *c, const ast_expr *e) {
     case B_ZEROS: return check_fill(c, e, slots, true);
     case B_FULL: return check_fill(c, e, slots, false);
     case B_EXP: case B_EXP2: case B_LOG: case B_LOG2: case B_SIN: case B_COS: case B_RSQRT: case B_SIGMOID:
-    case B_TANH: return check_transcendental(c, e, slots, bi->id);
+    case B_TANH: case B_ERF: return check_transcendental(c, e, slots, bi->id);
     case B_SUM: case B_MAX: case B_MIN: return check_reduce(c, e, slots, bi->id);
     }
     return lang_poison(e->span);

@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "lower/erf_f32.h"
 #include "lower/lower.h"
 
 enum {
@@ -542,6 +543,48 @@ static void gen_approx(cg *c, const tir_op *op) {
     }
 }
 
+/* ---- erf: lower/erf_f32.h describes it, and models it for a test ---------- */
+
+/* k[0] + x * (k[1] + x * (... + x * k[n-1])), one fma a step. */
+static LLVMValueRef horner_f32(cg *c, const float *k, int n, LLVMValueRef x) {
+    LLVMTypeRef f32 = LLVMFloatTypeInContext(c->ctx);
+    LLVMValueRef p = LLVMConstReal(f32, k[n - 1]);
+    for (int j = n - 2; j >= 0; j--) {
+        LLVMValueRef a[3] = {p, x, LLVMConstReal(f32, k[j])};
+        p = intrinsic(c, "llvm.fma", f32, a, 3);
+    }
+    return p;
+}
+
+static void gen_erf(cg *c, const tir_op *op) {
+    const tir_value *res = op->results[0];
+    LLVMTypeRef f32 = LLVMFloatTypeInContext(c->ctx), ty = elem_type(c, (tir_elem)res->type.elem);
+    const char *name = "llvm.nvvm.ex2.approx.f";
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    LLVMValueRef ex2 = LLVMGetIntrinsicDeclaration(c->mod, id, NULL, 0);
+    LLVMTypeRef ex2_ty = LLVMIntrinsicGetType(c->ctx, id, NULL, 0);
+    if (res->type.elem == TIR_F64) {
+        cg_error(c, op, "erf on f64 is not supported yet (f32 math only)");
+        return;
+    }
+    LLVMValueRef one = LLVMConstReal(f32, 1.0);
+    LLVMValueRef *r = new_regs(c, res);
+    for (uint32_t i = 0; i < c->nregs[res->id]; i++) {
+        LLVMValueRef x = reg(c, op->operands[0], i);
+        if (ty != f32) x = LLVMBuildFPExt(c->b, x, f32, "");
+        LLVMValueRef ax = intrinsic(c, "llvm.fabs", f32, &x, 1);
+        LLVMValueRef u = LLVMBuildFMul(c->b, x, x, "");
+        LLVMValueRef small = LLVMBuildFMul(c->b, x, horner_f32(c, lower_erf_small, 6, u), "");
+        LLVMValueRef clamp[2] = {ax, LLVMConstReal(f32, LOWER_ERF_CLAMP)};
+        LLVMValueRef l = horner_f32(c, lower_erf_large, 7, intrinsic(c, "llvm.minnum", f32, clamp, 2));
+        LLVMValueRef sign[2] = {LLVMBuildFSub(c->b, one, LLVMBuildCall2(c->b, ex2_ty, ex2, &l, 1, ""), ""), x};
+        LLVMValueRef large = intrinsic(c, "llvm.copysign", f32, sign, 2);
+        LLVMValueRef split = LLVMBuildFCmp(c->b, LLVMRealOGE, ax, LLVMConstReal(f32, LOWER_ERF_SPLIT), "");
+        LLVMValueRef y = LLVMBuildSelect(c->b, split, large, small, "");
+        r[i] = ty != f32 ? LLVMBuildFPTrunc(c->b, y, ty, "") : y;
+    }
+}
+
 /* ---- reductions --------------------------------------------------------- */
 
 static LLVMValueRef combine(cg *c, tir_opcode code, tir_elem e, LLVMValueRef a, LLVMValueRef b) {
@@ -759,6 +802,7 @@ static void gen_op(cg *c, const tir_op *op) {
     case TIR_OP_MIN: case TIR_OP_MAX: case TIR_OP_ABS: case TIR_OP_SQRT: case TIR_OP_FLOOR: case TIR_OP_CEIL:
     case TIR_OP_FMA: gen_math(c, op); return;
     case TIR_OP_EXP2: case TIR_OP_LOG2: case TIR_OP_SIN: case TIR_OP_COS: case TIR_OP_RSQRT: gen_approx(c, op); return;
+    case TIR_OP_ERF: gen_erf(c, op); return;
     case TIR_OP_LOAD: gen_load(c, op); return;
     case TIR_OP_STORE: gen_store(c, op); return;
     case TIR_OP_RETURN: LLVMBuildRetVoid(c->b); return;

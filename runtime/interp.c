@@ -448,6 +448,12 @@ static void run_op(interp *in, const tir_op *op) {
         }
         return;
     }
+    case TIR_OP_ERF: {
+        slot *s = out_slot(in, res);
+        cell *a = val(in, op->operands[0]);
+        for (uint32_t k = 0; k < s->n; k++) s->cells[k].f = round_to((tir_elem)res->type.elem, erf(a[k].f));
+        return;
+    }
     case TIR_OP_ABS:
     case TIR_OP_SQRT:
     case TIR_OP_FLOOR:
