@@ -131,6 +131,11 @@ static void check_types(verifier *v, const tir_op *op) {
         if (!same) fail(v, op, "a reduction's result is its operand's type without dim `axis`");
         break;
     }
+    case TIR_OP_RANDINT:
+        if (o[0]->type.elem != TIR_I32 && o[0]->type.elem != TIR_I64) fail(v, op, "randint seed must be i32 or i64");
+        if (o[1]->type.elem != TIR_I32 || !tir_type_eq(o[1]->type, r))
+            fail(v, op, "randint offsets and result must be i32 of one type");
+        break;
     case TIR_OP_CAST:
         if (!numeric(o[0]->type) || !numeric(r) || !tir_type_same_shape(r, o[0]->type))
             fail(v, op, "cast converts numbers and keeps the shape");

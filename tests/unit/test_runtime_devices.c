@@ -865,6 +865,34 @@ static void test_stdlib_layernorm(void **state) {
     }
 }
 
+/* ---- random numbers: the C reference -------------------------------------------- */
+
+/* Philox4x32-10 as docs/language.md spells it out, all four words. */
+static void philox4x32_10(uint32_t ctr[4], uint32_t k0, uint32_t k1) {
+    for (int round = 0; round < 10; round++) {
+        uint64_t p0 = (uint64_t)0xD2511F53u * ctr[0], p2 = (uint64_t)0xCD9E8D57u * ctr[2];
+        uint32_t c0 = (uint32_t)(p2 >> 32) ^ ctr[1] ^ k0, c2 = (uint32_t)(p0 >> 32) ^ ctr[3] ^ k1;
+        ctr[0] = c0, ctr[1] = (uint32_t)p2, ctr[2] = c2, ctr[3] = (uint32_t)p0;
+        k0 += 0x9E3779B9u, k1 += 0xBB67AE85u;
+    }
+}
+
+/* randint(seed, offset): the first word for counter (offset, 0, 0, 0) and
+ * key (the seed's low and high 32 bits, an i32 seed sign-extended). */
+static uint32_t randint_ref(int64_t seed, int32_t offset) {
+    uint32_t ctr[4] = {(uint32_t)offset, 0, 0, 0};
+    philox4x32_10(ctr, (uint32_t)(uint64_t)seed, (uint32_t)((uint64_t)seed >> 32));
+    return ctr[0];
+}
+
+/* rand: the word as i32, folded to [0, 2^31) (negative u to -u - 1, that
+ * is ~u), converted to f32 and scaled by the f32 0x1.fffffep-32. */
+static float rand_ref(int64_t seed, int32_t offset) {
+    uint32_t u = randint_ref(seed, offset);
+    if (u >> 31) u = ~u;
+    return (float)u * 0x1.fffffep-32f;
+}
+
 /* Every kernel of the stdlib is run by a test of this file (or, for
  * elementwise.tile, by test_runtime_stdlib too): a new kernel without a
  * test fails here. */
@@ -1002,6 +1030,73 @@ static void test_erf_within_tolerance(void **state) {
                   trt_device_name(dev), worst, tol, worst_h);
     trt_free(dev, bx), trt_free(dev, bh);
     free(x), free(out), free(h), free(hout);
+    drop(&p);
+}
+
+/* ---- random numbers: bit for bit against C --------------------------------- */
+
+static void test_rand_is_philox(void **state) {
+    (void)state;
+    /* the reference against Random123's known answers for Philox4x32-10 */
+    static const uint32_t kat[3][6][4] = {
+        {{0, 0, 0, 0}, {0, 0}, {0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}},
+        {{~0u, ~0u, ~0u, ~0u}, {~0u, ~0u}, {0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}},
+        {{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}, {0xa4093822, 0x299f31d0},
+         {0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}}};
+    for (int t = 0; t < 3; t++) {
+        uint32_t ctr[4];
+        memcpy(ctr, kat[t][0], sizeof ctr);
+        philox4x32_10(ctr, kat[t][1][0], kat[t][1][1]);
+        assert_memory_equal(ctr, kat[t][2], sizeof ctr);
+    }
+    static const char src[] =
+        "kernel r(f: *f32, u: *i32, g: *f32, n: i32, seed: i64, s32: i32, const B: i32 = 512) {\n"
+        "    let o = program_id(0) * B + arange(0, B);\n"
+        "    let k = o < n;\n"
+        "    store(f + o, rand(seed, o), k);\n"
+        "    store(u + o, randint(s32, o), k);\n"
+        "    store(g + o, rand(s32, cast(o - 3, i16)), k);\n" /* offsets widened from i16, negative ones too */
+        "    store(g + n, rand(seed, n));\n"                    /* a scalar offset gives one number */
+        "}\n";
+    prog p;
+    trt_kernel *k = compile_text(&p, "rand.tile", src, "r", NULL, 0);
+    const int64_t seeds[][2] = {{0, 0}, {0x123456789abcdef0LL, -5}, {-1, 2147483647}, {42, -2147483647 - 1}};
+    int n = 100003;
+    for (size_t s = 0; s < sizeof seeds / sizeof seeds[0]; s++) {
+        int64_t seed = seeds[s][0], s32 = seeds[s][1];
+        float *f = poison_f32s(n), *g = poison_f32s(n + 1);
+        int32_t *u = malloc(4 * (size_t)n);
+        for (int i = 0; i < n; i++) u[i] = -1;
+        trt_buffer bf = upload(f, 4 * (size_t)n), bu = upload(u, 4 * (size_t)n), bg = upload(g, 4 * (size_t)(n + 1));
+        trt_arg a[6] = {trt_buf(bf), trt_buf(bu), trt_buf(bg), trt_int(n), trt_int(seed), trt_int(s32)};
+        launch(k, cdiv(n, 512), 1, 1, a, 6);
+        download(bf, f, 4 * (size_t)n), download(bu, u, 4 * (size_t)n), download(bg, g, 4 * (size_t)(n + 1));
+        enum { BINS = 16 };
+        int bins[BINS] = {0};
+        double sum = 0;
+        for (int i = 0; i < n; i++) {
+            float want = rand_ref(seed, i), wantg = rand_ref(s32, (int16_t)(i - 3));
+            uint32_t wantu = randint_ref(s32, i);
+            if (memcmp(&f[i], &want, 4) || (uint32_t)u[i] != wantu || memcmp(&g[i], &wantg, 4))
+                fail_msg("seed %lld/%lld offset %d on %s: rand %a randint %08x rand(i16) %a, want %a %08x %a",
+                         (long long)seed, (long long)s32, i, trt_device_name(dev), (double)f[i], (unsigned)u[i],
+                         (double)g[i], (double)want, (unsigned)wantu, (double)wantg);
+            if (!(f[i] >= 0 && f[i] < 1)) fail_msg("rand gave %a, outside [0, 1)", (double)f[i]);
+            bins[(int)(f[i] * BINS)]++;
+            sum += f[i];
+        }
+        float last = rand_ref(seed, n);
+        if (memcmp(&g[n], &last, 4)) fail_msg("rand(seed, n) = %a, want %a", (double)g[n], (double)last);
+        /* uniform: the mean within 5 standard deviations (sqrt(1/12n)) of
+         * 1/2, and chi-square over 16 bins below 37.7 (15 degrees of
+         * freedom: exceeded with probability 0.001 by chance) */
+        double chi2 = 0, expect = (double)n / BINS;
+        for (int b = 0; b < BINS; b++) chi2 += (bins[b] - expect) * (bins[b] - expect) / expect;
+        double mean = sum / n;
+        if (!(fabs(mean - 0.5) <= 5 * sqrt(1.0 / (12.0 * n))) || !(chi2 < 37.7))
+            fail_msg("seed %lld: mean %.5f, chi-square %.2f over %d bins: not uniform", (long long)seed, mean, chi2, BINS);
+        free(f), free(u), free(g);
+    }
     drop(&p);
 }
 
@@ -1411,6 +1506,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_integers_and_casts),
         cmocka_unit_test(test_transcendentals_within_tolerance),
         cmocka_unit_test(test_erf_within_tolerance),
+        cmocka_unit_test(test_rand_is_philox),
         cmocka_unit_test(test_reductions),
         cmocka_unit_test(test_reduction_in_a_loop),
         cmocka_unit_test(test_stdlib_softmax),
