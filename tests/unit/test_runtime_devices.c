@@ -893,6 +893,68 @@ static float rand_ref(int64_t seed, int32_t offset) {
     return (float)u * 0x1.fffffep-32f;
 }
 
+/* ---- stdlib dropout ------------------------------------------------------------ */
+
+/* dropout and its gradient from stdlib/dropout.tile, bit for bit: the mask
+ * is rand_ref(seed, i) >= p, a kept element x * (1 / (1 - p)) in f32,
+ * rounded once to storage; the gradient keeps the same elements of dy. The
+ * kept fraction is near 1 - p. */
+static void test_stdlib_dropout(void **state) {
+    (void)state;
+    const int sizes[] = {1, 1000, 70001};
+    const float ps[] = {0.0f, 0.1f, 0.5f, 0.875f, 1.0f};
+    const int64_t seeds[] = {1234, -7, 0x5eed5eed5eed5eedLL};
+    for (size_t t = 0; t < 3; t++) {
+        const dtype *dt = &dtypes[t];
+        char fwd[32], bwd[32];
+        snprintf(fwd, sizeof fwd, "dropout_%s", dt->name);
+        snprintf(bwd, sizeof bwd, "dropout_bwd_%s", dt->name);
+        prog pr;
+        trt_kernel *kf = compile_file(&pr, "stdlib/dropout.tile", fwd, NULL, 0), *kb;
+        OK(trt_get_kernel(pr.mod, bwd, &kb));
+        for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+            int n = sizes[s];
+            size_t bytes = (size_t)n * dt->size;
+            void *x = malloc(bytes), *dy = malloc(bytes), *out = malloc(bytes), *dx = malloc(bytes);
+            for (int i = 0; i < n; i++) dt->put(x, (size_t)i, rand_f32()), dt->put(dy, (size_t)i, rand_f32() / 100);
+            for (size_t q = 0; q < sizeof ps / sizeof ps[0]; q++) {
+                float p = ps[q];
+                int64_t seed = seeds[(s + q) % 3];
+                memset(out, 0xff, bytes), memset(dx, 0xff, bytes);
+                trt_buffer bx = upload(x, bytes), bdy = upload(dy, bytes), bo = upload(out, bytes), bdx = upload(dx, bytes);
+                trt_arg af[5] = {trt_buf(bx), trt_buf(bo), trt_int(n), trt_float(p), trt_int(seed)};
+                launch(kf, cdiv(n, 1024), 1, 1, af, 5);
+                trt_arg ab[5] = {trt_buf(bdy), trt_buf(bdx), trt_int(n), trt_float(p), trt_int(seed)};
+                launch(kb, cdiv(n, 1024), 1, 1, ab, 5);
+                download(bo, out, bytes), download(bdx, dx, bytes);
+                trt_free(dev, bx), trt_free(dev, bdy);
+                volatile float one_minus = 1.0f - p, scale = 1.0f / one_minus;
+                int kept = 0;
+                for (int i = 0; i < n; i++) {
+                    bool keep = rand_ref(seed, i) >= p;
+                    kept += keep;
+                    /* the same rounding as the kernel's, through storage */
+                    unsigned char want[4], wantg[4], got[4], gotg[4];
+                    dt->put(want, 0, keep ? dt->get(x, (size_t)i) * scale : 0.0f);
+                    dt->put(wantg, 0, keep ? dt->get(dy, (size_t)i) * scale : 0.0f);
+                    memcpy(got, (unsigned char *)out + (size_t)i * dt->size, dt->size);
+                    memcpy(gotg, (unsigned char *)dx + (size_t)i * dt->size, dt->size);
+                    if (memcmp(got, want, dt->size) || memcmp(gotg, wantg, dt->size))
+                        fail_msg("%s/%s n=%d p=%g seed %lld on %s: [%d] = %.8g, %.8g, want %.8g, %.8g", fwd, bwd, n,
+                                 (double)p, (long long)seed, trt_device_name(dev), i, dt->get(out, (size_t)i),
+                                 dt->get(dx, (size_t)i), dt->get(want, 0), dt->get(wantg, 0));
+                }
+                /* the kept count is binomial(n, 1 - p): within 5 standard deviations */
+                double mean = n * (1.0 - p), sd = sqrt(n * (double)p * (1.0 - p));
+                if (!(fabs(kept - mean) <= 5 * sd + 1e-9))
+                    fail_msg("%s n=%d p=%g: kept %d, expected about %.0f", fwd, n, (double)p, kept, mean);
+            }
+            free(x), free(dy), free(out), free(dx);
+        }
+        drop(&pr);
+    }
+}
+
 /* Every kernel of the stdlib is run by a test of this file (or, for
  * elementwise.tile, by test_runtime_stdlib too): a new kernel without a
  * test fails here. */
@@ -903,7 +965,8 @@ static void test_every_stdlib_kernel_is_tested(void **state) {
         "softmax_f32", "softmax_f16", "softmax_bf16", "softmax_bwd_f32", "softmax_bwd_f16", /* test_stdlib_softmax */
         "softmax_bwd_bf16", "layernorm_f32", "layernorm_f16", "layernorm_bf16",            /* test_stdlib_layernorm */
         "layernorm_bwd_f32", "layernorm_bwd_f16", "layernorm_bwd_bf16", "layernorm_dwdb_f32", "layernorm_dwdb_f16",
-        "layernorm_dwdb_bf16"};
+        "layernorm_dwdb_bf16", "dropout_f32", "dropout_f16", "dropout_bf16",                /* test_stdlib_dropout */
+        "dropout_bwd_f32", "dropout_bwd_f16", "dropout_bwd_bf16"};
     size_t seen = 0, files = 0;
     DIR *d = opendir(TILEC_SOURCE_DIR "/stdlib");
     assert_non_null(d);
@@ -1511,6 +1574,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_reduction_in_a_loop),
         cmocka_unit_test(test_stdlib_softmax),
         cmocka_unit_test(test_stdlib_layernorm),
+        cmocka_unit_test(test_stdlib_dropout),
         cmocka_unit_test(test_every_stdlib_kernel_is_tested),
         cmocka_unit_test(test_streams),
         cmocka_unit_test(test_stream_misuse),
