@@ -14,7 +14,8 @@ typedef enum builtin_id {
     B_WHERE, B_MINIMUM, B_MAXIMUM, B_ABS, B_SQRT, B_FLOOR, B_CEIL, B_FMA, B_CDIV, B_CAST, B_ZEROS, B_FULL,
     B_EXP, B_EXP2, B_LOG, B_LOG2, B_SIN, B_COS, B_RSQRT, B_SIGMOID, B_TANH,
     B_SUM, B_MAX, B_MIN,
-    B_EXPAND_DIMS, B_BROADCAST_TO, B_RESHAPE, B_PERMUTE, B_TRANS, B_ARGMAX, B_ARGMIN
+    B_EXPAND_DIMS, B_BROADCAST_TO, B_RESHAPE, B_PERMUTE, B_TRANS, B_ARGMAX, B_ARGMIN,
+    B_ERF, B_RAND, B_RANDINT
 } builtin_id;
 
 typedef struct builtin {
@@ -61,6 +62,9 @@ static const builtin builtins[] = {
     {"trans", B_TRANS, 1, 1, {"x"}},
     {"argmax", B_ARGMAX, 2, 1, {"x", "axis"}},
     {"argmin", B_ARGMIN, 2, 1, {"x", "axis"}},
+    {"erf", B_ERF, 1, 1, {"x"}},
+    {"rand", B_RAND, 2, 2, {"seed", "offsets"}},
+    {"randint", B_RANDINT, 2, 2, {"seed", "offsets"}},
 };
 
 /* Fills slots[] from the call's arguments; false after reporting. */
@@ -629,6 +633,7 @@ static operand check_transcendental(lang_ctx *c, const ast_expr *call, const ast
     case B_SIN: r = tir_build_unary(b, TIR_OP_SIN, x); break;
     case B_COS: r = tir_build_unary(b, TIR_OP_COS, x); break;
     case B_RSQRT: r = tir_build_unary(b, TIR_OP_RSQRT, x); break;
+    case B_ERF: r = tir_build_unary(b, TIR_OP_ERF, x); break;
     case B_EXP: r = tir_build_unary(b, TIR_OP_EXP2, tir_build_binary(b, TIR_OP_MUL, x, fconst(c, x, log2e))); break;
     case B_LOG: r = tir_build_binary(b, TIR_OP_MUL, tir_build_unary(b, TIR_OP_LOG2, x), fconst(c, x, ln2)); break;
     case B_SIGMOID:
@@ -770,6 +775,43 @@ static operand check_argext(lang_ctx *c, const ast_expr *call, const ast_expr **
     return lang_value(cand, call->span);
 }
 
+/* ---- random numbers ----------------------------------------------------------
+ * randint(seed, offsets) is the IR op (Philox4x32-10, one number per
+ * offset); rand is built from it as Triton's uint_to_uniform_float does:
+ * u ^ (u >> 31) (u < 0 ? -u - 1 : u, in [0, 2^31)) converted to f32, times
+ * the f32 0x1.fffffep-32, so the largest result is 1 - 2^-24 < 1. */
+static operand check_rand(lang_ctx *c, const ast_expr *call, const ast_expr **a, bool uniform) {
+    const char *name = call->u.call.callee.str;
+    operand seed = lang_check_expr(c, a[0]), offs = lang_check_expr(c, a[1]);
+    if (seed.kind == OPND_POISON || offs.kind == OPND_POISON) return lang_poison(call->span);
+    tir_type st = lang_operand_type(&seed), ot = lang_operand_type(&offs);
+    bool ok = true;
+    if (st.rank || !tir_elem_is_int((tir_elem)st.elem) || st.elem == TIR_I1) {
+        lang_error(c, a[0]->span, "'%s' needs a scalar integer seed (i32 or i64), not %s", name,
+                   lang_operand_str(c, &seed));
+        ok = false;
+    }
+    if (offs.kind == OPND_INTLIT) {
+        ok = lang_literal_fits(c, &offs, TIR_I32) && ok;
+    } else if (!tir_elem_is_int((tir_elem)ot.elem) || ot.elem == TIR_I1 || ot.elem == TIR_I64) {
+        lang_error(c, a[1]->span, "'%s' needs i32 offsets, not %s%s", name, lang_operand_str(c, &offs),
+                   ot.elem == TIR_I64 ? " (64-bit offsets are not supported)" : "");
+        ok = false;
+    }
+    if (!ok) return lang_poison(call->span);
+    tir_builder *b = &c->b;
+    tir_value *sv = lang_materialize(c, &seed, st.elem == TIR_I64 ? TIR_I64 : TIR_I32);
+    tir_value *ov = lang_materialize(c, &offs, TIR_I32);
+    tir_value *ops[2] = {lang_broadcast(c, sv, ov->type), ov};
+    lang_set_loc(c, call->span);
+    tir_value *u = tir_build1(b, TIR_OP_RANDINT, ov->type, 2, ops);
+    if (!uniform) return lang_value(u, call->span);
+    tir_value *k31 = lang_broadcast(c, tir_build_const_int(b, tir_scalar(TIR_I32), 31), u->type);
+    tir_value *x = tir_build_binary(b, TIR_OP_XOR, u, tir_build_binary(b, TIR_OP_SHR, u, k31));
+    tir_value *f = tir_build_cast(b, x, TIR_F32);
+    return lang_value(tir_build_binary(b, TIR_OP_MUL, f, fconst(c, f, 0x1.fffffep-32)), call->span);
+}
+
 operand lang_check_call(lang_ctx *c, const ast_expr *e) {
     const char *name = e->u.call.callee.str;
     bool whole_stmt = c->stmt_call;
@@ -817,11 +859,12 @@ operand lang_check_call(lang_ctx *c, const ast_expr *e) {
     case B_ZEROS: return check_fill(c, e, slots, true);
     case B_FULL: return check_fill(c, e, slots, false);
     case B_EXP: case B_EXP2: case B_LOG: case B_LOG2: case B_SIN: case B_COS: case B_RSQRT: case B_SIGMOID:
-    case B_TANH: return check_transcendental(c, e, slots, bi->id);
+    case B_TANH: case B_ERF: return check_transcendental(c, e, slots, bi->id);
     case B_SUM: case B_MAX: case B_MIN: return check_reduce(c, e, slots, bi->id);
     case B_EXPAND_DIMS: case B_BROADCAST_TO: case B_RESHAPE: case B_PERMUTE: case B_TRANS:
         return check_shape_op(c, e, slots, bi->id);
     case B_ARGMAX: case B_ARGMIN: return check_argext(c, e, slots, bi->id);
+    case B_RAND: case B_RANDINT: return check_rand(c, e, slots, bi->id == B_RAND);
     }
     return lang_poison(e->span);
 }

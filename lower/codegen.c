@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "lower/erf_f32.h"
 #include "lower/lower.h"
 
 enum {
@@ -702,6 +703,94 @@ static void gen_approx(cg *c, const tir_op *op) {
     }
 }
 
+/* ---- erf: lower/erf_f32.h describes it, and models it for a test ---------- */
+
+/* k[0] + x * (k[1] + x * (... + x * k[n-1])), one fma a step. */
+static LLVMValueRef horner_f32(cg *c, const float *k, int n, LLVMValueRef x) {
+    LLVMTypeRef f32 = LLVMFloatTypeInContext(c->ctx);
+    LLVMValueRef p = LLVMConstReal(f32, k[n - 1]);
+    for (int j = n - 2; j >= 0; j--) {
+        LLVMValueRef a[3] = {p, x, LLVMConstReal(f32, k[j])};
+        p = intrinsic(c, "llvm.fma", f32, a, 3);
+    }
+    return p;
+}
+
+static void gen_erf(cg *c, const tir_op *op) {
+    const tir_value *res = op->results[0];
+    LLVMTypeRef f32 = LLVMFloatTypeInContext(c->ctx), ty = elem_type(c, (tir_elem)res->type.elem);
+    const char *name = "llvm.nvvm.ex2.approx.f";
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    LLVMValueRef ex2 = LLVMGetIntrinsicDeclaration(c->mod, id, NULL, 0);
+    LLVMTypeRef ex2_ty = LLVMIntrinsicGetType(c->ctx, id, NULL, 0);
+    if (res->type.elem == TIR_F64) {
+        cg_error(c, op, "erf on f64 is not supported yet (f32 math only)");
+        return;
+    }
+    LLVMValueRef one = LLVMConstReal(f32, 1.0);
+    LLVMValueRef *r = new_regs(c, res);
+    for (uint32_t i = 0; i < c->nregs[res->id]; i++) {
+        LLVMValueRef x = reg(c, op->operands[0], i);
+        if (ty != f32) x = LLVMBuildFPExt(c->b, x, f32, "");
+        LLVMValueRef ax = intrinsic(c, "llvm.fabs", f32, &x, 1);
+        LLVMValueRef u = LLVMBuildFMul(c->b, x, x, "");
+        LLVMValueRef small = LLVMBuildFMul(c->b, x, horner_f32(c, lower_erf_small, 6, u), "");
+        LLVMValueRef clamp[2] = {ax, LLVMConstReal(f32, LOWER_ERF_CLAMP)};
+        LLVMValueRef l = horner_f32(c, lower_erf_large, 7, intrinsic(c, "llvm.minnum", f32, clamp, 2));
+        LLVMValueRef sign[2] = {LLVMBuildFSub(c->b, one, LLVMBuildCall2(c->b, ex2_ty, ex2, &l, 1, ""), ""), x};
+        LLVMValueRef large = intrinsic(c, "llvm.copysign", f32, sign, 2);
+        LLVMValueRef split = LLVMBuildFCmp(c->b, LLVMRealOGE, ax, LLVMConstReal(f32, LOWER_ERF_SPLIT), "");
+        LLVMValueRef y = LLVMBuildSelect(c->b, split, large, small, "");
+        r[i] = ty != f32 ? LLVMBuildFPTrunc(c->b, y, ty, "") : y;
+    }
+}
+
+/* ---- random numbers ---------------------------------------------------------
+ * The first word of Philox4x32-10 (docs/language.md) in integer arithmetic
+ * only, so it matches the interpreter bit for bit. A 32x32 product's high
+ * half is llvm.nvvm.mulhi.ui (PTX mul.hi.u32), its low half a 32-bit mul:
+ * built as zext, 64-bit mul and lshr instead, LLVM's combiner merged the
+ * xors across the halves into 64-bit ones and left 64-bit multiplies. */
+static void mul_halves(cg *c, uint32_t k, LLVMValueRef x, LLVMValueRef *lo, LLVMValueRef *hi) {
+    const char *name = "llvm.nvvm.mulhi.ui";
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    LLVMValueRef args[2] = {x, LLVMConstInt(LLVMInt32TypeInContext(c->ctx), k, false)};
+    LLVMValueRef fn = LLVMGetIntrinsicDeclaration(c->mod, id, NULL, 0);
+    *hi = LLVMBuildCall2(c->b, LLVMIntrinsicGetType(c->ctx, id, NULL, 0), fn, args, 2, "");
+    *lo = LLVMBuildMul(c->b, x, args[1], "");
+}
+
+static void gen_randint(cg *c, const tir_op *op) {
+    enum { ROUNDS = 10 };
+    const tir_value *res = op->results[0], *seed = op->operands[0];
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(c->ctx), i64 = LLVMInt64TypeInContext(c->ctx);
+    LLVMValueRef *r = new_regs(c, res), last = NULL, keys[ROUNDS][2] = {{NULL}};
+    for (uint32_t i = 0; i < c->nregs[res->id]; i++) {
+        LLVMValueRef s = reg(c, seed, i);
+        if (s != last) { /* the key schedule, once per distinct seed register (once for a splat) */
+            last = s;
+            if (seed->type.elem == TIR_I32) s = LLVMBuildSExt(c->b, s, i64, "");
+            keys[0][0] = LLVMBuildTrunc(c->b, s, i32, "");
+            keys[0][1] = LLVMBuildTrunc(c->b, LLVMBuildLShr(c->b, s, LLVMConstInt(i64, 32, false), ""), i32, "");
+            for (int k = 1; k < ROUNDS; k++) {
+                keys[k][0] = LLVMBuildAdd(c->b, keys[k - 1][0], LLVMConstInt(i32, 0x9E3779B9u, false), "");
+                keys[k][1] = LLVMBuildAdd(c->b, keys[k - 1][1], LLVMConstInt(i32, 0xBB67AE85u, false), "");
+            }
+        }
+        LLVMValueRef c0 = reg(c, op->operands[1], i), c1 = LLVMConstNull(i32), c2 = c1, c3 = c1;
+        for (int k = 0; k < ROUNDS; k++) {
+            LLVMValueRef lo0, hi0, lo2 = c2, hi2 = c2; /* c2 * K is 0 in the first round */
+            mul_halves(c, 0xD2511F53u, c0, &lo0, &hi0);
+            if (k) mul_halves(c, 0xCD9E8D57u, c2, &lo2, &hi2);
+            c0 = LLVMBuildXor(c->b, LLVMBuildXor(c->b, hi2, c1, ""), keys[k][0], "");
+            c2 = LLVMBuildXor(c->b, LLVMBuildXor(c->b, hi0, c3, ""), keys[k][1], "");
+            c1 = lo2;
+            c3 = lo0;
+        }
+        r[i] = c0;
+    }
+}
+
 /* ---- reductions --------------------------------------------------------- */
 
 static LLVMValueRef combine(cg *c, tir_opcode code, tir_elem e, LLVMValueRef a, LLVMValueRef b) {
@@ -1142,6 +1231,8 @@ static void gen_op(cg *c, const tir_op *op) {
     case TIR_OP_MIN: case TIR_OP_MAX: case TIR_OP_ABS: case TIR_OP_SQRT: case TIR_OP_FLOOR: case TIR_OP_CEIL:
     case TIR_OP_FMA: gen_math(c, op); return;
     case TIR_OP_EXP2: case TIR_OP_LOG2: case TIR_OP_SIN: case TIR_OP_COS: case TIR_OP_RSQRT: gen_approx(c, op); return;
+    case TIR_OP_ERF: gen_erf(c, op); return;
+    case TIR_OP_RANDINT: gen_randint(c, op); return;
     case TIR_OP_LOAD: gen_load(c, op); return;
     case TIR_OP_STORE: gen_store(c, op); return;
     case TIR_OP_RETURN: LLVMBuildRetVoid(c->b); return;

@@ -375,6 +375,34 @@ static void do_move(interp *in, const tir_op *op) {
     }
 }
 
+/* ---- random numbers ------------------------------------------------------
+ * Philox4x32-10 as docs/language.md spells it out: the first word of the
+ * output for counter (c0, 0, 0, 0) and key (k0, k1). */
+
+static uint32_t philox_word0(uint32_t c0, uint32_t k0, uint32_t k1) {
+    uint32_t c1 = 0, c2 = 0, c3 = 0;
+    for (int round = 0; round < 10; round++) {
+        uint64_t p0 = (uint64_t)0xD2511F53u * c0, p2 = (uint64_t)0xCD9E8D57u * c2;
+        c0 = (uint32_t)(p2 >> 32) ^ c1 ^ k0;
+        c2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
+        c1 = (uint32_t)p2;
+        c3 = (uint32_t)p0;
+        k0 += 0x9E3779B9u;
+        k1 += 0xBB67AE85u;
+    }
+    return c0;
+}
+
+static void do_randint(interp *in, const tir_op *op) {
+    slot *s = out_slot(in, op->results[0]);
+    cell *seed = val(in, op->operands[0]), *offs = val(in, op->operands[1]);
+    for (uint32_t k = 0; k < s->n; k++) {
+        uint64_t sd = (uint64_t)seed[k].i; /* an i32 seed is held sign-extended */
+        uint32_t w = philox_word0((uint32_t)offs[k].i, (uint32_t)sd, (uint32_t)(sd >> 32));
+        s->cells[k].i = tir_wrap_int(w, TIR_I32);
+    }
+}
+
 /* ---- ops ---------------------------------------------------------------- */
 
 static void run_block(interp *in, const tir_block *blk);
@@ -483,6 +511,13 @@ static void run_op(interp *in, const tir_op *op) {
         }
         return;
     }
+    case TIR_OP_ERF: {
+        slot *s = out_slot(in, res);
+        cell *a = val(in, op->operands[0]);
+        for (uint32_t k = 0; k < s->n; k++) s->cells[k].f = round_to((tir_elem)res->type.elem, erf(a[k].f));
+        return;
+    }
+    case TIR_OP_RANDINT: do_randint(in, op); return;
     case TIR_OP_ABS:
     case TIR_OP_SQRT:
     case TIR_OP_FLOOR:

@@ -109,6 +109,7 @@ static void check_types(verifier *v, const tir_op *op) {
         break;
     case TIR_OP_MIN: case TIR_OP_MAX: case TIR_OP_ABS: case TIR_OP_SQRT: case TIR_OP_FLOOR: case TIR_OP_CEIL:
     case TIR_OP_FMA: case TIR_OP_EXP2: case TIR_OP_LOG2: case TIR_OP_SIN: case TIR_OP_COS: case TIR_OP_RSQRT:
+    case TIR_OP_ERF:
         for (uint32_t i = 0; i < op->noperands; i++)
             if (!tir_type_eq(o[i]->type, r)) fail(v, op, "operands and result must have one type");
         if (!numeric(r) || r.elem == TIR_I1) fail(v, op, "math ops need numbers");
@@ -181,6 +182,11 @@ static void check_types(verifier *v, const tir_op *op) {
         if (!ok || seen != (1u << x.rank) - 1) fail(v, op, "permute's result dim i is the operand's dim perm[i], perm a permutation");
         break;
     }
+    case TIR_OP_RANDINT:
+        if (o[0]->type.elem != TIR_I32 && o[0]->type.elem != TIR_I64) fail(v, op, "randint seed must be i32 or i64");
+        if (o[1]->type.elem != TIR_I32 || !tir_type_eq(o[1]->type, r))
+            fail(v, op, "randint offsets and result must be i32 of one type");
+        break;
     case TIR_OP_CAST:
         if (!numeric(o[0]->type) || !numeric(r) || !tir_type_same_shape(r, o[0]->type))
             fail(v, op, "cast converts numbers and keeps the shape");

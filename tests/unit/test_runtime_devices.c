@@ -1270,6 +1270,96 @@ static void test_stdlib_gelu(void **state) {
     }
 }
 
+/* ---- random numbers: the C reference -------------------------------------------- */
+
+/* Philox4x32-10 as docs/language.md spells it out, all four words. */
+static void philox4x32_10(uint32_t ctr[4], uint32_t k0, uint32_t k1) {
+    for (int round = 0; round < 10; round++) {
+        uint64_t p0 = (uint64_t)0xD2511F53u * ctr[0], p2 = (uint64_t)0xCD9E8D57u * ctr[2];
+        uint32_t c0 = (uint32_t)(p2 >> 32) ^ ctr[1] ^ k0, c2 = (uint32_t)(p0 >> 32) ^ ctr[3] ^ k1;
+        ctr[0] = c0, ctr[1] = (uint32_t)p2, ctr[2] = c2, ctr[3] = (uint32_t)p0;
+        k0 += 0x9E3779B9u, k1 += 0xBB67AE85u;
+    }
+}
+
+/* randint(seed, offset): the first word for counter (offset, 0, 0, 0) and
+ * key (the seed's low and high 32 bits, an i32 seed sign-extended). */
+static uint32_t randint_ref(int64_t seed, int32_t offset) {
+    uint32_t ctr[4] = {(uint32_t)offset, 0, 0, 0};
+    philox4x32_10(ctr, (uint32_t)(uint64_t)seed, (uint32_t)((uint64_t)seed >> 32));
+    return ctr[0];
+}
+
+/* rand: the word as i32, folded to [0, 2^31) (negative u to -u - 1, that
+ * is ~u), converted to f32 and scaled by the f32 0x1.fffffep-32. */
+static float rand_ref(int64_t seed, int32_t offset) {
+    uint32_t u = randint_ref(seed, offset);
+    if (u >> 31) u = ~u;
+    return (float)u * 0x1.fffffep-32f;
+}
+
+/* ---- stdlib dropout ------------------------------------------------------------ */
+
+/* dropout and its gradient from stdlib/dropout.tile, bit for bit: the mask
+ * is rand_ref(seed, i) >= p, a kept element x * (1 / (1 - p)) in f32,
+ * rounded once to storage; the gradient keeps the same elements of dy. The
+ * kept fraction is near 1 - p. */
+static void test_stdlib_dropout(void **state) {
+    (void)state;
+    const int sizes[] = {1, 1000, 70001};
+    const float ps[] = {0.0f, 0.1f, 0.5f, 0.875f, 1.0f};
+    const int64_t seeds[] = {1234, -7, 0x5eed5eed5eed5eedLL};
+    for (size_t t = 0; t < 3; t++) {
+        const dtype *dt = &dtypes[t];
+        char fwd[32], bwd[32];
+        snprintf(fwd, sizeof fwd, "dropout_%s", dt->name);
+        snprintf(bwd, sizeof bwd, "dropout_bwd_%s", dt->name);
+        prog pr;
+        trt_kernel *kf = compile_file(&pr, "stdlib/dropout.tile", fwd, NULL, 0), *kb;
+        OK(trt_get_kernel(pr.mod, bwd, &kb));
+        for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+            int n = sizes[s];
+            size_t bytes = (size_t)n * dt->size;
+            void *x = malloc(bytes), *dy = malloc(bytes), *out = malloc(bytes), *dx = malloc(bytes);
+            for (int i = 0; i < n; i++) dt->put(x, (size_t)i, rand_f32()), dt->put(dy, (size_t)i, rand_f32() / 100);
+            for (size_t q = 0; q < sizeof ps / sizeof ps[0]; q++) {
+                float p = ps[q];
+                int64_t seed = seeds[(s + q) % 3];
+                memset(out, 0xff, bytes), memset(dx, 0xff, bytes);
+                trt_buffer bx = upload(x, bytes), bdy = upload(dy, bytes), bo = upload(out, bytes), bdx = upload(dx, bytes);
+                trt_arg af[5] = {trt_buf(bx), trt_buf(bo), trt_int(n), trt_float(p), trt_int(seed)};
+                launch(kf, cdiv(n, 1024), 1, 1, af, 5);
+                trt_arg ab[5] = {trt_buf(bdy), trt_buf(bdx), trt_int(n), trt_float(p), trt_int(seed)};
+                launch(kb, cdiv(n, 1024), 1, 1, ab, 5);
+                download(bo, out, bytes), download(bdx, dx, bytes);
+                trt_free(dev, bx), trt_free(dev, bdy);
+                volatile float one_minus = 1.0f - p, scale = 1.0f / one_minus;
+                int kept = 0;
+                for (int i = 0; i < n; i++) {
+                    bool keep = rand_ref(seed, i) >= p;
+                    kept += keep;
+                    /* the same rounding as the kernel's, through storage */
+                    unsigned char want[4], wantg[4], got[4], gotg[4];
+                    dt->put(want, 0, keep ? dt->get(x, (size_t)i) * scale : 0.0f);
+                    dt->put(wantg, 0, keep ? dt->get(dy, (size_t)i) * scale : 0.0f);
+                    memcpy(got, (unsigned char *)out + (size_t)i * dt->size, dt->size);
+                    memcpy(gotg, (unsigned char *)dx + (size_t)i * dt->size, dt->size);
+                    if (memcmp(got, want, dt->size) || memcmp(gotg, wantg, dt->size))
+                        fail_msg("%s/%s n=%d p=%g seed %lld on %s: [%d] = %.8g, %.8g, want %.8g, %.8g", fwd, bwd, n,
+                                 (double)p, (long long)seed, trt_device_name(dev), i, dt->get(out, (size_t)i),
+                                 dt->get(dx, (size_t)i), dt->get(want, 0), dt->get(wantg, 0));
+                }
+                /* the kept count is binomial(n, 1 - p): within 5 standard deviations */
+                double mean = n * (1.0 - p), sd = sqrt(n * (double)p * (1.0 - p));
+                if (!(fabs(kept - mean) <= 5 * sd + 1e-9))
+                    fail_msg("%s n=%d p=%g: kept %d, expected about %.0f", fwd, n, (double)p, kept, mean);
+            }
+            free(x), free(dy), free(out), free(dx);
+        }
+        drop(&pr);
+    }
+}
+
 /* Every kernel of the stdlib is run by a test of this file (or, for
  * elementwise.tile, by test_runtime_stdlib too): a new kernel without a
  * test fails here. */
@@ -1282,7 +1372,9 @@ static void test_every_stdlib_kernel_is_tested(void **state) {
         "layernorm_bwd_f32", "layernorm_bwd_f16", "layernorm_bwd_bf16", "layernorm_dwdb_f32", "layernorm_dwdb_f16",
         "layernorm_dwdb_bf16", "rmsnorm_f32", "rmsnorm_f16", "rmsnorm_bf16", "rmsnorm_bwd_f32", /* test_stdlib_rmsnorm */
         "rmsnorm_bwd_f16", "rmsnorm_bwd_bf16", "rmsnorm_dw_f32", "rmsnorm_dw_f16", "rmsnorm_dw_bf16", "gelu_f32",
-        "gelu_f16", "gelu_bf16", "gelu_bwd_f32", "gelu_bwd_f16", "gelu_bwd_bf16"}; /* test_stdlib_gelu */
+        "gelu_f16", "gelu_bf16", "gelu_bwd_f32", "gelu_bwd_f16", "gelu_bwd_bf16", /* test_stdlib_gelu */
+        "dropout_f32", "dropout_f16", "dropout_bf16",                /* test_stdlib_dropout */
+        "dropout_bwd_f32", "dropout_bwd_f16", "dropout_bwd_bf16"};
     size_t seen = 0, files = 0;
     DIR *d = opendir(TILEC_SOURCE_DIR "/stdlib");
     assert_non_null(d);
@@ -1358,6 +1450,124 @@ static void test_transcendentals_within_tolerance(void **state) {
                   trt_device_name(dev), worst[0], worst[1], worst[2], worst[3], worst[4], worst[5], worst[6], worst[7]);
     trt_free(dev, bx);
     free(x), free(out);
+    drop(&p);
+}
+
+/* erf against float64: on the GPU an f32 approximation documented (and
+ * modelled by test_lower_erf) to be within 2e-7 absolutely; the interpreter
+ * rounds C's erf. f16 adds its own rounding: half an ulp, at most 2^-11
+ * relative, of a value that may be off by the f32 error already. */
+static void test_erf_within_tolerance(void **state) {
+    (void)state;
+    static const char src[] =
+        "kernel e(x: *f32, out: *f32, h: *f16, hout: *f16, n: i32, const B: i32 = 256) {\n"
+        "    let o = program_id(0) * B + arange(0, B);\n"
+        "    let k = o < n;\n"
+        "    store(out + o, erf(load(x + o, k)), k);\n"
+        "    store(hout + o, erf(load(h + o, k)), k);\n"
+        "}\n";
+    const double tol = 2e-7;
+    prog p;
+    trt_kernel *k = compile_text(&p, "erf.tile", src, "e", NULL, 0);
+    int n = 20011;
+    float *x = malloc(4 * (size_t)n), *out = poison_f32s(n);
+    uint16_t *h = malloc(2 * (size_t)n), *hout = malloc(2 * (size_t)n);
+    const float special[] = {0.0f, -0.0f, 1.0f, -1.0f, 0.99999994f, 1.0000001f, 3.95f, 3.9499998f, 4.0f, 10.0f,
+                             1e-30f, -1e-38f, INFINITY, -INFINITY, NAN};
+    for (int i = 0; i < n; i++) x[i] = (float)((rand() % 2000001 - 1000000) * 5e-6); /* [-5, 5] */
+    for (int i = 0; i < 2000; i++) x[i] = (float)((rand() % 2000001 - 1000000) * 1e-6); /* [-1, 1]: first piece */
+    for (size_t i = 0; i < sizeof special / sizeof special[0]; i++) x[i] = special[i];
+    for (int i = 0; i < n; i++) h[i] = f16_bits(x[i]), hout[i] = 0x7e00;
+    trt_buffer bx = upload(x, 4 * (size_t)n), bo = upload(out, 4 * (size_t)n), bh = upload(h, 2 * (size_t)n),
+               bho = upload(hout, 2 * (size_t)n);
+    trt_arg a[5] = {trt_buf(bx), trt_buf(bo), trt_buf(bh), trt_buf(bho), trt_int(n)};
+    launch(k, cdiv(n, 256), 1, 1, a, 5);
+    download(bo, out, 4 * (size_t)n);
+    download(bho, hout, 2 * (size_t)n);
+    double worst = 0, worst_h = 0;
+    for (int i = 0; i < n; i++) {
+        double want = erf(x[i]), err = fabs(out[i] - want);
+        if (isnan(x[i]) ? !isnan(out[i]) : !(err <= tol) || (x[i] == 0 && signbit(out[i]) != signbit(x[i])))
+            fail_msg("erf(%.9g) on %s = %.9g, want %.9g (error %.3g > %.3g)", x[i], trt_device_name(dev), out[i], want,
+                     err, tol);
+        if (err > worst) worst = err;
+        float hx = f16_value(h[i]), hy = f16_value(hout[i]);
+        double hwant = erf(hx), herr = fabs(hy - hwant), hlim = 2 * tol + ldexp(fabs(hwant), -11);
+        if (isnan(hx) ? !isnan(hy) : !(herr <= hlim))
+            fail_msg("erf(%.9g) in f16 on %s = %.9g, want %.9g", hx, trt_device_name(dev), hy, hwant);
+        if (!isnan(hx) && herr / hlim > worst_h) worst_h = herr / hlim;
+    }
+    print_message("erf on %s: worst f32 error %.3g (tolerance %.3g), f16 error / tolerance %.2f\n",
+                  trt_device_name(dev), worst, tol, worst_h);
+    trt_free(dev, bx), trt_free(dev, bh);
+    free(x), free(out), free(h), free(hout);
+    drop(&p);
+}
+
+/* ---- random numbers: bit for bit against C --------------------------------- */
+
+static void test_rand_is_philox(void **state) {
+    (void)state;
+    /* the reference against Random123's known answers for Philox4x32-10 */
+    static const uint32_t kat[3][6][4] = {
+        {{0, 0, 0, 0}, {0, 0}, {0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}},
+        {{~0u, ~0u, ~0u, ~0u}, {~0u, ~0u}, {0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}},
+        {{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}, {0xa4093822, 0x299f31d0},
+         {0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}}};
+    for (int t = 0; t < 3; t++) {
+        uint32_t ctr[4];
+        memcpy(ctr, kat[t][0], sizeof ctr);
+        philox4x32_10(ctr, kat[t][1][0], kat[t][1][1]);
+        assert_memory_equal(ctr, kat[t][2], sizeof ctr);
+    }
+    static const char src[] =
+        "kernel r(f: *f32, u: *i32, g: *f32, n: i32, seed: i64, s32: i32, const B: i32 = 512) {\n"
+        "    let o = program_id(0) * B + arange(0, B);\n"
+        "    let k = o < n;\n"
+        "    store(f + o, rand(seed, o), k);\n"
+        "    store(u + o, randint(s32, o), k);\n"
+        "    store(g + o, rand(s32, cast(o - 3, i16)), k);\n" /* offsets widened from i16, negative ones too */
+        "    store(g + n, rand(seed, n));\n"                    /* a scalar offset gives one number */
+        "}\n";
+    prog p;
+    trt_kernel *k = compile_text(&p, "rand.tile", src, "r", NULL, 0);
+    const int64_t seeds[][2] = {{0, 0}, {0x123456789abcdef0LL, -5}, {-1, 2147483647}, {42, -2147483647 - 1}};
+    int n = 100003;
+    for (size_t s = 0; s < sizeof seeds / sizeof seeds[0]; s++) {
+        int64_t seed = seeds[s][0], s32 = seeds[s][1];
+        float *f = poison_f32s(n), *g = poison_f32s(n + 1);
+        int32_t *u = malloc(4 * (size_t)n);
+        for (int i = 0; i < n; i++) u[i] = -1;
+        trt_buffer bf = upload(f, 4 * (size_t)n), bu = upload(u, 4 * (size_t)n), bg = upload(g, 4 * (size_t)(n + 1));
+        trt_arg a[6] = {trt_buf(bf), trt_buf(bu), trt_buf(bg), trt_int(n), trt_int(seed), trt_int(s32)};
+        launch(k, cdiv(n, 512), 1, 1, a, 6);
+        download(bf, f, 4 * (size_t)n), download(bu, u, 4 * (size_t)n), download(bg, g, 4 * (size_t)(n + 1));
+        enum { BINS = 16 };
+        int bins[BINS] = {0};
+        double sum = 0;
+        for (int i = 0; i < n; i++) {
+            float want = rand_ref(seed, i), wantg = rand_ref(s32, (int16_t)(i - 3));
+            uint32_t wantu = randint_ref(s32, i);
+            if (memcmp(&f[i], &want, 4) || (uint32_t)u[i] != wantu || memcmp(&g[i], &wantg, 4))
+                fail_msg("seed %lld/%lld offset %d on %s: rand %a randint %08x rand(i16) %a, want %a %08x %a",
+                         (long long)seed, (long long)s32, i, trt_device_name(dev), (double)f[i], (unsigned)u[i],
+                         (double)g[i], (double)want, (unsigned)wantu, (double)wantg);
+            if (!(f[i] >= 0 && f[i] < 1)) fail_msg("rand gave %a, outside [0, 1)", (double)f[i]);
+            bins[(int)(f[i] * BINS)]++;
+            sum += f[i];
+        }
+        float last = rand_ref(seed, n);
+        if (memcmp(&g[n], &last, 4)) fail_msg("rand(seed, n) = %a, want %a", (double)g[n], (double)last);
+        /* uniform: the mean within 5 standard deviations (sqrt(1/12n)) of
+         * 1/2, and chi-square over 16 bins below 37.7 (15 degrees of
+         * freedom: exceeded with probability 0.001 by chance) */
+        double chi2 = 0, expect = (double)n / BINS;
+        for (int b = 0; b < BINS; b++) chi2 += (bins[b] - expect) * (bins[b] - expect) / expect;
+        double mean = sum / n;
+        if (!(fabs(mean - 0.5) <= 5 * sqrt(1.0 / (12.0 * n))) || !(chi2 < 37.7))
+            fail_msg("seed %lld: mean %.5f, chi-square %.2f over %d bins: not uniform", (long long)seed, mean, chi2, BINS);
+        free(f), free(u), free(g);
+    }
     drop(&p);
 }
 
@@ -1766,6 +1976,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_math_builtins_exact),
         cmocka_unit_test(test_integers_and_casts),
         cmocka_unit_test(test_transcendentals_within_tolerance),
+        cmocka_unit_test(test_erf_within_tolerance),
+        cmocka_unit_test(test_rand_is_philox),
         cmocka_unit_test(test_reductions),
         cmocka_unit_test(test_reduction_in_a_loop),
         cmocka_unit_test(test_tiles_2d),
@@ -1775,6 +1987,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_stdlib_layernorm),
         cmocka_unit_test(test_stdlib_rmsnorm),
         cmocka_unit_test(test_stdlib_gelu),
+        cmocka_unit_test(test_stdlib_dropout),
         cmocka_unit_test(test_every_stdlib_kernel_is_tested),
         cmocka_unit_test(test_streams),
         cmocka_unit_test(test_stream_misuse),
