@@ -37,6 +37,7 @@ enum {
     CG_MAX_SPT = 64,
     CG_SMEM_SLOT_BYTES = 8, /* one reduction partial per warp, any element type */
     CG_MAX_LAYOUTS = 32,    /* layouts whose thread bases are kept (more are recomputed) */
+    CG_MAX_STATIC_SMEM = 48 * 1024, /* static shared memory of one CTA on every target */
     NVPTX_ADDRSPACE_GLOBAL = 1,
     NVPTX_ADDRSPACE_SHARED = 3
 };
@@ -908,13 +909,15 @@ static uint32_t id_stride(const view *v, unsigned d, bool warps) {
     return st;
 }
 
+static unsigned scratch_elem_bytes(tir_elem e) { return e == TIR_PTR ? 8 : e == TIR_I1 ? 1 : tir_elem_bits(e) / 8; }
+
 /* Bytes of scratch a general reduction needs (0: none). */
 static uint32_t reduce_scratch(const tir_op *op) {
     const tir_type *x = &op->operands[0]->type;
     if (is_rank1_blocked(x)) return 0;
     view v = view_of(x);
     uint32_t dw = distinct_warps(&v, view_dim(&v, (unsigned)op->attr.axis));
-    return dw > 1 ? dw * (uint32_t)tir_type_numel(op->results[0]->type) * CG_SMEM_SLOT_BYTES : 0;
+    return dw > 1 ? dw * (uint32_t)tir_type_numel(op->results[0]->type) * scratch_elem_bytes((tir_elem)x->elem) : 0;
 }
 
 /* A reduction along a dim of any tile: within each thread over the
@@ -954,6 +957,7 @@ static void gen_reduce_general(cg *c, const tir_op *op) {
     uint32_t dw = distinct_warps(&vx, va);
     if (dw <= 1) return;
     uint32_t ws = id_stride(&vx, va, true), nel = (uint32_t)tir_type_numel(res->type);
+    unsigned eb = scratch_elem_bytes(e); /* reductions keep the element type: i1 is not reduced */
     LLVMTypeRef ty = elem_type(c, e);
     LLVMValueRef lane = LLVMBuildAnd(c->b, c->tid, i32c(c, 31), "");
     LLVMValueRef warp = LLVMBuildLShr(c->b, c->tid, i32c(c, 5), "");
@@ -970,7 +974,7 @@ static void gen_reduce_general(cg *c, const tir_op *op) {
     LLVMValueRef row = LLVMBuildMul(c->b, warp_a, i32c(c, nel), "");
     for (uint32_t k = 0; k < nres; k++) {
         LLVMValueRef at = LLVMBuildAdd(c->b, row, lin[k], "");
-        at = LLVMBuildAdd(c->b, i32c(c, c->scratch), LLVMBuildMul(c->b, at, i32c(c, CG_SMEM_SLOT_BYTES), ""), "");
+        at = LLVMBuildAdd(c->b, i32c(c, c->scratch), LLVMBuildMul(c->b, at, i32c(c, eb), ""), "");
         LLVMBuildStore(c->b, acc[k], smem_at(c, at));
     }
     LLVMBuildBr(c->b, after);
@@ -980,7 +984,7 @@ static void gen_reduce_general(cg *c, const tir_op *op) {
         LLVMValueRef v = NULL;
         for (uint32_t w = 0; w < dw; w++) {
             LLVMValueRef at = LLVMBuildAdd(c->b, i32c(c, (int64_t)w * nel), lin[k], "");
-            at = LLVMBuildAdd(c->b, i32c(c, c->scratch), LLVMBuildMul(c->b, at, i32c(c, CG_SMEM_SLOT_BYTES), ""), "");
+            at = LLVMBuildAdd(c->b, i32c(c, c->scratch), LLVMBuildMul(c->b, at, i32c(c, eb), ""), "");
             LLVMValueRef got = LLVMBuildLoad2(c->b, ty, smem_at(c, at), "");
             v = v ? combine(c, op->code, e, v, got) : got;
         }
@@ -989,8 +993,6 @@ static void gen_reduce_general(cg *c, const tir_op *op) {
 }
 
 /* ---- moving elements between layouts and shapes ----------------------------- */
-
-static unsigned scratch_elem_bytes(tir_elem e) { return e == TIR_PTR ? 8 : e == TIR_I1 ? 1 : tir_elem_bits(e) / 8; }
 
 static tir_layout permuted_layout(const tir_layout *src, const uint8_t *perm) {
     tir_layout l = *src;
@@ -1094,6 +1096,7 @@ static void gen_broadcast(cg *c, const tir_op *op) {
 typedef struct smem_need {
     uint32_t slots;   /* rank-1 reductions: one slot each */
     uint32_t scratch; /* the largest layout change or general reduction */
+    const tir_op *largest; /* the op that needs `scratch` */
 } smem_need;
 
 static void count_smem(tir_op *op, void *p) {
@@ -1105,7 +1108,7 @@ static void count_smem(tir_op *op, void *p) {
     } else if (op->nresults == 1 && op->noperands == 1) {
         s = move_scratch(op);
     }
-    if (s > n->scratch) n->scratch = s;
+    if (s > n->scratch) n->scratch = s, n->largest = op;
 }
 
 static void gen_op(cg *c, const tir_op *op);
@@ -1291,10 +1294,20 @@ static bool gen_func(cg *c, tir_func *f) {
     }
     c->tid = sreg(c, "llvm.nvvm.read.ptx.sreg.tid.x");
     memset(c->tid_times, 0, sizeof c->tid_times);
-    smem_need need = {0, 0};
+    smem_need need = {0, 0, NULL};
     tir_walk(f, count_smem, &need);
     c->scratch = (need.slots + 15) & ~15u;
     uint32_t smem_bytes = need.scratch ? c->scratch + need.scratch : need.slots;
+    if (smem_bytes > CG_MAX_STATIC_SMEM) {
+        /* moves are not split into rounds yet: say which op, not ptxas */
+        char what[200];
+        snprintf(what, sizeof what,
+                 "this needs %u bytes of shared memory to move or reduce a tile across threads (limit is %d); "
+                 "use smaller tiles",
+                 smem_bytes, CG_MAX_STATIC_SMEM);
+        cg_error(c, need.largest, what);
+        return false;
+    }
     c->smem = NULL;
     c->smem_used = 0;
     c->nbases = 0;

@@ -19,9 +19,11 @@
  *     expand_dims operand wants the slice of its result's, a permute's
  *     result wants its operand's layout permuted (then it moves no data).
  *  3. Choice. Classes are decided from the highest rank down (slices come
- *     from the rank above) and, within a rank, in program order: the first
- *     wish whose source is decided wins, otherwise the default blocked
- *     layout for the largest shape in the class. A class holding an
+ *     from the rank above). Within a rank, every class whose first
+ *     satisfiable wish has a decided source takes it, until none can; then
+ *     the first undecided class in program order that waits on no other
+ *     takes the default blocked layout for the largest shape in it;
+ *     repeat. A class holding an
  *     expand_dims result stays blocked.
  *  4. Repair. Where an op's operand still does not have the layout the op
  *     needs (two wishes disagreed: `offs[:, None]` and `offs[None, :]`), a
@@ -228,7 +230,10 @@ static bool try_wish(layout_ctx *c, uint32_t root, const wish *w, tir_layout *ou
     return false;
 }
 
-static void decide(layout_ctx *c, uint32_t root) {
+/* Decides root from its first wish whose source is decided; with
+ * use_default, from the default when no wish can be met. False if nothing
+ * was decided. */
+static bool decide(layout_ctx *c, uint32_t root, bool use_default) {
     tir_layout l;
     bool got = false;
     for (const wish *w = c->wishes[root]; w && !got; w = w->next) {
@@ -243,9 +248,39 @@ static void decide(layout_ctx *c, uint32_t root) {
         }
         got = try_wish(c, root, w, &l);
     }
+    if (!got && !use_default) return false;
     if (!got) l = default_blocked(c, c->rank[root], &c->shape[root * TIR_MAX_RANK]);
     c->layout[root] = l;
     c->decided[root] = 1;
+    return true;
+}
+
+/* The classes of one rank: every class whose wish can be met takes it,
+ * until none can; then the first undecided one (in program order) takes
+ * its default, which may let others' wishes be met; and so on. So a
+ * transpose whose class starts earlier than its operand's still gets the
+ * permuted layout. */
+static void decide_rank(layout_ctx *c, unsigned rank) {
+    for (;;) {
+        bool progress = true;
+        while (progress) {
+            progress = false;
+            for (uint32_t i = 0; i < c->n; i++)
+                if (c->value[i] && c->value[i]->type.rank == rank && find(c, i) == i && !c->decided[i])
+                    progress |= decide(c, i, false);
+        }
+        /* a default for the first class that waits on nobody, else the first */
+        uint32_t first = c->n, free_one = c->n;
+        for (uint32_t i = 0; i < c->n && free_one == c->n; i++) {
+            if (!(c->value[i] && c->value[i]->type.rank == rank && find(c, i) == i && !c->decided[i])) continue;
+            if (first == c->n) first = i;
+            bool waits = false;
+            for (const wish *w = c->wishes[i]; w; w = w->next) waits |= !c->decided[find(c, w->from)];
+            if (!waits) free_one = i;
+        }
+        if (first == c->n) return;
+        decide(c, free_one < c->n ? free_one : first, true);
+    }
 }
 
 /* ---- repair ---------------------------------------------------------------- */
@@ -359,9 +394,7 @@ static void layout_func(tir_func *f, int num_warps) {
         for (unsigned d = 0; d < v->type.rank; d++)
             if (v->type.shape[d] > c.shape[r * TIR_MAX_RANK + d]) c.shape[r * TIR_MAX_RANK + d] = v->type.shape[d];
     }
-    for (int rank = TIR_MAX_RANK; rank >= 1; rank--)
-        for (uint32_t i = 0; i < c.n; i++)
-            if (c.value[i] && c.value[i]->type.rank == rank && find(&c, i) == i) decide(&c, i);
+    for (unsigned rank = TIR_MAX_RANK; rank >= 1; rank--) decide_rank(&c, rank);
     for (uint32_t i = 0; i < c.n; i++)
         if (c.value[i] && c.value[i]->type.rank) c.value[i]->type.layout = c.layout[find(&c, i)];
     tir_walk(f, repair, &c);
