@@ -174,10 +174,12 @@ tilec_status tilec_compile(const char *filename, const char *source, size_t len,
 
     double t1 = tc_now_ms();
     LLVMContextRef ctx = LLVMContextCreate();
-    LLVMModuleRef lm = lower_codegen(m, ctx, &lopt, &diag);
+    bool over_limit;
+    LLVMModuleRef lm = lower_codegen(m, ctx, &lopt, &diag, &over_limit);
     if (!lm) {
-        /* IR the front end made must always lower; a .tir file may not */
-        status = from_tir ? TILEC_ERR_SOURCE : TILEC_ERR_INTERNAL;
+        /* IR the front end made must always lower, unless it asks for more
+         * than the target has; a .tir file may not lower */
+        status = from_tir || over_limit ? TILEC_ERR_SOURCE : TILEC_ERR_INTERNAL;
         LLVMContextDispose(ctx);
         goto done;
     }

@@ -65,6 +65,7 @@ typedef struct cg {
         LLVMValueRef base[TIR_MAX_RANK];
     } bases[CG_MAX_LAYOUTS];
     uint32_t nbases;
+    bool over_limit;                        /* the error is the kernel's: it needs more than the target has */
     bool ok;
 } cg;
 
@@ -1306,6 +1307,7 @@ static bool gen_func(cg *c, tir_func *f) {
                  "use smaller tiles",
                  smem_bytes, CG_MAX_STATIC_SMEM);
         cg_error(c, need.largest, what);
+        c->over_limit = true;
         return false;
     }
     c->smem = NULL;
@@ -1324,7 +1326,9 @@ static bool gen_func(cg *c, tir_func *f) {
     return c->ok;
 }
 
-LLVMModuleRef lower_codegen(tir_module *m, LLVMContextRef ctx, const lower_options *opt, tc_diag *diag) {
+LLVMModuleRef lower_codegen(tir_module *m, LLVMContextRef ctx, const lower_options *opt, tc_diag *diag,
+                            bool *over_limit) {
+    if (over_limit) *over_limit = false;
     LLVMModuleRef mod = LLVMModuleCreateWithNameInContext(m->source_name ? m->source_name : "tilec", ctx);
     LLVMSetTarget(mod, "nvptx64-nvidia-cuda");
     LLVMSetDataLayout(mod, "e-i64:64-i128:128-v16:16-v32:32-n16:32:64");
@@ -1342,6 +1346,7 @@ LLVMModuleRef lower_codegen(tir_module *m, LLVMContextRef ctx, const lower_optio
     LLVMDisposeBuilder(c.b);
     tc_arena_free(arena);
     if (!c.ok) {
+        if (over_limit) *over_limit = c.over_limit;
         LLVMDisposeModule(mod);
         return NULL;
     }

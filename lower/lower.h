@@ -51,8 +51,12 @@ bool lower_layout(tir_module *m, const lower_options *opt, tc_diag *diag);   /* 
 bool lower_run_pipeline(tir_module *m, const lower_options *opt, tc_diag *diag);
 
 /* Builds the LLVM module (one kernel function per tir_func, NVPTX triple and
- * data layout, nvvm annotations). The IR must be laid out. NULL on error. */
-LLVMModuleRef lower_codegen(tir_module *m, LLVMContextRef ctx, const lower_options *opt, tc_diag *diag);
+ * data layout, nvvm annotations). The IR must be laid out. NULL on error;
+ * then *over_limit (if given) says whether the error was a kernel asking
+ * for more than the target has (shared memory): the source's fault, not
+ * the compiler's. */
+LLVMModuleRef lower_codegen(tir_module *m, LLVMContextRef ctx, const lower_options *opt, tc_diag *diag,
+                            bool *over_limit);
 
 /* ---- analyses shared by passes and codegen ---------------------------- */
 /* What is known about the integer (or pointer) values of a 1-D tile along
