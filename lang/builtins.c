@@ -509,7 +509,6 @@ static operand check_shape_op(lang_ctx *c, const ast_expr *call, const ast_expr 
         if (id != B_TRANS) lang_check_expr(c, a[1]); /* its own mistakes */
         return lang_poison(call->span);
     }
-    const char *name = call->u.call.callee.str;
     tir_type t = x->type;
     switch (id) {
     case B_EXPAND_DIMS: {
@@ -586,7 +585,6 @@ static operand check_shape_op(lang_ctx *c, const ast_expr *call, const ast_expr 
         bool identity = true;
         for (unsigned i = 0; i < n; i++) identity &= perm[i] == i;
         lang_set_loc(c, call->span);
-        (void)name;
         return lang_value(identity ? x : tir_build_permute(&c->b, x, perm), call->span);
     }
     default: break;
@@ -650,6 +648,30 @@ static operand check_transcendental(lang_ctx *c, const ast_expr *call, const ast
     return lang_value(r, call->span);
 }
 
+/* The optional `axis` argument of a reduction: a compile-time dim of x,
+ * or -1 (every dim) when absent; false after reporting. */
+static bool optional_axis(lang_ctx *c, const ast_expr *arg, const operand *x, int64_t *axis) {
+    *axis = -1;
+    if (!arg) return true;
+    if (!const_int_arg(c, arg, "the axis must be a compile-time integer constant", axis)) return false;
+    if (*axis < 0 || *axis >= x->type.rank) {
+        lang_error(c, arg->span, "axis %lld is out of range for %s (rank %u)", (long long)*axis,
+                   lang_operand_str(c, x), x->type.rank);
+        return false;
+    }
+    return true;
+}
+
+static tir_value *reduce_along(lang_ctx *c, tir_opcode code, tir_value *v, unsigned axis) {
+    tir_type rt = tir_element_of(v->type);
+    rt.rank = (uint8_t)(v->type.rank - 1);
+    for (unsigned d = 0, k = 0; d < v->type.rank; d++)
+        if (d != axis) rt.shape[k++] = v->type.shape[d];
+    tir_value *r = tir_build1(&c->b, code, rt, 1, &v);
+    r->def->attr.axis = axis;
+    return r;
+}
+
 /* ---- reductions -------------------------------------------------------------
  * sum(x), max(x), min(x) over every element (a scalar), or along `axis`
  * (the result drops that dim; a rank-1 tile gives a scalar either way).
@@ -665,13 +687,7 @@ static operand check_reduce(lang_ctx *c, const ast_expr *call, const ast_expr **
         return lang_poison(call->span);
     }
     int64_t axis = -1; /* every axis */
-    if (a[1] && !const_int_arg(c, a[1], "the axis must be a compile-time integer constant", &axis))
-        return lang_poison(call->span);
-    if (a[1] && (axis < 0 || axis >= t.rank)) {
-        lang_error(c, a[1]->span, "axis %lld is out of range for %s (rank %u)", (long long)axis,
-                   lang_operand_str(c, &x), t.rank);
-        return lang_poison(call->span);
-    }
+    if (!optional_axis(c, a[1], &x, &axis)) return lang_poison(call->span);
     tir_elem el = (tir_elem)t.elem;
     if (id != B_SUM && el == TIR_I1) {
         lang_error(c, call->span, "'%s' is not defined on i1 (use sum to count, or cast first)", name);
@@ -684,12 +700,7 @@ static operand check_reduce(lang_ctx *c, const ast_expr *call, const ast_expr **
     tir_opcode code = id == B_SUM ? TIR_OP_REDUCE_SUM : id == B_MAX ? TIR_OP_REDUCE_MAX : TIR_OP_REDUCE_MIN;
     /* over every axis: the last first, down to a scalar */
     for (int64_t ax = axis >= 0 ? axis : (int64_t)t.rank - 1; ax >= 0; ax--) {
-        tir_type vt = v->type, rt = tir_scalar(el);
-        rt.rank = (uint8_t)(vt.rank - 1);
-        for (unsigned d = 0, k = 0; d < vt.rank; d++)
-            if (d != (unsigned)ax) rt.shape[k++] = vt.shape[d];
-        v = tir_build1(&c->b, code, rt, 1, &v);
-        v->def->attr.axis = ax;
+        v = reduce_along(c, code, v, (unsigned)ax);
         if (axis >= 0) break;
     }
     return lang_value(v, call->span);
@@ -702,16 +713,6 @@ static tir_value *index_along(lang_ctx *c, tir_type shape, unsigned d) {
     for (unsigned k = d + 1; k < shape.rank; k++) v = tir_build_expand_dims(&c->b, v, k);
     if (!tir_type_same_shape(v->type, shape)) v = tir_build_broadcast(&c->b, v, tir_with_elem(shape, v->type));
     return v;
-}
-
-static tir_value *reduce_along(lang_ctx *c, tir_opcode code, tir_value *v, unsigned axis) {
-    tir_type rt = tir_element_of(v->type);
-    rt.rank = (uint8_t)(v->type.rank - 1);
-    for (unsigned d = 0, k = 0; d < v->type.rank; d++)
-        if (d != axis) rt.shape[k++] = v->type.shape[d];
-    tir_value *r = tir_build1(&c->b, code, rt, 1, &v);
-    r->def->attr.axis = axis;
-    return r;
 }
 
 /* argmax(x), argmin(x) and with an axis: the i32 index of the first
@@ -729,13 +730,7 @@ static operand check_argext(lang_ctx *c, const ast_expr *call, const ast_expr **
         return lang_poison(call->span);
     }
     int64_t axis = -1;
-    if (a[1] && !const_int_arg(c, a[1], "the axis must be a compile-time integer constant", &axis))
-        return lang_poison(call->span);
-    if (a[1] && (axis < 0 || axis >= t.rank)) {
-        lang_error(c, a[1]->span, "axis %lld is out of range for %s (rank %u)", (long long)axis,
-                   lang_operand_str(c, &x), t.rank);
-        return lang_poison(call->span);
-    }
+    if (!optional_axis(c, a[1], &x, &axis)) return lang_poison(call->span);
     if (axis < 0 && t.rank == 1) axis = 0;
     lang_set_loc(c, call->span);
     tir_builder *b = &c->b;

@@ -1,7 +1,8 @@
 /* codegen.c - laid-out tile IR to LLVM IR for the NVPTX target.
  *
- * Every tile value becomes the registers one thread owns under its blocked
- * layout: register r is element (r / spt) * C + tid * spt + r % spt, where
+ * Every tile value becomes the registers one thread owns under its layout
+ * (any rank: see "layouts as registers" below). For a rank-1 blocked
+ * layout, register r is element (r / spt) * C + tid * spt + r % spt, where
  * C = spt * 32 * num_warps is the layout's coverage; over a tile smaller
  * than C the pattern wraps (index mod N) and several threads hold copies.
  * Elementwise ops then act register by register; scalars are one register,
@@ -163,15 +164,14 @@ static unsigned view_dim(const view *v, unsigned td) { return v->sliced >= 0 && 
 static bool is_rank1_blocked(const tir_type *t) { return t->rank == 1 && t->layout.kind == TIR_LAYOUT_BLOCKED; }
 
 /* Registers per thread for a type: 1 for scalars. */
-static uint32_t reg_count(const tir_type *t, int num_warps) {
-    (void)num_warps;
+static uint32_t reg_count(const tir_type *t) {
     if (t->rank == 0) return 1;
     view v = view_of(t);
     return view_regs(&v);
 }
 
 static LLVMValueRef *new_regs(cg *c, const tir_value *v) {
-    uint32_t n = reg_count(&v->type, c->f->num_warps);
+    uint32_t n = reg_count(&v->type);
     LLVMValueRef *r = TC_NEW_ARRAY(c->arena, LLVMValueRef, n);
     c->regs[v->id] = r;
     c->nregs[v->id] = n;
@@ -597,7 +597,7 @@ static void gen_store(cg *c, const tir_op *op) {
     tir_elem e = (tir_elem)val->type.elem;
     bool check_align;
     uint32_t vec = vec_width(c, ptrs, &check_align);
-    uint32_t n = reg_count(&ptrs->type, c->f->num_warps);
+    uint32_t n = reg_count(&ptrs->type);
     /* replicated elements: only the first thread holding one stores it (a
      * scalar: thread 0) */
     LLVMValueRef owner = NULL;
@@ -937,7 +937,7 @@ static void gen_reduce_general(cg *c, const tir_op *op) {
     vr.shape[va] = 1;
     vr.nreg[va] = 1;
     uint32_t nres = view_regs(&vr);
-    if (nres != reg_count(&res->type, c->f->num_warps)) {
+    if (nres != reg_count(&res->type)) {
         cg_error(c, op, "reduction result layout does not match its operand's");
         return;
     }
@@ -995,19 +995,6 @@ static void gen_reduce_general(cg *c, const tir_op *op) {
 
 /* ---- moving elements between layouts and shapes ----------------------------- */
 
-static tir_layout permuted_layout(const tir_layout *src, const uint8_t *perm) {
-    tir_layout l = *src;
-    uint8_t inv[TIR_MAX_RANK];
-    for (unsigned i = 0; i < src->rank; i++) inv[perm[i]] = (uint8_t)i;
-    for (unsigned i = 0; i < src->rank; i++) {
-        l.spt[i] = src->spt[perm[i]];
-        l.tpw[i] = src->tpw[perm[i]];
-        l.wpc[i] = src->wpc[perm[i]];
-        l.ord[i] = inv[src->ord[i]];
-    }
-    return l;
-}
-
 /* Whether an op moves data through the scratch area (else registers are
  * renamed), and how many bytes it needs there. */
 static uint32_t move_scratch(const tir_op *op) {
@@ -1018,7 +1005,7 @@ static uint32_t move_scratch(const tir_op *op) {
         break;
     case TIR_OP_PERMUTE:
         if (x->layout.kind == TIR_LAYOUT_BLOCKED && r->layout.kind == TIR_LAYOUT_BLOCKED) {
-            tir_layout want = permuted_layout(&x->layout, op->attr.perm);
+            tir_layout want = tir_layout_permute(&x->layout, op->attr.perm);
             if (tir_layout_eq(&want, &r->layout)) return 0;
         }
         break;

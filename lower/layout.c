@@ -197,19 +197,6 @@ static tir_layout default_blocked(const layout_ctx *c, unsigned rank, const uint
     return l;
 }
 
-static tir_layout permuted(const tir_layout *src, const uint8_t *perm) {
-    tir_layout l = *src;
-    uint8_t inv[TIR_MAX_RANK];
-    for (unsigned i = 0; i < src->rank; i++) inv[perm[i]] = (uint8_t)i;
-    for (unsigned i = 0; i < src->rank; i++) {
-        l.spt[i] = src->spt[perm[i]];
-        l.tpw[i] = src->tpw[perm[i]];
-        l.wpc[i] = src->wpc[perm[i]];
-        l.ord[i] = inv[src->ord[i]];
-    }
-    return l;
-}
-
 /* The layout a wish gives, if its source is decided and the result fits. */
 static bool try_wish(layout_ctx *c, uint32_t root, const wish *w, tir_layout *out) {
     uint32_t src = find(c, w->from);
@@ -224,7 +211,7 @@ static bool try_wish(layout_ctx *c, uint32_t root, const wish *w, tir_layout *ou
         return false; /* handled from the other side: see decide() */
     case WISH_PERMUTE_OF:
         if (sl->kind != TIR_LAYOUT_BLOCKED) return false;
-        *out = permuted(sl, w->perm);
+        *out = tir_layout_permute(sl, w->perm);
         return true;
     }
     return false;
@@ -292,10 +279,6 @@ static tir_value *convert(layout_ctx *c, tir_op *before, tir_value *v, tir_layou
     t.layout = want;
     return tir_build1(&b, TIR_OP_CONVERT_LAYOUT, t, 1, &v);
 }
-
-typedef struct repair_ctx {
-    layout_ctx *c;
-} repair_ctx;
 
 static void repair(tir_op *op, void *p) {
     layout_ctx *c = p;

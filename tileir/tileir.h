@@ -99,6 +99,9 @@ bool tir_layout_eq(const tir_layout *a, const tir_layout *b);
  * along it gives), and the blocked layout a slice came from. */
 tir_layout tir_layout_slice(const tir_layout *parent, unsigned dim);
 tir_layout tir_layout_parent(const tir_layout *slice);
+/* A blocked layout with its dims permuted as `permute` permutes a tile's
+ * (result dim i is dim perm[i]): the same registers in every thread. */
+tir_layout tir_layout_permute(const tir_layout *src, const uint8_t *perm);
 void tir_print_type(tc_strbuf *out, tir_type t);
 
 /* ---- ops --------------------------------------------------------------- */

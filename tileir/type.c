@@ -98,6 +98,19 @@ tir_layout tir_layout_parent(const tir_layout *slice) {
     return l;
 }
 
+tir_layout tir_layout_permute(const tir_layout *src, const uint8_t *perm) {
+    tir_layout l = *src;
+    uint8_t inv[TIR_MAX_RANK];
+    for (unsigned i = 0; i < src->rank; i++) inv[perm[i]] = (uint8_t)i;
+    for (unsigned i = 0; i < src->rank; i++) {
+        l.spt[i] = src->spt[perm[i]];
+        l.tpw[i] = src->tpw[perm[i]];
+        l.wpc[i] = src->wpc[perm[i]];
+        l.ord[i] = inv[src->ord[i]];
+    }
+    return l;
+}
+
 bool tir_type_same_shape(tir_type a, tir_type b) {
     if (a.rank != b.rank) return false;
     for (unsigned i = 0; i < a.rank; i++)
