@@ -241,6 +241,19 @@ ast_stmt *ast_for(ast_builder *b, tc_span span, ast_name var, ast_expr *range, a
     return s;
 }
 
+ast_stmt *ast_if(ast_builder *b, tc_span span, ast_expr *cond, ast_stmt *then, ast_stmt *alt) {
+    ast_stmt *s = ast_stmt_new(b, AST_IF, span, NULL, NULL, cond);
+    s->body = then;
+    s->alt = alt;
+    return s;
+}
+
+ast_stmt *ast_while(ast_builder *b, tc_span span, ast_expr *cond, ast_stmt *body) {
+    ast_stmt *s = ast_stmt_new(b, AST_WHILE, span, NULL, NULL, cond);
+    s->body = body;
+    return s;
+}
+
 ast_stmt *ast_stmt_append(ast_stmt *list, ast_stmt *stmt) {
     if (!list) return stmt;
     ast_stmt *t = list;
@@ -359,6 +372,18 @@ static void dump_expr(tc_strbuf *out, const ast_expr *e) {
     }
 }
 
+static void dump_stmt(tc_strbuf *out, const ast_stmt *s);
+
+/* ` s1 s2 ...`, wrapped as `(then s1 ...)` when a group name is given. */
+static void dump_stmts(tc_strbuf *out, const char *group, const ast_stmt *list) {
+    tc_strbuf_puts(out, group);
+    for (const ast_stmt *b = list; b; b = b->next) {
+        tc_strbuf_putc(out, ' ');
+        dump_stmt(out, b);
+    }
+    if (*group) tc_strbuf_putc(out, ')');
+}
+
 static void dump_stmt(tc_strbuf *out, const ast_stmt *s) {
     switch (s->kind) {
     case AST_LET:
@@ -385,6 +410,14 @@ static void dump_stmt(tc_strbuf *out, const ast_stmt *s) {
             tc_strbuf_putc(out, ' ');
             dump_stmt(out, b);
         }
+        tc_strbuf_putc(out, ')');
+        break;
+    case AST_IF:
+    case AST_WHILE:
+        tc_strbuf_puts(out, s->kind == AST_IF ? "(if " : "(while ");
+        dump_expr(out, s->value);
+        dump_stmts(out, s->kind == AST_IF ? " (then" : "", s->body);
+        if (s->alt) dump_stmts(out, " (else", s->alt);
         tc_strbuf_putc(out, ')');
         break;
     }

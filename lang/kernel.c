@@ -3,8 +3,9 @@
  * Each kernel is checked on its own: its const parameters are evaluated
  * first (from -D or their defaults) without building IR, then its runtime
  * parameters become IR parameters and its statements are checked in order.
- * v0 has no control flow, so a `var` is simply rebound on assignment: the
- * binding always names the latest SSA value. */
+ * A `var` is rebound on assignment, so its binding always names the latest
+ * SSA value; around a loop or an if, the vars the statement assigns become
+ * the IR op's carried values or results (changed_vars). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -169,11 +170,156 @@ static void check_stmt(lang_ctx *c, const ast_stmt *s);
 /* Marks the outer bindings (index < mark) that the statements assign. */
 static void mark_assigned(lang_ctx *c, const ast_stmt *s, uint32_t mark, bool *assigned) {
     for (; s; s = s->next) {
-        if (s->kind == AST_FOR) mark_assigned(c, s->body, mark, assigned);
+        if (s->kind == AST_FOR || s->kind == AST_IF || s->kind == AST_WHILE) mark_assigned(c, s->body, mark, assigned);
+        if (s->kind == AST_IF) mark_assigned(c, s->alt, mark, assigned);
         if (s->kind != AST_ASSIGN) continue;
         binding *bd = lang_scope_find(c, s->name.str);
         if (bd && (uint32_t)(bd - c->binds) < mark) assigned[bd - c->binds] = true;
     }
+}
+
+/* The vars of the enclosing code (bindings below c->nbinds) that `a` or
+ * `b` assign and that hold IR values: what a loop carries or an if
+ * yields. Their binding indices go to *out; returns how many. */
+static uint32_t changed_vars(lang_ctx *c, const ast_stmt *a, const ast_stmt *b, uint32_t **out) {
+    uint32_t mark = c->nbinds;
+    bool *assigned = TC_NEW_ARRAY(c->arena, bool, mark + 1);
+    mark_assigned(c, a, mark, assigned);
+    mark_assigned(c, b, mark, assigned);
+    uint32_t *idx = TC_NEW_ARRAY(c->arena, uint32_t, mark + 1), n = 0;
+    for (uint32_t i = 0; i < mark; i++)
+        if (assigned[i] && c->binds[i].kind == BIND_VAR && c->binds[i].value.kind == OPND_VALUE) idx[n++] = i;
+    *out = idx;
+    return n;
+}
+
+/* Checks a block of statements in a scope of its own: names it binds end
+ * with it; assignments to enclosing vars stay. */
+static void check_scoped(lang_ctx *c, const ast_stmt *list) {
+    uint32_t mark = c->nbinds;
+    for (; list; list = list->next) check_stmt(c, list);
+    lang_scope_truncate(c, mark);
+}
+
+typedef enum cond_kind { COND_ERROR, COND_CONST, COND_VALUE } cond_kind;
+
+/* The condition of an if or while: a scalar i1, either known now (a const
+ * parameter, a literal, arithmetic on them: *known) or an IR value (*v). */
+static cond_kind check_cond(lang_ctx *c, const ast_expr *e, const char *stmt, tir_value **v, bool *known) {
+    operand o = lang_check_expr(c, e);
+    if (o.kind == OPND_POISON) return COND_ERROR;
+    tir_type t = lang_operand_type(&o);
+    if (t.rank) {
+        lang_error(c, e->span,
+                   "the condition of '%s' must be a scalar, not %s (reduce the tile first, e.g. with max(...), "
+                   "or choose per element with where)",
+                   stmt, lang_operand_str(c, &o));
+        return COND_ERROR;
+    }
+    if (o.kind == OPND_INTLIT || o.kind == OPND_FLOATLIT || t.elem != TIR_I1) {
+        lang_error(c, e->span, "the condition of '%s' must be i1, not %s (compare it, e.g. x != 0)", stmt,
+                   lang_operand_str(c, &o));
+        return COND_ERROR;
+    }
+    if (o.kind == OPND_CONST) {
+        *known = o.ival != 0;
+        return COND_CONST;
+    }
+    *v = o.v;
+    return COND_VALUE;
+}
+
+static void set_var(binding *bd, tir_value *v) {
+    v->name = bd->name;
+    bd->value = lang_value(v, bd->span);
+}
+
+/* The current values of the given vars, or `fallback`'s after an error. */
+static tir_value **current_values(lang_ctx *c, const uint32_t *idx, uint32_t n, tir_value *const *fallback) {
+    tir_value **out = TC_NEW_ARRAY(c->arena, tir_value *, n + 1);
+    for (uint32_t k = 0; k < n; k++) {
+        const operand *v = &c->binds[idx[k]].value;
+        out[k] = v->kind == OPND_VALUE ? v->v : fallback[k];
+    }
+    return out;
+}
+
+/* if c { a } else { b }. A condition known at compile time (a const
+ * parameter, say) folds the statement away: only the branch taken is
+ * checked, so the other may use what only other specializations allow.
+ * Otherwise one IR `if`: the vars either branch assigns become its
+ * results, each branch yielding its own final values of them. */
+static void check_if(lang_ctx *c, const ast_stmt *s) {
+    if (!c->emit) return;
+    tir_value *cv = NULL;
+    bool known = false;
+    cond_kind kind = check_cond(c, s->value, "if", &cv, &known);
+    if (kind != COND_VALUE) {
+        if (kind == COND_ERROR || known) check_scoped(c, s->body);
+        if (kind == COND_ERROR || !known) check_scoped(c, s->alt);
+        return;
+    }
+    uint32_t *idx;
+    uint32_t n = changed_vars(c, s->body, s->alt, &idx);
+    if (n > TIR_MAX_OPERANDS) {
+        lang_error(c, s->span, "too many variables change in this if (limit is %d)", TIR_MAX_OPERANDS);
+        return;
+    }
+    tir_value **before = current_values(c, idx, n, NULL);
+    tir_type *types = TC_NEW_ARRAY(c->arena, tir_type, n + 1);
+    for (uint32_t k = 0; k < n; k++) types[k] = before[k]->type;
+    lang_set_loc(c, s->span);
+    tir_op *op = tir_build_if(&c->b, cv, n, types);
+    tir_builder outside = c->b;
+    for (int branch = 0; branch < 2; branch++) {
+        tir_builder_at_end(&c->b, branch ? op->body2 : op->body);
+        c->b.loc = outside.loc;
+        for (uint32_t k = 0; k < n; k++) c->binds[idx[k]].value = lang_value(before[k], c->binds[idx[k]].span);
+        check_scoped(c, branch ? s->alt : s->body);
+        lang_set_loc(c, (tc_span){s->span.off + s->span.len - 1, 1});
+        tir_build_op(&c->b, TIR_OP_YIELD, n, current_values(c, idx, n, before), 0, NULL);
+    }
+    c->b = outside;
+    for (uint32_t k = 0; k < n; k++) set_var(&c->binds[idx[k]], op->results[k]);
+}
+
+/* while c { body }: one IR `while`. The vars the body assigns are carried:
+ * the test block computes c from them, the body block the next ones. A
+ * condition known false drops the loop (its body is not checked); known
+ * true is an error, as the loop could never end. */
+static void check_while(lang_ctx *c, const ast_stmt *s) {
+    if (!c->emit) return;
+    uint32_t *idx;
+    uint32_t n = changed_vars(c, s->body, NULL, &idx);
+    if (n > TIR_MAX_OPERANDS) {
+        lang_error(c, s->span, "too many variables change in this loop (limit is %d)", TIR_MAX_OPERANDS);
+        return;
+    }
+    tir_value **inits = current_values(c, idx, n, NULL);
+    lang_set_loc(c, s->span);
+    tir_op *op = tir_build_while(&c->b, n, inits);
+    tir_builder outside = c->b;
+    tir_builder_at_end(&c->b, op->body);
+    c->b.loc = outside.loc;
+    for (uint32_t k = 0; k < n; k++) set_var(&c->binds[idx[k]], op->body->args[k]);
+    tir_value *cv = NULL;
+    bool known = false;
+    cond_kind kind = check_cond(c, s->value, "while", &cv, &known);
+    if (kind == COND_CONST) {
+        c->b = outside;
+        tir_op_remove(op);
+        for (uint32_t k = 0; k < n; k++) c->binds[idx[k]].value = lang_value(inits[k], c->binds[idx[k]].span);
+        if (known) lang_error(c, s->value->span, "this loop never ends: its condition is always true");
+        return;
+    }
+    if (cv) tir_build_op(&c->b, TIR_OP_YIELD, 1, &cv, 0, NULL);
+    tir_builder_at_end(&c->b, op->body2);
+    for (uint32_t k = 0; k < n; k++) set_var(&c->binds[idx[k]], op->body2->args[k]);
+    check_scoped(c, s->body);
+    lang_set_loc(c, (tc_span){s->span.off + s->span.len - 1, 1});
+    tir_build_op(&c->b, TIR_OP_YIELD, n, current_values(c, idx, n, op->body2->args), 0, NULL);
+    c->b = outside;
+    for (uint32_t k = 0; k < n; k++) set_var(&c->binds[idx[k]], op->results[k]);
 }
 
 /* range(hi), range(lo, hi) or range(lo, hi, step): scalar integers of one
@@ -229,16 +375,9 @@ static void check_for(lang_ctx *c, const ast_stmt *s) {
     tir_value *bounds[3];
     if (!check_range(c, s, bounds)) return;
     uint32_t mark = c->nbinds;
-    bool *assigned = TC_NEW_ARRAY(c->arena, bool, mark + 1);
-    mark_assigned(c, s->body, mark, assigned);
-    uint32_t *carried = TC_NEW_ARRAY(c->arena, uint32_t, mark + 1);
-    tir_value **inits = TC_NEW_ARRAY(c->arena, tir_value *, mark + 1);
-    uint32_t ncarried = 0;
-    for (uint32_t i = 0; i < mark; i++)
-        if (assigned[i] && c->binds[i].kind == BIND_VAR && c->binds[i].value.kind == OPND_VALUE) {
-            carried[ncarried] = i;
-            inits[ncarried++] = c->binds[i].value.v;
-        }
+    uint32_t *carried;
+    uint32_t ncarried = changed_vars(c, s->body, NULL, &carried);
+    tir_value **inits = current_values(c, carried, ncarried, NULL);
     if (ncarried + 3 > TIR_MAX_OPERANDS) {
         lang_error(c, s->span, "too many variables change in this loop (limit is %d)", TIR_MAX_OPERANDS - 3);
         return;
@@ -289,6 +428,8 @@ static void check_stmt(lang_ctx *c, const ast_stmt *s) {
     }
     case AST_ASSIGN: check_assign(c, s); break;
     case AST_FOR: check_for(c, s); break;
+    case AST_IF: check_if(c, s); break;
+    case AST_WHILE: check_while(c, s); break;
     case AST_EXPR:
         if (s->value->kind != AST_CALL) {
             operand v = lang_check_expr(c, s->value);

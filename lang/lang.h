@@ -83,7 +83,9 @@ typedef enum ast_stmt_kind {
     AST_VAR,    /* var name [: type] = value; mutable binding */
     AST_ASSIGN, /* name = value; only to a var */
     AST_EXPR,   /* value; (a call such as store) */
-    AST_FOR     /* for name in value { body }: value is a call to range */
+    AST_FOR,    /* for name in value { body }: value is a call to range */
+    AST_IF,     /* if value { body } else { alt }: alt NULL without else */
+    AST_WHILE   /* while value { body } */
 } ast_stmt_kind;
 
 typedef struct ast_stmt {
@@ -92,7 +94,8 @@ typedef struct ast_stmt {
     ast_name name;   /* LET, VAR, ASSIGN */
     ast_type *type;  /* optional annotation on LET/VAR, else NULL */
     ast_expr *value;
-    struct ast_stmt *body; /* AST_FOR */
+    struct ast_stmt *body; /* AST_FOR, AST_WHILE; AST_IF's then branch */
+    struct ast_stmt *alt;  /* AST_IF's else branch (an `else if` is one AST_IF) */
     struct ast_stmt *next;
 } ast_stmt;
 
@@ -146,6 +149,8 @@ ast_stmt *ast_stmt_new(ast_builder *b, ast_stmt_kind kind, tc_span span, ast_nam
                        ast_type *type, ast_expr *value);
 ast_stmt *ast_stmt_append(ast_stmt *list, ast_stmt *stmt);
 ast_stmt *ast_for(ast_builder *b, tc_span span, ast_name var, ast_expr *range, ast_stmt *body);
+ast_stmt *ast_if(ast_builder *b, tc_span span, ast_expr *cond, ast_stmt *then, ast_stmt *alt);
+ast_stmt *ast_while(ast_builder *b, tc_span span, ast_expr *cond, ast_stmt *body);
 ast_param *ast_param_new(ast_builder *b, bool is_const, ast_name name, ast_type *type,
                          ast_expr *default_value, tc_span span);
 ast_param *ast_param_append(ast_param *list, ast_param *p);

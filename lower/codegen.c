@@ -1147,6 +1147,97 @@ static void gen_for(cg *c, const tir_op *op) {
     }
 }
 
+/* Phis at the top of the current block for `dst`'s registers, one incoming
+ * value from each of n (block, yield) pairs, operand `first + k` of the
+ * yield feeding dst[k]. */
+static void gen_merge(cg *c, tir_value *const *dst, uint32_t ndst, LLVMBasicBlockRef *from,
+                      const tir_op *const *yields, uint32_t n) {
+    for (uint32_t k = 0; k < ndst; k++) {
+        LLVMValueRef *r = new_regs(c, dst[k]);
+        LLVMTypeRef ty = elem_type(c, (tir_elem)dst[k]->type.elem);
+        for (uint32_t i = 0; i < c->nregs[dst[k]->id]; i++) {
+            r[i] = LLVMBuildPhi(c->b, ty, "");
+            for (uint32_t j = 0; j < n; j++) {
+                LLVMValueRef in = reg(c, yields[j]->operands[k], i);
+                LLVMAddIncoming(r[i], &in, &from[j], 1);
+            }
+        }
+    }
+}
+
+static void gen_block_ops(cg *c, const tir_block *blk) {
+    for (const tir_op *o = blk->first; o && c->ok; o = o->next) gen_op(c, o);
+}
+
+/* An if: a branch on the condition's one register (scalars hold the same
+ * value in every thread, so the whole CTA takes one side and barriers in
+ * either branch are safe), each block ending in a jump to the merge,
+ * whose phis are the results. */
+static void gen_if(cg *c, const tir_op *op) {
+    LLVMBasicBlockRef then_bb = new_block(c, "if.then"), else_bb = new_block(c, "if.else"),
+                      merge = new_block(c, "if.end");
+    LLVMBuildCondBr(c->b, reg(c, op->operands[0], 0), then_bb, else_bb);
+    LLVMBasicBlockRef from[2];
+    const tir_op *yields[2] = {op->body->last, op->body2->last};
+    LLVMPositionBuilderAtEnd(c->b, then_bb);
+    gen_block_ops(c, op->body);
+    if (!c->ok) return;
+    from[0] = LLVMGetInsertBlock(c->b);
+    LLVMBuildBr(c->b, merge);
+    LLVMPositionBuilderAtEnd(c->b, else_bb);
+    gen_block_ops(c, op->body2);
+    if (!c->ok) return;
+    from[1] = LLVMGetInsertBlock(c->b);
+    LLVMBuildBr(c->b, merge);
+    LLVMPositionBuilderAtEnd(c->b, merge);
+    gen_merge(c, op->results, op->nresults, from, yields, 2);
+}
+
+/* A while: the header's phis are the test block's arguments (from the
+ * inits and from the body's yield on the back edge); the test's ops follow
+ * them and branch, on its uniform condition, to the body or the exit. The
+ * body block's arguments and the results are those phis. */
+static void gen_while(cg *c, const tir_op *op) {
+    const tir_block *test = op->body, *body = op->body2;
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(c->b);
+    LLVMBasicBlockRef head = new_block(c, "while.test"), loop = new_block(c, "while.body"),
+                      exit = new_block(c, "while.exit");
+    LLVMBuildBr(c->b, head);
+    LLVMPositionBuilderAtEnd(c->b, head);
+    for (uint32_t a = 0; a < test->nargs; a++) {
+        LLVMValueRef *r = new_regs(c, test->args[a]);
+        LLVMTypeRef ty = elem_type(c, (tir_elem)test->args[a]->type.elem);
+        for (uint32_t i = 0; i < c->nregs[test->args[a]->id]; i++) {
+            r[i] = LLVMBuildPhi(c->b, ty, "");
+            LLVMValueRef in = reg(c, op->operands[a], i);
+            LLVMAddIncoming(r[i], &in, &pre, 1);
+        }
+    }
+    gen_block_ops(c, test);
+    if (!c->ok) return;
+    LLVMBuildCondBr(c->b, reg(c, test->last->operands[0], 0), loop, exit);
+    LLVMPositionBuilderAtEnd(c->b, loop);
+    for (uint32_t a = 0; a < body->nargs; a++) {
+        LLVMValueRef *r = new_regs(c, body->args[a]);
+        for (uint32_t i = 0; i < c->nregs[body->args[a]->id]; i++) r[i] = reg(c, test->args[a], i);
+    }
+    gen_block_ops(c, body);
+    if (!c->ok) return;
+    const tir_op *y = body->last;
+    LLVMBasicBlockRef latch = LLVMGetInsertBlock(c->b);
+    for (uint32_t a = 0; a < test->nargs; a++)
+        for (uint32_t i = 0; i < c->nregs[test->args[a]->id]; i++) {
+            LLVMValueRef in = reg(c, y->operands[a], i);
+            LLVMAddIncoming(reg(c, test->args[a], i), &in, &latch, 1);
+        }
+    LLVMBuildBr(c->b, head);
+    LLVMPositionBuilderAtEnd(c->b, exit);
+    for (uint32_t k = 0; k < op->nresults; k++) {
+        LLVMValueRef *r = new_regs(c, op->results[k]);
+        for (uint32_t i = 0; i < c->nregs[op->results[k]->id]; i++) r[i] = reg(c, test->args[k], i);
+    }
+}
+
 static void gen_op(cg *c, const tir_op *op) {
     const tir_opinfo *info = &tir_ops[op->code];
     const tir_value *res = op->nresults ? op->results[0] : NULL;
@@ -1228,6 +1319,8 @@ static void gen_op(cg *c, const tir_op *op) {
     case TIR_OP_STORE: gen_store(c, op); return;
     case TIR_OP_RETURN: LLVMBuildRetVoid(c->b); return;
     case TIR_OP_FOR: gen_for(c, op); return;
+    case TIR_OP_IF: gen_if(c, op); return;
+    case TIR_OP_WHILE: gen_while(c, op); return;
     case TIR_OP_REDUCE_SUM: case TIR_OP_REDUCE_MAX: case TIR_OP_REDUCE_MIN: gen_reduce(c, op); return;
     case TIR_OP_YIELD: return; /* read by gen_for */
     default: break;

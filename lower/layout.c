@@ -12,8 +12,9 @@
  * The algorithm:
  *  1. Classes. Values that must share a layout are joined (union-find):
  *     the tiles of an elementwise op (loads and stores included), a
- *     broadcast's operand and result, and a loop's init, body argument,
- *     yielded value and result.
+ *     broadcast's operand and result, a loop's init, body argument,
+ *     yielded value and result (a while's through both its blocks), and an
+ *     if's result with what each branch yields for it.
  *  2. Wishes. Some ops ask for a layout derived from another class's: a
  *     reduction's result wants the slice of its operand's layout, an
  *     expand_dims operand wants the slice of its result's, a permute's
@@ -107,6 +108,8 @@ static void collect(tir_op *op, void *p) {
     for (uint32_t i = 0; i < op->nresults; i++) record(op->results[i], c);
     if (op->body)
         for (uint32_t i = 0; i < op->body->nargs; i++) record(op->body->args[i], c);
+    if (op->body2)
+        for (uint32_t i = 0; i < op->body2->nargs; i++) record(op->body2->args[i], c);
     const tir_opinfo *info = &tir_ops[op->code];
     if ((info->flags & TIR_F_ELEMENTWISE)) {
         const tir_value *anchor = op->nresults ? op->results[0] : op->operands[0];
@@ -119,6 +122,21 @@ static void collect(tir_op *op, void *p) {
             join(c, op->results[k], op->operands[3 + k]);
             join(c, op->results[k], op->body->args[k + 1]);
             if (y && y->code == TIR_OP_YIELD && k < y->noperands) join(c, op->results[k], y->operands[k]);
+        }
+    }
+    if (op->code == TIR_OP_IF || op->code == TIR_OP_WHILE) {
+        /* an if's result is either branch's yield; a while carries its
+         * inits through both blocks' arguments and the body's yield */
+        const tir_op *y1 = op->body->last, *y2 = op->body2->last;
+        for (uint32_t k = 0; k < op->nresults; k++) {
+            if (op->code == TIR_OP_IF) {
+                if (y1 && y1->code == TIR_OP_YIELD && k < y1->noperands) join(c, op->results[k], y1->operands[k]);
+            } else {
+                join(c, op->results[k], op->operands[k]);
+                join(c, op->results[k], op->body->args[k]);
+                join(c, op->results[k], op->body2->args[k]);
+            }
+            if (y2 && y2->code == TIR_OP_YIELD && k < y2->noperands) join(c, op->results[k], y2->operands[k]);
         }
     }
 }

@@ -97,6 +97,7 @@ static void dce_block(simplify_ctx *c, tir_block *blk) {
     for (tir_op *op = blk->last, *prev; op; op = prev) {
         prev = op->prev;
         if (op->body) dce_block(c, op->body);
+        if (op->body2) dce_block(c, op->body2);
         if (!removable(c, op)) continue;
         for (uint32_t i = 0; i < op->noperands; i++) c->uses[op->operands[i]->id]--;
         tir_op_remove(op);

@@ -74,6 +74,7 @@ static void parse_syntax_error(struct yyParser *p, int major, tc_span tok, parse
 %type type {ast_type *}
 %type stmts {parse_stmts}
 %type stmt {ast_stmt *}
+%type if_stmt {ast_stmt *}
 %type expr {ast_expr *}
 %type args {parse_args}
 %type arg_list {parse_args}
@@ -138,7 +139,19 @@ stmt(S) ::= expr(E) SEMI(Z).
     { S = ast_stmt_new(&ctx->b, AST_EXPR, tc_span_join(E->span, Z), NULL, NULL, E); }
 stmt(S) ::= FOR(K) name(N) IN expr(E) LBRACE stmts(B) RBRACE(Z).
     { S = ast_for(&ctx->b, tc_span_join(K, Z), N, E, B.head); }
+stmt(S) ::= WHILE(K) expr(E) LBRACE stmts(B) RBRACE(Z).
+    { S = ast_while(&ctx->b, tc_span_join(K, Z), E, B.head); }
+stmt(S) ::= if_stmt(I).         { S = I; }
 stmt(S) ::= error SEMI.         { S = NULL; }
+
+/* if c { } [else { } | else if ...]: the braces are required, so an else
+ * always belongs to the nearest if. */
+if_stmt(S) ::= IF(K) expr(E) LBRACE stmts(A) RBRACE(Z).
+    { S = ast_if(&ctx->b, tc_span_join(K, Z), E, A.head, NULL); }
+if_stmt(S) ::= IF(K) expr(E) LBRACE stmts(A) RBRACE ELSE LBRACE stmts(B) RBRACE(Z).
+    { S = ast_if(&ctx->b, tc_span_join(K, Z), E, A.head, B.head); }
+if_stmt(S) ::= IF(K) expr(E) LBRACE stmts(A) RBRACE ELSE if_stmt(I).
+    { S = ast_if(&ctx->b, tc_span_join(K, I->span), E, A.head, I); }
 
 expr(E) ::= expr(A) OR(O) expr(B).       { E = ast_binary(&ctx->b, AST_OP_OR, O, A, B); }
 expr(E) ::= expr(A) XOR(O) expr(B).      { E = ast_binary(&ctx->b, AST_OP_XOR, O, A, B); }

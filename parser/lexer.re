@@ -54,7 +54,10 @@ uint32_t parse_lex(const char *z, const char *limit, int *kind) {
     "for"    { *kind = TK_FOR; return LEN(); }
     "in"     { *kind = TK_IN; return LEN(); }
     "None"   { *kind = TK_NONE; return LEN(); }
-    "if" | "else" | "while" | "return" | "break" | "continue"
+    "if"     { *kind = TK_IF; return LEN(); }
+    "else"   { *kind = TK_ELSE; return LEN(); }
+    "while"  { *kind = TK_WHILE; return LEN(); }
+    "return" | "break" | "continue"
              { *kind = TK_RESERVED; return LEN(); }
     ident    { *kind = TK_IDENT; return LEN(); }
     float    { *kind = TK_FLOAT; return LEN(); }

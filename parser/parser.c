@@ -61,6 +61,9 @@ const char *parse_token_desc(int kind) {
     case TK_LBRACKET: return "'['";
     case TK_RBRACKET: return "']'";
     case TK_NONE: return "'None'";
+    case TK_IF: return "'if'";
+    case TK_ELSE: return "'else'";
+    case TK_WHILE: return "'while'";
     case TK_COMMA: return "','";
     case TK_SEMI: return "';'";
     case TK_COLON: return "':'";

@@ -407,6 +407,56 @@ static void do_randint(interp *in, const tir_op *op) {
 
 static void run_block(interp *in, const tir_block *blk);
 
+/* Copies the values a yield gives into `dst` (block arguments or an op's
+ * results) through scratch copies, as a yield may permute them. */
+static void take_yield(interp *in, const tir_op *y, tir_value *const *dst) {
+    uint32_t nc = y->noperands;
+    cell **tmp = calloc(nc + 1, sizeof(cell *));
+    if (!tmp) abort();
+    for (uint32_t a = 0; a < nc; a++) {
+        uint32_t n = in->slots[y->operands[a]->id].n;
+        tmp[a] = malloc(sizeof(cell) * n);
+        if (!tmp[a]) abort();
+        memcpy(tmp[a], val(in, y->operands[a]), sizeof(cell) * n);
+    }
+    for (uint32_t a = 0; a < nc; a++) {
+        slot *s = out_slot(in, dst[a]);
+        memcpy(s->cells, tmp[a], sizeof(cell) * s->n);
+        free(tmp[a]);
+    }
+    free(tmp);
+}
+
+static void do_if(interp *in, const tir_op *op) {
+    const tir_block *blk = val(in, op->operands[0])->i ? op->body : op->body2;
+    run_block(in, blk);
+    if (!in->failed) take_yield(in, blk->last, op->results);
+}
+
+static void do_while(interp *in, const tir_op *op) {
+    const tir_block *test = op->body, *body = op->body2;
+    for (uint32_t a = 0; a < test->nargs; a++) {
+        slot *s = out_slot(in, test->args[a]);
+        memcpy(s->cells, val(in, op->operands[a]), sizeof(cell) * s->n);
+    }
+    for (;;) {
+        run_block(in, test);
+        if (in->failed) return;
+        if (!val(in, test->last->operands[0])->i) break;
+        for (uint32_t a = 0; a < body->nargs; a++) {
+            slot *s = out_slot(in, body->args[a]);
+            memcpy(s->cells, val(in, test->args[a]), sizeof(cell) * s->n);
+        }
+        run_block(in, body);
+        if (in->failed) return;
+        take_yield(in, body->last, test->args);
+    }
+    for (uint32_t k = 0; k < op->nresults; k++) {
+        slot *s = out_slot(in, op->results[k]);
+        memcpy(s->cells, val(in, test->args[k]), sizeof(cell) * s->n);
+    }
+}
+
 static void do_for(interp *in, const tir_op *op) {
     const tir_block *body = op->body;
     int64_t lo = val(in, op->operands[0])->i, hi = val(in, op->operands[1])->i, step = val(in, op->operands[2])->i;
@@ -424,23 +474,7 @@ static void do_for(interp *in, const tir_op *op) {
         out_slot(in, body->args[0])->cells[0].i = i;
         run_block(in, body);
         if (in->failed) return;
-        const tir_op *y = body->last;
-        /* through scratch copies: a yield may permute the carried values */
-        uint32_t nc = body->nargs - 1;
-        cell **tmp = calloc(nc + 1, sizeof(cell *));
-        if (!tmp) abort();
-        for (uint32_t a = 0; a < nc; a++) {
-            uint32_t n = in->slots[body->args[a + 1]->id].n;
-            tmp[a] = malloc(sizeof(cell) * n);
-            if (!tmp[a]) abort();
-            memcpy(tmp[a], val(in, y->operands[a]), sizeof(cell) * n);
-        }
-        for (uint32_t a = 0; a < nc; a++) {
-            slot *s = &in->slots[body->args[a + 1]->id];
-            memcpy(s->cells, tmp[a], sizeof(cell) * s->n);
-            free(tmp[a]);
-        }
-        free(tmp);
+        take_yield(in, body->last, body->args + 1);
         if (i > INT64_MAX - step) break;
     }
     for (uint32_t k = 0; k < op->nresults; k++) {
@@ -567,6 +601,8 @@ static void run_op(interp *in, const tir_op *op) {
     case TIR_OP_LOAD: do_load(in, op); return;
     case TIR_OP_STORE: do_store(in, op); return;
     case TIR_OP_FOR: do_for(in, op); return;
+    case TIR_OP_IF: do_if(in, op); return;
+    case TIR_OP_WHILE: do_while(in, op); return;
     case TIR_OP_YIELD:
     case TIR_OP_RETURN: return;
     default: do_binary(in, op); return;

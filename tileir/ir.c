@@ -226,6 +226,26 @@ tir_op *tir_build_for(tir_builder *b, tir_value *lo, tir_value *hi, tir_value *s
     return op;
 }
 
+tir_op *tir_build_if(tir_builder *b, tir_value *cond, uint32_t nresults, const tir_type *types) {
+    tir_op *op = tir_build_op(b, TIR_OP_IF, 1, &cond, nresults, types);
+    op->body = block_new(b->func, op);
+    op->body2 = block_new(b->func, op);
+    return op;
+}
+
+tir_op *tir_build_while(tir_builder *b, uint32_t ninits, tir_value *const *inits) {
+    tir_type *types = TC_NEW_ARRAY(b->module->arena, tir_type, ninits + 1);
+    for (uint32_t i = 0; i < ninits; i++) types[i] = inits[i]->type;
+    tir_op *op = tir_build_op(b, TIR_OP_WHILE, ninits, inits, ninits, types);
+    op->body = block_new(b->func, op);
+    op->body2 = block_new(b->func, op);
+    for (uint32_t i = 0; i < ninits; i++) {
+        tir_block_add_arg(op->body, inits[i]->type, NULL);
+        tir_block_add_arg(op->body2, inits[i]->type, NULL);
+    }
+    return op;
+}
+
 void tir_op_remove(tir_op *op) {
     tir_block *blk = op->parent;
     if (op->prev)
@@ -245,6 +265,7 @@ static void walk_block(tir_block *blk, tir_walk_fn fn, void *ctx) {
         next = op->next; /* fn may remove op */
         fn(op, ctx);
         if (op->body) walk_block(op->body, fn, ctx);
+        if (op->body2) walk_block(op->body2, fn, ctx);
     }
 }
 

@@ -77,6 +77,21 @@ static void print_float(tc_strbuf *out, double v) {
 
 static void print_block(tc_strbuf *out, namer *n, const tir_block *blk, int indent, unsigned flags);
 
+/* ` {`, the block's arguments as `^(%a: type, ...):`, its ops, `}`. */
+static void print_region(tc_strbuf *out, namer *n, const tir_block *blk, int indent, unsigned flags) {
+    tc_strbuf_puts(out, " {\n");
+    for (int i = 0; i < indent; i++) tc_strbuf_puts(out, "  ");
+    tc_strbuf_puts(out, "^(");
+    for (uint32_t i = 0; i < blk->nargs; i++) {
+        tc_strbuf_printf(out, "%s%%%s: ", i ? ", " : "", name_of(n, blk->args[i]));
+        tir_print_type(out, blk->args[i]->type);
+    }
+    tc_strbuf_puts(out, "):\n");
+    print_block(out, n, blk, indent + 1, flags);
+    for (int i = 0; i < indent; i++) tc_strbuf_puts(out, "  ");
+    tc_strbuf_putc(out, '}');
+}
+
 static void print_op_line(tc_strbuf *out, namer *n, const tir_op *op, int indent, unsigned flags) {
     const tir_opinfo *info = &tir_ops[op->code];
     for (int i = 0; i < indent; i++) tc_strbuf_puts(out, "  ");
@@ -121,18 +136,10 @@ static void print_op_line(tc_strbuf *out, namer *n, const tir_op *op, int indent
             tir_print_type(out, op->results[i]->type);
         }
     }
-    if (op->body) {
-        tc_strbuf_puts(out, " {\n");
-        for (int i = 0; i < indent; i++) tc_strbuf_puts(out, "  ");
-        tc_strbuf_puts(out, "^(");
-        for (uint32_t i = 0; i < op->body->nargs; i++) {
-            tc_strbuf_printf(out, "%s%%%s: ", i ? ", " : "", name_of(n, op->body->args[i]));
-            tir_print_type(out, op->body->args[i]->type);
-        }
-        tc_strbuf_puts(out, "):\n");
-        print_block(out, n, op->body, indent + 1, flags);
-        for (int i = 0; i < indent; i++) tc_strbuf_puts(out, "  ");
-        tc_strbuf_putc(out, '}');
+    if (op->body) print_region(out, n, op->body, indent, flags);
+    if (op->body2) {
+        tc_strbuf_puts(out, op->code == TIR_OP_WHILE ? " do" : " else");
+        print_region(out, n, op->body2, indent, flags);
     }
     if ((flags & TIR_PRINT_LOCS) && op->loc.line) tc_strbuf_printf(out, " loc(%u:%u)", op->loc.line, op->loc.col);
     tc_strbuf_putc(out, '\n');
@@ -176,7 +183,7 @@ void tir_print_op(tc_strbuf *out, const tir_op *op) {
     namer_init(&n, f ? f : &dummy, arena);
     /* one line: drop the body */
     tir_op copy = *op;
-    copy.body = NULL;
+    copy.body = copy.body2 = NULL;
     print_op_line(out, &n, &copy, 0, 0);
     if (out->len && out->data[out->len - 1] == '\n') out->data[--out->len] = 0;
     tc_arena_free(arena);

@@ -318,6 +318,36 @@ static bool parse_loc(reader *r, tc_loc *loc) {
 
 static bool parse_block(reader *r, tir_builder *b);
 
+/* `{ ^(%a: type, ...): ops }`: a block linked to its op and function like
+ * the builders make it; its names go out of scope at the `}`. */
+static tir_block *parse_region(reader *r, tir_builder *b, tir_op *op) {
+    if (!expect(r, "{") || !expect(r, "^") || !expect(r, "(")) return NULL;
+    tir_block *body = TC_NEW(r->arena, tir_block);
+    body->func = b->func;
+    body->parent = op;
+    uint32_t mark = r->nnames;
+    if (!accept(r, ")")) {
+        do {
+            const char *name = value_name(r);
+            tir_type t;
+            if (!name || !expect(r, ":") || !parse_type(r, &t)) return NULL;
+            if (!define(r, name, tir_block_add_arg(body, t, NULL))) return NULL;
+        } while (accept(r, ","));
+        if (!expect(r, ")")) return NULL;
+    }
+    if (!expect(r, ":")) return NULL;
+    if (++r->depth > READER_MAX_DEPTH) {
+        error_here(r, "regions nested too deeply (limit is 64)");
+        return NULL;
+    }
+    tir_builder inner = *b;
+    tir_builder_at_end(&inner, body);
+    if (!parse_block(r, &inner) || !expect(r, "}")) return NULL;
+    r->depth--;
+    r->nnames = mark;
+    return body;
+}
+
 static bool parse_op(reader *r, tir_builder *b) {
     const char *results[TIR_MAX_OPERANDS];
     uint32_t nres = 0;
@@ -439,33 +469,12 @@ static bool parse_op(reader *r, tir_builder *b) {
             r->pos = save;
         }
     }
-    if (op->code == TIR_OP_FOR) {
-        if (!expect(r, "{") || !expect(r, "^") || !expect(r, "(")) return false;
-        /* the body block, linked to its op and function like tir_build_for makes it */
-        tir_block *body = TC_NEW(r->arena, tir_block);
-        body->func = b->func;
-        body->parent = op;
-        op->body = body;
-        uint32_t mark = r->nnames;
-        if (!accept(r, ")")) {
-            do {
-                const char *name = value_name(r);
-                tir_type t;
-                if (!name || !expect(r, ":") || !parse_type(r, &t)) return false;
-                if (!define(r, name, tir_block_add_arg(body, t, NULL))) return false;
-            } while (accept(r, ","));
-            if (!expect(r, ")")) return false;
+    if (info->flags & TIR_F_REGION) {
+        if (!(op->body = parse_region(r, b, op))) return false;
+        if (op->code != TIR_OP_FOR) {
+            if (!expect(r, op->code == TIR_OP_WHILE ? "do" : "else")) return false;
+            if (!(op->body2 = parse_region(r, b, op))) return false;
         }
-        if (!expect(r, ":")) return false;
-        if (++r->depth > READER_MAX_DEPTH) {
-            error_here(r, "loops nested too deeply (limit is 64)");
-            return false;
-        }
-        tir_builder inner = *b;
-        tir_builder_at_end(&inner, body);
-        if (!parse_block(r, &inner) || !expect(r, "}")) return false;
-        r->depth--;
-        r->nnames = mark;
     }
     if (!parse_loc(r, &op->loc)) return false;
     for (uint32_t i = 0; i < nres; i++)

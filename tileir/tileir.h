@@ -20,6 +20,23 @@
  *     ...
  *     yield %x2, %y2
  *   }
+ * Branches and while loops (scalar i1 conditions):
+ *   %r = if %c : f32 {
+ *   ^():
+ *     yield %a
+ *   } else {
+ *   ^():
+ *     yield %b
+ *   }
+ *   %n = while %n0 : i32 {
+ *   ^(%x: i32):
+ *     %t = lt %x, %hi : i1
+ *     yield %t
+ *   } do {
+ *   ^(%y: i32):
+ *     ...
+ *     yield %y2
+ *   }
  * Ops may end in `loc(LINE:COL)` (printed with TIR_PRINT_LOCS).
  *
  * All IR memory comes from the module's arena. */
@@ -165,7 +182,8 @@ struct tir_op {
     uint32_t noperands;
     tir_value **results;
     uint32_t nresults;
-    tir_block *body;     /* TIR_F_REGION ops */
+    tir_block *body;     /* TIR_F_REGION ops: for's body, if's then block, while's test */
+    tir_block *body2;    /* if's else block, while's body; NULL for others */
     union {              /* by tir_ops[code].attr */
         int64_t axis;                   /* AXIS */
         struct { int64_t lo, hi; } range; /* RANGE */
@@ -243,11 +261,20 @@ tir_value *tir_build_permute(tir_builder *b, tir_value *a, const unsigned *perm)
 tir_op *tir_build_for(tir_builder *b, tir_value *lo, tir_value *hi, tir_value *step, uint32_t ninits,
                       tir_value *const *inits);
 
+/* An `if` with empty then and else blocks (the caller fills both, ending
+ * each with a yield of `nresults` values of the given types). */
+tir_op *tir_build_if(tir_builder *b, tir_value *cond, uint32_t nresults, const tir_type *types);
+/* A `while` carrying `inits`: its test block and body each take one
+ * argument per init; the caller fills both (the test ends in yield of an
+ * i1 scalar, the body in yield of the next carried values). */
+tir_op *tir_build_while(tir_builder *b, uint32_t ninits, tir_value *const *inits);
+
 /* ---- editing ----------------------------------------------------------- */
 void tir_op_remove(tir_op *op);               /* unlinks; its results must be unused */
 void tir_replace_all_uses(tir_func *f, tir_value *from, tir_value *to);
 bool tir_value_has_uses(const tir_func *f, const tir_value *v);
-/* Walks every op of f in order, descending into regions (pre-order). */
+/* Walks every op of f in order, descending into regions (pre-order; body
+ * before body2). */
 typedef void (*tir_walk_fn)(tir_op *op, void *ctx);
 void tir_walk(tir_func *f, tir_walk_fn fn, void *ctx);
 

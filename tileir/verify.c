@@ -69,6 +69,24 @@ static void check_layout(verifier *v, const tir_op *op, tir_type t) {
 static bool numeric(tir_type t) { return t.elem != TIR_PTR; }
 static bool integer(tir_type t) { return tir_elem_is_int((tir_elem)t.elem); }
 
+/* The yield ending `blk` gives one value of each result type of `op`. */
+static void check_yield(verifier *v, const tir_op *op, const tir_block *blk, const char *which) {
+    const tir_op *y = blk->last;
+    if (!y || y->code != TIR_OP_YIELD) return; /* verify_block reports it */
+    if (y->noperands != op->nresults) {
+        tc_strbuf m;
+        tc_strbuf_init(&m);
+        tc_strbuf_printf(&m, "%s block must yield one value per result", which);
+        fail(v, y, m.data);
+        tc_strbuf_free(&m);
+        return;
+    }
+    for (uint32_t i = 0; i < y->noperands; i++)
+        if (!tir_type_eq(y->operands[i]->type, op->results[i]->type)) fail(v, y, "yielded value type differs from the result");
+}
+
+static void verify_block(verifier *v, const tir_block *blk, bool is_body);
+
 static void check_types(verifier *v, const tir_op *op) {
     const tir_opinfo *info = &tir_ops[op->code];
     tir_value *const *o = op->operands;
@@ -250,6 +268,32 @@ static void check_types(verifier *v, const tir_op *op) {
         }
         break;
     }
+    case TIR_OP_IF:
+        if (o[0]->type.rank || o[0]->type.elem != TIR_I1) fail(v, op, "if condition must be a scalar i1");
+        if (!op->body || !op->body2 || op->body->nargs || op->body2->nargs) {
+            fail(v, op, "if needs a then and an else block, without arguments");
+            break;
+        }
+        check_yield(v, op, op->body, "then");
+        check_yield(v, op, op->body2, "else");
+        break;
+    case TIR_OP_WHILE: {
+        if (!op->body || !op->body2 || op->body->nargs != op->noperands || op->body2->nargs != op->noperands ||
+            op->nresults != op->noperands) {
+            fail(v, op, "while needs a test block and a body, each taking one argument per carried value, and one result per carried value");
+            break;
+        }
+        for (uint32_t i = 0; i < op->noperands; i++)
+            if (!tir_type_eq(op->body->args[i]->type, o[i]->type) || !tir_type_eq(op->body2->args[i]->type, o[i]->type) ||
+                !tir_type_eq(op->results[i]->type, o[i]->type))
+                fail(v, op, "carried value types differ between init, block arguments and result");
+        const tir_op *t = op->body->last;
+        if (t && t->code == TIR_OP_YIELD &&
+            (t->noperands != 1 || t->operands[0]->type.rank || t->operands[0]->type.elem != TIR_I1))
+            fail(v, t, "a while test must yield one scalar i1");
+        check_yield(v, op, op->body2, "while body");
+        break;
+    }
     default: break;
     }
     /* elementwise ops keep one layout across their tiles */
@@ -260,7 +304,6 @@ static void check_types(verifier *v, const tir_op *op) {
     }
 }
 
-static void verify_block(verifier *v, const tir_block *blk, bool is_body);
 
 static void verify_op(verifier *v, const tir_op *op) {
     const tir_opinfo *info = &tir_ops[op->code];
@@ -285,8 +328,9 @@ static void verify_op(verifier *v, const tir_op *op) {
     }
     for (uint32_t i = 0; i < op->nresults; i++) check_layout(v, op, op->results[i]->type);
     check_types(v, op);
-    if ((info->flags & TIR_F_REGION) && !op->body) fail(v, op, "loop without a body");
+    if ((info->flags & TIR_F_REGION) && !op->body) fail(v, op, "region op without a body");
     if (op->body) verify_block(v, op->body, false);
+    if (op->body2) verify_block(v, op->body2, false);
     for (uint32_t i = 0; i < op->nresults; i++)
         if (op->results[i]->id < v->f->next_value_id) v->defined[op->results[i]->id] = 1;
 }
@@ -306,9 +350,9 @@ static void verify_block(verifier *v, const tir_block *blk, bool is_body) {
     tir_opcode want = is_body ? TIR_OP_RETURN : TIR_OP_YIELD;
     if (!last || last->code != want) {
         if (last)
-            fail(v, last, is_body ? "kernel body must end with return" : "loop body must end with yield");
+            fail(v, last, is_body ? "kernel body must end with return" : "a region must end with yield");
         else
-            fail(v, NULL, is_body ? "kernel body must end with return" : "loop body must end with yield");
+            fail(v, NULL, is_body ? "kernel body must end with return" : "a region must end with yield");
     }
     /* leaving the block: its values go out of scope */
     for (const tir_op *op = blk->first; op; op = op->next)

@@ -21,6 +21,7 @@ head -c 4096 /dev/zero > "$tmp/nuls.tile"
 printf 'kernel k(x: *f32, n: i32) {\n    let o = arange(0, 1024);\n    store(x + o, 1.0, o < n);\n' > "$tmp/truncated.tile"
 { printf 'kernel k(x: *f32) {\n'; for i in $(seq 2000); do printf 'for i%d in range(4) {\n' "$i"; done; printf 'store(x, 1.0);\n'; for i in $(seq 2000); do printf '}\n'; done; printf '}\n'; } > "$tmp/deep-for.tile"
 { printf 'kernel k(x: *f32) {\n'; for i in $(seq 60); do printf 'for i%d in range(2) {\n' "$i"; done; printf 'store(x, 1.0);\n'; for i in $(seq 60); do printf '}\n'; done; printf '}\n'; } > "$tmp/nested-60-loops.tile"
+{ printf 'kernel k(x: *f32, n: i32) {\nvar v = 0;\n'; for i in $(seq 100); do printf 'if v < n { while v < %d { v = v + 1;\n' "$i"; done; printf 'store(x, 1.0);\n'; for i in $(seq 100); do printf '} } else { v = v - 1; }\n'; done; printf '}\n'; } > "$tmp/nested-100-if-while.tile"
 { for i in $(seq 300); do printf 'kernel k%d(x: *f32) { let y = x * x; }\n' "$i"; done; } > "$tmp/many-errors.tile"
 
 fail=0 count=0

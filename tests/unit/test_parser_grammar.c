@@ -189,6 +189,23 @@ static void test_calls_named_args_trailing_commas(void **state) {
     done(&r);
 }
 
+static void test_if_else_while(void **state) {
+    (void)state;
+    parsed r = parse("kernel k(n: i32) {\n"
+                     "    var i = 0;\n"
+                     "    while i < n { i = i + 1; }\n"
+                     "    if i > 2 { i = 0; } else if i == 1 { } else { i = 2; i = 3; }\n"
+                     "    if n > 0 { }\n"
+                     "}\n");
+    if (r.nerrors) fail_msg("%s", r.diag);
+    assert_string_equal(r.dump, "(kernel k (param n i32) (var i 0) (while (< i n) (= i (+ i 1)))"
+                                " (if (> i 2) (then (= i 0)) (else (if (== i 1) (then) (else (= i 2) (= i 3)))))"
+                                " (if (> n 0) (then)))\n");
+    done(&r);
+    expect_first_error("kernel k() { if 1 { } else }", "t.tile:1:28: error: expected '{' or 'if', found '}'");
+    expect_first_error("kernel k() { else { } }", "t.tile:1:14: error: unexpected 'else'");
+}
+
 static void test_params(void **state) {
     (void)state;
     parsed r = parse("kernel a() {}\n"
@@ -225,8 +242,8 @@ static void test_syntax_error_messages(void **state) {
     expect_first_error("kernel k(x: i32) { let a = x == 1 != 2; }",
                        "t.tile:1:35: error: comparison operators cannot be chained; use parentheses and '&', "
                        "e.g. '(a < b) & (b < c)'");
-    expect_first_error("kernel k() { let while = 1; }",
-                       "t.tile:1:18: error: 'while' is a reserved word and cannot be used yet");
+    expect_first_error("kernel k() { let break = 1; }",
+                       "t.tile:1:18: error: 'break' is a reserved word and cannot be used yet");
     /* the caret line */
     parsed r = parse("kernel k() {\n\tlet a = 1 2;\n}");
     assert_string_equal(r.diag, "t.tile:2:12: error: expected ';', found '2'\n"
@@ -410,6 +427,7 @@ int main(void) {
         cmocka_unit_test(test_statements_and_types),
         cmocka_unit_test(test_calls_named_args_trailing_commas),
         cmocka_unit_test(test_params),
+        cmocka_unit_test(test_if_else_while),
         cmocka_unit_test(test_syntax_error_messages),
         cmocka_unit_test(test_recovery_reports_several_errors),
         cmocka_unit_test(test_each_kernel_reports_its_own_error),

@@ -71,7 +71,7 @@ static void expect_kinds(toks t, const int *kinds, int n) {
 static void test_every_token_kind(void **state) {
     (void)state;
     toks t = lex_nospace("kernel let var const true false name_1 _x 42 4.5 + - * / % < <= > >= == != << >> "
-                         "& | ^ ! = ( ) { } , ; : if");
+                         "& | ^ ! = ( ) { } , ; : break");
     const int want[] = {TK_KERNEL, TK_LET, TK_VAR, TK_CONST, TK_TRUE, TK_FALSE, TK_IDENT, TK_IDENT,
                         TK_INT, TK_FLOAT, TK_PLUS, TK_MINUS, TK_STAR, TK_SLASH, TK_PERCENT, TK_LT,
                         TK_LE, TK_GT, TK_GE, TK_EQ, TK_NE, TK_SHL, TK_SHR, TK_AND, TK_OR, TK_XOR,
@@ -92,9 +92,12 @@ static void test_longest_match(void **state) {
     t = lex_nospace("kernels letx _let constant true1 variable");
     for (int i = 0; i < t.n; i++) assert_int_equal(t.kind[i], TK_IDENT);
     assert_int_equal(t.n, 6);
-    t = lex_nospace("if else while return break continue");
-    assert_int_equal(t.n, 6);
+    t = lex_nospace("return break continue");
+    assert_int_equal(t.n, 3);
     for (int i = 0; i < t.n; i++) assert_int_equal(t.kind[i], TK_RESERVED);
+    t = lex_nospace("if else while iffy elsewhere whiles");
+    const int branch_words[] = {TK_IF, TK_ELSE, TK_WHILE, TK_IDENT, TK_IDENT, TK_IDENT};
+    expect_kinds(t, branch_words, 6);
     t = lex_nospace("for in range");
     const int loop_words[] = {TK_FOR, TK_IN, TK_IDENT}; /* range is a builtin name */
     expect_kinds(t, loop_words, 3);

@@ -1077,6 +1077,136 @@ static void test_argmax_argmin(void **state) {
         }
 }
 
+/* ---- if / else / while ------------------------------------------------------ */
+
+/* Scalar control flow: a while whose trip count depends on loaded data,
+ * with an if/else inside (the Collatz steps of each program's number). */
+static void test_while_and_if_on_scalars(void **state) {
+    (void)state;
+    static const char src[] =
+        "kernel collatz(x: *i32, steps: *i32, peak: *i32) {\n"
+        "    let pid = program_id(0);\n"
+        "    var v = load(x + pid);\n"
+        "    var n = 0;\n"
+        "    var top = v;\n"
+        "    while v != 1 {\n"
+        "        if v % 2 == 0 {\n"
+        "            v = v / 2;\n"
+        "        } else {\n"
+        "            v = 3 * v + 1;\n"
+        "            if v > top { top = v; }\n"
+        "        }\n"
+        "        n = n + 1;\n"
+        "    }\n"
+        "    store(steps + pid, n);\n"
+        "    store(peak + pid, top);\n"
+        "}\n";
+    enum { N = 300 };
+    int32_t x[N], steps[N], peak[N];
+    for (int i = 0; i < N; i++) x[i] = i < 10 ? i + 1 : 1 + rand() % 5000;
+    memset(steps, 0xa5, sizeof steps), memset(peak, 0xa5, sizeof peak);
+    prog p;
+    trt_kernel *k = compile_text(&p, "collatz.tile", src, "collatz", NULL, 0);
+    trt_buffer bx = upload(x, sizeof x), bs = upload(steps, sizeof steps), bp = upload(peak, sizeof peak);
+    trt_arg args[3] = {trt_buf(bx), trt_buf(bs), trt_buf(bp)};
+    launch(k, N, 1, 1, args, 3);
+    download(bs, steps, sizeof steps), download(bp, peak, sizeof peak);
+    trt_free(dev, bx);
+    for (int i = 0; i < N; i++) {
+        int64_t v = x[i], top = v;
+        int n = 0;
+        while (v != 1) {
+            v = v % 2 == 0 ? v / 2 : 3 * v + 1;
+            top = v > top ? v : top;
+            n++;
+        }
+        if (steps[i] != n || peak[i] != top)
+            fail_msg("collatz(%d): %d steps, peak %d; want %d, %lld on %s", x[i], steps[i], peak[i], n, (long long)top,
+                     trt_device_name(dev));
+    }
+    drop(&p);
+}
+
+/* Tiles carried by a while (its test a reduction, so every warp must
+ * agree) and through if/else branches that reduce and use shared memory,
+ * over block sizes and warp counts. Values halve exactly and the branch
+ * arithmetic rounds once per f32 operation, so results are exact. */
+static void test_control_flow_on_tiles(void **state) {
+    (void)state;
+    static const char src[] =
+        "kernel cf(x: *f32, w: *i32, out: *f32, iters: *i32, n_cols: i32, const BLOCK: i32 = 256) {\n"
+        "    let row = program_id(0);\n"
+        "    let cols = arange(0, BLOCK);\n"
+        "    let mask = cols < n_cols;\n"
+        "    var t = load(x + row * n_cols + cols, mask, other = 0.0);\n"
+        "    let wi = load(w + row * n_cols + cols, mask, other = 0);\n"
+        "    var it = 0;\n"
+        "    while max(abs(t)) > 1.0 {\n"
+        "        t = t * 0.5;\n"
+        "        it = it + 1;\n"
+        "    }\n"
+        "    let s = sum(wi);\n"
+        "    if s % 3 == 0 {\n"
+        "        t = t + 1.0;\n"
+        "    } else if s % 3 == 1 | s % 3 == -1 {\n"
+        "        t = t - 2.0 * max(t);\n"
+        "    } else {\n"
+        "        it = -it;\n"
+        "    }\n"
+        "    store(out + row * n_cols + cols, t, mask);\n"
+        "    store(iters + row, it);\n"
+        "}\n";
+    const int blocks[] = {1, 32, 256, 1024};
+    const int warps[] = {1, 2, 4, 8};
+    const int rows = 12;
+    for (size_t bi = 0; bi < sizeof blocks / sizeof blocks[0]; bi++)
+        for (size_t wi = 0; wi < sizeof warps / sizeof warps[0]; wi++) {
+            int block = blocks[bi], n_cols = block > 1 ? block - block / 4 + 1 : 1, n = rows * n_cols;
+            tilec_define d[1] = {{"BLOCK", block}};
+            prog p;
+            trt_kernel *k = compile_with(&p, "cf.tile", src, "cf", d, 1, warps[wi]);
+            float *x = rand_f32s(n), *out = poison_f32s(n);
+            int32_t *w = malloc(sizeof(int32_t) * (size_t)n), iters[12];
+            for (int i = 0; i < n; i++) w[i] = rand() % 201 - 100;
+            for (int j = 0; j < n_cols; j++) x[3 * n_cols + j] /= 4096.0f; /* a row the loop never runs for */
+            memset(iters, 0xa5, sizeof iters);
+            trt_buffer bx = upload(x, sizeof(float) * (size_t)n), bw = upload(w, sizeof(int32_t) * (size_t)n),
+                       bo = upload(out, sizeof(float) * (size_t)n), bt = upload(iters, sizeof iters);
+            trt_arg args[5] = {trt_buf(bx), trt_buf(bw), trt_buf(bo), trt_buf(bt), trt_int(n_cols)};
+            launch(k, (uint32_t)rows, 1, 1, args, 5);
+            download(bo, out, sizeof(float) * (size_t)n), download(bt, iters, sizeof iters);
+            trt_free(dev, bx), trt_free(dev, bw);
+            for (int r = 0; r < rows; r++) {
+                float *t = x + r * n_cols;
+                int it = 0, s = 0;
+                for (;;) {
+                    float m = 0;
+                    for (int j = 0; j < n_cols; j++) m = fabsf(t[j]) > m ? fabsf(t[j]) : m;
+                    if (!(m > 1.0f)) break;
+                    for (int j = 0; j < n_cols; j++) t[j] *= 0.5f;
+                    it++;
+                }
+                for (int j = 0; j < n_cols; j++) s += w[r * n_cols + j];
+                float mx = -INFINITY;
+                for (int j = 0; j < block; j++) mx = fmaxf(mx, j < n_cols ? t[j] : 0.0f); /* masked lanes hold 0 */
+                for (int j = 0; j < n_cols; j++) {
+                    if (s % 3 == 0) t[j] = t[j] + 1.0f;
+                    else if (s % 3 == 1 || s % 3 == -1) t[j] = t[j] - 2.0f * mx;
+                }
+                if (s % 3 != 0 && s % 3 != 1 && s % 3 != -1) it = -it;
+                if (iters[r] != it)
+                    fail_msg("BLOCK %d, %d warps, row %d: %d halvings, want %d on %s", block, warps[wi], r, iters[r], it,
+                             trt_device_name(dev));
+                for (int j = 0; j < n_cols; j++)
+                    if (memcmp(&out[r * n_cols + j], &t[j], sizeof(float)))
+                        fail_msg("BLOCK %d, %d warps, row %d col %d: %a, want %a on %s", block, warps[wi], r, j,
+                                 (double)out[r * n_cols + j], (double)t[j], trt_device_name(dev));
+            }
+            free(x), free(out), free(w);
+            drop(&p);
+        }
+}
+
 /* ---- stdlib rmsnorm ---------------------------------------------------------- */
 
 /* The absolute error a stored output may have near zero: f16's subnormal
@@ -1983,6 +2113,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_tiles_2d),
         cmocka_unit_test(test_tiles_3d),
         cmocka_unit_test(test_argmax_argmin),
+        cmocka_unit_test(test_while_and_if_on_scalars),
+        cmocka_unit_test(test_control_flow_on_tiles),
         cmocka_unit_test(test_stdlib_softmax),
         cmocka_unit_test(test_stdlib_layernorm),
         cmocka_unit_test(test_stdlib_rmsnorm),
