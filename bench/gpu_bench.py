@@ -254,6 +254,18 @@ def tt_gelu_bwd(x, dy, dx, n, BLOCK: tl.constexpr):
     tl.store(dx + offs, (tl.load(dy + offs, mask=m).to(tl.float32) * d).to(dx.dtype.element_ty), mask=m)
 
 
+# dropout as Triton's tutorial writes it (low-memory dropout: the mask is
+# tl.rand of the seed and offset, never stored); it keeps rand > p where
+# tilec keeps rand >= p, the same mask unless a draw equals p exactly
+@triton.jit
+def tt_dropout(x, y, n, p, seed, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    v = tl.load(x + offs, mask=m)
+    keep = tl.rand(seed, offs) > p
+    tl.store(y + offs, tl.where(keep, v / (1 - p), 0.0).to(y.dtype.element_ty), mask=m)
+
+
 def tt_softmax_warps(block):  # the tutorial's choice
     return 16 if block >= 4096 else 8 if block >= 2048 else 4
 
@@ -544,6 +556,30 @@ def main():
                  "triton": peer_ms(lambda: tt_gelu_bwd[(grid,)](x, dy, dx, n, BLOCK=B), "triton")}
             table.append(("gelu bwd %s" % name, n, 3 * size * n, t))
             del x, dy, y, dx
+
+    # dropout, elementwise; the mask from (seed, offset), as Triton's
+    for n in ([1 << 24] if opt.quick else [1 << 24, 1 << 26]):
+        for dt, name in ((torch.float16, "f16"), (torch.float32, "f32")):
+            size = torch.finfo(dt).bits // 8
+            grid = triton.cdiv(n, B)
+            p, seed = 0.25, 1234
+            k = tc.kernel("stdlib/dropout.tile", "dropout_" + name)
+            x = torch.randn(n, device="cuda", dtype=dt)
+            y = torch.full_like(x, float("nan"))
+            run = tc.launcher(k, grid, x, y, n, p, seed)
+            run(); torch.cuda.synchronize()
+            kept = y != 0  # randn gives no exact zeros worth counting at this size
+            frac = kept.float().mean().item()
+            sd = (p * (1 - p) / n) ** 0.5
+            if abs(frac - (1 - p)) > 5 * sd:
+                sys.exit("WRONG: dropout_%s kept %.6f of %d, expected %.2f" % (name, frac, n, 1 - p))
+            near(y[kept].float(), x[kept].float() / (1 - p), "dropout_%s %d" % (name, n),
+                 rtol=1e-5 if name == "f32" else 1e-3, atol=0)
+            t = {"tilec": median_ms(run),
+                 "torch": median_ms(lambda: torch.nn.functional.dropout(x, p, training=True)),
+                 "triton": peer_ms(lambda: tt_dropout[(grid,)](x, y, n, p, seed, BLOCK=B), "triton")}
+            table.append(("dropout %s p=%g" % (name, p), n, 2 * size * n, t))
+            del x, y
 
     gpu = torch.cuda.get_device_name()
     print()

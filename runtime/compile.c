@@ -214,3 +214,29 @@ trt_status trt_compile(trt_device *d, const char *file, const char *src, size_t 
     }
     return st;
 }
+
+trt_status rt_compile_kept(trt_device *d, const char *file, const char *src, size_t len, const trt_compile_options *o,
+                           trt_module **out) {
+    if (!d || !out || !file || !src) return TRT_ERR_INVALID_ARGUMENT;
+    *out = NULL;
+    if (d->closed) return rt_fail(d, TRT_ERR_CLOSED, "the device was closed");
+    const char *arch = d->cuda ? (o && o->arch ? o->arch : rt_cuda_arch(d->cuda)) : NULL;
+    uint64_t key = cache_key(d, file, src, len, o, arch);
+    for (kept_module *k = d->kept; k; k = k->next)
+        if (k->key == key) {
+            *out = k->mod;
+            return TRT_OK;
+        }
+    kept_module *k = malloc(sizeof *k);
+    if (!k) return rt_fail(d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
+    trt_status st = trt_compile(d, file, src, len, o, &k->mod);
+    if (st != TRT_OK) {
+        free(k);
+        return st;
+    }
+    k->key = key;
+    k->next = d->kept;
+    d->kept = k;
+    *out = k->mod;
+    return TRT_OK;
+}

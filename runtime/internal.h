@@ -36,6 +36,14 @@ typedef struct cache_entry {
     struct cache_entry *next;
 } cache_entry;
 
+/* A module a library on the runtime (the stdlib entry points) compiled
+ * and keeps loaded for the device's lifetime (rt_compile_kept). */
+typedef struct kept_module {
+    uint64_t key;
+    trt_module *mod;
+    struct kept_module *next;
+} kept_module;
+
 struct trt_device {
     trt_device_kind kind; /* CPU or CUDA, never AUTO */
     rt_cuda *cuda;
@@ -45,6 +53,7 @@ struct trt_device {
     buf_slot *bufs;
     uint32_t nbufs, capbufs;
     cache_entry *cache;
+    kept_module *kept; /* freed by trt_close */
 };
 
 struct trt_kernel {
@@ -81,5 +90,15 @@ trt_status rt_fail(trt_device *d, trt_status st, const char *fmt, ...) __attribu
 /* A module from tile IR text (kernels, signatures) and, for the CUDA
  * device, a cubin or PTX image. `file` names the .tile source. */
 trt_status rt_module_make(trt_device *d, const char *file, const char *tir, const void *image, trt_module **out);
+
+/* trt_compile, but the module stays with the device, which frees it at
+ * trt_close: a second call with the same source and options returns the
+ * same module without compiling or loading anything. The caller must not
+ * free it. */
+trt_status rt_compile_kept(trt_device *d, const char *file, const char *src, size_t len, const trt_compile_options *o,
+                           trt_module **out);
+/* The size of a live buffer of the device (an error, with a message, for a
+ * freed or foreign handle or a closed device). */
+trt_status rt_buffer_size(trt_device *d, trt_buffer b, size_t *bytes);
 
 #endif

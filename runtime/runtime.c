@@ -89,6 +89,12 @@ void trt_close(trt_device *d) {
         else free(d->bufs[i].data);
     }
     d->nbufs = 0;
+    for (kept_module *k = d->kept, *next; k; k = next) { /* each holds a reference */
+        next = k->next;
+        trt_module_free(k->mod);
+        free(k);
+    }
+    d->kept = NULL;
     release(d);
 }
 
@@ -115,6 +121,14 @@ static buf_slot *lookup(trt_device *d, trt_buffer b, uint32_t *index, trt_status
     }
     if (index) *index = i - 1;
     return &d->bufs[i - 1];
+}
+
+trt_status rt_buffer_size(trt_device *d, trt_buffer b, size_t *bytes) {
+    trt_status st = TRT_OK;
+    const buf_slot *s = lookup(d, b, NULL, &st);
+    if (!s) return st;
+    *bytes = s->size;
+    return TRT_OK;
 }
 
 /* A free slot for a new buffer, growing the table; checks the device and

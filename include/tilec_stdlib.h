@@ -1,0 +1,138 @@
+/* tilec_stdlib.h - the tilec kernel library (the .tile files of stdlib/), one C call
+ * per operation, on any trt_device (the GPU, or the CPU interpreter).
+ *
+ *   trt_device *dev;                       (trt_open, tilec_rt.h)
+ *   trt_buffer x, y;                       (trt_alloc / trt_wrap)
+ *   trt_status st = tls_softmax(dev, TLS_F16, tls_mem_of(x), tls_mem_of(y), rows, cols, cols, cols, NULL);
+ *   if (st != TRT_OK) fprintf(stderr, "%s\n", trt_last_error(dev));
+ *
+ * Each call checks its arguments (sizes, row widths, strides, that every
+ * buffer holds what the shape reaches, 16-byte aligned offsets), picks
+ * the kernel's BLOCK, num_warps and grid for the shape, compiles the
+ * stdlib source embedded in the library (once per device and
+ * specialization: later calls reuse the loaded module), and launches.
+ * Nothing is allocated: the backward passes of layernorm and rmsnorm take
+ * a workspace from the caller, whose size *_bwd_workspace says. Launches
+ * are asynchronous on the GPU (like trt_launch): trt_sync, or a read on
+ * the same stream, waits for them.
+ *
+ * The prefix is tls_ ("tilec stdlib"): these are library operations built
+ * on the runtime, not runtime primitives, and keep out of its trt_
+ * namespace; they take and return the runtime's types (trt_status,
+ * trt_device, trt_buffer) and report errors through trt_last_error(dev).
+ *
+ * Shapes are in elements: `rows` rows of `cols` values, each row `stride`
+ * elements after the one before (stride >= cols). Storage is f32, f16 or
+ * bf16 (tls_dtype), the same for every tensor of a call except mean and
+ * rstd, which are always f32; the math is f32. docs/stdlib.md has the
+ * details, the heuristics and an example. */
+#ifndef TILEC_STDLIB_H
+#define TILEC_STDLIB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tilec_rt.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum tls_dtype { TLS_F32, TLS_F16, TLS_BF16 } tls_dtype;
+
+/* What the kernels support (a call beyond them is TRT_ERR_INVALID_ARGUMENT):
+ * a row lives in one tile of BLOCK = the next power of two >= cols. Past
+ * these widths the GPU kernels spill registers heavily (ptxas -v). */
+#define TLS_SOFTMAX_MAX_COLS 32768
+#define TLS_NORM_MAX_COLS 16384          /* layernorm, rmsnorm */
+#define TLS_MAX_ROWS 2147483647          /* one program instance per row */
+#define TLS_MAX_ELEMENTS 2147482624      /* gelu, dropout: 2^31 - 1024 (i32 offsets) */
+
+/* A tensor's memory: a buffer and a byte offset into it (a multiple of 16,
+ * the alignment the compiler assumes for pointers). */
+typedef struct tls_mem {
+    trt_buffer buffer;
+    size_t offset;
+} tls_mem;
+
+static inline tls_mem tls_mem_at(trt_buffer b, size_t offset) { tls_mem m = {b, offset}; return m; }
+static inline tls_mem tls_mem_of(trt_buffer b) { tls_mem m = {b, 0}; return m; }
+
+/* Optional per call; NULL for the defaults. */
+typedef struct tls_options {
+    int num_warps;      /* 0: the compiler's heuristic on the tile's bytes (docs/stdlib.md); else a
+                           power of two from 1 to 32, for the op's main kernel */
+    trt_stream *stream; /* NULL: the default stream (trt_launch); else trt_launch_on that stream */
+} tls_options;
+
+/* ---- softmax over rows ---------------------------------------------------- */
+
+/* y[r, :] = softmax(x[r, :]). x and y may have different strides. */
+TILEC_API trt_status tls_softmax(trt_device *dev, tls_dtype dt, tls_mem x, tls_mem y, int64_t rows, int64_t cols,
+                                 int64_t x_stride, int64_t y_stride, const tls_options *opt);
+/* dx = y * (dy - sum(dy * y)) per row: the gradient through y = softmax(x).
+ * y, dy and dx share one stride. */
+TILEC_API trt_status tls_softmax_bwd(trt_device *dev, tls_dtype dt, tls_mem y, tls_mem dy, tls_mem dx, int64_t rows,
+                                     int64_t cols, int64_t stride, const tls_options *opt);
+
+/* ---- layernorm over rows ---------------------------------------------------- */
+
+/* y = (x - mean) * rstd * w + b per row, rstd = 1 / sqrt(var + eps) (the
+ * biased variance, as PyTorch). w and b hold cols values; mean and rstd
+ * (f32, rows values each) are saved for the backward pass. x and y share
+ * one stride. eps >= 0. */
+TILEC_API trt_status tls_layernorm(trt_device *dev, tls_dtype dt, tls_mem x, tls_mem y, tls_mem w, tls_mem b,
+                                   tls_mem mean, tls_mem rstd, int64_t rows, int64_t cols, int64_t stride, float eps,
+                                   const tls_options *opt);
+/* The bytes of workspace tls_layernorm_bwd needs for this shape on this
+ * device (f32 partial sums of dw and db, a group of rows each). */
+TILEC_API trt_status tls_layernorm_bwd_workspace(trt_device *dev, int64_t rows, int64_t cols, size_t *bytes);
+/* dx (rows x cols, the stride of x and dy), dw and db (cols values each)
+ * from x, dy, w and the forward pass's mean and rstd. Two launches: dx and
+ * per-group partial sums into `workspace`, then their column sums into dw
+ * and db. The workspace must hold tls_layernorm_bwd_workspace bytes past
+ * its offset; its contents before and after do not matter. */
+TILEC_API trt_status tls_layernorm_bwd(trt_device *dev, tls_dtype dt, tls_mem x, tls_mem dy, tls_mem dx, tls_mem w,
+                                       tls_mem mean, tls_mem rstd, tls_mem dw, tls_mem db, int64_t rows, int64_t cols,
+                                       int64_t stride, tls_mem workspace, const tls_options *opt);
+
+/* ---- rmsnorm over rows ------------------------------------------------------ */
+
+/* y = x * rstd * w per row, rstd = 1 / sqrt(mean(x^2) + eps); rstd (f32,
+ * rows values) is saved for the backward pass. */
+TILEC_API trt_status tls_rmsnorm(trt_device *dev, tls_dtype dt, tls_mem x, tls_mem y, tls_mem w, tls_mem rstd,
+                                 int64_t rows, int64_t cols, int64_t stride, float eps, const tls_options *opt);
+TILEC_API trt_status tls_rmsnorm_bwd_workspace(trt_device *dev, int64_t rows, int64_t cols, size_t *bytes);
+/* dx and dw from x, dy, w and the forward pass's rstd, through the
+ * workspace as tls_layernorm_bwd. */
+TILEC_API trt_status tls_rmsnorm_bwd(trt_device *dev, tls_dtype dt, tls_mem x, tls_mem dy, tls_mem dx, tls_mem w,
+                                     tls_mem rstd, tls_mem dw, int64_t rows, int64_t cols, int64_t stride,
+                                     tls_mem workspace, const tls_options *opt);
+
+/* ---- elementwise over n values ---------------------------------------------- */
+
+/* y = gelu(x), the tanh form (torch.nn.functional.gelu(approximate='tanh')). */
+TILEC_API trt_status tls_gelu(trt_device *dev, tls_dtype dt, tls_mem x, tls_mem y, int64_t n, const tls_options *opt);
+/* dx = dy * gelu'(x). */
+TILEC_API trt_status tls_gelu_bwd(trt_device *dev, tls_dtype dt, tls_mem x, tls_mem dy, tls_mem dx, int64_t n,
+                                  const tls_options *opt);
+
+/* y = x / (1 - p) where rand(seed, i) >= p, else 0, with 0 <= p <= 1 (the
+ * mask is Philox4x32-10 of (seed, i), never stored; a new mask needs a new
+ * seed). */
+TILEC_API trt_status tls_dropout(trt_device *dev, tls_dtype dt, tls_mem x, tls_mem y, int64_t n, float p, int64_t seed,
+                                 const tls_options *opt);
+/* dx = dy / (1 - p) where the forward pass with the same p and seed kept
+ * x, else 0. */
+TILEC_API trt_status tls_dropout_bwd(trt_device *dev, tls_dtype dt, tls_mem dy, tls_mem dx, int64_t n, float p,
+                                     int64_t seed, const tls_options *opt);
+
+/* How many stdlib modules the device holds: one per stdlib file and
+ * specialization (BLOCK, num_warps) used so far, kept until trt_close.
+ * A call whose specialization is already there compiles nothing. */
+TILEC_API size_t tls_num_modules(const trt_device *dev);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

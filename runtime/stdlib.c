@@ -1,0 +1,416 @@
+/* stdlib.c - the C entry points of the kernel library
+ * (include/tilec_stdlib.h): one call per operation, on either device.
+ *
+ * Each call checks its arguments, then picks the kernel's specialization
+ * and launch for the shape:
+ *   - BLOCK: for the row kernels (softmax, layernorm, rmsnorm), the next
+ *     power of two >= cols, since a row lives in one tile; for the
+ *     elementwise kernels (gelu, dropout), ELEMENTWISE_BLOCK; for the
+ *     column sums of the norms' backward passes, COLSUM_BLOCK;
+ *   - num_warps: the caller's (tls_options), else 0, which leaves it to
+ *     the compiler's heuristic on the bytes of the kernel's largest tile
+ *     (lower/layout.c, measured on an H100; docs/stdlib.md tabulates what
+ *     it gives for each row width);
+ *   - the grid: a program per row, per ELEMENTWISE_BLOCK elements, per
+ *     COLSUM_BLOCK columns, or per group of rows for the norms' backward
+ *     passes, which take cdiv(rows, groups) rows each with groups
+ *     GPU_GROUPS_PER_SM per multiprocessor on the GPU (the bench's
+ *     measured choice) and CPU_GROUPS on the CPU.
+ * The source is the stdlib file embedded at build time (stdlib_embed.h),
+ * compiled with rt_compile_kept: once per device and (file, BLOCK,
+ * num_warps), then kept loaded until trt_close, so a repeated call costs a
+ * list walk, not a compile nor a module load. A whole file compiles at
+ * once: its f32, f16 and bf16 kernels, forward and backward, share one
+ * module per BLOCK.
+ *
+ * Every check happens before the first launch, so an error leaves the
+ * outputs untouched. Messages start with the entry point's name. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "runtime/internal.h"
+#include "runtime/stdlib_embed.h"
+#include "tilec_stdlib.h"
+
+enum {
+    ELEMENTWISE_BLOCK = 1024, /* the bench's (and Triton's tutorials') block for elementwise kernels */
+    COLSUM_BLOCK = 64,        /* the column-sum kernels' default: many small programs (bench/RESULTS.md) */
+    CPU_GROUPS = 4,           /* the interpreter runs programs one by one: few groups, but more than one,
+                                 so that the CPU runs the same partial sums as the GPU */
+    GPU_GROUPS_PER_SM = 2,    /* rows_per_program = cdiv(rows, 2 * SMs), as bench/gpu_bench.py times it */
+    FALLBACK_SMS = 132,       /* when the driver does not say (an H100 SXM's count) */
+    WORKSPACE_ALIGN = 64,     /* layernorm's db partials start this aligned after dw's */
+    PTR_ALIGN = 16,           /* what the compiler assumes of pointers (trt_launch checks it too) */
+    MAX_NUM_WARPS = 32,       /* the compiler's limit: 1024 threads a program */
+    MAX_KERNEL_NAME = 64
+};
+
+_Static_assert((long long)TLS_MAX_ELEMENTS + ELEMENTWISE_BLOCK - 1 <= INT32_MAX,
+               "the elementwise kernels' i32 offsets must not wrap in the last program");
+
+typedef struct storage {
+    const char *suffix; /* of the kernel names: softmax_f16 */
+    size_t size;
+} storage;
+
+static const storage storages[] = {[TLS_F32] = {"f32", 4}, [TLS_F16] = {"f16", 2}, [TLS_BF16] = {"bf16", 2}};
+
+/* One entry point's call: what every helper needs to check, compile and
+ * launch, and to name the call in a message. */
+typedef struct call {
+    trt_device *d;
+    const char *op; /* "tls_softmax" */
+    const storage *st;
+    const tls_options *o;
+} call;
+
+static trt_status begin(call *c, trt_device *d, const char *op, tls_dtype dt, const tls_options *o) {
+    c->d = d, c->op = op, c->o = o, c->st = NULL;
+    if (!d) return TRT_ERR_INVALID_ARGUMENT;
+    if (d->closed) return rt_fail(d, TRT_ERR_CLOSED, "%s: the device was closed", op);
+    if ((unsigned)dt >= sizeof storages / sizeof storages[0])
+        return rt_fail(d, TRT_ERR_INVALID_ARGUMENT, "%s: unknown dtype %d (TLS_F32, TLS_F16 or TLS_BF16)", op, (int)dt);
+    c->st = &storages[dt];
+    int w = o ? o->num_warps : 0;
+    if (w < 0 || w > MAX_NUM_WARPS || (w & (w - 1)))
+        return rt_fail(d, TRT_ERR_INVALID_ARGUMENT, "%s: num_warps %d must be 0 (the heuristic) or a power of two from 1 to %d",
+                       op, w, MAX_NUM_WARPS);
+    return TRT_OK;
+}
+
+static trt_status check_rows(const call *c, int64_t rows, int64_t cols, int64_t max_cols) {
+    if (rows < 1 || rows > TLS_MAX_ROWS)
+        return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: rows is %lld; it must be from 1 to %lld", c->op,
+                       (long long)rows, (long long)TLS_MAX_ROWS);
+    if (cols < 1 || cols > max_cols)
+        return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: cols is %lld; it must be from 1 to %lld (a row lives in one tile)",
+                       c->op, (long long)cols, (long long)max_cols);
+    return TRT_OK;
+}
+
+static trt_status check_stride(const call *c, const char *name, int64_t stride, int64_t cols) {
+    if (stride < cols)
+        return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: %s is %lld, less than cols (%lld): rows would overlap", c->op,
+                       name, (long long)stride, (long long)cols);
+    return TRT_OK;
+}
+
+static trt_status check_elements(const call *c, int64_t n) {
+    if (n < 1 || n > TLS_MAX_ELEMENTS)
+        return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: n is %lld; it must be from 1 to %lld", c->op, (long long)n,
+                       (long long)TLS_MAX_ELEMENTS);
+    return TRT_OK;
+}
+
+/* That m is a live buffer of the device, 16-byte aligned at its offset,
+ * holding `rows` rows of `cols` elements of `esize` bytes, `stride`
+ * elements apart (rows, cols >= 1 and stride >= cols, checked before). */
+static trt_status check_mem(const call *c, const char *name, tls_mem m, int64_t rows, int64_t cols, int64_t stride,
+                            size_t esize) {
+    size_t have;
+    trt_status st = rt_buffer_size(c->d, m.buffer, &have);
+    if (st != TRT_OK) return rt_fail(c->d, st, "%s: %s: %s", c->op, name, c->d->err);
+    if (m.offset % PTR_ALIGN)
+        return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: %s: offset %zu is not a multiple of %d bytes", c->op, name,
+                       m.offset, PTR_ALIGN);
+    /* (rows - 1) * stride + cols elements, without overflowing */
+    uint64_t r = (uint64_t)(rows - 1), s = (uint64_t)stride, limit = (uint64_t)INT64_MAX / esize;
+    if (r && s > (limit - (uint64_t)cols) / r)
+        return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: %s: %lld rows %lld elements apart do not fit in memory", c->op,
+                       name, (long long)rows, (long long)stride);
+    uint64_t need = (r * s + (uint64_t)cols) * esize;
+    if (m.offset > have || need > have - m.offset)
+        return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT,
+                       "%s: %s: the buffer holds %zu bytes; %lld rows of %lld elements %lld apart need %llu from offset %zu",
+                       c->op, name, have, (long long)rows, (long long)cols, (long long)stride, (unsigned long long)need,
+                       m.offset);
+    return TRT_OK;
+}
+
+static trt_status check_vector(const call *c, const char *name, tls_mem m, int64_t n, size_t esize) {
+    return check_mem(c, name, m, 1, n, n, esize);
+}
+
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+static int next_pow2(int64_t n) {
+    int b = 1;
+    while (b < n) b *= 2;
+    return b;
+}
+
+static const rt_embedded_file *embedded(const char *name) {
+    for (size_t i = 0; i < rt_stdlib_nfiles; i++)
+        if (!strcmp(rt_stdlib_files[i].name, name)) return &rt_stdlib_files[i];
+    return NULL;
+}
+
+/* The kernel `base`_<dtype> of the embedded `file` with BLOCK = block,
+ * compiled (once) with num_warps. */
+static trt_status kernel_for(const call *c, const char *file, const char *base, int block, int num_warps,
+                             trt_kernel **k) {
+    const rt_embedded_file *f = embedded(file);
+    if (!f) return rt_fail(c->d, TRT_ERR_NOT_FOUND, "%s: %s is not in this build of tilec", c->op, file);
+    tilec_define def = {"BLOCK", block};
+    trt_compile_options co = {NULL, num_warps, &def, 1};
+    trt_module *m;
+    trt_status st = rt_compile_kept(c->d, f->name, f->text, f->len, &co, &m);
+    if (st != TRT_OK) return rt_fail(c->d, st, "%s: compiling %s (BLOCK %d): %s", c->op, file, block, c->d->err);
+    char name[MAX_KERNEL_NAME];
+    snprintf(name, sizeof name, "%s_%s", base, c->st->suffix);
+    return trt_get_kernel(m, name, k);
+}
+
+static int main_warps(const call *c) { return c->o ? c->o->num_warps : 0; }
+
+static trt_status launch(const call *c, trt_kernel *k, int64_t grid, const trt_arg *args, size_t nargs) {
+    trt_stream *s = c->o ? c->o->stream : NULL;
+    trt_status st = s ? trt_launch_on(s, k, (uint32_t)grid, 1, 1, args, nargs)
+                      : trt_launch(k, (uint32_t)grid, 1, 1, args, nargs);
+    return st == TRT_OK ? st : rt_fail(c->d, st, "%s: %s", c->op, c->d->err);
+}
+
+static trt_arg arg_mem(tls_mem m) { return trt_buf_at(m.buffer, m.offset); }
+
+/* ---- softmax ------------------------------------------------------------------ */
+
+trt_status tls_softmax(trt_device *dev, tls_dtype dt, tls_mem x, tls_mem y, int64_t rows, int64_t cols,
+                       int64_t x_stride, int64_t y_stride, const tls_options *opt) {
+    call c;
+    trt_status st;
+    trt_kernel *k;
+    if ((st = begin(&c, dev, "tls_softmax", dt, opt)) || (st = check_rows(&c, rows, cols, TLS_SOFTMAX_MAX_COLS)) ||
+        (st = check_stride(&c, "x_stride", x_stride, cols)) || (st = check_stride(&c, "y_stride", y_stride, cols)) ||
+        (st = check_mem(&c, "x", x, rows, cols, x_stride, c.st->size)) ||
+        (st = check_mem(&c, "y", y, rows, cols, y_stride, c.st->size)) ||
+        (st = kernel_for(&c, "stdlib/softmax.tile", "softmax", next_pow2(cols), main_warps(&c), &k)))
+        return st;
+    trt_arg a[] = {arg_mem(x), arg_mem(y), trt_int(cols), trt_int(x_stride), trt_int(y_stride)};
+    return launch(&c, k, rows, a, sizeof a / sizeof a[0]);
+}
+
+trt_status tls_softmax_bwd(trt_device *dev, tls_dtype dt, tls_mem y, tls_mem dy, tls_mem dx, int64_t rows,
+                           int64_t cols, int64_t stride, const tls_options *opt) {
+    call c;
+    trt_status st;
+    trt_kernel *k;
+    if ((st = begin(&c, dev, "tls_softmax_bwd", dt, opt)) || (st = check_rows(&c, rows, cols, TLS_SOFTMAX_MAX_COLS)) ||
+        (st = check_stride(&c, "stride", stride, cols)) || (st = check_mem(&c, "y", y, rows, cols, stride, c.st->size)) ||
+        (st = check_mem(&c, "dy", dy, rows, cols, stride, c.st->size)) ||
+        (st = check_mem(&c, "dx", dx, rows, cols, stride, c.st->size)) ||
+        (st = kernel_for(&c, "stdlib/softmax.tile", "softmax_bwd", next_pow2(cols), main_warps(&c), &k)))
+        return st;
+    trt_arg a[] = {arg_mem(y), arg_mem(dy), arg_mem(dx), trt_int(cols), trt_int(stride)};
+    return launch(&c, k, rows, a, sizeof a / sizeof a[0]);
+}
+
+/* ---- the norms ---------------------------------------------------------------- */
+
+static trt_status check_eps(const call *c, float eps) {
+    if (!(eps >= 0) || isinf(eps))
+        return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: eps is %g; it must be finite and >= 0", c->op, (double)eps);
+    return TRT_OK;
+}
+
+/* How the backward passes split the rows: `groups` programs of `per` rows
+ * (the last one fewer), and the bytes of one f32 partial-sum matrix
+ * (groups x cols), rounded up so that a second one can follow it. */
+typedef struct row_groups {
+    int64_t per, groups;
+    size_t part_bytes;
+} row_groups;
+
+static trt_status plan_groups(const call *c, int64_t rows, int64_t cols, row_groups *g) {
+    int sms = c->d->cuda ? rt_cuda_sm_count(c->d->cuda) : 0;
+    int64_t target = c->d->cuda ? GPU_GROUPS_PER_SM * (int64_t)(sms > 0 ? sms : FALLBACK_SMS) : CPU_GROUPS;
+    g->per = cdiv(rows, target);
+    g->groups = cdiv(rows, g->per);
+    /* the kernels index rows and partial sums in i32 */
+    if (g->groups * g->per > INT32_MAX || g->groups * cols > INT32_MAX)
+        return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: %lld rows of %lld are too many for the backward kernels",
+                       c->op, (long long)rows, (long long)cols);
+    uint64_t bytes = (uint64_t)g->groups * (uint64_t)cols * 4;
+    g->part_bytes = (size_t)((bytes + WORKSPACE_ALIGN - 1) / WORKSPACE_ALIGN * WORKSPACE_ALIGN);
+    return TRT_OK;
+}
+
+/* The workspace query of layernorm (two partial sums) or rmsnorm (one). */
+static trt_status workspace(trt_device *dev, const char *op, int64_t rows, int64_t cols, int parts, size_t *bytes) {
+    call c;
+    trt_status st;
+    row_groups g;
+    if ((st = begin(&c, dev, op, TLS_F32, NULL))) return st;
+    if (!bytes) return rt_fail(dev, TRT_ERR_INVALID_ARGUMENT, "%s: bytes is NULL", op);
+    *bytes = 0;
+    if ((st = check_rows(&c, rows, cols, TLS_NORM_MAX_COLS)) || (st = plan_groups(&c, rows, cols, &g))) return st;
+    *bytes = (size_t)parts * g.part_bytes;
+    return TRT_OK;
+}
+
+trt_status tls_layernorm(trt_device *dev, tls_dtype dt, tls_mem x, tls_mem y, tls_mem w, tls_mem b, tls_mem mean,
+                         tls_mem rstd, int64_t rows, int64_t cols, int64_t stride, float eps, const tls_options *opt) {
+    call c;
+    trt_status st;
+    trt_kernel *k;
+    if ((st = begin(&c, dev, "tls_layernorm", dt, opt)) || (st = check_rows(&c, rows, cols, TLS_NORM_MAX_COLS)) ||
+        (st = check_stride(&c, "stride", stride, cols)) || (st = check_eps(&c, eps)) ||
+        (st = check_mem(&c, "x", x, rows, cols, stride, c.st->size)) ||
+        (st = check_mem(&c, "y", y, rows, cols, stride, c.st->size)) ||
+        (st = check_vector(&c, "w", w, cols, c.st->size)) || (st = check_vector(&c, "b", b, cols, c.st->size)) ||
+        (st = check_vector(&c, "mean", mean, rows, 4)) || (st = check_vector(&c, "rstd", rstd, rows, 4)) ||
+        (st = kernel_for(&c, "stdlib/layernorm.tile", "layernorm", next_pow2(cols), main_warps(&c), &k)))
+        return st;
+    trt_arg a[] = {arg_mem(x),    arg_mem(y),       arg_mem(w),     arg_mem(b),     arg_mem(mean),
+                   arg_mem(rstd), trt_int(cols), trt_int(stride), trt_float(eps)};
+    return launch(&c, k, rows, a, sizeof a / sizeof a[0]);
+}
+
+trt_status tls_layernorm_bwd_workspace(trt_device *dev, int64_t rows, int64_t cols, size_t *bytes) {
+    return workspace(dev, "tls_layernorm_bwd_workspace", rows, cols, 2, bytes);
+}
+
+trt_status tls_layernorm_bwd(trt_device *dev, tls_dtype dt, tls_mem x, tls_mem dy, tls_mem dx, tls_mem w, tls_mem mean,
+                             tls_mem rstd, tls_mem dw, tls_mem db, int64_t rows, int64_t cols, int64_t stride,
+                             tls_mem ws, const tls_options *opt) {
+    call c;
+    trt_status st;
+    row_groups g;
+    trt_kernel *kb, *ks;
+    if ((st = begin(&c, dev, "tls_layernorm_bwd", dt, opt)) || (st = check_rows(&c, rows, cols, TLS_NORM_MAX_COLS)) ||
+        (st = check_stride(&c, "stride", stride, cols)) || (st = plan_groups(&c, rows, cols, &g)) ||
+        (st = check_mem(&c, "x", x, rows, cols, stride, c.st->size)) ||
+        (st = check_mem(&c, "dy", dy, rows, cols, stride, c.st->size)) ||
+        (st = check_mem(&c, "dx", dx, rows, cols, stride, c.st->size)) ||
+        (st = check_vector(&c, "w", w, cols, c.st->size)) || (st = check_vector(&c, "mean", mean, rows, 4)) ||
+        (st = check_vector(&c, "rstd", rstd, rows, 4)) || (st = check_vector(&c, "dw", dw, cols, c.st->size)) ||
+        (st = check_vector(&c, "db", db, cols, c.st->size)) ||
+        (st = check_vector(&c, "workspace", ws, (int64_t)(2 * g.part_bytes), 1)) ||
+        (st = kernel_for(&c, "stdlib/layernorm.tile", "layernorm_bwd", next_pow2(cols), main_warps(&c), &kb)) ||
+        (st = kernel_for(&c, "stdlib/layernorm.tile", "layernorm_dwdb", COLSUM_BLOCK, 0, &ks)))
+        return st;
+    tls_mem dw_part = ws, db_part = tls_mem_at(ws.buffer, ws.offset + g.part_bytes);
+    trt_arg ab[] = {arg_mem(x),       arg_mem(dy),      arg_mem(dx),   arg_mem(w),    arg_mem(mean),   arg_mem(rstd),
+                    arg_mem(dw_part), arg_mem(db_part), trt_int(rows), trt_int(cols), trt_int(stride), trt_int(g.per)};
+    trt_arg as[] = {arg_mem(dw_part), arg_mem(db_part), arg_mem(dw), arg_mem(db), trt_int(g.groups), trt_int(cols)};
+    if ((st = launch(&c, kb, g.groups, ab, sizeof ab / sizeof ab[0]))) return st;
+    return launch(&c, ks, cdiv(cols, COLSUM_BLOCK), as, sizeof as / sizeof as[0]);
+}
+
+trt_status tls_rmsnorm(trt_device *dev, tls_dtype dt, tls_mem x, tls_mem y, tls_mem w, tls_mem rstd, int64_t rows,
+                       int64_t cols, int64_t stride, float eps, const tls_options *opt) {
+    call c;
+    trt_status st;
+    trt_kernel *k;
+    if ((st = begin(&c, dev, "tls_rmsnorm", dt, opt)) || (st = check_rows(&c, rows, cols, TLS_NORM_MAX_COLS)) ||
+        (st = check_stride(&c, "stride", stride, cols)) || (st = check_eps(&c, eps)) ||
+        (st = check_mem(&c, "x", x, rows, cols, stride, c.st->size)) ||
+        (st = check_mem(&c, "y", y, rows, cols, stride, c.st->size)) ||
+        (st = check_vector(&c, "w", w, cols, c.st->size)) || (st = check_vector(&c, "rstd", rstd, rows, 4)) ||
+        (st = kernel_for(&c, "stdlib/rmsnorm.tile", "rmsnorm", next_pow2(cols), main_warps(&c), &k)))
+        return st;
+    trt_arg a[] = {arg_mem(x),    arg_mem(y),      arg_mem(w),    arg_mem(rstd),
+                   trt_int(cols), trt_int(stride), trt_float(eps)};
+    return launch(&c, k, rows, a, sizeof a / sizeof a[0]);
+}
+
+trt_status tls_rmsnorm_bwd_workspace(trt_device *dev, int64_t rows, int64_t cols, size_t *bytes) {
+    return workspace(dev, "tls_rmsnorm_bwd_workspace", rows, cols, 1, bytes);
+}
+
+trt_status tls_rmsnorm_bwd(trt_device *dev, tls_dtype dt, tls_mem x, tls_mem dy, tls_mem dx, tls_mem w, tls_mem rstd,
+                           tls_mem dw, int64_t rows, int64_t cols, int64_t stride, tls_mem ws,
+                           const tls_options *opt) {
+    call c;
+    trt_status st;
+    row_groups g;
+    trt_kernel *kb, *ks;
+    if ((st = begin(&c, dev, "tls_rmsnorm_bwd", dt, opt)) || (st = check_rows(&c, rows, cols, TLS_NORM_MAX_COLS)) ||
+        (st = check_stride(&c, "stride", stride, cols)) || (st = plan_groups(&c, rows, cols, &g)) ||
+        (st = check_mem(&c, "x", x, rows, cols, stride, c.st->size)) ||
+        (st = check_mem(&c, "dy", dy, rows, cols, stride, c.st->size)) ||
+        (st = check_mem(&c, "dx", dx, rows, cols, stride, c.st->size)) ||
+        (st = check_vector(&c, "w", w, cols, c.st->size)) || (st = check_vector(&c, "rstd", rstd, rows, 4)) ||
+        (st = check_vector(&c, "dw", dw, cols, c.st->size)) ||
+        (st = check_vector(&c, "workspace", ws, (int64_t)g.part_bytes, 1)) ||
+        (st = kernel_for(&c, "stdlib/rmsnorm.tile", "rmsnorm_bwd", next_pow2(cols), main_warps(&c), &kb)) ||
+        (st = kernel_for(&c, "stdlib/rmsnorm.tile", "rmsnorm_dw", COLSUM_BLOCK, 0, &ks)))
+        return st;
+    trt_arg ab[] = {arg_mem(x),    arg_mem(dy),   arg_mem(dx),     arg_mem(w),     arg_mem(rstd),
+                    arg_mem(ws),   trt_int(rows), trt_int(cols),   trt_int(stride), trt_int(g.per)};
+    trt_arg as[] = {arg_mem(ws), arg_mem(dw), trt_int(g.groups), trt_int(cols)};
+    if ((st = launch(&c, kb, g.groups, ab, sizeof ab / sizeof ab[0]))) return st;
+    return launch(&c, ks, cdiv(cols, COLSUM_BLOCK), as, sizeof as / sizeof as[0]);
+}
+
+/* ---- elementwise ---------------------------------------------------------------- */
+
+/* An elementwise kernel of `file` over n elements of the given tensors,
+ * then `extra` scalar arguments (after n). */
+static trt_status elementwise(const call *c, const char *file, const char *base, const tls_mem *mems,
+                              const char *const *names, size_t nmems, int64_t n, const trt_arg *extra, size_t nextra) {
+    trt_status st;
+    trt_kernel *k;
+    if ((st = check_elements(c, n))) return st;
+    for (size_t i = 0; i < nmems; i++)
+        if ((st = check_vector(c, names[i], mems[i], n, c->st->size))) return st;
+    if ((st = kernel_for(c, file, base, ELEMENTWISE_BLOCK, main_warps(c), &k))) return st;
+    trt_arg a[6];
+    size_t na = 0;
+    for (size_t i = 0; i < nmems; i++) a[na++] = arg_mem(mems[i]);
+    a[na++] = trt_int(n);
+    for (size_t i = 0; i < nextra; i++) a[na++] = extra[i];
+    return launch(c, k, cdiv(n, ELEMENTWISE_BLOCK), a, na);
+}
+
+trt_status tls_gelu(trt_device *dev, tls_dtype dt, tls_mem x, tls_mem y, int64_t n, const tls_options *opt) {
+    call c;
+    trt_status st = begin(&c, dev, "tls_gelu", dt, opt);
+    const tls_mem m[] = {x, y};
+    static const char *const names[] = {"x", "y"};
+    return st ? st : elementwise(&c, "stdlib/gelu.tile", "gelu", m, names, 2, n, NULL, 0);
+}
+
+trt_status tls_gelu_bwd(trt_device *dev, tls_dtype dt, tls_mem x, tls_mem dy, tls_mem dx, int64_t n,
+                        const tls_options *opt) {
+    call c;
+    trt_status st = begin(&c, dev, "tls_gelu_bwd", dt, opt);
+    const tls_mem m[] = {x, dy, dx};
+    static const char *const names[] = {"x", "dy", "dx"};
+    return st ? st : elementwise(&c, "stdlib/gelu.tile", "gelu_bwd", m, names, 3, n, NULL, 0);
+}
+
+static trt_status check_p(const call *c, float p) {
+    if (!(p >= 0 && p <= 1))
+        return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: p is %g; it must be from 0 to 1", c->op, (double)p);
+    return TRT_OK;
+}
+
+trt_status tls_dropout(trt_device *dev, tls_dtype dt, tls_mem x, tls_mem y, int64_t n, float p, int64_t seed,
+                       const tls_options *opt) {
+    call c;
+    trt_status st;
+    if ((st = begin(&c, dev, "tls_dropout", dt, opt)) || (st = check_p(&c, p))) return st;
+    const tls_mem m[] = {x, y};
+    static const char *const names[] = {"x", "y"};
+    const trt_arg extra[] = {trt_float(p), trt_int(seed)};
+    return elementwise(&c, "stdlib/dropout.tile", "dropout", m, names, 2, n, extra, 2);
+}
+
+trt_status tls_dropout_bwd(trt_device *dev, tls_dtype dt, tls_mem dy, tls_mem dx, int64_t n, float p, int64_t seed,
+                           const tls_options *opt) {
+    call c;
+    trt_status st;
+    if ((st = begin(&c, dev, "tls_dropout_bwd", dt, opt)) || (st = check_p(&c, p))) return st;
+    const tls_mem m[] = {dy, dx};
+    static const char *const names[] = {"dy", "dx"};
+    const trt_arg extra[] = {trt_float(p), trt_int(seed)};
+    return elementwise(&c, "stdlib/dropout.tile", "dropout_bwd", m, names, 2, n, extra, 2);
+}
+
+size_t tls_num_modules(const trt_device *dev) {
+    size_t n = 0;
+    if (dev)
+        for (const kept_module *k = dev->kept; k; k = k->next) n++;
+    return n;
+}
