@@ -15,7 +15,7 @@ typedef enum builtin_id {
     B_EXP, B_EXP2, B_LOG, B_LOG2, B_SIN, B_COS, B_RSQRT, B_SIGMOID, B_TANH,
     B_SUM, B_MAX, B_MIN,
     B_EXPAND_DIMS, B_BROADCAST_TO, B_RESHAPE, B_PERMUTE, B_TRANS, B_ARGMAX, B_ARGMIN,
-    B_ERF, B_RAND, B_RANDINT
+    B_ERF, B_RAND, B_RANDINT, B_CUMSUM
 } builtin_id;
 
 typedef struct builtin {
@@ -65,6 +65,7 @@ static const builtin builtins[] = {
     {"erf", B_ERF, 1, 1, {"x"}},
     {"rand", B_RAND, 2, 2, {"seed", "offsets"}},
     {"randint", B_RANDINT, 2, 2, {"seed", "offsets"}},
+    {"cumsum", B_CUMSUM, 3, 1, {"x", "axis", "reverse"}},
 };
 
 /* Fills slots[] from the call's arguments; false after reporting. */
@@ -807,6 +808,50 @@ static operand check_rand(lang_ctx *c, const ast_expr *call, const ast_expr **a,
     return lang_value(tir_build_binary(b, TIR_OP_MUL, f, fconst(c, f, 0x1.fffffep-32)), call->span);
 }
 
+/* ---- scans ------------------------------------------------------------------
+ * cumsum(x, axis = 0, reverse = false): running sums along `axis`, in x's
+ * shape (Triton's tl.cumsum). It widens as sum does (i1, i8 and i16 to i32,
+ * f16 and bf16 to f32), so the last running sum is sum(x, axis) and a
+ * cumsum of a mask counts. reverse = true sums from the end (suffix sums). */
+
+/* A compile-time i1 argument (true, false, or an i1 const parameter), or
+ * false after reporting. */
+static bool const_bool_arg(lang_ctx *c, const ast_expr *e, const char *what, bool *out) {
+    operand o = lang_check_expr(c, e);
+    if (o.kind == OPND_POISON) return false;
+    if (o.kind != OPND_CONST || o.type.elem != TIR_I1) {
+        lang_error(c, e->span, "%s must be a compile-time true or false, not %s", what,
+                   o.kind == OPND_VALUE ? "a value computed at run time" : lang_operand_str(c, &o));
+        return false;
+    }
+    *out = o.ival != 0;
+    return true;
+}
+
+static operand check_cumsum(lang_ctx *c, const ast_expr *call, const ast_expr **a) {
+    operand x = lang_check_expr(c, a[0]);
+    if (x.kind == OPND_POISON) return x;
+    tir_type t = lang_operand_type(&x);
+    if (x.kind != OPND_VALUE || t.rank == 0 || t.elem == TIR_PTR) {
+        lang_error(c, a[0]->span, "'cumsum' needs a tile of numbers, not %s", lang_operand_str(c, &x));
+        return lang_poison(call->span);
+    }
+    int64_t axis;
+    bool reverse = false;
+    bool ok = optional_axis(c, a[1], &x, &axis);
+    if (a[2]) ok = const_bool_arg(c, a[2], "'reverse'", &reverse) && ok;
+    if (!ok) return lang_poison(call->span);
+    if (axis < 0) axis = 0; /* Triton's default */
+    lang_set_loc(c, call->span);
+    tir_value *v = x.v;
+    tir_elem el = (tir_elem)t.elem;
+    if (el == TIR_I1 || el == TIR_I8 || el == TIR_I16) v = tir_build_cast(&c->b, v, TIR_I32);
+    if (el == TIR_F16 || el == TIR_BF16) v = tir_build_cast(&c->b, v, TIR_F32);
+    tir_value *r = tir_build1(&c->b, reverse ? TIR_OP_CUMSUM_REV : TIR_OP_CUMSUM, v->type, 1, &v);
+    r->def->attr.axis = axis;
+    return lang_value(r, call->span);
+}
+
 operand lang_check_call(lang_ctx *c, const ast_expr *e) {
     const char *name = e->u.call.callee.str;
     bool whole_stmt = c->stmt_call;
@@ -860,6 +905,7 @@ operand lang_check_call(lang_ctx *c, const ast_expr *e) {
         return check_shape_op(c, e, slots, bi->id);
     case B_ARGMAX: case B_ARGMIN: return check_argext(c, e, slots, bi->id);
     case B_RAND: case B_RANDINT: return check_rand(c, e, slots, bi->id == B_RAND);
+    case B_CUMSUM: return check_cumsum(c, e, slots);
     }
     return lang_poison(e->span);
 }

@@ -12,9 +12,10 @@
  * The algorithm:
  *  1. Classes. Values that must share a layout are joined (union-find):
  *     the tiles of an elementwise op (loads and stores included), a
- *     broadcast's operand and result, a loop's init, body argument,
- *     yielded value and result (a while's through both its blocks), and an
- *     if's result with what each branch yields for it.
+ *     broadcast's operand and result, a scan's (cumsum) operand and
+ *     result, a loop's init, body argument, yielded value and result (a
+ *     while's through both its blocks), and an if's result with what each
+ *     branch yields for it.
  *  2. Wishes. Some ops ask for a layout derived from another class's: a
  *     reduction's result wants the slice of its operand's layout, an
  *     expand_dims operand wants the slice of its result's, a permute's
@@ -116,6 +117,9 @@ static void collect(tir_op *op, void *p) {
         for (uint32_t i = 0; i < op->noperands; i++) join(c, anchor, op->operands[i]);
     }
     if (op->code == TIR_OP_BROADCAST) join(c, op->operands[0], op->results[0]);
+    /* a scan takes whatever layout its operand has (codegen scans along any
+     * dim of any layout), so it never costs a conversion */
+    if (op->code == TIR_OP_CUMSUM || op->code == TIR_OP_CUMSUM_REV) join(c, op->operands[0], op->results[0]);
     if (op->code == TIR_OP_FOR) {
         const tir_op *y = op->body->last;
         for (uint32_t k = 0; k < op->nresults; k++) {

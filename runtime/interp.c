@@ -344,6 +344,28 @@ static void do_reduce(interp *in, const tir_op *op) {
     free(line);
 }
 
+/* cumsum and cumsum_rev: along `axis`, each element plus the running sum
+ * before it (after it, reversed), rounded or wrapped after each addition:
+ * a plain left-to-right (right-to-left) sum. */
+static void do_scan(interp *in, const tir_op *op) {
+    const tir_value *x = op->operands[0];
+    tir_elem e = (tir_elem)x->type.elem;
+    unsigned axis = (unsigned)op->attr.axis;
+    uint32_t len = x->type.shape[axis], stride = 1, outer = 1;
+    for (unsigned d = axis + 1; d < x->type.rank; d++) stride *= x->type.shape[d];
+    for (unsigned d = 0; d < axis; d++) outer *= x->type.shape[d];
+    bool reverse = op->code == TIR_OP_CUMSUM_REV;
+    slot *s = out_slot(in, op->results[0]);
+    const cell *a = val(in, x);
+    for (uint32_t o = 0; o < outer; o++)
+        for (uint32_t i = 0; i < stride; i++)
+            for (uint32_t k = 0; k < len; k++) {
+                size_t at = ((size_t)o * len + (reverse ? len - 1 - k : k)) * stride + i;
+                size_t before = reverse ? at + stride : at - stride;
+                s->cells[at] = k ? combine(TIR_OP_REDUCE_SUM, e, s->cells[before], a[at]) : a[at];
+            }
+}
+
 /* ---- shapes ---------------------------------------------------------------- */
 
 /* broadcast and permute: each result element comes from the operand
@@ -582,6 +604,8 @@ static void run_op(interp *in, const tir_op *op) {
     case TIR_OP_REDUCE_SUM:
     case TIR_OP_REDUCE_MAX:
     case TIR_OP_REDUCE_MIN: do_reduce(in, op); return;
+    case TIR_OP_CUMSUM:
+    case TIR_OP_CUMSUM_REV: do_scan(in, op); return;
     case TIR_OP_SELECT: {
         slot *s = out_slot(in, res);
         cell *c = val(in, op->operands[0]), *a = val(in, op->operands[1]), *b = val(in, op->operands[2]);

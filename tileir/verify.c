@@ -159,6 +159,13 @@ static void check_types(verifier *v, const tir_op *op) {
         }
         break;
     }
+    case TIR_OP_CUMSUM: case TIR_OP_CUMSUM_REV: {
+        tir_type x = o[0]->type;
+        if (x.rank == 0 || op->attr.axis < 0 || op->attr.axis >= x.rank) fail(v, op, "a scan needs a tile and an axis below its rank");
+        else if (!numeric(x) || x.elem == TIR_I1) fail(v, op, "a scan needs numbers (cast i1 to an integer first)");
+        else if (!tir_type_eq(r, x)) fail(v, op, "a scan's result has its operand's type and layout");
+        break;
+    }
     case TIR_OP_EXPAND_DIMS: {
         tir_type x = o[0]->type;
         bool same = r.rank == x.rank + 1 && op->attr.axis >= 0 && op->attr.axis <= x.rank &&
