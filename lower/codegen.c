@@ -1236,7 +1236,7 @@ static void gen_atomic(cg *c, const tir_op *op) {
         LLVMAddIncoming(old[r], in_v, in_b, 2);
     }
     fence_acq_rel_gpu(c);
-    if (atomic_scratch(c->f, op)) share_from_owners(c, res, owner, old);
+    if (owner && atomic_scratch(c->f, op)) share_from_owners(c, res, owner, old);
 }
 
 /* Shared memory the kernel's reductions need at most. */

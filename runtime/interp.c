@@ -388,7 +388,7 @@ static void do_atomic(interp *in, const tir_op *op) {
         cell old = read_elem(at, e);
         s->cells[k] = old;
         if (cas) { /* compares the bits in memory with cmp's, as the GPU's atom.cas */
-            unsigned char want[8];
+            unsigned char want[sizeof(int64_t)]; /* the widest element */
             write_elem(want, e, cmp[k]);
             if (!memcmp(at, want, bytes)) write_elem(at, e, v[k]);
             continue;
