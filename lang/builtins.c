@@ -1,5 +1,5 @@
 /* builtins.c - the built-in functions: program_id, num_programs, arange,
- * load, store.
+ * load, store, the atomics and the rest of docs/language.md's table.
  *
  * Arguments bind to named parameter slots as in Python: positional first,
  * then by name (`mask=m`); every mismatch is its own clear error. */
@@ -7,7 +7,7 @@
 
 #include "lang/check.h"
 
-enum { BUILTIN_MAX_PARAMS = 3 };
+enum { BUILTIN_MAX_PARAMS = 4 }; /* atomic_cas: ptr, cmp, val, mask */
 
 typedef enum builtin_id {
     B_PROGRAM_ID, B_NUM_PROGRAMS, B_ARANGE, B_LOAD, B_STORE,
@@ -15,7 +15,8 @@ typedef enum builtin_id {
     B_EXP, B_EXP2, B_LOG, B_LOG2, B_SIN, B_COS, B_RSQRT, B_SIGMOID, B_TANH,
     B_SUM, B_MAX, B_MIN,
     B_EXPAND_DIMS, B_BROADCAST_TO, B_RESHAPE, B_PERMUTE, B_TRANS, B_ARGMAX, B_ARGMIN,
-    B_ERF, B_RAND, B_RANDINT, B_CUMSUM
+    B_ERF, B_RAND, B_RANDINT, B_CUMSUM,
+    B_ATOMIC_ADD, B_ATOMIC_MAX, B_ATOMIC_MIN, B_ATOMIC_XCHG, B_ATOMIC_CAS
 } builtin_id;
 
 typedef struct builtin {
@@ -66,6 +67,11 @@ static const builtin builtins[] = {
     {"rand", B_RAND, 2, 2, {"seed", "offsets"}},
     {"randint", B_RANDINT, 2, 2, {"seed", "offsets"}},
     {"cumsum", B_CUMSUM, 3, 1, {"x", "axis", "reverse"}},
+    {"atomic_add", B_ATOMIC_ADD, 3, 2, {"ptr", "val", "mask"}},
+    {"atomic_max", B_ATOMIC_MAX, 3, 2, {"ptr", "val", "mask"}},
+    {"atomic_min", B_ATOMIC_MIN, 3, 2, {"ptr", "val", "mask"}},
+    {"atomic_xchg", B_ATOMIC_XCHG, 3, 2, {"ptr", "val", "mask"}},
+    {"atomic_cas", B_ATOMIC_CAS, 4, 3, {"ptr", "cmp", "val", "mask"}},
 };
 
 /* Fills slots[] from the call's arguments; false after reporting. */
@@ -852,6 +858,54 @@ static operand check_cumsum(lang_ctx *c, const ast_expr *call, const ast_expr **
     return lang_value(r, call->span);
 }
 
+/* ---- atomics ---------------------------------------------------------------
+ * atomic_add(ptr, val, mask), atomic_max, atomic_min, atomic_xchg and
+ * atomic_cas(ptr, cmp, val, mask): the values are converted to the pointee
+ * type and broadcast to the pointers' shape as store's value is; the
+ * result is the old values (0 where the mask is off), which a statement
+ * drops. */
+static operand check_atomic(lang_ctx *c, const ast_expr *call, const ast_expr **a, tir_opcode code) {
+    const char *name = call->u.call.callee.str;
+    operand po;
+    tir_value *p = pointer_arg(c, a[0], name, &po);
+    bool ok = p != NULL;
+    if (p && !tir_atomic_supports(code, (tir_elem)p->type.pointee)) {
+        lang_error(c, a[0]->span, "'%s' does not support %s (it takes %s)", name, tir_elem_name((tir_elem)p->type.pointee),
+                   tir_atomic_types(code));
+        ok = false;
+        p = NULL;
+    }
+    bool cas = code == TIR_OP_ATOMIC_CAS;
+    uint32_t nvals = cas ? 2 : 1;
+    tir_value *ops[4] = {p, NULL, NULL, NULL};
+    for (uint32_t i = 1; i <= nvals; i++) {
+        operand vo = lang_check_expr(c, a[i]);
+        if (vo.kind == OPND_POISON || !p) {
+            ok = false;
+            continue;
+        }
+        const char *what = cas && i == 1 ? "'cmp'" : "'val'";
+        if (lang_operand_type(&vo).rank && !p->type.rank) {
+            lang_error(c, a[i]->span, "'%s' through a single pointer %s needs a scalar %s, not %s", name,
+                       lang_operand_str(c, &po), what, lang_operand_str(c, &vo));
+            ok = false;
+            continue;
+        }
+        ops[i] = lang_convert(c, &vo, (tir_elem)p->type.pointee, p->type, what);
+        ok = ok && ops[i];
+    }
+    uint32_t n = 1 + nvals;
+    if (a[n]) {
+        tir_value *m = p ? mask_arg(c, a[n], p->type) : NULL;
+        ops[n++] = m;
+        ok = ok && m;
+    }
+    if (!ok) return lang_poison(call->span);
+    lang_set_loc(c, call->span);
+    tir_type rt = tir_with_elem(p->type, tir_scalar((tir_elem)p->type.pointee));
+    return lang_value(tir_build1(&c->b, code, rt, n, ops), call->span);
+}
+
 operand lang_check_call(lang_ctx *c, const ast_expr *e) {
     const char *name = e->u.call.callee.str;
     bool whole_stmt = c->stmt_call;
@@ -906,6 +960,11 @@ operand lang_check_call(lang_ctx *c, const ast_expr *e) {
     case B_ARGMAX: case B_ARGMIN: return check_argext(c, e, slots, bi->id);
     case B_RAND: case B_RANDINT: return check_rand(c, e, slots, bi->id == B_RAND);
     case B_CUMSUM: return check_cumsum(c, e, slots);
+    case B_ATOMIC_ADD: return check_atomic(c, e, slots, TIR_OP_ATOMIC_ADD);
+    case B_ATOMIC_MAX: return check_atomic(c, e, slots, TIR_OP_ATOMIC_MAX);
+    case B_ATOMIC_MIN: return check_atomic(c, e, slots, TIR_OP_ATOMIC_MIN);
+    case B_ATOMIC_XCHG: return check_atomic(c, e, slots, TIR_OP_ATOMIC_XCHG);
+    case B_ATOMIC_CAS: return check_atomic(c, e, slots, TIR_OP_ATOMIC_CAS);
     }
     return lang_poison(e->span);
 }

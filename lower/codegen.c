@@ -16,7 +16,8 @@
  * prove the groups aligned (a row starting at row * stride, with the stride
  * a run-time value), every group's address aligned; the test is left out
  * when it is known true. Stores of replicated elements are issued
- * by the owning thread only, and of scalars by thread 0.
+ * by the owning thread only, and of scalars by thread 0; so are atomics,
+ * whose old values the owners then share ("atomics" below).
  *
  * A reduction to a scalar combines a thread's registers, then the lanes of
  * a warp by butterfly shuffles, then, when more than one warp holds
@@ -595,6 +596,18 @@ static void gen_load(cg *c, const tir_op *op) {
     }
 }
 
+/* True in the one thread that stores (or updates atomically) each element
+ * of a tile of this type: over a layout that replicates elements, the
+ * first thread holding each; for a scalar, thread 0. NULL when every
+ * thread's elements are its own. */
+static LLVMValueRef element_owner(cg *c, const tir_type *t) {
+    if (!t->rank) return LLVMBuildICmp(c->b, LLVMIntEQ, c->tid, i32c(c, 0), "");
+    if (!is_rank1_blocked(t)) return first_holder(c, t);
+    uint32_t spt = t->layout.spt[0], cover = spt * 32u * (uint32_t)c->f->num_warps;
+    if (t->shape[0] >= cover) return NULL;
+    return LLVMBuildICmp(c->b, LLVMIntULT, LLVMBuildMul(c->b, c->tid, i32c(c, spt), ""), i32c(c, t->shape[0]), "");
+}
+
 static void gen_store(cg *c, const tir_op *op) {
     const tir_value *ptrs = op->operands[0], *val = op->operands[1];
     const tir_value *mask = op->noperands > 2 ? op->operands[2] : NULL;
@@ -604,17 +617,7 @@ static void gen_store(cg *c, const tir_op *op) {
     uint32_t n = reg_count(&ptrs->type);
     /* replicated elements: only the first thread holding one stores it (a
      * scalar: thread 0) */
-    LLVMValueRef owner = NULL;
-    if (!ptrs->type.rank) {
-        owner = LLVMBuildICmp(c->b, LLVMIntEQ, c->tid, i32c(c, 0), "");
-    } else if (!is_rank1_blocked(&ptrs->type)) {
-        owner = first_holder(c, &ptrs->type);
-    } else {
-        uint32_t spt = ptrs->type.layout.spt[0], cover = spt * 32u * (uint32_t)c->f->num_warps;
-        if (ptrs->type.shape[0] < cover)
-            owner = LLVMBuildICmp(c->b, LLVMIntULT, LLVMBuildMul(c->b, c->tid, i32c(c, spt), ""),
-                                  i32c(c, ptrs->type.shape[0]), "");
-    }
+    LLVMValueRef owner = element_owner(c, &ptrs->type);
     LLVMValueRef *m = TC_NEW_ARRAY(c->arena, LLVMValueRef, n);
     for (uint32_t r = 0; r < n; r++) {
         m[r] = mask ? reg(c, mask, r) : NULL;
@@ -1297,8 +1300,165 @@ static void gen_broadcast(cg *c, const tir_op *op) {
     }
 }
 
+/* ---- atomics ------------------------------------------------------------------
+ * Every element is one atomic, issued by the thread that owns it (the
+ * owner rule of stores: over a layout that replicates elements, the first
+ * thread holding each; for a scalar, thread 0); masked-off lanes and the
+ * other holders branch around it. Where the layout replicates and the old
+ * values are used, the owners then hand them to the other holders through
+ * the scratch area (write, barrier, read). That beats asking the layout
+ * pass for a layout without copies, which a tile smaller than the threads
+ * of an instance cannot have.
+ *
+ * The atomics are LLVM atomicrmw and cmpxchg, monotonic, which NVPTX turns
+ * into atom.global (relaxed, gpu scope). acq_rel comes from a
+ * fence.acq_rel.gpu before and after the op's atomics (inline asm: LLVM
+ * 19's NVPTX drops the ordering of an acq_rel atomicrmw and cannot select
+ * `fence`), which makes each a release and an acquire at gpu scope, as
+ * Triton's default atom.acq_rel.gpu. Float max and min are a cmpxchg loop
+ * around llvm.maximum / llvm.minimum, so NaN and signed zeros behave as the
+ * max and min ops (atomicrmw fmax would ignore NaN); cas compares bits. */
+
+static bool is_atomic(tir_opcode code) {
+    return code == TIR_OP_ATOMIC_ADD || code == TIR_OP_ATOMIC_MAX || code == TIR_OP_ATOMIC_MIN ||
+           code == TIR_OP_ATOMIC_XCHG || code == TIR_OP_ATOMIC_CAS;
+}
+
+/* Whether some element of a tile of this type is held by several threads
+ * (a scalar is held by all). */
+static bool replicates(const tir_type *t) {
+    if (!t->rank) return true;
+    view v = view_of(t);
+    for (unsigned d = 0; d < v.rank; d++)
+        if (v.shape[d] < v.cover[d]) return true;
+    return false;
+}
+
+/* Scratch bytes an atomic needs to hand its old values from the owners to
+ * the other holders: 0 when nobody else holds them or nobody uses them. */
+static uint32_t atomic_scratch(const tir_func *f, const tir_op *op) {
+    const tir_value *res = op->results[0];
+    if (!replicates(&res->type) || !tir_value_has_uses(f, res)) return 0;
+    return (uint32_t)tir_type_numel(res->type) * scratch_elem_bytes((tir_elem)res->type.elem);
+}
+
+static void fence_acq_rel_gpu(cg *c) {
+    call_asm(c, LLVMVoidTypeInContext(c->ctx), "fence.acq_rel.gpu;", "~{memory}", NULL, 0);
+}
+
+/* new = maximum(old, v) (or minimum) by compare-and-swap on the bits until
+ * no other thread got in between; gives the old value. */
+static LLVMValueRef float_cas_loop(cg *c, tir_opcode code, tir_elem e, LLVMValueRef p, LLVMValueRef v) {
+    LLVMTypeRef ty = elem_type(c, e), ity = LLVMIntTypeInContext(c->ctx, tir_elem_bits(e));
+    LLVMValueRef guess = LLVMBuildLoad2(c->b, ity, p, ""); /* any guess is right; a fresh one saves a trip */
+    LLVMSetVolatile(guess, true);
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(c->b), loop = new_block(c, "atom.cas"), done = new_block(c, "atom.done");
+    LLVMBuildBr(c->b, loop);
+    LLVMPositionBuilderAtEnd(c->b, loop);
+    LLVMValueRef cur = LLVMBuildPhi(c->b, ity, "");
+    LLVMAddIncoming(cur, &guess, &pre, 1);
+    LLVMValueRef args[2] = {LLVMBuildBitCast(c->b, cur, ty, ""), v};
+    LLVMValueRef next = intrinsic(c, code == TIR_OP_ATOMIC_MAX ? "llvm.maximum" : "llvm.minimum", ty, args, 2);
+    LLVMValueRef pair = LLVMBuildAtomicCmpXchg(c->b, p, cur, LLVMBuildBitCast(c->b, next, ity, ""),
+                                               LLVMAtomicOrderingMonotonic, LLVMAtomicOrderingMonotonic, false);
+    LLVMValueRef seen = LLVMBuildExtractValue(c->b, pair, 0, "");
+    LLVMAddIncoming(cur, &seen, &loop, 1);
+    LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntEQ, seen, cur, ""), done, loop);
+    LLVMPositionBuilderAtEnd(c->b, done);
+    return args[0];
+}
+
+/* One element's atomic; gives the old value. cmp: atomic_cas's. */
+static LLVMValueRef atomic_elem(cg *c, tir_opcode code, tir_elem e, LLVMValueRef p, LLVMValueRef v, LLVMValueRef cmp) {
+    bool fl = tir_elem_is_float(e);
+    LLVMAtomicRMWBinOp rmw;
+    switch (code) {
+    case TIR_OP_ATOMIC_ADD: rmw = fl ? LLVMAtomicRMWBinOpFAdd : LLVMAtomicRMWBinOpAdd; break;
+    case TIR_OP_ATOMIC_MAX:
+    case TIR_OP_ATOMIC_MIN:
+        if (fl) return float_cas_loop(c, code, e, p, v);
+        rmw = code == TIR_OP_ATOMIC_MAX ? LLVMAtomicRMWBinOpMax : LLVMAtomicRMWBinOpMin; /* signed */
+        break;
+    case TIR_OP_ATOMIC_XCHG: rmw = LLVMAtomicRMWBinOpXchg; break;
+    default: { /* cas, on the bits */
+        LLVMTypeRef ity = LLVMIntTypeInContext(c->ctx, tir_elem_bits(e));
+        LLVMValueRef pair = LLVMBuildAtomicCmpXchg(c->b, p, LLVMBuildBitCast(c->b, cmp, ity, ""),
+                                                   LLVMBuildBitCast(c->b, v, ity, ""), LLVMAtomicOrderingMonotonic,
+                                                   LLVMAtomicOrderingMonotonic, false);
+        return LLVMBuildBitCast(c->b, LLVMBuildExtractValue(c->b, pair, 0, ""), elem_type(c, e), "");
+    }
+    }
+    return LLVMBuildAtomicRMW(c->b, rmw, p, v, LLVMAtomicOrderingMonotonic, false);
+}
+
+/* Old values, owned or not, from the owners: each owner writes its
+ * registers at their row-major index, a barrier, every thread reads. */
+static void share_from_owners(cg *c, const tir_value *res, LLVMValueRef owner, LLVMValueRef *old) {
+    tir_elem e = (tir_elem)res->type.elem;
+    unsigned eb = scratch_elem_bytes(e);
+    uint32_t n = c->nregs[res->id];
+    barrier(c); /* the scratch area's last readers are done */
+    LLVMBasicBlockRef wr = new_block(c, "atom.share"), after = new_block(c, "atom.shared");
+    LLVMBuildCondBr(c->b, owner, wr, after);
+    LLVMPositionBuilderAtEnd(c->b, wr);
+    LLVMValueRef *at = TC_NEW_ARRAY(c->arena, LLVMValueRef, n);
+    for (uint32_t r = 0; r < n; r++) {
+        at[r] = smem_at(c, LLVMBuildAdd(c->b, i32c(c, c->scratch),
+                                        LLVMBuildMul(c->b, linear_index(c, &res->type, r), i32c(c, eb), ""), ""));
+        LLVMSetAlignment(LLVMBuildStore(c->b, old[r], at[r]), eb);
+    }
+    LLVMBuildBr(c->b, after);
+    LLVMPositionBuilderAtEnd(c->b, after);
+    barrier(c);
+    for (uint32_t r = 0; r < n; r++) {
+        LLVMValueRef where = smem_at(c, LLVMBuildAdd(c->b, i32c(c, c->scratch),
+                                                     LLVMBuildMul(c->b, linear_index(c, &res->type, r), i32c(c, eb), ""), ""));
+        old[r] = LLVMBuildLoad2(c->b, elem_type(c, e), where, "");
+        LLVMSetAlignment(old[r], eb);
+    }
+}
+
+static void gen_atomic(cg *c, const tir_op *op) {
+    const tir_value *ptrs = op->operands[0], *res = op->results[0];
+    uint32_t nvals = op->code == TIR_OP_ATOMIC_CAS ? 2 : 1;
+    const tir_value *val = op->operands[nvals], *cmp = nvals == 2 ? op->operands[1] : NULL;
+    const tir_value *mask = op->noperands > 1 + nvals ? op->operands[1 + nvals] : NULL;
+    tir_elem e = (tir_elem)res->type.elem;
+    if (!tir_atomic_supports(op->code, e)) { /* the verifier says so too */
+        cg_error(c, op, "this atomic does not support its element type");
+        return;
+    }
+    LLVMValueRef owner = element_owner(c, &ptrs->type);
+    LLVMValueRef *old = new_regs(c, res);
+    fence_acq_rel_gpu(c);
+    for (uint32_t r = 0; r < c->nregs[res->id]; r++) {
+        LLVMValueRef on = mask ? reg(c, mask, r) : NULL;
+        if (owner) on = on ? LLVMBuildAnd(c->b, on, owner, "") : owner;
+        LLVMValueRef p = reg(c, ptrs, r), v = reg(c, val, r), k = cmp ? reg(c, cmp, r) : NULL;
+        if (!on) {
+            old[r] = atomic_elem(c, op->code, e, p, v, k);
+            continue;
+        }
+        /* off: no memory touched, and 0 */
+        LLVMBasicBlockRef from = LLVMGetInsertBlock(c->b), lane = new_block(c, "atom.lane"), next = new_block(c, "atom.next");
+        LLVMBuildCondBr(c->b, on, lane, next);
+        LLVMPositionBuilderAtEnd(c->b, lane);
+        LLVMValueRef got = atomic_elem(c, op->code, e, p, v, k);
+        LLVMBasicBlockRef lane_end = LLVMGetInsertBlock(c->b); /* a cas loop ends elsewhere */
+        LLVMBuildBr(c->b, next);
+        LLVMPositionBuilderAtEnd(c->b, next);
+        old[r] = LLVMBuildPhi(c->b, elem_type(c, e), "");
+        LLVMValueRef in_v[2] = {got, LLVMConstNull(elem_type(c, e))};
+        LLVMBasicBlockRef in_b[2] = {lane_end, from};
+        LLVMAddIncoming(old[r], in_v, in_b, 2);
+    }
+    fence_acq_rel_gpu(c);
+    if (owner && atomic_scratch(c->f, op)) share_from_owners(c, res, owner, old);
+}
+
 /* Shared memory the kernel's reductions need at most. */
 typedef struct smem_need {
+    const tir_func *f;
     uint32_t slots;   /* rank-1 reductions: one slot each */
     uint32_t scratch; /* the largest layout change, general reduction or scan */
     const tir_op *largest; /* the op that needs `scratch` */
@@ -1312,6 +1472,8 @@ static void count_smem(tir_op *op, void *p) {
         else s = reduce_scratch(op);
     } else if (op->code == TIR_OP_CUMSUM || op->code == TIR_OP_CUMSUM_REV) {
         s = scan_scratch(op);
+    } else if (is_atomic(op->code)) {
+        s = atomic_scratch(n->f, op);
     } else if (op->nresults == 1 && op->noperands == 1) {
         s = move_scratch(op);
     }
@@ -1536,6 +1698,8 @@ static void gen_op(cg *c, const tir_op *op) {
     case TIR_OP_RANDINT: gen_randint(c, op); return;
     case TIR_OP_LOAD: gen_load(c, op); return;
     case TIR_OP_STORE: gen_store(c, op); return;
+    case TIR_OP_ATOMIC_ADD: case TIR_OP_ATOMIC_MAX: case TIR_OP_ATOMIC_MIN: case TIR_OP_ATOMIC_XCHG:
+    case TIR_OP_ATOMIC_CAS: gen_atomic(c, op); return;
     case TIR_OP_RETURN: LLVMBuildRetVoid(c->b); return;
     case TIR_OP_FOR: gen_for(c, op); return;
     case TIR_OP_IF: gen_if(c, op); return;
@@ -1595,7 +1759,7 @@ static bool gen_func(cg *c, tir_func *f) {
     }
     c->tid = sreg(c, "llvm.nvvm.read.ptx.sreg.tid.x");
     memset(c->tid_times, 0, sizeof c->tid_times);
-    smem_need need = {0, 0, NULL};
+    smem_need need = {f, 0, 0, NULL};
     tir_walk(f, count_smem, &need);
     c->scratch = (need.slots + 15) & ~15u;
     uint32_t smem_bytes = need.scratch ? c->scratch + need.scratch : need.slots;

@@ -3,8 +3,9 @@
  * One forward walk folds integer ops whose operands are constants (scalar
  * or splatted) into constants, turns `splat` of a constant into a constant
  * tile, and replaces x+0, x-0, x*1, x/1 by x. Then ops without side effects
- * whose results nobody uses are removed, last to first, counting uses once
- * up front so the whole pass stays linear. */
+ * (loads included, atomics not) whose results nobody uses are removed,
+ * last to first, counting uses once up front so the whole pass stays
+ * linear. */
 #include <string.h>
 
 #include "lower/lower.h"
@@ -60,7 +61,8 @@ static void fold_op(tir_op *op, void *p) {
         op->noperands = 0;
         return;
     }
-    if (op->noperands != 2 || !(tir_ops[op->code].flags & TIR_F_ELEMENTWISE)) return;
+    if (op->noperands != 2 || !(tir_ops[op->code].flags & TIR_F_ELEMENTWISE) || (tir_ops[op->code].flags & TIR_F_WRITES))
+        return;
     bool ca = const_int(op->operands[0], &a), cb = const_int(op->operands[1], &b);
     tir_elem el = (tir_elem)op->operands[0]->type.elem;
     if (ca && cb && tir_elem_is_int(el) && fold(op->code, a, b, tir_elem_bits(el), &v)) {
@@ -87,7 +89,9 @@ static void count_uses(tir_op *op, void *p) {
 }
 
 static bool removable(const simplify_ctx *c, const tir_op *op) {
-    if (!(tir_ops[op->code].flags & (TIR_F_PURE | TIR_F_READS)) || op->body || op->nresults == 0) return false;
+    unsigned fl = tir_ops[op->code].flags;
+    /* a load is removable; an atomic (which reads and writes) is not */
+    if (!(fl & (TIR_F_PURE | TIR_F_READS)) || (fl & TIR_F_WRITES) || op->body || op->nresults == 0) return false;
     for (uint32_t i = 0; i < op->nresults; i++)
         if (c->uses[op->results[i]->id]) return false;
     return true;

@@ -366,6 +366,59 @@ static void do_scan(interp *in, const tir_op *op) {
             }
 }
 
+/* ---- atomics -------------------------------------------------------------
+ * Program instances run one after another, so an atomic is a plain
+ * read-modify-write here, element by element in row-major order (a
+ * duplicate address sees the elements before it). Masked-off lanes give 0
+ * and touch no memory. */
+
+/* f32 atomic add flushes subnormal inputs and results to zero, keeping the
+ * sign, as PTX's atom.add.f32 does (f16, bf16 and f64 do not). */
+static double flush_subnormal_f32(double x) { return fabs(x) < FLT_MIN ? copysign(0.0, x) : x; }
+
+static cell atomic_combine(tir_opcode code, tir_elem e, cell old, cell v) {
+    bool fl = tir_elem_is_float(e);
+    cell r = v; /* xchg */
+    switch (code) {
+    case TIR_OP_ATOMIC_ADD:
+        if (!fl) r.i = tir_wrap_int((int64_t)((uint64_t)old.i + (uint64_t)v.i), e);
+        else if (e == TIR_F32) r.f = flush_subnormal_f32(round_to(e, flush_subnormal_f32(old.f) + flush_subnormal_f32(v.f)));
+        else r.f = round_to(e, old.f + v.f);
+        break;
+    case TIR_OP_ATOMIC_MAX: r = combine(TIR_OP_REDUCE_MAX, e, old, v); break;
+    case TIR_OP_ATOMIC_MIN: r = combine(TIR_OP_REDUCE_MIN, e, old, v); break;
+    default: break;
+    }
+    return r;
+}
+
+static void do_atomic(interp *in, const tir_op *op) {
+    const tir_value *res = op->results[0];
+    tir_elem e = (tir_elem)res->type.elem;
+    unsigned bytes = elem_bytes(e);
+    bool cas = op->code == TIR_OP_ATOMIC_CAS;
+    uint32_t nvals = cas ? 2 : 1;
+    slot *s = out_slot(in, res);
+    cell *ptr = val(in, op->operands[0]), *v = val(in, op->operands[nvals]);
+    cell *cmp = cas ? val(in, op->operands[1]) : NULL;
+    cell *mask = op->noperands > 1 + nvals ? val(in, op->operands[1 + nvals]) : NULL;
+    for (uint32_t k = 0; k < s->n; k++) {
+        memset(&s->cells[k], 0, sizeof(cell));
+        if (mask && !mask[k].i) continue;
+        if (!check_access(in, op, ptr[k], bytes)) return;
+        unsigned char *at = (unsigned char *)in->l->buffers[ptr[k].p.buf].data + ptr[k].p.off;
+        cell old = read_elem(at, e);
+        s->cells[k] = old;
+        if (cas) { /* compares the bits in memory with cmp's, as the GPU's atom.cas */
+            unsigned char want[sizeof(int64_t)]; /* the widest element */
+            write_elem(want, e, cmp[k]);
+            if (!memcmp(at, want, bytes)) write_elem(at, e, v[k]);
+            continue;
+        }
+        write_elem(at, e, atomic_combine(op->code, e, old, v[k]));
+    }
+}
+
 /* ---- shapes ---------------------------------------------------------------- */
 
 /* broadcast and permute: each result element comes from the operand
@@ -624,6 +677,11 @@ static void run_op(interp *in, const tir_op *op) {
     }
     case TIR_OP_LOAD: do_load(in, op); return;
     case TIR_OP_STORE: do_store(in, op); return;
+    case TIR_OP_ATOMIC_ADD:
+    case TIR_OP_ATOMIC_MAX:
+    case TIR_OP_ATOMIC_MIN:
+    case TIR_OP_ATOMIC_XCHG:
+    case TIR_OP_ATOMIC_CAS: do_atomic(in, op); return;
     case TIR_OP_FOR: do_for(in, op); return;
     case TIR_OP_IF: do_if(in, op); return;
     case TIR_OP_WHILE: do_while(in, op); return;

@@ -1,4 +1,5 @@
-/* op.c - the op table, generated from ops.def. */
+/* op.c - the op table, generated from ops.def, and the element types
+ * the atomic ops take. */
 #include <string.h>
 
 #include "tileir/tileir.h"
@@ -16,4 +17,25 @@ bool tir_opcode_from_name(const char *s, size_t n, tir_opcode *out) {
             return true;
         }
     return false;
+}
+
+/* add: the types PTX's atom.add has (f16 and bf16 natively on sm_90; LLVM
+ * turns bf16 into a compare-and-swap loop on sm_80). max and min: signed
+ * integers natively, floats by a compare-and-swap loop (codegen). xchg
+ * and cas: 32- and 64-bit words. Narrower integers and i1 would need
+ * sub-word emulation, which nobody has asked for. */
+bool tir_atomic_supports(tir_opcode code, tir_elem e) {
+    bool words = e == TIR_I32 || e == TIR_I64 || e == TIR_F32 || e == TIR_F64;
+    switch (code) {
+    case TIR_OP_ATOMIC_ADD: return words || e == TIR_F16 || e == TIR_BF16;
+    case TIR_OP_ATOMIC_MAX:
+    case TIR_OP_ATOMIC_MIN:
+    case TIR_OP_ATOMIC_XCHG:
+    case TIR_OP_ATOMIC_CAS: return words;
+    default: return false;
+    }
+}
+
+const char *tir_atomic_types(tir_opcode code) {
+    return code == TIR_OP_ATOMIC_ADD ? "i32, i64, f16, bf16, f32 and f64" : "i32, i64, f32 and f64";
 }

@@ -154,6 +154,11 @@ typedef struct tir_opinfo {
 
 extern const tir_opinfo tir_ops[TIR_OP_COUNT]; /* constant table */
 bool tir_opcode_from_name(const char *s, size_t n, tir_opcode *out);
+/* Atomics (ops.def): whether an atomic op works on element type e, and
+ * the types it takes, for messages ("i32, i64, f32 and f64"). One table
+ * for the front end, the verifier and codegen. */
+bool tir_atomic_supports(tir_opcode code, tir_elem e);
+const char *tir_atomic_types(tir_opcode code);
 
 typedef struct tir_op tir_op;
 typedef struct tir_block tir_block;

@@ -249,6 +249,23 @@ static void check_types(verifier *v, const tir_op *op) {
         if (op->noperands > 2 && (o[2]->type.elem != TIR_I1 || !tir_type_same_shape(o[2]->type, o[0]->type)))
             fail(v, op, "store mask must be i1 in the pointers' shape");
         break;
+    case TIR_OP_ATOMIC_ADD: case TIR_OP_ATOMIC_MAX: case TIR_OP_ATOMIC_MIN: case TIR_OP_ATOMIC_XCHG:
+    case TIR_OP_ATOMIC_CAS: {
+        /* ptrs, the values (cas: cmp and val), then an optional mask */
+        uint32_t nvals = op->code == TIR_OP_ATOMIC_CAS ? 2 : 1;
+        if (o[0]->type.elem != TIR_PTR) {
+            fail(v, op, "atomics need pointers");
+            break;
+        }
+        if (r.elem != o[0]->type.pointee || !tir_type_same_shape(r, o[0]->type))
+            fail(v, op, "an atomic's result must be the pointee type in the pointers' shape");
+        else if (!tir_atomic_supports(op->code, (tir_elem)r.elem))
+            fail(v, op, "this atomic does not support the pointee type");
+        for (uint32_t i = 1; i <= nvals; i++)
+            if (o[i]->type.elem != o[0]->type.pointee) fail(v, op, "an atomic's values must be the pointee type");
+        if (op->noperands > 1 + nvals && o[1 + nvals]->type.elem != TIR_I1) fail(v, op, "atomic mask must be i1");
+        break;
+    }
     case TIR_OP_CONVERT_LAYOUT:
         if (!tir_type_eq(tir_element_of(o[0]->type), tir_element_of(r)) || !tir_type_same_shape(o[0]->type, r))
             fail(v, op, "convert_layout keeps shape and element type");

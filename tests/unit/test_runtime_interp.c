@@ -363,6 +363,64 @@ static void test_transcendental_functions(void **state) {
     drop(&p);
 }
 
+/* Atomics are checked like loads and stores: an address past the buffer
+ * is an error naming the line, unless its lane is masked off. */
+static void test_atomic_out_of_bounds_is_an_error(void **state) {
+    (void)state;
+    prog p;
+    build(&p, "atom.tile", "kernel a(x: *i32, n: i32, k: i32) {\n"
+                           "    let o = arange(0, 16);\n"
+                           "    atomic_add(x + o * k, 1, mask = o < n);\n}\n");
+    int32_t x[16] = {0};
+    rt_buffer bufs[1] = {{x, sizeof x}};
+    rt_arg ok_args[3] = {ptr_arg(0), int_arg(8), int_arg(2)}; /* lanes 8.. would be past the end: off */
+    rt_launch l = {p.m->funcs, "atom.tile", bufs, 1, ok_args, 3, {1, 1, 1}};
+    if (!rt_interp_run(&l, &p.diag)) fail_msg("%s", p.diag.out.data);
+    for (int i = 0; i < 16; i++) assert_int_equal(x[i], i % 2 == 0);
+    rt_arg bad_args[3] = {ptr_arg(0), int_arg(9), int_arg(2)};
+    l.args = bad_args;
+    assert_false(rt_interp_run(&l, &p.diag));
+    assert_non_null(strstr(p.diag.out.data, "atom.tile:3:5: error: in kernel 'a', program (0, 0, 0): out-of-bounds access at "
+                                            "byte offset 64 of the 64-byte buffer passed as 'x'"));
+    drop(&p);
+}
+
+/* The interpreter's own order and arithmetic: a tile's elements update in
+ * row-major order (duplicates see the ones before them); i32 wraps; f16
+ * rounds once to f16; f32 flushes subnormals as PTX's atom.add.f32. */
+static void test_atomic_order_and_rounding(void **state) {
+    (void)state;
+    prog p;
+    build(&p, "atom.tile", "kernel a(c: *i32, olds: *i32, h: *f16, f: *f32, fo: *f32) {\n"
+                           "    let o = arange(0, 8);\n"
+                           "    store(olds + o, atomic_add(c + o % 2, 1 + 2147483646 * (o / 6)));\n"
+                           "    atomic_add(h, 0.00048828125);\n"
+                           "    store(fo + o, atomic_add(f + o, load(f + 8 + o)));\n}\n");
+    int32_t c[2] = {0, 0}, olds[8];
+    uint16_t h = 0x3c01; /* 1 + 2^-10; adding 2^-11 ties, to the even 1 + 2^-9 */
+    float f[16] = {1e-39f, -1e-39f, 0x1p-126f, 0x1p-126f, 5, 0, 0, 0,
+                   0, -0.0f, 0x1p-127f, -0x1.8p-126f, 0.25f, 0, 0, 0};
+    float fo[8];
+    memset(olds, 0x5a, sizeof olds);
+    rt_buffer bufs[5] = {{c, sizeof c}, {olds, sizeof olds}, {&h, sizeof h}, {f, sizeof f}, {fo, sizeof fo}};
+    rt_arg args[5] = {ptr_arg(0), ptr_arg(1), ptr_arg(2), ptr_arg(3), ptr_arg(4)};
+    rt_launch l = {p.m->funcs, "atom.tile", bufs, 5, args, 5, {1, 1, 1}};
+    if (!rt_interp_run(&l, &p.diag)) fail_msg("%s", p.diag.out.data);
+    /* elements 0, 2, 4 add 1 to c[0], then 6 adds 2147483647; 1, 3, 5, 7 the same to c[1] */
+    const int32_t want_olds[8] = {0, 0, 1, 1, 2, 2, 3, 3};
+    for (int i = 0; i < 8; i++) assert_int_equal(olds[i], want_olds[i]);
+    assert_int_equal(c[0], INT32_MIN + 2); /* 3 + 2147483647 wraps */
+    assert_int_equal(c[1], INT32_MIN + 2);
+    assert_int_equal(h, 0x3c02);
+    assert_true(fo[0] == 1e-39f && fo[3] == 0x1p-126f); /* old values as they were, unflushed */
+    assert_true(f[0] == 0 && !signbit(f[0]));  /* a subnormal input is flushed */
+    assert_true(f[1] == 0 && signbit(f[1]));   /* to a zero of its sign: -0 + -0 */
+    assert_true(f[2] == 0x1p-126f);            /* 2^-126 + 2^-127: the subnormal flushed, not added */
+    assert_true(f[3] == 0 && signbit(f[3]));   /* 2^-126 - 1.5 * 2^-126 = -2^-127: a subnormal result */
+    assert_true(f[4] == 5.25f);
+    drop(&p);
+}
+
 int main(void) {
     srand(12345);
     const struct CMUnitTest tests[] = {
@@ -377,6 +435,8 @@ int main(void) {
         cmocka_unit_test(test_math_builtins),
         cmocka_unit_test(test_min_of_signed_zeros),
         cmocka_unit_test(test_transcendental_functions),
+        cmocka_unit_test(test_atomic_out_of_bounds_is_an_error),
+        cmocka_unit_test(test_atomic_order_and_rounding),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
