@@ -45,6 +45,8 @@ struct trt_device {
     buf_slot *bufs;
     uint32_t nbufs, capbufs;
     cache_entry *cache;
+    trt_print_fn print; /* CPU device: where print's lines go; NULL: stdout */
+    void *print_user;
 };
 
 struct trt_kernel {
