@@ -81,7 +81,7 @@ static tir_module *front_end(const tc_source *src, const tilec_options *opt, tc_
         defs[i].name = opt->defines[i].name;
         defs[i].value = opt->defines[i].value;
     }
-    lang_options lo = {defs, (uint32_t)opt->ndefines, opt->kernel, opt->num_warps};
+    lang_options lo = {defs, (uint32_t)opt->ndefines, opt->kernel, opt->num_warps, opt->no_asserts};
     tir_module *m = lang_to_tir(ast, &lo, arena, diag);
     if (m) {
         for (size_t i = 0; i < opt->ndefines; i++)

@@ -61,6 +61,8 @@ typedef struct tilec_options {
     bool sidecar;                /* with PTX or cubin: also return the kernels' tile
                                     IR (signatures, num_warps, source lines) in
                                     `sidecar`, which trt_load reads */
+    bool no_asserts;             /* assert(...) is checked but not compiled in
+                                    (default false: asserts are compiled in) */
 } tilec_options;
 
 typedef struct tilec_output {

@@ -43,7 +43,9 @@ typedef enum trt_status {
     TRT_ERR_LAUNCH,           /* the kernel failed while running */
     TRT_ERR_CLOSED,           /* the device was closed */
     TRT_ERR_OUT_OF_MEMORY,
-    TRT_ERR_ARCH              /* a module built for another GPU architecture */
+    TRT_ERR_ARCH,             /* a module built for another GPU architecture */
+    TRT_ERR_ASSERT            /* an assert in the kernel failed: see trt_last_error; on
+                                 the GPU the device is unusable afterwards (close it) */
 } trt_status;
 
 typedef enum trt_device_kind { TRT_DEVICE_AUTO, TRT_DEVICE_CPU, TRT_DEVICE_CUDA } trt_device_kind;
@@ -74,6 +76,7 @@ typedef struct trt_compile_options {
     int num_warps;               /* 0: default */
     const tilec_define *defines; /* const parameter values */
     size_t ndefines;
+    bool no_asserts;             /* check assert(...) but leave it out (default: in) */
 } trt_compile_options;
 
 /* Opens a device. On failure *out is NULL and `why` (if not NULL) gets a
@@ -87,6 +90,14 @@ TILEC_API const char *trt_device_name(const trt_device *dev); /* "cpu (tile IR i
 TILEC_API const char *trt_device_arch(const trt_device *dev);
 TILEC_API const char *trt_last_error(const trt_device *dev);   /* "" if none */
 TILEC_API const char *trt_status_name(trt_status s);
+
+/* Where the CPU device writes the lines kernels print: fn(user, text, len)
+ * once per line (text ends in '\n'), during trt_launch. fn NULL: stdout
+ * (the default). The GPU's printf always goes to the process's stdout,
+ * written by the driver when the host next waits for the GPU (trt_sync,
+ * trt_read); setting a function there is TRT_ERR_INVALID_ARGUMENT. */
+typedef void (*trt_print_fn)(void *user, const char *text, size_t len);
+TILEC_API trt_status trt_set_print(trt_device *dev, trt_print_fn fn, void *user);
 
 /* Compiles `.tile` source for the device. Compiled modules are cached in
  * memory by (source, options): compiling the same thing again is free. */

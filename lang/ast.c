@@ -141,6 +141,41 @@ ast_expr *ast_bool(ast_builder *b, tc_span span, bool value) {
     return e;
 }
 
+ast_expr *ast_string(ast_builder *b, tc_span span) {
+    ast_expr *e = new_expr(b, AST_STRING, span);
+    uint32_t len;
+    const char *t = span_text(b, span, &len);
+    /* the lexer gave a whole token: a quote at each end */
+    char *s = tc_arena_alloc(b->arena, (size_t)len + 1);
+    uint32_t n = 0;
+    for (uint32_t i = 1; i + 1 < len; i++) {
+        if (t[i] != '\\') {
+            s[n++] = t[i];
+            continue;
+        }
+        char c = t[++i];
+        switch (c) {
+        case 'n': s[n++] = '\n'; break;
+        case 't': s[n++] = '\t'; break;
+        case '"': s[n++] = '"'; break;
+        case '\\': s[n++] = '\\'; break;
+        default:
+            if (!b->diag) break;
+            if ((unsigned char)c >= 0x20 && (unsigned char)c < 0x7f)
+                tc_error(b->diag, b->src, (tc_span){span.off + i - 1, 2},
+                         "invalid escape '\\%c' in string literal (use \\n, \\t, \\\" or \\\\)", c);
+            else
+                tc_error(b->diag, b->src, (tc_span){span.off + i - 1, 2},
+                         "invalid escape in string literal (use \\n, \\t, \\\" or \\\\)");
+            break;
+        }
+    }
+    s[n] = '\0';
+    e->u.str.text = s;
+    e->u.str.len = n;
+    return e;
+}
+
 ast_expr *ast_ident(ast_builder *b, ast_name name) {
     ast_expr *e = new_expr(b, AST_NAME, name.span);
     e->u.name = name;
@@ -360,6 +395,17 @@ static void dump_expr(tc_strbuf *out, const ast_expr *e) {
         for (uint32_t i = 0; i < e->u.index.n; i++)
             tc_strbuf_puts(out, e->u.index.none_mask >> i & 1 ? " None" : " :");
         tc_strbuf_putc(out, ')');
+        break;
+    case AST_STRING:
+        tc_strbuf_putc(out, '"');
+        for (uint32_t i = 0; i < e->u.str.len; i++) {
+            char c = e->u.str.text[i];
+            if (c == '\n') tc_strbuf_puts(out, "\\n");
+            else if (c == '\t') tc_strbuf_puts(out, "\\t");
+            else if (c == '"' || c == '\\') tc_strbuf_printf(out, "\\%c", c);
+            else tc_strbuf_putc(out, c);
+        }
+        tc_strbuf_putc(out, '"');
         break;
     case AST_TUPLE:
         tc_strbuf_puts(out, "(tuple");

@@ -1,5 +1,6 @@
 /* builtins.c - the built-in functions: program_id, num_programs, arange,
- * load, store, the atomics and the rest of docs/language.md's table.
+ * load, store, the atomics, the rest of docs/language.md's table, and the
+ * debugging statements print and assert.
  *
  * Arguments bind to named parameter slots as in Python: positional first,
  * then by name (`mask=m`); every mismatch is its own clear error. */
@@ -7,7 +8,10 @@
 
 #include "lang/check.h"
 
-enum { BUILTIN_MAX_PARAMS = 4 }; /* atomic_cas: ptr, cmp, val, mask */
+enum {
+    BUILTIN_MAX_PARAMS = 4,        /* atomic_cas: ptr, cmp, val, mask */
+    BUILTIN_MAX_PRINT_VALUES = 16 /* values after print's message: one GPU printf each line */
+};
 
 typedef enum builtin_id {
     B_PROGRAM_ID, B_NUM_PROGRAMS, B_ARANGE, B_LOAD, B_STORE,
@@ -16,7 +20,8 @@ typedef enum builtin_id {
     B_SUM, B_MAX, B_MIN,
     B_EXPAND_DIMS, B_BROADCAST_TO, B_RESHAPE, B_PERMUTE, B_TRANS, B_ARGMAX, B_ARGMIN,
     B_ERF, B_RAND, B_RANDINT, B_CUMSUM,
-    B_ATOMIC_ADD, B_ATOMIC_MAX, B_ATOMIC_MIN, B_ATOMIC_XCHG, B_ATOMIC_CAS
+    B_ATOMIC_ADD, B_ATOMIC_MAX, B_ATOMIC_MIN, B_ATOMIC_XCHG, B_ATOMIC_CAS,
+    B_ASSERT
 } builtin_id;
 
 typedef struct builtin {
@@ -72,6 +77,7 @@ static const builtin builtins[] = {
     {"atomic_min", B_ATOMIC_MIN, 3, 2, {"ptr", "val", "mask"}},
     {"atomic_xchg", B_ATOMIC_XCHG, 3, 2, {"ptr", "val", "mask"}},
     {"atomic_cas", B_ATOMIC_CAS, 4, 3, {"ptr", "cmp", "val", "mask"}},
+    {"assert", B_ASSERT, 3, 2, {"cond", "message", "mask"}},
 };
 
 /* Fills slots[] from the call's arguments; false after reporting. */
@@ -906,10 +912,121 @@ static operand check_atomic(lang_ctx *c, const ast_expr *call, const ast_expr **
     return lang_value(tir_build1(&c->b, code, rt, n, ops), call->span);
 }
 
+/* ---- print and assert ------------------------------------------------------
+ * Statements with an effect and no value. Their values are broadcast to
+ * one shape (scalars splatted when there is a tile) so that the IR op is
+ * elementwise and every device handles element i of each value together.
+ * With lang_options.no_asserts an assert is checked and then left out. */
+
+static bool message_arg(lang_ctx *c, const ast_expr *e, const char *fn, const char **msg) {
+    if (e && e->kind == AST_STRING) {
+        *msg = e->u.str.text;
+        return true;
+    }
+    if (e) lang_error(c, e->span, "%s's message must be a string literal, e.g. %s", fn,
+                      !strcmp(fn, "print") ? "print(\"x =\", x)" : "assert(n > 0, \"n must be positive\")");
+    return false;
+}
+
+static operand check_print(lang_ctx *c, const ast_expr *call) {
+    const ast_arg *args = call->u.call.args;
+    if (!args) {
+        lang_error(c, call->span, "print needs a message string first, e.g. print(\"x =\", x)");
+        return lang_poison(call->span);
+    }
+    bool ok = true;
+    for (const ast_arg *a = args; a; a = a->next)
+        if (a->name.str) {
+            lang_error(c, a->name.span, "'print' takes no named arguments");
+            ok = false;
+        }
+    const char *msg = NULL;
+    ok = message_arg(c, args->value, "print", &msg) && ok;
+    operand vals[BUILTIN_MAX_PRINT_VALUES];
+    uint32_t n = 0;
+    tir_type shape = tir_scalar(TIR_I32);
+    for (const ast_arg *a = args->next; a; a = a->next) {
+        if (n == BUILTIN_MAX_PRINT_VALUES) {
+            lang_error(c, a->value->span, "too many values to print (limit is %d)", BUILTIN_MAX_PRINT_VALUES);
+            return lang_poison(call->span);
+        }
+        operand o = lang_check_expr(c, a->value);
+        if (o.kind == OPND_POISON) {
+            ok = false;
+            continue;
+        }
+        tir_type t = lang_operand_type(&o), common;
+        if (!lang_broadcast_shapes(shape, t, &common)) {
+            lang_error(c, a->value->span, "shape mismatch in 'print': %s and %s (the values broadcast together)",
+                       lang_type_str(c, shape), lang_operand_str(c, &o));
+            ok = false;
+            continue;
+        }
+        shape = tir_with_elem(common, tir_scalar(TIR_I32));
+        vals[n++] = o;
+    }
+    if (!ok) return lang_poison(call->span);
+    tir_value *v[BUILTIN_MAX_PRINT_VALUES];
+    for (uint32_t i = 0; i < n; i++)
+        v[i] = lang_broadcast(c, lang_materialize(c, &vals[i], (tir_elem)lang_operand_type(&vals[i]).elem), shape);
+    lang_set_loc(c, call->span);
+    tir_build_print(&c->b, msg, n, v);
+    return lang_poison(call->span); /* a statement: nothing uses its value */
+}
+
+/* assert(cond, "message", mask = m): fails where cond is false and m true. */
+static operand check_assert(lang_ctx *c, const ast_expr *call, const ast_expr **a) {
+    const char *msg = NULL;
+    bool ok = message_arg(c, a[1], "assert", &msg);
+    operand cond = lang_check_expr(c, a[0]);
+    if (cond.kind == OPND_POISON) return cond;
+    tir_type ct = lang_operand_type(&cond);
+    if (ct.elem != TIR_I1 || cond.kind == OPND_INTLIT) {
+        lang_error(c, a[0]->span, "assert's condition must be i1 (a comparison), not %s", lang_operand_str(c, &cond));
+        return lang_poison(call->span);
+    }
+    operand mask = {0};
+    tir_type shape = ct;
+    if (a[2]) {
+        mask = lang_check_expr(c, a[2]);
+        if (mask.kind == OPND_POISON) return mask;
+        tir_type mt = lang_operand_type(&mask);
+        if (mt.elem != TIR_I1 || mask.kind == OPND_INTLIT) {
+            lang_error(c, a[2]->span, "mask must be i1 (a comparison), not %s", lang_operand_str(c, &mask));
+            return lang_poison(call->span);
+        }
+        if (!lang_broadcast_shapes(ct, mt, &shape)) {
+            lang_error(c, a[2]->span, "the mask has shape %s but the condition has %s", lang_operand_str(c, &mask),
+                       lang_operand_str(c, &cond));
+            return lang_poison(call->span);
+        }
+    }
+    if (!ok) return lang_poison(call->span);
+    tir_value *v = lang_broadcast(c, lang_materialize(c, &cond, TIR_I1), shape);
+    if (a[2]) { /* holds where the mask is off: cond | !mask */
+        tir_value *m = lang_broadcast(c, lang_materialize(c, &mask, TIR_I1), shape);
+        lang_set_loc(c, call->span);
+        v = tir_build_binary(&c->b, TIR_OP_OR, v, tir_build_unary(&c->b, TIR_OP_NOT, m));
+    }
+    lang_set_loc(c, call->span);
+    if (!c->opt->no_asserts) tir_build_assert(&c->b, msg, v);
+    return lang_poison(call->span);
+}
+
 operand lang_check_call(lang_ctx *c, const ast_expr *e) {
     const char *name = e->u.call.callee.str;
     bool whole_stmt = c->stmt_call;
     c->stmt_call = false;
+    bool is_print = !strcmp(name, "print");
+    if ((is_print || !strcmp(name, "assert")) && !c->emit) {
+        lang_error(c, e->span, "'%s' cannot be used in a compile-time constant", name);
+        return lang_poison(e->span);
+    }
+    if ((is_print || !strcmp(name, "assert")) && !whole_stmt) {
+        lang_error(c, e->span, "'%s' gives no value; call it as a statement", name);
+        return lang_poison(e->span);
+    }
+    if (is_print) return check_print(c, e);
     const builtin *bi = NULL;
     for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
         if (!strcmp(builtins[i].name, name)) bi = &builtins[i];
@@ -965,6 +1082,7 @@ operand lang_check_call(lang_ctx *c, const ast_expr *e) {
     case B_ATOMIC_MIN: return check_atomic(c, e, slots, TIR_OP_ATOMIC_MIN);
     case B_ATOMIC_XCHG: return check_atomic(c, e, slots, TIR_OP_ATOMIC_XCHG);
     case B_ATOMIC_CAS: return check_atomic(c, e, slots, TIR_OP_ATOMIC_CAS);
+    case B_ASSERT: return check_assert(c, e, slots);
     }
     return lang_poison(e->span);
 }

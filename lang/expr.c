@@ -337,6 +337,10 @@ operand lang_check_expr(lang_ctx *c, const ast_expr *e) {
                                "broadcast_to, permute)");
         o = lang_poison(e->span);
         break;
+    case AST_STRING:
+        lang_error(c, e->span, "a string is only allowed as the message of print or assert");
+        o = lang_poison(e->span);
+        break;
     }
     if (c->depth > 0) c->depth--;
     return o;

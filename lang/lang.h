@@ -43,7 +43,8 @@ typedef enum ast_expr_kind {
     AST_BINARY, /* lhs op rhs */
     AST_CALL,   /* builtin(args): program_id, arange, load, store, ... */
     AST_INDEX,  /* base[:, None]: one `:` per dim of base, None inserts a dim */
-    AST_TUPLE   /* (a, b) or (a,): only as a shape or permutation argument */
+    AST_TUPLE,  /* (a, b) or (a,): only as a shape or permutation argument */
+    AST_STRING  /* "text": only as the message of print and assert (str, escapes decoded) */
 } ast_expr_kind;
 
 enum { AST_MAX_SUBSCRIPTS = 16 }; /* items in one [...]; the checker's rank limit is lower */
@@ -75,6 +76,7 @@ struct ast_expr {
         struct { ast_name callee; ast_arg *args; uint32_t nargs; } call;
         struct { ast_expr *base; uint32_t n, none_mask; } index;
         struct { ast_arg *items; uint32_t n; } tuple; /* items are positional */
+        struct { const char *text; uint32_t len; } str; /* NUL-terminated, no NUL inside */
     } u;
 };
 
@@ -135,6 +137,8 @@ ast_name ast_make_name(ast_builder *b, tc_span span); /* copies the text */
 ast_expr *ast_int(ast_builder *b, tc_span span);      /* parses the literal text; errors on overflow */
 ast_expr *ast_float(ast_builder *b, tc_span span);
 ast_expr *ast_bool(ast_builder *b, tc_span span, bool value);
+/* Decodes \n \t \" \\ in the quoted token; reports any other escape. */
+ast_expr *ast_string(ast_builder *b, tc_span span);
 ast_expr *ast_ident(ast_builder *b, ast_name name);
 ast_expr *ast_unary(ast_builder *b, ast_op op, tc_span op_span, ast_expr *operand);
 ast_expr *ast_binary(ast_builder *b, ast_op op, tc_span op_span, ast_expr *lhs, ast_expr *rhs);
@@ -174,6 +178,7 @@ typedef struct lang_options {
     uint32_t ndefines;
     const char *only_kernel; /* NULL: every kernel in the file */
     int num_warps;           /* recorded on each tir_func */
+    bool no_asserts;         /* assert(...) is checked, then left out of the IR */
 } lang_options;
 
 /* Resolves names, checks types, specializes const parameters and builds one

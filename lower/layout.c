@@ -11,11 +11,11 @@
  *
  * The algorithm:
  *  1. Classes. Values that must share a layout are joined (union-find):
- *     the tiles of an elementwise op (loads and stores included), a
- *     broadcast's operand and result, a scan's (cumsum) operand and
- *     result, a loop's init, body argument, yielded value and result (a
- *     while's through both its blocks), and an if's result with what each
- *     branch yields for it.
+ *     the tiles of an elementwise op (loads, stores, print and assert
+ *     included), a broadcast's operand and result, a scan's (cumsum)
+ *     operand and result, a loop's init, body argument, yielded value and
+ *     result (a while's through both its blocks), and an if's result with
+ *     what each branch yields for it.
  *  2. Wishes. Some ops ask for a layout derived from another class's: a
  *     reduction's result wants the slice of its operand's layout, an
  *     expand_dims operand wants the slice of its result's, a permute's

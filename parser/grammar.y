@@ -43,7 +43,7 @@ static void parse_syntax_error(struct yyParser *p, int major, tc_span tok, parse
 
 /* Tokens the lexer makes but the grammar never shifts: the driver skips or
  * reports them before they reach the parser. */
-%token SPACE COMMENT ILLEGAL BAD_COMMENT RESERVED.
+%token SPACE COMMENT ILLEGAL BAD_COMMENT RESERVED BAD_STRING.
 
 %syntax_error {
     parse_syntax_error(yypParser, yymajor, TOKEN, ctx);
@@ -179,6 +179,8 @@ expr(E) ::= INT(T).                      { E = ast_int(&ctx->b, T); }
 expr(E) ::= FLOAT(T).                    { E = ast_float(&ctx->b, T); }
 expr(E) ::= TRUE(T).                     { E = ast_bool(&ctx->b, T, true); }
 expr(E) ::= FALSE(T).                    { E = ast_bool(&ctx->b, T, false); }
+/* "text": the checker accepts it only as the message of print and assert */
+expr(E) ::= STRING(T).                   { E = ast_string(&ctx->b, T); }
 expr(E) ::= name(N).                     { E = ast_ident(&ctx->b, N); }
 expr(E) ::= name(N) LPAREN args(A) RPAREN(R). { E = ast_call(&ctx->b, N, A.head, R); }
 /* x[:, None]: postfix, binding tighter than any operator */
@@ -289,7 +291,7 @@ static void parse_syntax_error(struct yyParser *p, int major, tc_span tok, parse
     bool ok[YYNTOKEN];
     expected_tokens(p, ok);
     static const int expr_start[] = {TK_INT, TK_FLOAT, TK_TRUE, TK_FALSE, TK_IDENT, TK_LPAREN,
-                                     TK_MINUS, TK_PLUS, TK_BANG};
+                                     TK_MINUS, TK_PLUS, TK_BANG, TK_STRING};
     static const int binops[] = {TK_OR, TK_XOR, TK_AND, TK_EQ, TK_NE, TK_LT, TK_LE, TK_GT,
                                  TK_GE, TK_SHL, TK_SHR, TK_PLUS, TK_MINUS, TK_STAR, TK_SLASH,
                                  TK_PERCENT, TK_LBRACKET};

@@ -5,6 +5,11 @@
  * whitespace and comments, and reports bad tokens. Literal values are
  * parsed later by the AST builders from the token's span.
  *
+ * A string literal is one token, quotes and escapes included; the builder
+ * (ast_string) decodes the escapes and reports bad ones. A string that
+ * meets the end of its line (or a NUL byte) before its closing quote is
+ * TK_BAD_STRING, reaching to there.
+ *
  * The text may hold NUL bytes and need not end in one, so the caller copies
  * it with a NUL sentinel at `limit`; re2c's sentinel-with-bounds-check mode
  * (re2c:eof) treats a NUL before `limit` as an ordinary byte and never reads
@@ -34,7 +39,11 @@ uint32_t parse_lex(const char *z, const char *limit, int *kind) {
     // seeing `12` followed by an identifier.
     int    = [0-9] [0-9a-zA-Z_]*;
     // Bytes that cannot start any token: a run of them is one error.
-    junk   = [^a-zA-Z0-9_ \t\r\n\v\f+\-*/%<>=!&|^(){}[\],;:.];
+    junk   = [^a-zA-Z0-9_ \t\r\n\v\f+\-*/%<>=!&|^(){}[\],;:."];
+    // Inside quotes: any byte but the quote, a backslash, a newline or NUL;
+    // a backslash takes the next byte with it (a bad escape is the
+    // builder's to report).
+    strch  = [^"\\\n\x00] | "\\" [^\n\x00];
 
     $ { *kind = PARSE_TK_EOF; return 0; }
 
@@ -44,6 +53,9 @@ uint32_t parse_lex(const char *z, const char *limit, int *kind) {
     // Only matched when the full comment above is not: the comment runs to
     // the end of the text.
     "/*"                                  { *kind = TK_BAD_COMMENT; return (uint32_t)(YYLIMIT - start); }
+
+    ["] strch* ["]                        { *kind = TK_STRING; return LEN(); }
+    ["] strch* "\\"?                      { *kind = TK_BAD_STRING; return LEN(); }
 
     "kernel" { *kind = TK_KERNEL; return LEN(); }
     "let"    { *kind = TK_LET; return LEN(); }

@@ -1,10 +1,10 @@
 /* parser.c - drives the lexer and the Lemon parser over one source file.
  *
  * The loop here owns everything between tokens: it skips whitespace and
- * comments, reports invalid bytes and unterminated comments (which never
- * reach the grammar), enforces PARSE_MAX_NESTING on parentheses, and turns
- * a reserved word into an identifier after reporting it so that one
- * misuse does not also become a syntax error. */
+ * comments, reports invalid bytes, unterminated comments and unterminated
+ * strings (which never reach the grammar), enforces PARSE_MAX_NESTING on
+ * parentheses, and turns a reserved word into an identifier after
+ * reporting it so that one misuse does not also become a syntax error. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +28,7 @@ const char *parse_token_desc(int kind) {
     case TK_IDENT: return "identifier";
     case TK_INT: return "integer literal";
     case TK_FLOAT: return "floating-point literal";
+    case TK_STRING: return "string literal";
     case TK_KERNEL: return "'kernel'";
     case TK_FOR: return "'for'";
     case TK_IN: return "'in'";
@@ -72,6 +73,7 @@ const char *parse_token_desc(int kind) {
     case TK_ILLEGAL: return "invalid character";
     case TK_BAD_COMMENT: return "unterminated comment";
     case TK_RESERVED: return "reserved word";
+    case TK_BAD_STRING: return "unterminated string";
     default: return "token";
     }
 }
@@ -82,7 +84,8 @@ static void feed(void *parser, parse_ctx *ctx, int kind, tc_span span, bool synt
     tcParseSnapshot(parser, ctx);
     tcParse(parser, kind, span);
     ctx->synthetic = false;
-    if (ctx->quiet > 0) ctx->quiet--;
+    if (ctx->quiet_to_end && (kind == TK_SEMI || kind == TK_RBRACE)) ctx->quiet_to_end = false, ctx->quiet = 0;
+    if (ctx->quiet > 0 && !ctx->quiet_to_end) ctx->quiet--;
 }
 
 ast_module *parse_module(tc_arena *arena, const tc_source *src, tc_diag *diag) {
@@ -135,6 +138,11 @@ ast_module *parse_module(tc_arena *arena, const tc_source *src, tc_diag *diag) {
         case TK_BAD_COMMENT:
             tc_error(diag, src, (tc_span){span.off, 2}, "unterminated block comment");
             ctx.quiet = PARSE_QUIET_TOKENS;
+            continue;
+        case TK_BAD_STRING:
+            tc_error(diag, src, (tc_span){span.off, 1}, "unterminated string literal (strings end on their line)");
+            ctx.quiet = PARSE_QUIET_TOKENS;
+            ctx.quiet_to_end = true;
             continue;
         case TK_RESERVED:
             tc_error(diag, src, span, "'%.*s' is a reserved word and cannot be used yet", (int)span.len,

@@ -41,6 +41,8 @@ typedef struct parse_ctx {
     bool stop;         /* nesting overflow: the parse was abandoned */
     bool synthetic;    /* cur is a token the driver made up; don't report it */
     int quiet;         /* tokens left during which syntax errors are not reported */
+    bool quiet_to_end; /* quiet up to and including the next ';' or '}' (after an
+                          unterminated string, which swallowed the line's ')' and ';') */
     /* The parser's state stack before the current token, when it is at
      * most PARSE_SNAPSHOT deep (nsnapshot 0 otherwise): Lemon's default
      * reductions run before a syntax error is seen, and the states they

@@ -44,6 +44,7 @@ static uint64_t cache_key(trt_device *d, const char *file, const char *src, size
     h = hash_bytes(h, src, len);
     if (o) {
         h = hash_bytes(h, &o->num_warps, sizeof o->num_warps);
+        h = hash_bytes(h, &o->no_asserts, sizeof o->no_asserts);
         for (size_t i = 0; i < o->ndefines; i++) {
             h = hash_str(h, o->defines[i].name);
             h = hash_bytes(h, &o->defines[i].value, sizeof o->defines[i].value);
@@ -164,6 +165,7 @@ static cache_entry *compile_cached(trt_device *d, const char *file, const char *
             opt.num_warps = o->num_warps;
             opt.defines = o->defines;
             opt.ndefines = o->ndefines;
+            opt.no_asserts = o->no_asserts;
         }
         tilec_output out;
         if (tilec_compile(file, src, len, &opt, &out) != TILEC_OK) {

@@ -17,7 +17,7 @@ typedef int CUdevice;
 typedef uint64_t CUdeviceptr;
 typedef void *CUcontext, *CUmodule, *CUfunction, *CUstream;
 
-enum { CU_ATTR_CC_MAJOR = 75, CU_ATTR_CC_MINOR = 76, CU_ATTR_SM_COUNT = 16, CU_ERROR_NO_DEVICE = 100 };
+enum { CU_ATTR_CC_MAJOR = 75, CU_ATTR_CC_MINOR = 76, CU_ATTR_SM_COUNT = 16, CU_ERROR_NO_DEVICE = 100, CU_ERROR_ASSERT = 710 };
 enum { CU_PTR_CONTEXT = 1, CU_PTR_MEMORY_TYPE = 2, CU_PTR_RANGE_START = 11, CU_PTR_RANGE_SIZE = 12, CU_MEM_DEVICE = 2 };
 
 typedef struct cuda_api {
@@ -58,6 +58,7 @@ struct rt_cuda {
     char name[160];
     char arch[32]; /* "sm_%d%d": room for any two ints */
     int sms;       /* multiprocessors; 0 if the driver would not say */
+    bool asserted; /* a call answered CUDA_ERROR_ASSERT: the context is lost */
 };
 
 static void say(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -71,6 +72,7 @@ static void say(char *buf, size_t n, const char *fmt, ...) {
 
 static bool check(rt_cuda *c, CUresult r, const char *call, char *err, size_t n) {
     if (r == 0) return true;
+    if (r == CU_ERROR_ASSERT) c->asserted = true;
     const char *name = "?", *text = "?";
     if (c->api.cuGetErrorName) c->api.cuGetErrorName(r, &name);
     if (c->api.cuGetErrorString) c->api.cuGetErrorString(r, &text);
@@ -167,6 +169,7 @@ void rt_cuda_close(rt_cuda *c) {
 const char *rt_cuda_name(const rt_cuda *c) { return c->name; }
 const char *rt_cuda_arch(const rt_cuda *c) { return c->arch; }
 int rt_cuda_sm_count(const rt_cuda *c) { return c->sms; }
+bool rt_cuda_asserted(const rt_cuda *c) { return c && c->asserted; }
 
 bool rt_cuda_alloc(rt_cuda *c, size_t bytes, uint64_t *dptr, char *err, size_t n) {
     return enter(c, err, n) && check(c, c->api.cuMemAlloc_v2(dptr, bytes), "cuMemAlloc", err, n);

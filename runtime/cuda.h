@@ -18,6 +18,9 @@ void rt_cuda_close(rt_cuda *c);
 const char *rt_cuda_name(const rt_cuda *c); /* "cuda: NVIDIA H100 80GB HBM3 (sm_90)" */
 const char *rt_cuda_arch(const rt_cuda *c); /* "sm_90" */
 int rt_cuda_sm_count(const rt_cuda *c);     /* 132 on an H100 SXM; 0 if unknown */
+/* Whether a call failed with CUDA_ERROR_ASSERT (a kernel's assert fired):
+ * from then on the context refuses everything. */
+bool rt_cuda_asserted(const rt_cuda *c);
 
 /* Each returns false with a message naming the failing call in err. */
 bool rt_cuda_alloc(rt_cuda *c, size_t bytes, uint64_t *dptr, char *err, size_t n);

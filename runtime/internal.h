@@ -54,6 +54,8 @@ struct trt_device {
     uint32_t nbufs, capbufs;
     cache_entry *cache;
     kept_module *kept; /* freed by trt_close */
+    trt_print_fn print; /* CPU device: where print's lines go; NULL: stdout */
+    void *print_user;
 };
 
 struct trt_kernel {

@@ -10,7 +10,9 @@
  * (NaN gives 0), as PTX's cvt.rzi does. Integer division by zero, which the
  * GPU leaves undefined, is an error here. Tiles are stored row-major (the
  * last dim varies fastest); a float sum reduces pairwise, rounding each
- * partial sum, the order closest to the GPU's tree of partials. */
+ * partial sum, the order closest to the GPU's tree of partials. print
+ * writes its lines in program order, elements row-major; a false assert
+ * stops the launch like any other error, flagged as an assert's. */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -39,6 +41,8 @@ typedef struct interp {
     slot *slots; /* by value id */
     uint32_t pid[3];
     bool failed;
+    bool asserted; /* the failure was an assert's */
+    const rt_print_sink *print; /* NULL: stdout */
 } interp;
 
 static void run_error(interp *in, const tir_op *op, const char *fmt, const char *detail) {
@@ -478,6 +482,92 @@ static void do_randint(interp *in, const tir_op *op) {
     }
 }
 
+/* ---- print and assert -------------------------------------------------------
+ * The format is docs/language.md's, the same the GPU's printf gives:
+ *   pid (X, Y, Z)[ idx (I, J)][ MESSAGE][ VALUE]...
+ * one line per program for scalars, per element (row-major) for tiles. */
+
+/* " (I, J)": element k's index in a row-major tile of type t. */
+static void put_index(tc_strbuf *out, tir_type t, uint32_t k) {
+    uint32_t idx[TIR_MAX_RANK];
+    for (unsigned d = t.rank; d-- > 0;) {
+        idx[d] = k % t.shape[d];
+        k /= t.shape[d];
+    }
+    tc_strbuf_puts(out, " (");
+    for (unsigned d = 0; d < t.rank; d++) tc_strbuf_printf(out, "%s%u", d ? ", " : "", idx[d]);
+    tc_strbuf_putc(out, ')');
+}
+
+static void put_value(interp *in, tc_strbuf *out, tir_type t, cell c) {
+    switch ((tir_elem)t.elem) {
+    case TIR_I1: tc_strbuf_puts(out, c.i ? " true" : " false"); break;
+    case TIR_I8: case TIR_I16: case TIR_I32: tc_strbuf_printf(out, " %d", (int)c.i); break;
+    case TIR_I64: tc_strbuf_printf(out, " %lld", (long long)c.i); break;
+    /* enough digits to tell any two values of the type apart */
+    case TIR_F16: tc_strbuf_printf(out, " %.5g", c.f); break;
+    case TIR_BF16: tc_strbuf_printf(out, " %.4g", c.f); break;
+    case TIR_F32: tc_strbuf_printf(out, " %.9g", c.f); break;
+    case TIR_F64: tc_strbuf_printf(out, " %.17g", c.f); break;
+    case TIR_PTR: { /* the address, as trt_buffer_ptr gives it */
+        uintptr_t base = c.p.buf < in->l->nbuffers ? (uintptr_t)in->l->buffers[c.p.buf].data : 0;
+        tc_strbuf_printf(out, " 0x%llx", (unsigned long long)(base + (uint64_t)c.p.off));
+        break;
+    }
+    default: break;
+    }
+}
+
+static void do_print(interp *in, const tir_op *op) {
+    tir_type t = op->noperands ? op->operands[0]->type : tir_scalar(TIR_I32);
+    uint32_t n = (uint32_t)tir_type_numel(t);
+    tc_strbuf line;
+    tc_strbuf_init(&line);
+    for (uint32_t k = 0; k < n; k++) {
+        line.len = 0;
+        tc_strbuf_printf(&line, "pid (%u, %u, %u)", in->pid[0], in->pid[1], in->pid[2]);
+        if (t.rank) {
+            tc_strbuf_puts(&line, " idx");
+            put_index(&line, t, k);
+        }
+        if (op->attr.text[0]) tc_strbuf_printf(&line, " %s", op->attr.text);
+        for (uint32_t i = 0; i < op->noperands; i++) put_value(in, &line, op->operands[i]->type, val(in, op->operands[i])[k]);
+        tc_strbuf_putc(&line, '\n');
+        if (in->print) in->print->fn(in->print->user, line.data, line.len);
+        else fwrite(line.data, 1, line.len, stdout);
+    }
+    if (!in->print) fflush(stdout);
+    tc_strbuf_free(&line);
+}
+
+/* Stops the launch at the first false element, in row-major order. */
+static void do_assert(interp *in, const tir_op *op) {
+    const tir_value *cond = op->operands[0];
+    const cell *c = val(in, cond);
+    uint32_t n = (uint32_t)tir_type_numel(cond->type);
+    for (uint32_t k = 0; k < n; k++) {
+        if (c[k].i) continue;
+        tc_strbuf where;
+        tc_strbuf_init(&where);
+        tc_strbuf_printf(&where, "kernel '%s', program (%u, %u, %u)", in->l->func->name, in->pid[0], in->pid[1],
+                         in->pid[2]);
+        if (cond->type.rank) {
+            tc_strbuf_puts(&where, ", idx");
+            put_index(&where, cond->type, k);
+        }
+        tc_diag *d = in->diag;
+        if (op->loc.line)
+            tc_strbuf_printf(&d->out, "%s:%u:%u: ", in->l->file ? in->l->file : "<input>", op->loc.line, op->loc.col);
+        else
+            tc_strbuf_printf(&d->out, "%s: ", in->l->file ? in->l->file : "<input>");
+        tc_strbuf_printf(&d->out, "assertion failed: %s (%s)\n", op->attr.text, where.data);
+        d->nerrors++;
+        tc_strbuf_free(&where);
+        in->failed = in->asserted = true;
+        return;
+    }
+}
+
 /* ---- ops ---------------------------------------------------------------- */
 
 static void run_block(interp *in, const tir_block *blk);
@@ -685,6 +775,8 @@ static void run_op(interp *in, const tir_op *op) {
     case TIR_OP_FOR: do_for(in, op); return;
     case TIR_OP_IF: do_if(in, op); return;
     case TIR_OP_WHILE: do_while(in, op); return;
+    case TIR_OP_PRINT: do_print(in, op); return;
+    case TIR_OP_ASSERT: do_assert(in, op); return;
     case TIR_OP_YIELD:
     case TIR_OP_RETURN: return;
     default: do_binary(in, op); return;
@@ -721,8 +813,9 @@ static bool bind_args(interp *in) {
     return true;
 }
 
-bool rt_interp_run(const rt_launch *l, tc_diag *diag) {
-    interp in = {l, diag, calloc(l->func->next_value_id + 1, sizeof(slot)), {0, 0, 0}, false};
+rt_run_result rt_interp_launch(const rt_launch *l, const rt_print_sink *print, tc_diag *diag) {
+    interp in = {l, diag, calloc(l->func->next_value_id + 1, sizeof(slot)), {0, 0, 0}, false, false,
+                 print && print->fn ? print : NULL};
     if (!in.slots) abort();
     if (bind_args(&in)) {
         for (uint32_t z = 0; z < l->grid[2] && !in.failed; z++)
@@ -734,5 +827,7 @@ bool rt_interp_run(const rt_launch *l, tc_diag *diag) {
     }
     for (uint32_t i = 0; i <= l->func->next_value_id; i++) free(in.slots[i].cells);
     free(in.slots);
-    return !in.failed;
+    return in.asserted ? RT_RUN_ASSERT : in.failed ? RT_RUN_ERROR : RT_RUN_OK;
 }
+
+bool rt_interp_run(const rt_launch *l, tc_diag *diag) { return rt_interp_launch(l, NULL, diag) == RT_RUN_OK; }

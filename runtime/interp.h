@@ -5,7 +5,9 @@
  * Memory is a table of buffers; a pointer is a buffer index and a byte
  * offset, and every load and store is checked against its buffer: an
  * out-of-bounds access stops the launch with an error naming the kernel's
- * .tile file and line. */
+ * .tile file and line. A failed assert stops it the same way, with a
+ * message of its own (rt_interp_launch tells the two apart). print's
+ * lines go to the launch's print callback, or to stdout. */
 #ifndef TILEC_RUNTIME_INTERP_H
 #define TILEC_RUNTIME_INTERP_H
 
@@ -39,11 +41,26 @@ typedef struct rt_launch {
     uint32_t grid[3];
 } rt_launch;
 
+/* Where print's lines go: fn is called once per line (text ends in '\n'
+ * and len counts it). */
+typedef struct rt_print_sink {
+    void (*fn)(void *user, const char *text, size_t len);
+    void *user;
+} rt_print_sink;
+
 /* The 16 bits of x rounded to f16 or bf16 (e), to nearest even. */
 uint16_t rt_half_bits(double x, tir_elem e);
 
 /* Runs every program instance in order. Errors (bad arguments, out of
- * bounds, integer division by zero) go to diag; false on the first. */
+ * bounds, integer division by zero, a failed assert) go to diag; false on
+ * the first. print writes to stdout. */
 bool rt_interp_run(const rt_launch *launch, tc_diag *diag);
+
+typedef enum rt_run_result { RT_RUN_OK, RT_RUN_ERROR, RT_RUN_ASSERT } rt_run_result;
+/* rt_interp_run with print's lines going to `print` (NULL: stdout),
+ * telling a failed assert (RT_RUN_ASSERT; diag holds "file:line:col:
+ * assertion failed: message (kernel ..., program ..., idx ...)") from the
+ * other errors. */
+rt_run_result rt_interp_launch(const rt_launch *launch, const rt_print_sink *print, tc_diag *diag);
 
 #endif

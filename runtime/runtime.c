@@ -32,8 +32,21 @@ trt_status rt_fail(trt_device *d, trt_status st, const char *fmt, ...) {
 const char *trt_status_name(trt_status s) {
     static const char *const names[] = {"ok", "invalid argument", "invalid handle", "no device", "compile error",
                                         "not found", "bad launch arguments", "launch failed", "device closed",
-                                        "out of memory", "wrong GPU architecture"};
+                                        "out of memory", "wrong GPU architecture",
+                                        "assertion failed"};
     return (unsigned)s < sizeof names / sizeof names[0] ? names[s] : "unknown status";
+}
+
+/* The status of a failed CUDA call (d->err says which). After an assert
+ * fails in a kernel the driver answers CUDA_ERROR_ASSERT to every call:
+ * the context is lost, so the message says what the user must do. */
+static trt_status cuda_failure(trt_device *d) {
+    if (!rt_cuda_asserted(d->cuda)) return TRT_ERR_LAUNCH;
+    return rt_fail(d, TRT_ERR_ASSERT,
+                   "an assert failed in a kernel on the GPU (the kernel printed which, with its program and element, "
+                   "on stdout): %s; the GPU context is lost: close this device (trt_close) and open it again "
+                   "(if other code in this process uses the GPU too, the process must restart)",
+                   d->err);
 }
 
 static void put_why(char *why, size_t n, const char *msg) {
@@ -244,7 +257,7 @@ static trt_status copy(trt_device *d, trt_buffer b, size_t offset, void *host, s
     if (d->cuda) {
         bool ok = to_device ? rt_cuda_write(d->cuda, s->dptr + offset, host, bytes, cu_stream, d->err, sizeof d->err)
                             : rt_cuda_read(d->cuda, host, s->dptr + offset, bytes, cu_stream, d->err, sizeof d->err);
-        return ok ? TRT_OK : TRT_ERR_LAUNCH;
+        return ok ? TRT_OK : cuda_failure(d);
     }
     if (to_device) memcpy((char *)s->data + offset, host, bytes);
     else memcpy(host, (char *)s->data + offset, bytes);
@@ -269,7 +282,7 @@ trt_status trt_stream_create(trt_device *d, trt_stream **out) {
     if (!s) return rt_fail(d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
     if (d->cuda && !rt_cuda_stream_create(d->cuda, &s->cu_stream, d->err, sizeof d->err)) {
         free(s);
-        return TRT_ERR_LAUNCH;
+        return cuda_failure(d);
     }
     s->dev = d;
     d->refs++;
@@ -281,7 +294,7 @@ trt_status trt_stream_sync(trt_stream *s) {
     if (!s) return TRT_ERR_INVALID_ARGUMENT;
     trt_device *d = s->dev;
     if (d->closed) return rt_fail(d, TRT_ERR_CLOSED, "the device was closed");
-    if (d->cuda && !rt_cuda_stream_sync(d->cuda, s->cu_stream, d->err, sizeof d->err)) return TRT_ERR_LAUNCH;
+    if (d->cuda && !rt_cuda_stream_sync(d->cuda, s->cu_stream, d->err, sizeof d->err)) return cuda_failure(d);
     return TRT_OK;
 }
 
@@ -583,7 +596,7 @@ static trt_status launch(trt_kernel *k, void *cu_stream, uint32_t gx, uint32_t g
         uint32_t grid[3] = {gx, gy, gz};
         if (!rt_cuda_launch(d->cuda, k->cu_function, grid, 32u * (uint32_t)(f->num_warps ? f->num_warps : 4),
                             cu_params, cu_stream, d->err, sizeof d->err))
-            return TRT_ERR_LAUNCH;
+            return cuda_failure(d);
         return TRT_OK;
     }
     rt_buffer *bufs = calloc(d->nbufs + 1, sizeof *bufs);
@@ -592,9 +605,12 @@ static trt_status launch(trt_kernel *k, void *cu_stream, uint32_t gx, uint32_t g
     rt_launch l = {f, k->mod->file, bufs, d->nbufs, ra, (uint32_t)nargs, {gx, gy, gz}};
     tc_diag diag;
     tc_diag_init(&diag);
-    bool ok = rt_interp_run(&l, &diag);
+    rt_print_sink sink = {d->print, d->print_user};
+    rt_run_result run = rt_interp_launch(&l, &sink, &diag);
     free(bufs);
-    trt_status st = ok ? TRT_OK : rt_fail(d, TRT_ERR_LAUNCH, "%s", diag.out.data);
+    trt_status st = run == RT_RUN_OK       ? TRT_OK
+                    : run == RT_RUN_ASSERT ? rt_fail(d, TRT_ERR_ASSERT, "%s", diag.out.data)
+                                           : rt_fail(d, TRT_ERR_LAUNCH, "%s", diag.out.data);
     tc_diag_free(&diag);
     return st;
 }
@@ -602,6 +618,17 @@ static trt_status launch(trt_kernel *k, void *cu_stream, uint32_t gx, uint32_t g
 trt_status trt_sync(trt_device *d) {
     if (!d) return TRT_ERR_INVALID_ARGUMENT;
     if (d->closed) return rt_fail(d, TRT_ERR_CLOSED, "the device was closed");
-    if (d->cuda && !rt_cuda_sync(d->cuda, d->err, sizeof d->err)) return TRT_ERR_LAUNCH;
+    if (d->cuda && !rt_cuda_sync(d->cuda, d->err, sizeof d->err)) return cuda_failure(d);
+    return TRT_OK;
+}
+
+trt_status trt_set_print(trt_device *d, trt_print_fn fn, void *user) {
+    if (!d) return TRT_ERR_INVALID_ARGUMENT;
+    if (d->closed) return rt_fail(d, TRT_ERR_CLOSED, "the device was closed");
+    if (d->cuda && fn)
+        return rt_fail(d, TRT_ERR_INVALID_ARGUMENT,
+                       "the GPU's printf writes to the process's stdout; a print function is for the CPU device only");
+    d->print = fn;
+    d->print_user = user;
     return TRT_OK;
 }

@@ -153,7 +153,7 @@ static trt_status kernel_for(const call *c, const char *file, const char *base, 
     const rt_embedded_file *f = embedded(file);
     if (!f) return rt_fail(c->d, TRT_ERR_NOT_FOUND, "%s: %s is not in this build of tilec", c->op, file);
     tilec_define def = {"BLOCK", block};
-    trt_compile_options co = {NULL, num_warps, &def, 1};
+    trt_compile_options co = {.arch = NULL, .num_warps = num_warps, .defines = &def, .ndefines = 1};
     trt_module *m;
     trt_status st = rt_compile_kept(c->d, f->name, f->text, f->len, &co, &m);
     if (st != TRT_OK) return rt_fail(c->d, st, "%s: compiling %s (BLOCK %d): %s", c->op, file, block, c->d->err);

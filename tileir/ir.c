@@ -209,6 +209,18 @@ tir_value *tir_build_permute(tir_builder *b, tir_value *a, const unsigned *perm)
     return r;
 }
 
+tir_op *tir_build_print(tir_builder *b, const char *msg, uint32_t nvals, tir_value *const *vals) {
+    tir_op *op = tir_build_op(b, TIR_OP_PRINT, nvals, vals, 0, NULL);
+    op->attr.text = tc_arena_strdup(b->module->arena, msg);
+    return op;
+}
+
+tir_op *tir_build_assert(tir_builder *b, const char *msg, tir_value *cond) {
+    tir_op *op = tir_build_op(b, TIR_OP_ASSERT, 1, &cond, 0, NULL);
+    op->attr.text = tc_arena_strdup(b->module->arena, msg);
+    return op;
+}
+
 tir_op *tir_build_for(tir_builder *b, tir_value *lo, tir_value *hi, tir_value *step, uint32_t ninits,
                       tir_value *const *inits) {
     tc_arena *a = b->module->arena;

@@ -75,6 +75,20 @@ static void print_float(tc_strbuf *out, double v) {
     if (!strpbrk(buf, ".eEn")) tc_strbuf_puts(out, ".0");
 }
 
+/* A string attribute, quoted; tir_parse undoes the escapes. */
+static void print_string(tc_strbuf *out, const char *s) {
+    tc_strbuf_putc(out, '"');
+    for (; s && *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') tc_strbuf_printf(out, "\\%c", c);
+        else if (c == '\n') tc_strbuf_puts(out, "\\n");
+        else if (c == '\t') tc_strbuf_puts(out, "\\t");
+        else if (c < 0x20 || c == 0x7f) tc_strbuf_printf(out, "\\x%02x", c);
+        else tc_strbuf_putc(out, (char)c);
+    }
+    tc_strbuf_putc(out, '"');
+}
+
 static void print_block(tc_strbuf *out, namer *n, const tir_block *blk, int indent, unsigned flags);
 
 /* ` {`, the block's arguments as `^(%a: type, ...):`, its ops, `}`. */
@@ -122,6 +136,11 @@ static void print_op_line(tc_strbuf *out, namer *n, const tir_op *op, int indent
         first = false;
         break;
     }
+    case TIR_ATTR_STRING:
+        tc_strbuf_putc(out, ' ');
+        print_string(out, op->attr.text);
+        first = false;
+        break;
     case TIR_ATTR_NONE: break;
     }
     for (uint32_t i = 0; i < op->noperands; i++) {

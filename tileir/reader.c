@@ -130,6 +130,58 @@ static bool float_number(reader *r, double *out) {
     return true;
 }
 
+static int hex_digit(char c) {
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* "text" with the printer's escapes (\n \t \" \\ \xHH) -> an arena copy. */
+static bool quoted(reader *r, const char **out) {
+    if (!expect(r, "\"")) return false;
+    tc_strbuf b;
+    tc_strbuf_init(&b);
+    tc_strbuf_puts(&b, "");
+    bool ok = false;
+    for (;;) {
+        char c = peekc(r);
+        if (at_end(r) || c == '\n') {
+            error_here(r, "unterminated string");
+            break;
+        }
+        r->pos++;
+        if (c == '"') {
+            ok = true;
+            break;
+        }
+        if (c != '\\') {
+            if (c == 0) {
+                r->pos--;
+                error_here(r, "NUL byte in a string");
+                break;
+            }
+            tc_strbuf_putc(&b, c);
+            continue;
+        }
+        char e = peekc(r);
+        r->pos++;
+        int hi, lo;
+        if (e == 'n') tc_strbuf_putc(&b, '\n');
+        else if (e == 't') tc_strbuf_putc(&b, '\t');
+        else if (e == '"' || e == '\\') tc_strbuf_putc(&b, e);
+        else if (e == 'x' && r->pos + 2 <= r->src->len && (hi = hex_digit(r->src->text[r->pos])) >= 0 &&
+                 (lo = hex_digit(r->src->text[r->pos + 1])) >= 0 && (hi || lo)) {
+            tc_strbuf_putc(&b, (char)(hi * 16 + lo));
+            r->pos += 2;
+        } else {
+            r->pos -= 2;
+            error_here(r, "bad escape in a string (\\n, \\t, \\\", \\\\ or \\xHH, not \\x00)");
+            break;
+        }
+    }
+    if (ok) *out = tc_arena_strndup(r->arena, b.data, b.len);
+    tc_strbuf_free(&b);
+    return ok;
+}
+
 static bool parse_elem(reader *r, tir_type *t) {
     if (accept(r, "ptr")) {
         tir_type inner;
@@ -376,6 +428,7 @@ static bool parse_op(reader *r, tir_builder *b) {
     bool need_comma = false;
     size_t attr_pos = 0;
     uint8_t perm[TIR_MAX_RANK] = {0, 1, 2};
+    const char *text = NULL;
     switch (info->attr) {
     case TIR_ATTR_AXIS:
         if (!number(r, &a0)) return false;
@@ -412,12 +465,18 @@ static bool parse_op(reader *r, tir_builder *b) {
         need_comma = true;
         break;
     }
+    case TIR_ATTR_STRING:
+        if (!quoted(r, &text)) return false;
+        need_comma = true;
+        break;
     case TIR_ATTR_NONE: break;
     }
     tir_value *ops[TIR_MAX_OPERANDS];
     uint32_t nops = 0;
     skip_space(r);
-    bool more = peekc(r) == '%' || (need_comma && peekc(r) == ',');
+    /* after an attribute only a comma brings operands: `print "hi"` may be
+     * followed by the next line's `%x = ...` */
+    bool more = need_comma ? peekc(r) == ',' : peekc(r) == '%';
     while (more) {
         if ((nops || need_comma) && !expect(r, ",")) return false;
         const char *name = value_name(r);
@@ -459,6 +518,7 @@ static bool parse_op(reader *r, tir_builder *b) {
     if (info->attr == TIR_ATTR_AXIS) op->attr.axis = a0;
     if (info->attr == TIR_ATTR_RANGE) op->attr.range.lo = a0, op->attr.range.hi = a1;
     if (info->attr == TIR_ATTR_PERM) memcpy(op->attr.perm, perm, sizeof perm);
+    if (info->attr == TIR_ATTR_STRING) op->attr.text = text;
     if (info->attr == TIR_ATTR_VALUE) {
         if (nres && tir_elem_is_float((tir_elem)types[0].elem)) {
             op->attr.fval = fv;

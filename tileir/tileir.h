@@ -37,7 +37,10 @@
  *     ...
  *     yield %y2
  *   }
- * Ops may end in `loc(LINE:COL)` (printed with TIR_PRINT_LOCS).
+ * Ops may end in `loc(LINE:COL)` (printed with TIR_PRINT_LOCS). A string
+ * attribute is quoted, with \n \t \" \\ and \xHH escapes:
+ *   print "x =", %x, %y
+ *   assert "n fits", %ok
  *
  * All IR memory comes from the module's arena. */
 #ifndef TILEC_TILEIR_H
@@ -130,11 +133,13 @@ enum {
     TIR_F_TERMINATOR = 1 << 4,  /* last op of a block */
     TIR_F_REGION = 1 << 5,      /* has a body block */
     TIR_F_READS = 1 << 6,       /* reads global memory */
-    TIR_F_WRITES = 1 << 7       /* writes global memory */
+    TIR_F_WRITES = 1 << 7,      /* writes global memory */
+    TIR_F_EFFECT = 1 << 8       /* an effect outside memory (prints, stops the launch) */
 };
 
 typedef enum tir_attr_kind {
-    TIR_ATTR_NONE, TIR_ATTR_AXIS, TIR_ATTR_RANGE, TIR_ATTR_VALUE, TIR_ATTR_PERM
+    TIR_ATTR_NONE, TIR_ATTR_AXIS, TIR_ATTR_RANGE, TIR_ATTR_VALUE, TIR_ATTR_PERM,
+    TIR_ATTR_STRING
 } tir_attr_kind;
 
 typedef enum tir_opcode {
@@ -195,6 +200,7 @@ struct tir_op {
         int64_t ival;                   /* VALUE with an integer/i1 result */
         double fval;                    /* VALUE with a float result */
         uint8_t perm[TIR_MAX_RANK];     /* PERM: result dim i is operand dim perm[i] */
+        const char *text;               /* STRING: NUL-terminated, in the module's arena */
     } attr;
     tc_loc loc;          /* source position, line 0 if none */
     tir_op *prev, *next;
@@ -261,6 +267,10 @@ tir_value *tir_build_expand_dims(tir_builder *b, tir_value *a, unsigned axis);
 tir_value *tir_build_broadcast(tir_builder *b, tir_value *a, tir_type shape_of);
 tir_value *tir_build_reshape(tir_builder *b, tir_value *a, tir_type shape_of);
 tir_value *tir_build_permute(tir_builder *b, tir_value *a, const unsigned *perm);
+/* print "msg", vals... and assert "msg", cond; msg is copied. The values
+ * must already share one shape (verifier). */
+tir_op *tir_build_print(tir_builder *b, const char *msg, uint32_t nvals, tir_value *const *vals);
+tir_op *tir_build_assert(tir_builder *b, const char *msg, tir_value *cond);
 /* A `for` op with its body block (args: iv, then one per init); the caller
  * fills the body, ending it with yield. */
 tir_op *tir_build_for(tir_builder *b, tir_value *lo, tir_value *hi, tir_value *step, uint32_t ninits,

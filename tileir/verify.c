@@ -266,6 +266,14 @@ static void check_types(verifier *v, const tir_op *op) {
         if (op->noperands > 1 + nvals && o[1 + nvals]->type.elem != TIR_I1) fail(v, op, "atomic mask must be i1");
         break;
     }
+    case TIR_OP_PRINT:
+    case TIR_OP_ASSERT:
+        if (!op->attr.text) fail(v, op, "print and assert need a message string");
+        if (op->code == TIR_OP_ASSERT && o[0]->type.elem != TIR_I1) fail(v, op, "assert condition must be i1");
+        for (uint32_t i = 1; i < op->noperands; i++)
+            if (o[0]->type.rank && !tir_layout_eq(&o[i]->type.layout, &o[0]->type.layout))
+                fail(v, op, "print operands must share one layout");
+        break;
     case TIR_OP_CONVERT_LAYOUT:
         if (!tir_type_eq(tir_element_of(o[0]->type), tir_element_of(r)) || !tir_type_same_shape(o[0]->type, r))
             fail(v, op, "convert_layout keeps shape and element type");

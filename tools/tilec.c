@@ -30,6 +30,8 @@ static const char usage[] =
     "  --num-warps=N         warps per program instance (power of two, 1 to 32; default:\n"
     "                        4, or more for tiles of 2048 elements and up)\n"
     "  -O0, -O2              optimization level (default -O2)\n"
+    "  --no-asserts          check assert(...) statements but leave them out of the code\n"
+    "                        (by default they are compiled in)\n"
     "  --passes=LIST         with --emit=tir: run only these passes (comma list, or none)\n"
     "  --dump-after=PASS     print the tile IR after PASS to stderr\n"
     "  --dump-all            print the tile IR after every pass to stderr\n"
@@ -127,6 +129,8 @@ static int parse_args(cli *c, int argc, char **argv) {
             c->opt.dump_all = true;
         } else if (!strcmp(a, "--print-locs")) {
             c->opt.print_locs = true;
+        } else if (!strcmp(a, "--no-asserts")) {
+            c->opt.no_asserts = true;
         } else if (!strcmp(a, "--time")) {
             c->time = true;
         } else if (!strcmp(a, "--no-sidecar")) {

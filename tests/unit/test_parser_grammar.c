@@ -418,6 +418,22 @@ static void test_span_join_and_spelling(void **state) {
     done(&r);
 }
 
+/* Strings parse as expressions (the checker limits where), with their
+ * escapes decoded; a bad escape is reported at the backslash. */
+static void test_strings(void **state) {
+    (void)state;
+    parsed r = parse("kernel k(n: i32) { print(\"n =\\t\\\"q\\\"\\\\\\n\", n); assert(n > 0, \"\"); }");
+    if (r.nerrors) fail_msg("%s", r.diag);
+    assert_string_equal(r.dump, "(kernel k (param n i32) (call print \"n =\\t\\\"q\\\"\\\\\\n\" n) (call assert (> n 0) \"\"))\n");
+    done(&r);
+    expect_first_error("kernel k(n: i32) { print(\"a\\qb\", n); }",
+                       "t.tile:1:28: error: invalid escape '\\q' in string literal (use \\n, \\t, \\\" or \\\\)");
+    expect_first_error("kernel k(n: i32) { print(\"open, n); }",
+                       "t.tile:1:26: error: unterminated string literal (strings end on their line)");
+    expect_first_error("kernel k(n: i32) { let x = 1 \"s\"; }",
+                       "t.tile:1:30: error: expected ';', found '\"s\"'");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_vadd),
@@ -436,6 +452,7 @@ int main(void) {
         cmocka_unit_test(test_nesting_limit),
         cmocka_unit_test(test_error_limit_and_junk),
         cmocka_unit_test(test_span_join_and_spelling),
+        cmocka_unit_test(test_strings),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -202,12 +202,47 @@ static void test_token_desc(void **state) {
     assert_string_equal(parse_token_desc(PARSE_TK_EOF), "end of file");
 }
 
+/* A string is one token, escapes included (decoded later); one that meets
+ * a newline, a NUL or the end first is TK_BAD_STRING up to there. */
+static void test_strings(void **state) {
+    (void)state;
+    toks t = lex("\"a b\" \"\" \"q\\\"x\\\\\" \"bad\\q\"");
+    int kinds[] = {TK_STRING, TK_SPACE, TK_STRING, TK_SPACE, TK_STRING, TK_SPACE, TK_STRING};
+    uint32_t lens[] = {5, 1, 2, 1, 8, 1, 7};
+    assert_int_equal(t.n, 7);
+    for (int i = 0; i < 7; i++) {
+        assert_int_equal(t.kind[i], kinds[i]);
+        assert_int_equal(t.len[i], lens[i]);
+    }
+    t = lex("\"open\nx");
+    assert_int_equal(t.kind[0], TK_BAD_STRING);
+    assert_int_equal(t.len[0], 5);
+    assert_int_equal(t.kind[2], TK_IDENT);
+    t = lex("\"end\\");
+    assert_int_equal(t.n, 1);
+    assert_int_equal(t.kind[0], TK_BAD_STRING);
+    assert_int_equal(t.len[0], 5);
+    t = lex_n("\"a\0b\"", 5);
+    assert_int_equal(t.kind[0], TK_BAD_STRING);
+    assert_int_equal(t.len[0], 2);
+    t = lex("\"");
+    assert_int_equal(t.n, 1);
+    assert_int_equal(t.kind[0], TK_BAD_STRING);
+    /* a quote is never part of a run of bad bytes */
+    t = lex("@\"x\"");
+    assert_int_equal(t.kind[0], TK_ILLEGAL);
+    assert_int_equal(t.len[0], 1);
+    assert_int_equal(t.kind[1], TK_STRING);
+    assert_string_equal(parse_token_desc(TK_STRING), "string literal");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_token_kind), cmocka_unit_test(test_longest_match),
         cmocka_unit_test(test_literals),         cmocka_unit_test(test_comments),
         cmocka_unit_test(test_unterminated_comment), cmocka_unit_test(test_bad_bytes),
         cmocka_unit_test(test_empty_and_space),  cmocka_unit_test(test_token_desc),
+        cmocka_unit_test(test_strings),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
