@@ -327,15 +327,20 @@ static cell combine_all(tir_opcode code, tir_elem e, const cell *v, uint32_t n) 
     return combine(code, e, combine_all(code, e, v, h), combine_all(code, e, v + h, n - h));
 }
 
-/* Along `axis` of a row-major tile: for every index of the other dims,
- * the `len` elements `stride` apart. */
+/* Along `axis` of a row-major tile: for every index of the other dims
+ * (`outer` before the axis times `stride` after it), the `len` elements
+ * `stride` apart. */
+static void axis_lines(const tir_type *t, unsigned axis, uint32_t *len, uint32_t *stride, uint32_t *outer) {
+    *len = t->shape[axis], *stride = 1, *outer = 1;
+    for (unsigned d = axis + 1; d < t->rank; d++) *stride *= t->shape[d];
+    for (unsigned d = 0; d < axis; d++) *outer *= t->shape[d];
+}
+
 static void do_reduce(interp *in, const tir_op *op) {
     const tir_value *x = op->operands[0];
     tir_elem e = (tir_elem)x->type.elem;
-    unsigned axis = (unsigned)op->attr.axis;
-    uint32_t len = x->type.shape[axis], stride = 1, outer = 1;
-    for (unsigned d = axis + 1; d < x->type.rank; d++) stride *= x->type.shape[d];
-    for (unsigned d = 0; d < axis; d++) outer *= x->type.shape[d];
+    uint32_t len, stride, outer;
+    axis_lines(&x->type, (unsigned)op->attr.axis, &len, &stride, &outer);
     slot *s = out_slot(in, op->results[0]);
     const cell *a = val(in, x);
     cell *line = malloc(sizeof(cell) * len);
@@ -354,10 +359,8 @@ static void do_reduce(interp *in, const tir_op *op) {
 static void do_scan(interp *in, const tir_op *op) {
     const tir_value *x = op->operands[0];
     tir_elem e = (tir_elem)x->type.elem;
-    unsigned axis = (unsigned)op->attr.axis;
-    uint32_t len = x->type.shape[axis], stride = 1, outer = 1;
-    for (unsigned d = axis + 1; d < x->type.rank; d++) stride *= x->type.shape[d];
-    for (unsigned d = 0; d < axis; d++) outer *= x->type.shape[d];
+    uint32_t len, stride, outer;
+    axis_lines(&x->type, (unsigned)op->attr.axis, &len, &stride, &outer);
     bool reverse = op->code == TIR_OP_CUMSUM_REV;
     slot *s = out_slot(in, op->results[0]);
     const cell *a = val(in, x);

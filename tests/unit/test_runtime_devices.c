@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "tilec_rt.h"
+#include "half_float.h"
 
 #ifndef TILEC_SOURCE_DIR
 #error TILEC_SOURCE_DIR must name the source tree
@@ -229,31 +230,6 @@ static void test_stdlib_elementwise(void **state) {
     drop(&p);
 }
 
-/* Round a float to f16 bits, nearest even (finite, normal range here). */
-static uint16_t f16_bits(float v) {
-    uint32_t u;
-    memcpy(&u, &v, 4);
-    uint32_t sign = (u >> 16) & 0x8000, exp = (u >> 23) & 0xff, mant = u & 0x7fffff;
-    if (exp == 0xff) return (uint16_t)(sign | 0x7c00 | (mant ? 0x200 : 0));
-    int e = (int)exp - 127 + 15;
-    if (e >= 31) return (uint16_t)(sign | 0x7c00);
-    if (e <= 0) { /* subnormal f16 */
-        if (e < -10) return (uint16_t)sign;
-        mant |= 0x800000;
-        int shift = 14 - e;
-        uint32_t r = mant >> shift, rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
-        if (rem > half || (rem == half && (r & 1))) r++;
-        return (uint16_t)(sign | r);
-    }
-    uint32_t r = (uint32_t)e << 10 | mant >> 13, rem = mant & 0x1fff;
-    if (rem > 0x1000 || (rem == 0x1000 && (r & 1))) r++;
-    return (uint16_t)(sign | r);
-}
-static float f16_value(uint16_t h) {
-    int exp = (h >> 10) & 31, mant = h & 1023;
-    float v = exp == 0 ? ldexpf((float)mant, -24) : exp == 31 ? (mant ? NAN : INFINITY) : ldexpf((float)(1024 + mant), exp - 25);
-    return (h & 0x8000) ? -v : v;
-}
 
 static void test_samples_elementwise(void **state) {
     (void)state;
@@ -857,17 +833,6 @@ static void test_cumsum_3d(void **state) {
 
 /* ---- stdlib softmax --------------------------------------------------------- */
 
-static uint16_t bf16_bits(float v) {
-    uint32_t u;
-    memcpy(&u, &v, 4);
-    return (uint16_t)((u + 0x7fff + ((u >> 16) & 1)) >> 16);
-}
-static float bf16_value(uint16_t h) {
-    uint32_t u = (uint32_t)h << 16;
-    float v;
-    memcpy(&v, &u, 4);
-    return v;
-}
 
 /* Storage of one element type: bytes, to and from float. */
 typedef struct dtype {
@@ -877,12 +842,6 @@ typedef struct dtype {
     float (*get)(const void *p, size_t i);
     double tol; /* relative to the largest value of a row: the storage's rounding */
 } dtype;
-static void put_f32(void *p, size_t i, float v) { ((float *)p)[i] = v; }
-static float get_f32(const void *p, size_t i) { return ((const float *)p)[i]; }
-static void put_f16(void *p, size_t i, float v) { ((uint16_t *)p)[i] = f16_bits(v); }
-static float get_f16(const void *p, size_t i) { return f16_value(((const uint16_t *)p)[i]); }
-static void put_bf16(void *p, size_t i, float v) { ((uint16_t *)p)[i] = bf16_bits(v); }
-static float get_bf16(const void *p, size_t i) { return bf16_value(((const uint16_t *)p)[i]); }
 static const dtype dtypes[] = {{"f32", 4, put_f32, get_f32, 1e-5}, {"f16", 2, put_f16, get_f16, 2e-3},
                                {"bf16", 2, put_bf16, get_bf16, 1.6e-2}};
 
