@@ -685,6 +685,16 @@ static tir_value *reduce_along(lang_ctx *c, tir_opcode code, tir_value *v, unsig
     return r;
 }
 
+/* A tile about to be summed (sum, cumsum): i1, i8 and i16 as i32, f16 and
+ * bf16 as f32, so a sum of booleans counts and a sum of halves does not
+ * overflow; other types as they are. */
+static tir_value *widen_for_sum(lang_ctx *c, tir_value *v) {
+    tir_elem el = (tir_elem)v->type.elem;
+    if (el == TIR_I1 || el == TIR_I8 || el == TIR_I16) return tir_build_cast(&c->b, v, TIR_I32);
+    if (el == TIR_F16 || el == TIR_BF16) return tir_build_cast(&c->b, v, TIR_F32);
+    return v;
+}
+
 /* ---- reductions -------------------------------------------------------------
  * sum(x), max(x), min(x) over every element (a scalar), or along `axis`
  * (the result drops that dim; a rank-1 tile gives a scalar either way).
@@ -707,9 +717,7 @@ static operand check_reduce(lang_ctx *c, const ast_expr *call, const ast_expr **
         return lang_poison(call->span);
     }
     lang_set_loc(c, call->span);
-    tir_value *v = x.v;
-    if (id == B_SUM && (el == TIR_I1 || el == TIR_I8 || el == TIR_I16)) v = tir_build_cast(&c->b, v, el = TIR_I32);
-    if (id == B_SUM && (el == TIR_F16 || el == TIR_BF16)) v = tir_build_cast(&c->b, v, el = TIR_F32);
+    tir_value *v = id == B_SUM ? widen_for_sum(c, x.v) : x.v;
     tir_opcode code = id == B_SUM ? TIR_OP_REDUCE_SUM : id == B_MAX ? TIR_OP_REDUCE_MAX : TIR_OP_REDUCE_MIN;
     /* over every axis: the last first, down to a scalar */
     for (int64_t ax = axis >= 0 ? axis : (int64_t)t.rank - 1; ax >= 0; ax--) {
@@ -855,10 +863,7 @@ static operand check_cumsum(lang_ctx *c, const ast_expr *call, const ast_expr **
     if (!ok) return lang_poison(call->span);
     if (axis < 0) axis = 0; /* Triton's default */
     lang_set_loc(c, call->span);
-    tir_value *v = x.v;
-    tir_elem el = (tir_elem)t.elem;
-    if (el == TIR_I1 || el == TIR_I8 || el == TIR_I16) v = tir_build_cast(&c->b, v, TIR_I32);
-    if (el == TIR_F16 || el == TIR_BF16) v = tir_build_cast(&c->b, v, TIR_F32);
+    tir_value *v = widen_for_sum(c, x.v);
     tir_value *r = tir_build1(&c->b, reverse ? TIR_OP_CUMSUM_REV : TIR_OP_CUMSUM, v->type, 1, &v);
     r->def->attr.axis = axis;
     return lang_value(r, call->span);

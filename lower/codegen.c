@@ -433,6 +433,24 @@ static LLVMValueRef groups_aligned(cg *c, const tir_value *ptrs, uint32_t n, uin
 
 static LLVMBasicBlockRef new_block(cg *c, const char *name) { return LLVMAppendBasicBlockInContext(c->ctx, c->fn, name); }
 
+/* Code only some threads run: branches to a new block `name` where `pred`
+ * holds (NULL: always, no branch), where the caller builds, and
+ * guard_end joins in a block `join_name`. */
+static void guard_begin(cg *c, LLVMValueRef pred, const char *name, const char *join_name, LLVMBasicBlockRef *join) {
+    *join = NULL;
+    if (!pred) return;
+    LLVMBasicBlockRef then = new_block(c, name);
+    *join = new_block(c, join_name);
+    LLVMBuildCondBr(c->b, pred, then, *join);
+    LLVMPositionBuilderAtEnd(c->b, then);
+}
+
+static void guard_end(cg *c, LLVMBasicBlockRef join) {
+    if (!join) return;
+    LLVMBuildBr(c->b, join);
+    LLVMPositionBuilderAtEnd(c->b, join);
+}
+
 /* ---- memory ------------------------------------------------------------
  * Masks that are not provably constant across a thread's run are handled
  * per op: if every lane the thread holds is on (the common case: all but
@@ -886,13 +904,11 @@ static void gen_reduce(cg *c, const tir_op *op) {
         c->smem_used += CG_SMEM_SLOT_BYTES * (uint32_t)c->f->num_warps;
         LLVMValueRef lane = LLVMBuildAnd(c->b, c->tid, i32c(c, 31), "");
         LLVMValueRef warp = LLVMBuildLShr(c->b, c->tid, i32c(c, 5), "");
-        LLVMBasicBlockRef wr = new_block(c, "red.write"), after = new_block(c, "red.read");
-        LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntEQ, lane, i32c(c, 0), ""), wr, after);
-        LLVMPositionBuilderAtEnd(c->b, wr);
+        LLVMBasicBlockRef after;
+        guard_begin(c, LLVMBuildICmp(c->b, LLVMIntEQ, lane, i32c(c, 0), ""), "red.write", "red.read", &after);
         LLVMValueRef slot = LLVMBuildAdd(c->b, i32c(c, base), LLVMBuildMul(c->b, warp, i32c(c, CG_SMEM_SLOT_BYTES), ""), "");
         LLVMBuildStore(c->b, acc, smem_at(c, slot));
-        LLVMBuildBr(c->b, after);
-        LLVMPositionBuilderAtEnd(c->b, after);
+        guard_end(c, after);
         barrier(c);
         acc = LLVMBuildLoad2(c->b, ty, smem_at(c, i32c(c, base)), "");
         for (uint32_t w = 1; w < warps; w++)
@@ -982,19 +998,17 @@ static void gen_reduce_general(cg *c, const tir_op *op) {
     LLVMValueRef *lin = TC_NEW_ARRAY(c->arena, LLVMValueRef, nres);
     for (uint32_t k = 0; k < nres; k++) lin[k] = linear_index(c, &res->type, k);
     barrier(c); /* the scratch area's last readers are done */
-    LLVMBasicBlockRef wr = new_block(c, "red.write"), after = new_block(c, "red.read");
     LLVMValueRef writer = LLVMBuildAnd(c->b, LLVMBuildICmp(c->b, LLVMIntEQ, lane_a, i32c(c, 0), ""),
                                        LLVMBuildICmp(c->b, LLVMIntULT, warp_a, i32c(c, dw), ""), "");
-    LLVMBuildCondBr(c->b, writer, wr, after);
-    LLVMPositionBuilderAtEnd(c->b, wr);
+    LLVMBasicBlockRef after;
+    guard_begin(c, writer, "red.write", "red.read", &after);
     LLVMValueRef row = LLVMBuildMul(c->b, warp_a, i32c(c, nel), "");
     for (uint32_t k = 0; k < nres; k++) {
         LLVMValueRef at = LLVMBuildAdd(c->b, row, lin[k], "");
         at = LLVMBuildAdd(c->b, i32c(c, c->scratch), LLVMBuildMul(c->b, at, i32c(c, eb), ""), "");
         LLVMBuildStore(c->b, acc[k], smem_at(c, at));
     }
-    LLVMBuildBr(c->b, after);
-    LLVMPositionBuilderAtEnd(c->b, after);
+    guard_end(c, after);
     barrier(c);
     for (uint32_t k = 0; k < nres; k++) {
         LLVMValueRef v = NULL;
@@ -1163,19 +1177,17 @@ static void gen_scan(cg *c, const tir_op *op) {
                                           view_coord(c, &p.vx, r0, d), "");
         }
         barrier(c); /* the scratch area's last readers are done */
-        LLVMBasicBlockRef wr = new_block(c, "scan.write"), after = new_block(c, "scan.read");
         LLVMValueRef last_lane = LLVMBuildICmp(c->b, LLVMIntEQ, lane_a, i32c(c, p.rev ? 0 : p.dl - 1), "");
         LLVMValueRef writer = LLVMBuildAnd(c->b, last_lane, LLVMBuildICmp(c->b, LLVMIntULT, warp_a, i32c(c, p.dw), ""), "");
-        LLVMBuildCondBr(c->b, writer, wr, after);
-        LLVMPositionBuilderAtEnd(c->b, wr);
+        LLVMBasicBlockRef after;
+        guard_begin(c, writer, "scan.write", "scan.read", &after);
         for (uint32_t i = 0; i < nrun; i++) {
             LLVMValueRef slot = LLVMBuildAdd(c->b, i32c(c, (int64_t)(i % p.segs) * p.dw), wpos, "");
             LLVMValueRef at = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, slot, i32c(c, others), ""), lin[i / p.segs], "");
             at = LLVMBuildAdd(c->b, i32c(c, c->scratch), LLVMBuildMul(c->b, at, i32c(c, eb), ""), "");
             LLVMBuildStore(c->b, tot[i], smem_at(c, at));
         }
-        LLVMBuildBr(c->b, after);
-        LLVMPositionBuilderAtEnd(c->b, after);
+        guard_end(c, after);
         barrier(c);
         LLVMValueRef has = LLVMBuildICmp(c->b, LLVMIntNE, wpos, i32c(c, 0), "");
         for (uint32_t i = 0; i < nrun; i++) {
@@ -1397,17 +1409,15 @@ static void share_from_owners(cg *c, const tir_value *res, LLVMValueRef owner, L
     unsigned eb = scratch_elem_bytes(e);
     uint32_t n = c->nregs[res->id];
     barrier(c); /* the scratch area's last readers are done */
-    LLVMBasicBlockRef wr = new_block(c, "atom.share"), after = new_block(c, "atom.shared");
-    LLVMBuildCondBr(c->b, owner, wr, after);
-    LLVMPositionBuilderAtEnd(c->b, wr);
+    LLVMBasicBlockRef after;
+    guard_begin(c, owner, "atom.share", "atom.shared", &after);
     LLVMValueRef *at = TC_NEW_ARRAY(c->arena, LLVMValueRef, n);
     for (uint32_t r = 0; r < n; r++) {
         at[r] = smem_at(c, LLVMBuildAdd(c->b, i32c(c, c->scratch),
                                         LLVMBuildMul(c->b, linear_index(c, &res->type, r), i32c(c, eb), ""), ""));
         LLVMSetAlignment(LLVMBuildStore(c->b, old[r], at[r]), eb);
     }
-    LLVMBuildBr(c->b, after);
-    LLVMPositionBuilderAtEnd(c->b, after);
+    guard_end(c, after);
     barrier(c);
     for (uint32_t r = 0; r < n; r++) {
         LLVMValueRef where = smem_at(c, LLVMBuildAdd(c->b, i32c(c, c->scratch),
@@ -1481,6 +1491,37 @@ static void count_smem(tir_op *op, void *p) {
 
 static void gen_op(cg *c, const tir_op *op);
 
+/* Phis at the loop head for the registers of `args`, entered from `pre`
+ * with the registers of `inits`. */
+static void head_phis(cg *c, tir_value *const *args, uint32_t n, tir_value *const *inits, LLVMBasicBlockRef pre) {
+    for (uint32_t a = 0; a < n; a++) {
+        LLVMValueRef *r = new_regs(c, args[a]);
+        LLVMTypeRef ty = elem_type(c, (tir_elem)args[a]->type.elem);
+        for (uint32_t i = 0; i < c->nregs[args[a]->id]; i++) {
+            r[i] = LLVMBuildPhi(c->b, ty, "");
+            LLVMValueRef in = reg(c, inits[a], i);
+            LLVMAddIncoming(r[i], &in, &pre, 1);
+        }
+    }
+}
+
+/* The back edge from `latch` into the head phis of `args`: `next`'s registers. */
+static void back_edge(cg *c, tir_value *const *args, uint32_t n, tir_value *const *next, LLVMBasicBlockRef latch) {
+    for (uint32_t a = 0; a < n; a++)
+        for (uint32_t i = 0; i < c->nregs[args[a]->id]; i++) {
+            LLVMValueRef in = reg(c, next[a], i);
+            LLVMAddIncoming(c->regs[args[a]->id][i], &in, &latch, 1);
+        }
+}
+
+/* dst[k] names the same registers as src[k] (a loop's results are its head phis). */
+static void same_regs(cg *c, tir_value *const *dst, uint32_t n, tir_value *const *src) {
+    for (uint32_t k = 0; k < n; k++) {
+        LLVMValueRef *r = new_regs(c, dst[k]);
+        for (uint32_t i = 0; i < c->nregs[dst[k]->id]; i++) r[i] = c->regs[src[k]->id][i];
+    }
+}
+
 /* A loop: the header holds one phi per induction variable and per register
  * of each carried value; the body's block arguments are those phis; the
  * yield at the body's end feeds the back edge. The loop runs while iv < hi
@@ -1492,39 +1533,24 @@ static void gen_for(cg *c, const tir_op *op) {
     LLVMBuildBr(c->b, head);
     LLVMPositionBuilderAtEnd(c->b, head);
     uint32_t nargs = body->nargs;
-    LLVMValueRef **phis = TC_NEW_ARRAY(c->arena, LLVMValueRef *, nargs);
-    for (uint32_t a = 0; a < nargs; a++) {
-        const tir_value *arg = body->args[a];
-        const tir_value *init = a == 0 ? op->operands[0] : op->operands[2 + a];
-        LLVMValueRef *r = new_regs(c, arg);
-        phis[a] = r;
-        LLVMTypeRef ty = elem_type(c, (tir_elem)arg->type.elem);
-        for (uint32_t i = 0; i < c->nregs[arg->id]; i++) {
-            r[i] = LLVMBuildPhi(c->b, ty, "");
-            LLVMValueRef in = reg(c, init, i);
-            LLVMAddIncoming(r[i], &in, &pre, 1);
-        }
-    }
-    LLVMValueRef cond = LLVMBuildICmp(c->b, LLVMIntSLT, phis[0][0], reg(c, op->operands[1], 0), "");
+    tir_value **inits = TC_NEW_ARRAY(c->arena, tir_value *, nargs);
+    inits[0] = op->operands[0];
+    for (uint32_t a = 1; a < nargs; a++) inits[a] = op->operands[2 + a];
+    head_phis(c, body->args, nargs, inits, pre);
+    LLVMValueRef iv = reg(c, body->args[0], 0);
+    LLVMValueRef cond = LLVMBuildICmp(c->b, LLVMIntSLT, iv, reg(c, op->operands[1], 0), "");
     LLVMBuildCondBr(c->b, cond, loop, exit);
     LLVMPositionBuilderAtEnd(c->b, loop);
     for (const tir_op *o = body->first; o && c->ok; o = o->next) gen_op(c, o);
     if (!c->ok) return;
     const tir_op *y = body->last; /* the verifier made it a yield */
-    LLVMValueRef next_iv = LLVMBuildAdd(c->b, phis[0][0], reg(c, op->operands[2], 0), "");
+    LLVMValueRef next_iv = LLVMBuildAdd(c->b, iv, reg(c, op->operands[2], 0), "");
     LLVMBasicBlockRef latch = LLVMGetInsertBlock(c->b);
-    LLVMAddIncoming(phis[0][0], &next_iv, &latch, 1);
-    for (uint32_t a = 1; a < nargs; a++)
-        for (uint32_t i = 0; i < c->nregs[body->args[a]->id]; i++) {
-            LLVMValueRef in = reg(c, y->operands[a - 1], i);
-            LLVMAddIncoming(phis[a][i], &in, &latch, 1);
-        }
+    LLVMAddIncoming(iv, &next_iv, &latch, 1);
+    back_edge(c, body->args + 1, nargs - 1, y->operands, latch);
     LLVMBuildBr(c->b, head);
     LLVMPositionBuilderAtEnd(c->b, exit);
-    for (uint32_t k = 0; k < op->nresults; k++) {
-        LLVMValueRef *r = new_regs(c, op->results[k]);
-        for (uint32_t i = 0; i < c->nregs[op->results[k]->id]; i++) r[i] = phis[k + 1][i];
-    }
+    same_regs(c, op->results, op->nresults, body->args + 1);
 }
 
 /* Phis at the top of the current block for `dst`'s registers, one incoming
@@ -1584,38 +1610,20 @@ static void gen_while(cg *c, const tir_op *op) {
                       exit = new_block(c, "while.exit");
     LLVMBuildBr(c->b, head);
     LLVMPositionBuilderAtEnd(c->b, head);
-    for (uint32_t a = 0; a < test->nargs; a++) {
-        LLVMValueRef *r = new_regs(c, test->args[a]);
-        LLVMTypeRef ty = elem_type(c, (tir_elem)test->args[a]->type.elem);
-        for (uint32_t i = 0; i < c->nregs[test->args[a]->id]; i++) {
-            r[i] = LLVMBuildPhi(c->b, ty, "");
-            LLVMValueRef in = reg(c, op->operands[a], i);
-            LLVMAddIncoming(r[i], &in, &pre, 1);
-        }
-    }
+    head_phis(c, test->args, test->nargs, op->operands, pre);
     gen_block_ops(c, test);
     if (!c->ok) return;
     LLVMBuildCondBr(c->b, reg(c, test->last->operands[0], 0), loop, exit);
     LLVMPositionBuilderAtEnd(c->b, loop);
-    for (uint32_t a = 0; a < body->nargs; a++) {
-        LLVMValueRef *r = new_regs(c, body->args[a]);
-        for (uint32_t i = 0; i < c->nregs[body->args[a]->id]; i++) r[i] = reg(c, test->args[a], i);
-    }
+    same_regs(c, body->args, body->nargs, test->args);
     gen_block_ops(c, body);
     if (!c->ok) return;
     const tir_op *y = body->last;
     LLVMBasicBlockRef latch = LLVMGetInsertBlock(c->b);
-    for (uint32_t a = 0; a < test->nargs; a++)
-        for (uint32_t i = 0; i < c->nregs[test->args[a]->id]; i++) {
-            LLVMValueRef in = reg(c, y->operands[a], i);
-            LLVMAddIncoming(reg(c, test->args[a], i), &in, &latch, 1);
-        }
+    back_edge(c, test->args, test->nargs, y->operands, latch);
     LLVMBuildBr(c->b, head);
     LLVMPositionBuilderAtEnd(c->b, exit);
-    for (uint32_t k = 0; k < op->nresults; k++) {
-        LLVMValueRef *r = new_regs(c, op->results[k]);
-        for (uint32_t i = 0; i < c->nregs[op->results[k]->id]; i++) r[i] = reg(c, test->args[k], i);
-    }
+    same_regs(c, op->results, op->nresults, test->args);
 }
 
 /* ---- print and assert ------------------------------------------------------
@@ -1739,29 +1747,12 @@ static void for_owned(cg *c, const tir_op *op, const tir_type *t,
     for (uint32_t r = 0; r < n; r++) emit(c, op, r, owner, &site);
 }
 
-/* Branches to a new block where `pred` (may be NULL: always) holds, runs
- * there what the caller builds, and joins in `*next`. */
-static void begin_if(cg *c, LLVMValueRef pred, LLVMBasicBlockRef *next) {
-    *next = NULL;
-    if (!pred) return;
-    LLVMBasicBlockRef then = new_block(c, "dbg.then");
-    *next = new_block(c, "dbg.next");
-    LLVMBuildCondBr(c->b, pred, then, *next);
-    LLVMPositionBuilderAtEnd(c->b, then);
-}
-
-static void end_if(cg *c, LLVMBasicBlockRef next) {
-    if (!next) return;
-    LLVMBuildBr(c->b, next);
-    LLVMPositionBuilderAtEnd(c->b, next);
-}
-
 enum { CG_MAX_PRINTF_ARGS = 3 + TIR_MAX_RANK + TIR_MAX_OPERANDS };
 
 static void print_element(cg *c, const tir_op *op, uint32_t r, LLVMValueRef owner, printf_site *site) {
     tir_type t = op->noperands ? op->operands[0]->type : tir_scalar(TIR_I32);
     LLVMBasicBlockRef next;
-    begin_if(c, owner, &next);
+    guard_begin(c, owner, "dbg.then", "dbg.next", &next);
     tc_strbuf fmt;
     tc_strbuf_init(&fmt);
     LLVMValueRef args[CG_MAX_PRINTF_ARGS];
@@ -1775,7 +1766,7 @@ static void print_element(cg *c, const tir_op *op, uint32_t r, LLVMValueRef owne
     tc_strbuf_putc(&fmt, '\n');
     call_vprintf(c, site, fmt.data, args, n);
     tc_strbuf_free(&fmt);
-    end_if(c, next);
+    guard_end(c, next);
 }
 
 static void gen_print(cg *c, const tir_op *op) {
@@ -1788,7 +1779,7 @@ static void assert_element(cg *c, const tir_op *op, uint32_t r, LLVMValueRef own
     LLVMValueRef fail = LLVMBuildNot(c->b, reg(c, cond, r), "");
     if (owner) fail = LLVMBuildAnd(c->b, fail, owner, "");
     LLVMBasicBlockRef next;
-    begin_if(c, fail, &next);
+    guard_begin(c, fail, "dbg.then", "dbg.next", &next);
     /* the interpreter's message, then CUDA's own */
     tc_strbuf fmt;
     tc_strbuf_init(&fmt);
@@ -1809,7 +1800,7 @@ static void assert_element(cg *c, const tir_op *op, uint32_t r, LLVMValueRef own
     LLVMValueRef fargs[5] = {global_string(c, op->attr.text), global_string(c, c->file), i32c(c, op->loc.line),
                              global_string(c, c->f->name), LLVMConstInt(LLVMInt64TypeInContext(c->ctx), 1, false)};
     call_named(c, "__assertfail", LLVMVoidTypeInContext(c->ctx), params, 5, fargs);
-    end_if(c, next);
+    guard_end(c, next);
 }
 
 static void gen_assert(cg *c, const tir_op *op) { for_owned(c, op, &op->operands[0]->type, assert_element); }
