@@ -19,7 +19,7 @@ typedef enum builtin_id {
     B_EXP, B_EXP2, B_LOG, B_LOG2, B_SIN, B_COS, B_RSQRT, B_SIGMOID, B_TANH,
     B_SUM, B_MAX, B_MIN,
     B_EXPAND_DIMS, B_BROADCAST_TO, B_RESHAPE, B_PERMUTE, B_TRANS, B_ARGMAX, B_ARGMIN,
-    B_ERF, B_RAND, B_RANDINT, B_CUMSUM,
+    B_ERF, B_RAND, B_RANDINT, B_CUMSUM, B_DOT,
     B_ATOMIC_ADD, B_ATOMIC_MAX, B_ATOMIC_MIN, B_ATOMIC_XCHG, B_ATOMIC_CAS,
     B_ASSERT
 } builtin_id;
@@ -72,6 +72,7 @@ static const builtin builtins[] = {
     {"rand", B_RAND, 2, 2, {"seed", "offsets"}},
     {"randint", B_RANDINT, 2, 2, {"seed", "offsets"}},
     {"cumsum", B_CUMSUM, 3, 1, {"x", "axis", "reverse"}},
+    {"dot", B_DOT, 4, 2, {"a", "b", "acc", "input_precision"}},
     {"atomic_add", B_ATOMIC_ADD, 3, 2, {"ptr", "val", "mask"}},
     {"atomic_max", B_ATOMIC_MAX, 3, 2, {"ptr", "val", "mask"}},
     {"atomic_min", B_ATOMIC_MIN, 3, 2, {"ptr", "val", "mask"}},
@@ -869,6 +870,80 @@ static operand check_cumsum(lang_ctx *c, const ast_expr *call, const ast_expr **
     return lang_value(r, call->span);
 }
 
+/* ---- matrix products --------------------------------------------------------
+ * dot(a, b, acc = zeros, input_precision = "tf32"): a (MxK) times b (KxN)
+ * plus acc (MxN), each dim at least 16, as Triton's tl.dot. Inputs f16,
+ * bf16 or f32 with an f32 acc, or i8 with an i32 acc; a and b must have one
+ * element type (no silent casts: the type picks the tensor-core
+ * instruction). f32 inputs round to tf32 unless input_precision = "ieee";
+ * the option means nothing for the other types and is accepted there. */
+static bool dot_operand(lang_ctx *c, const ast_expr *e, const char *what, operand *o) {
+    *o = lang_check_expr(c, e);
+    if (o->kind == OPND_POISON) return false;
+    tir_type t = lang_operand_type(o);
+    if (o->kind != OPND_VALUE || t.rank != 2 || tir_dot_acc_elem((tir_elem)t.elem) == TIR_ELEM_COUNT) {
+        lang_error(c, e->span, "'dot' needs %s to be a 2-D tile of f16, bf16, f32 or i8, not %s", what,
+                   lang_operand_str(c, o));
+        return false;
+    }
+    return true;
+}
+
+static operand check_dot(lang_ctx *c, const ast_expr *call, const ast_expr **a) {
+    operand x, y;
+    bool ok = dot_operand(c, a[0], "a", &x);
+    ok = dot_operand(c, a[1], "b", &y) && ok;
+    bool ieee = false;
+    if (a[3]) {
+        if (a[3]->kind == AST_STRING && (!strcmp(a[3]->u.str.text, "tf32") || !strcmp(a[3]->u.str.text, "ieee"))) {
+            ieee = !strcmp(a[3]->u.str.text, "ieee");
+        } else {
+            lang_error(c, a[3]->span, "'dot''s input_precision is \"tf32\" or \"ieee\"");
+            ok = false;
+        }
+    }
+    if (!ok) {
+        if (a[2]) lang_check_expr(c, a[2]);
+        return lang_poison(call->span);
+    }
+    tir_type at = x.v->type, bt = y.v->type;
+    if (at.elem != bt.elem) {
+        lang_error(c, call->span, "'dot' needs a and b of one element type, not %s and %s (cast one)",
+                   tir_elem_name((tir_elem)at.elem), tir_elem_name((tir_elem)bt.elem));
+        ok = false;
+    } else if (at.shape[1] != bt.shape[0]) {
+        lang_error(c, call->span, "'dot' needs a's columns to match b's rows: a is %s, b is %s",
+                   lang_type_str(c, at), lang_type_str(c, bt));
+        ok = false;
+    } else if (at.shape[0] < TIR_DOT_MIN_DIM || at.shape[1] < TIR_DOT_MIN_DIM || bt.shape[1] < TIR_DOT_MIN_DIM) {
+        lang_error(c, call->span, "'dot' needs M, N and K of at least %d; here M = %u, N = %u, K = %u",
+                   TIR_DOT_MIN_DIM, at.shape[0], bt.shape[1], at.shape[1]);
+        ok = false;
+    }
+    tir_elem acc_el = tir_dot_acc_elem((tir_elem)at.elem);
+    uint32_t shape[2] = {at.shape[0], bt.shape[1]};
+    tir_type rt = tir_tile(tir_scalar(acc_el), 2, shape);
+    tir_value *acc = NULL;
+    if (a[2]) {
+        operand o = lang_check_expr(c, a[2]);
+        if (o.kind == OPND_POISON) return lang_poison(call->span);
+        tir_type t = lang_operand_type(&o);
+        if (ok && (o.kind != OPND_VALUE || !tir_type_eq(t, rt))) {
+            lang_error(c, a[2]->span, "'dot' with %s inputs needs acc to be %s, not %s",
+                       tir_elem_name((tir_elem)at.elem), lang_type_str(c, rt), lang_operand_str(c, &o));
+            ok = false;
+        }
+        acc = o.v;
+    }
+    if (!ok) return lang_poison(call->span);
+    lang_set_loc(c, call->span);
+    if (!acc)
+        acc = acc_el == TIR_F32 ? tir_build_const_float(&c->b, rt, 0.0) : tir_build_const_int(&c->b, rt, 0);
+    tir_value *ops[3] = {x.v, y.v, acc};
+    tir_opcode code = ieee && at.elem == TIR_F32 ? TIR_OP_DOT_IEEE : TIR_OP_DOT;
+    return lang_value(tir_build1(&c->b, code, rt, 3, ops), call->span);
+}
+
 /* ---- atomics ---------------------------------------------------------------
  * atomic_add(ptr, val, mask), atomic_max, atomic_min, atomic_xchg and
  * atomic_cas(ptr, cmp, val, mask): the values are converted to the pointee
@@ -1082,6 +1157,7 @@ operand lang_check_call(lang_ctx *c, const ast_expr *e) {
     case B_ARGMAX: case B_ARGMIN: return check_argext(c, e, slots, bi->id);
     case B_RAND: case B_RANDINT: return check_rand(c, e, slots, bi->id == B_RAND);
     case B_CUMSUM: return check_cumsum(c, e, slots);
+    case B_DOT: return check_dot(c, e, slots);
     case B_ATOMIC_ADD: return check_atomic(c, e, slots, TIR_OP_ATOMIC_ADD);
     case B_ATOMIC_MAX: return check_atomic(c, e, slots, TIR_OP_ATOMIC_MAX);
     case B_ATOMIC_MIN: return check_atomic(c, e, slots, TIR_OP_ATOMIC_MIN);

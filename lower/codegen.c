@@ -1895,6 +1895,9 @@ static void gen_op(cg *c, const tir_op *op) {
     case TIR_OP_YIELD: return; /* read by gen_for */
     case TIR_OP_PRINT: gen_print(c, op); return;
     case TIR_OP_ASSERT: gen_assert(c, op); return;
+    case TIR_OP_DOT: case TIR_OP_DOT_IEEE:
+        cg_error(c, op, "dot has no GPU code generation yet (it runs on the CPU device)");
+        return;
     default: break;
     }
     if ((info->flags & TIR_F_ELEMENTWISE) && op->noperands == 2) {

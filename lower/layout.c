@@ -120,6 +120,8 @@ static void collect(tir_op *op, void *p) {
     /* a scan takes whatever layout its operand has (codegen scans along any
      * dim of any layout), so it never costs a conversion */
     if (op->code == TIR_OP_CUMSUM || op->code == TIR_OP_CUMSUM_REV) join(c, op->operands[0], op->results[0]);
+    /* a dot's result is its accumulator, updated in place */
+    if (op->code == TIR_OP_DOT || op->code == TIR_OP_DOT_IEEE) join(c, op->operands[2], op->results[0]);
     if (op->code == TIR_OP_FOR) {
         const tir_op *y = op->body->last;
         for (uint32_t k = 0; k < op->nresults; k++) {

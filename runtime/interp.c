@@ -373,6 +373,48 @@ static void do_scan(interp *in, const tir_op *op) {
             }
 }
 
+/* ---- dot -------------------------------------------------------------------
+ * r = acc + a.b, each element summed along k in order by f32 fused
+ * multiply-adds (one rounding each) (the GPU's tensor cores add in groups of k; results
+ * agree within accumulation-order tolerance). Products are exact: f16 and
+ * bf16 products fit f32's mantissa, and so do tf32's. i8 products sum in
+ * i32, wrapping. */
+
+/* f32 to tf32 as PTX's cvt.rna.tf32.f32: 10 mantissa bits, to nearest with
+ * ties away from zero (half of the 13 dropped bits added to the
+ * magnitude, then dropped); NaN and infinities stay. */
+static double round_tf32(double x) {
+    float f = (float)x;
+    if (!isfinite(f)) return f;
+    uint32_t bits;
+    memcpy(&bits, &f, sizeof bits);
+    bits = (bits + 0x1000u) & ~0x1fffu;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+static void do_dot(interp *in, const tir_op *op) {
+    const tir_type at = op->operands[0]->type;
+    uint32_t m = at.shape[0], kk = at.shape[1], n = op->operands[1]->type.shape[1];
+    const cell *a = val(in, op->operands[0]), *b = val(in, op->operands[1]), *acc = val(in, op->operands[2]);
+    slot *s = out_slot(in, op->results[0]);
+    bool integer = at.elem == TIR_I8, tf32 = at.elem == TIR_F32 && op->code == TIR_OP_DOT;
+    for (uint32_t i = 0; i < m; i++)
+        for (uint32_t j = 0; j < n; j++) {
+            cell r = acc[(size_t)i * n + j];
+            for (uint32_t k = 0; k < kk; k++) {
+                cell x = a[(size_t)i * kk + k], y = b[(size_t)k * n + j];
+                if (integer) {
+                    r.i = tir_wrap_int((int64_t)((uint64_t)r.i + (uint64_t)(x.i * y.i)), TIR_I32);
+                } else {
+                    double xv = tf32 ? round_tf32(x.f) : x.f, yv = tf32 ? round_tf32(y.f) : y.f;
+                    r.f = fmaf((float)xv, (float)yv, (float)r.f);
+                }
+            }
+            s->cells[(size_t)i * n + j] = r;
+        }
+}
+
 /* ---- atomics -------------------------------------------------------------
  * Program instances run one after another, so an atomic is a plain
  * read-modify-write here, element by element in row-major order (a
@@ -752,6 +794,8 @@ static void run_op(interp *in, const tir_op *op) {
     case TIR_OP_REDUCE_MIN: do_reduce(in, op); return;
     case TIR_OP_CUMSUM:
     case TIR_OP_CUMSUM_REV: do_scan(in, op); return;
+    case TIR_OP_DOT:
+    case TIR_OP_DOT_IEEE: do_dot(in, op); return;
     case TIR_OP_SELECT: {
         slot *s = out_slot(in, res);
         cell *c = val(in, op->operands[0]), *a = val(in, op->operands[1]), *b = val(in, op->operands[2]);

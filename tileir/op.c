@@ -1,5 +1,5 @@
 /* op.c - the op table, generated from ops.def, and the element types
- * the atomic ops take. */
+ * the atomic ops and dot take. */
 #include <string.h>
 
 #include "tileir/tileir.h"
@@ -38,4 +38,15 @@ bool tir_atomic_supports(tir_opcode code, tir_elem e) {
 
 const char *tir_atomic_types(tir_opcode code) {
     return code == TIR_OP_ATOMIC_ADD ? "i32, i64, f16, bf16, f32 and f64" : "i32, i64, f32 and f64";
+}
+
+/* dot: the input/accumulator pairs mma.sync has on sm_80 and later (f16,
+ * bf16 and tf32 into f32; s8 into s32). f32 inputs go through the tf32
+ * instruction unless the op is dot_ieee. */
+tir_elem tir_dot_acc_elem(tir_elem in) {
+    switch (in) {
+    case TIR_F16: case TIR_BF16: case TIR_F32: return TIR_F32;
+    case TIR_I8: return TIR_I32;
+    default: return TIR_ELEM_COUNT;
+    }
 }

@@ -164,6 +164,10 @@ bool tir_opcode_from_name(const char *s, size_t n, tir_opcode *out);
  * for the front end, the verifier and codegen. */
 bool tir_atomic_supports(tir_opcode code, tir_elem e);
 const char *tir_atomic_types(tir_opcode code);
+/* dot (ops.def): the accumulator type for input type `in` (f16, bf16, f32
+ * -> f32; i8 -> i32), or TIR_ELEM_COUNT where dot does not take `in`. */
+tir_elem tir_dot_acc_elem(tir_elem in);
+enum { TIR_DOT_MIN_DIM = 16 }; /* each of M, N, K: the smallest mma tile's */
 
 typedef struct tir_op tir_op;
 typedef struct tir_block tir_block;

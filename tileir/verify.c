@@ -166,6 +166,23 @@ static void check_types(verifier *v, const tir_op *op) {
         else if (!tir_type_eq(r, x)) fail(v, op, "a scan's result has its operand's type and layout");
         break;
     }
+    case TIR_OP_DOT: case TIR_OP_DOT_IEEE: {
+        tir_type a = o[0]->type, b = o[1]->type, acc = o[2]->type;
+        if (a.rank != 2 || b.rank != 2 || acc.rank != 2) {
+            fail(v, op, "dot takes 2-D tiles");
+            break;
+        }
+        if (a.shape[1] != b.shape[0] || acc.shape[0] != a.shape[0] || acc.shape[1] != b.shape[1])
+            fail(v, op, "dot needs a: MxK, b: KxN and acc: MxN");
+        else if (a.shape[0] < TIR_DOT_MIN_DIM || a.shape[1] < TIR_DOT_MIN_DIM || b.shape[1] < TIR_DOT_MIN_DIM)
+            fail(v, op, "dot needs M, N and K of at least 16");
+        if (a.elem != b.elem || tir_dot_acc_elem((tir_elem)a.elem) != acc.elem)
+            fail(v, op, "dot takes f16, bf16 or f32 inputs with an f32 acc, or i8 inputs with an i32 acc");
+        else if (op->code == TIR_OP_DOT_IEEE && a.elem != TIR_F32)
+            fail(v, op, "dot_ieee takes f32 inputs");
+        if (!tir_type_eq(r, acc)) fail(v, op, "dot's result has acc's type and layout");
+        break;
+    }
     case TIR_OP_EXPAND_DIMS: {
         tir_type x = o[0]->type;
         bool same = r.rank == x.rank + 1 && op->attr.axis >= 0 && op->attr.axis <= x.rank &&
