@@ -60,6 +60,8 @@ static bool check_options(const tilec_options *opt, tc_diag *diag) {
     if (opt->num_warps && (!is_pow2(opt->num_warps) || opt->num_warps > LOWER_MAX_NUM_WARPS))
         tc_error_plain(diag, "--num-warps must be a power of two from 1 to %d, not %d", LOWER_MAX_NUM_WARPS,
                        opt->num_warps);
+    if (opt->num_stages < 0 || opt->num_stages > TIR_MAX_NUM_STAGES)
+        tc_error_plain(diag, "--num-stages must be from 1 to %d, not %d", TIR_MAX_NUM_STAGES, opt->num_stages);
     if (opt->opt_level != 0 && opt->opt_level != 2)
         tc_error_plain(diag, "optimization level must be 0 or 2, not %d", opt->opt_level);
     if (opt->dump_after && !lower_is_pass_name(opt->dump_after))
@@ -81,7 +83,7 @@ static tir_module *front_end(const tc_source *src, const tilec_options *opt, tc_
         defs[i].name = opt->defines[i].name;
         defs[i].value = opt->defines[i].value;
     }
-    lang_options lo = {defs, (uint32_t)opt->ndefines, opt->kernel, opt->num_warps, opt->no_asserts};
+    lang_options lo = {defs, (uint32_t)opt->ndefines, opt->kernel, opt->num_warps, opt->no_asserts, opt->num_stages};
     tir_module *m = lang_to_tir(ast, &lo, arena, diag);
     if (m) {
         for (size_t i = 0; i < opt->ndefines; i++)

@@ -63,6 +63,9 @@ typedef struct tilec_options {
                                     `sidecar`, which trt_load reads */
     bool no_asserts;             /* assert(...) is checked but not compiled in
                                     (default false: asserts are compiled in) */
+    int num_stages;              /* software-pipelining depth of loops that name
+                                    none (range(..., num_stages = N)), 1 to 8;
+                                    0: the compiler's choice */
 } tilec_options;
 
 typedef struct tilec_output {

@@ -77,6 +77,7 @@ typedef struct trt_compile_options {
     const tilec_define *defines; /* const parameter values */
     size_t ndefines;
     bool no_asserts;             /* check assert(...) but leave it out (default: in) */
+    int num_stages;              /* software-pipelining depth, 1 to 8; 0: the compiler's */
 } trt_compile_options;
 
 /* Opens a device. On failure *out is NULL and `why` (if not NULL) gets a

@@ -322,22 +322,53 @@ static void check_while(lang_ctx *c, const ast_stmt *s) {
     for (uint32_t k = 0; k < n; k++) set_var(&c->binds[idx[k]], op->results[k]);
 }
 
-/* range(hi), range(lo, hi) or range(lo, hi, step): scalar integers of one
- * type; false after reporting. */
-static bool check_range(lang_ctx *c, const ast_stmt *s, tir_value **bounds) {
+/* num_stages = N in range(...): a compile-time integer from 1 to
+ * TIR_MAX_NUM_STAGES; false after reporting. */
+static bool check_num_stages(lang_ctx *c, const ast_expr *e, int *out) {
+    operand o = lang_check_expr(c, e);
+    if (o.kind == OPND_POISON) return false;
+    if (o.kind != OPND_INTLIT && !(o.kind == OPND_CONST && o.type.elem != TIR_I1)) {
+        lang_error(c, e->span, "num_stages must be a compile-time integer, not %s",
+                   o.kind == OPND_VALUE ? "a value computed at run time" : lang_operand_str(c, &o));
+        return false;
+    }
+    if (o.ival < 1 || o.ival > TIR_MAX_NUM_STAGES) {
+        lang_error(c, e->span, "num_stages must be from 1 to %d, not %lld", TIR_MAX_NUM_STAGES, (long long)o.ival);
+        return false;
+    }
+    *out = (int)o.ival;
+    return true;
+}
+
+/* range(hi), range(lo, hi) or range(lo, hi, step), with an optional
+ * num_stages = N (the software-pipelining depth of this loop): scalar
+ * integers of one type; false after reporting. */
+static bool check_range(lang_ctx *c, const ast_stmt *s, tir_value **bounds, int *num_stages) {
     const ast_expr *r = s->value;
-    if (r->kind != AST_CALL || strcmp(r->u.call.callee.str, "range") || r->u.call.nargs < 1 || r->u.call.nargs > 3) {
+    int npos = 0;
+    if (r->kind == AST_CALL)
+        for (const ast_arg *a = r->u.call.args; a; a = a->next) npos += !a->name.str;
+    if (r->kind != AST_CALL || strcmp(r->u.call.callee.str, "range") || npos < 1 || npos > 3) {
         lang_error(c, r->span, "a for loop runs over range(hi), range(lo, hi) or range(lo, hi, step)");
         return false;
     }
     operand o[3] = {0}; /* n >= 1 below, which -O3 cannot see */
     int n = 0;
     bool ok = true;
-    for (const ast_arg *a = r->u.call.args; a; a = a->next, n++) {
+    for (const ast_arg *a = r->u.call.args; a; a = a->next) {
         if (a->name.str) {
-            lang_error(c, a->name.span, "range takes no named arguments");
-            ok = false;
+            if (strcmp(a->name.str, "num_stages")) {
+                lang_error(c, a->name.span, "range's only named argument is num_stages, not '%s'", a->name.str);
+                ok = false;
+            } else if (*num_stages) {
+                lang_error(c, a->name.span, "num_stages given twice");
+                ok = false;
+            } else {
+                ok = check_num_stages(c, a->value, num_stages) && ok;
+            }
+            continue;
         }
+        if (n == 3) break;
         o[n] = lang_check_expr(c, a->value);
         tir_type t = lang_operand_type(&o[n]);
         if (o[n].kind == OPND_POISON) {
@@ -346,6 +377,7 @@ static bool check_range(lang_ctx *c, const ast_stmt *s, tir_value **bounds) {
             lang_error(c, a->value->span, "range bounds must be scalar integers, not %s", lang_operand_str(c, &o[n]));
             ok = false;
         }
+        n++;
     }
     if (!ok) return false;
     operand lo = n == 1 ? (operand){.kind = OPND_INTLIT, .ival = 0, .span = r->span} : o[0];
@@ -373,7 +405,8 @@ static bool check_range(lang_ctx *c, const ast_stmt *s, tir_value **bounds) {
 static void check_for(lang_ctx *c, const ast_stmt *s) {
     if (!c->emit) return;
     tir_value *bounds[3];
-    if (!check_range(c, s, bounds)) return;
+    int num_stages = 0;
+    if (!check_range(c, s, bounds, &num_stages)) return;
     uint32_t mark = c->nbinds;
     uint32_t *carried;
     uint32_t ncarried = changed_vars(c, s->body, NULL, &carried);
@@ -384,6 +417,7 @@ static void check_for(lang_ctx *c, const ast_stmt *s) {
     }
     lang_set_loc(c, s->span);
     tir_op *loop = tir_build_for(&c->b, bounds[0], bounds[1], bounds[2], ncarried, inits);
+    loop->num_stages = num_stages;
     tir_builder outside = c->b;
     tir_builder_at_end(&c->b, loop->body);
     c->b.loc = outside.loc;
@@ -471,6 +505,7 @@ tir_module *lang_to_tir(ast_module *m, const lang_options *opt, tc_arena *arena,
         lang_set_loc(&c, k->name.span);
         tir_func *f = tir_func_new(tm, k->name.str, c.b.loc);
         f->num_warps = opt->num_warps;
+        f->num_stages = opt->num_stages;
         tir_builder_at_end(&c.b, f->body);
         lang_scope_reset(&c);
         c.emit = true;

@@ -179,6 +179,7 @@ typedef struct lang_options {
     const char *only_kernel; /* NULL: every kernel in the file */
     int num_warps;           /* recorded on each tir_func */
     bool no_asserts;         /* assert(...) is checked, then left out of the IR */
+    int num_stages;          /* recorded on each tir_func (0: the compiler's choice) */
 } lang_options;
 
 /* Resolves names, checks types, specializes const parameters and builds one

@@ -45,6 +45,7 @@ static uint64_t cache_key(trt_device *d, const char *file, const char *src, size
     if (o) {
         h = hash_bytes(h, &o->num_warps, sizeof o->num_warps);
         h = hash_bytes(h, &o->no_asserts, sizeof o->no_asserts);
+        h = hash_bytes(h, &o->num_stages, sizeof o->num_stages);
         for (size_t i = 0; i < o->ndefines; i++) {
             h = hash_str(h, o->defines[i].name);
             h = hash_bytes(h, &o->defines[i].value, sizeof o->defines[i].value);
@@ -166,6 +167,7 @@ static cache_entry *compile_cached(trt_device *d, const char *file, const char *
             opt.defines = o->defines;
             opt.ndefines = o->ndefines;
             opt.no_asserts = o->no_asserts;
+            opt.num_stages = o->num_stages;
         }
         tilec_output out;
         if (tilec_compile(file, src, len, &opt, &out) != TILEC_OK) {

@@ -155,6 +155,7 @@ static void print_op_line(tc_strbuf *out, namer *n, const tir_op *op, int indent
             tir_print_type(out, op->results[i]->type);
         }
     }
+    if (op->code == TIR_OP_FOR && op->num_stages) tc_strbuf_printf(out, " num_stages(%d)", op->num_stages);
     if (op->body) print_region(out, n, op->body, indent, flags);
     if (op->body2) {
         tc_strbuf_puts(out, op->code == TIR_OP_WHILE ? " do" : " else");
@@ -179,6 +180,7 @@ void tir_print_func(tc_strbuf *out, const tir_func *f, unsigned flags) {
     }
     tc_strbuf_putc(out, ')');
     if (f->num_warps) tc_strbuf_printf(out, " num_warps(%d)", f->num_warps);
+    if (f->num_stages) tc_strbuf_printf(out, " num_stages(%d)", f->num_stages);
     if ((flags & TIR_PRINT_LOCS) && f->loc.line) tc_strbuf_printf(out, " loc(%u:%u)", f->loc.line, f->loc.col);
     tc_strbuf_puts(out, " {\n");
     print_block(out, &n, f->body, 1, flags);

@@ -369,6 +369,7 @@ static bool parse_loc(reader *r, tc_loc *loc) {
 }
 
 static bool parse_block(reader *r, tir_builder *b);
+static bool stages(reader *r, int *out);
 
 /* `{ ^(%a: type, ...): ops }`: a block linked to its op and function like
  * the builders make it; its names go out of scope at the `}`. */
@@ -529,6 +530,7 @@ static bool parse_op(reader *r, tir_builder *b) {
             r->pos = save;
         }
     }
+    if (op->code == TIR_OP_FOR && accept(r, "num_stages") && !stages(r, &op->num_stages)) return false;
     if (info->flags & TIR_F_REGION) {
         if (!(op->body = parse_region(r, b, op))) return false;
         if (op->code != TIR_OP_FOR) {
@@ -539,6 +541,18 @@ static bool parse_op(reader *r, tir_builder *b) {
     if (!parse_loc(r, &op->loc)) return false;
     for (uint32_t i = 0; i < nres; i++)
         if (!define(r, results[i], op->results[i])) return false;
+    return true;
+}
+
+/* `(N)` after num_stages: the verifier checks the range. */
+static bool stages(reader *r, int *out) {
+    int64_t n;
+    if (!expect(r, "(") || !number(r, &n) || !expect(r, ")")) return false;
+    if (n < 0 || n > 1024) {
+        error_here(r, "num_stages out of range");
+        return false;
+    }
+    *out = (int)n;
     return true;
 }
 
@@ -583,6 +597,7 @@ static bool parse_kernel(reader *r) {
         }
         f->num_warps = (int)w;
     }
+    if (accept(r, "num_stages") && !stages(r, &f->num_stages)) return false;
     if (!parse_loc(r, &f->loc) || !expect(r, "{")) return false;
     tir_builder b = {0};
     tir_builder_at_end(&b, f->body);

@@ -14,7 +14,8 @@
  * Every op with a result ends in `: result type`; operands' types come from
  * their definitions. Tile types may carry a layout after a comma:
  *   tile<1024xf32, #blocked<spt=[4], tpw=[32], wpc=[4], ord=[0]>>
- * A loop:
+ * A loop (`num_stages(N)` after the types when the source asked for a
+ * software-pipelining depth; a kernel may carry one after num_warps):
  *   %a, %b = for %lo, %hi, %step, %a0, %b0 : tile<128xf32>, f32 {
  *   ^(%i: i32, %x: tile<128xf32>, %y: f32):
  *     ...
@@ -52,6 +53,7 @@ enum {
     TIR_MAX_RANK = 3,         /* tiles have rank 0 (scalar) to 3 */
     TIR_MAX_OPERANDS = 64,    /* operands of one op (loop-carried values) */
     TIR_MAX_TILE_ELEMS = 1 << 20, /* elements in one tile */
+    TIR_MAX_NUM_STAGES = 8,   /* software-pipelining depth a kernel or loop may ask for */
     TIR_VARIADIC = -1
 };
 
@@ -206,6 +208,8 @@ struct tir_op {
         uint8_t perm[TIR_MAX_RANK];     /* PERM: result dim i is operand dim perm[i] */
         const char *text;               /* STRING: NUL-terminated, in the module's arena */
     } attr;
+    int num_stages;      /* for: the software-pipelining depth asked for
+                            (range(..., num_stages = N)); 0: the kernel's */
     tc_loc loc;          /* source position, line 0 if none */
     tir_op *prev, *next;
     tir_block *parent;
@@ -217,6 +221,8 @@ struct tir_func {
     uint32_t nparams;
     tir_block *body;
     int num_warps;       /* 0: not chosen yet */
+    int num_stages;      /* software-pipelining depth of its loops that
+                            name none; 0: the compiler's choice */
     tc_loc loc;
     uint32_t next_value_id;
     tir_func *next;

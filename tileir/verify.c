@@ -368,6 +368,8 @@ static void verify_op(verifier *v, const tir_op *op) {
         fail(v, op, "wrong number of results");
         return;
     }
+    if (op->num_stages && (op->code != TIR_OP_FOR || op->num_stages < 1 || op->num_stages > TIR_MAX_NUM_STAGES))
+        fail(v, op, "num_stages is a for loop's, from 1 to 8");
     for (uint32_t i = 0; i < op->noperands; i++) {
         const tir_value *x = op->operands[i];
         if (!x || x->id >= v->f->next_value_id || !v->defined[x->id]) {
@@ -418,6 +420,7 @@ bool tir_verify(const tir_module *m, const char *after_pass, tc_diag *diag) {
         verifier v = {m, f, after_pass, diag, tc_arena_alloc(a, f->next_value_id + 1), false, false, true};
         for (uint32_t i = 0; i < f->nparams; i++) {
             if (f->params[i]->type.rank) fail(&v, NULL, "kernel parameters must be scalars or pointers");
+        if (f->num_stages < 0 || f->num_stages > TIR_MAX_NUM_STAGES) fail(&v, NULL, "num_stages must be from 1 to 8");
             v.defined[f->params[i]->id] = 1;
         }
         verify_block(&v, f->body, true);

@@ -29,6 +29,8 @@ static const char usage[] =
     "  --arch=sm_XX          target GPU: sm_80 (default), sm_86, sm_89, sm_90, sm_90a\n"
     "  --num-warps=N         warps per program instance (power of two, 1 to 32; default:\n"
     "                        4, or more for tiles of 2048 elements and up)\n"
+    "  --num-stages=N        software-pipelining depth of loops that name none\n"
+    "                        (range(..., num_stages = N)), 1 to 8; default: the compiler's\n"
     "  -O0, -O2              optimization level (default -O2)\n"
     "  --no-asserts          check assert(...) statements but leave them out of the code\n"
     "                        (by default they are compiled in)\n"
@@ -119,6 +121,9 @@ static int parse_args(cli *c, int argc, char **argv) {
         } else if ((v = take_value(argc, argv, &i, "--num-warps"))) {
             if (!parse_int(v, 1, 1 << 20, &n)) return usage_error("--num-warps needs a number, got '%s'", v);
             c->opt.num_warps = (int)n;
+        } else if ((v = take_value(argc, argv, &i, "--num-stages"))) {
+            if (!parse_int(v, 0, 1 << 20, &n)) return usage_error("--num-stages needs a number, got '%s'", v);
+            c->opt.num_stages = (int)n;
         } else if (!strcmp(a, "-O0") || !strcmp(a, "-O2")) {
             c->opt.opt_level = a[2] - '0';
         } else if ((v = take_value(argc, argv, &i, "--passes"))) {

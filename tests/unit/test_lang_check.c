@@ -32,7 +32,7 @@ static void compile_opts(result *r, const char *src_text, const lang_options *op
 }
 
 static void compile(result *r, const char *src_text, lang_define *defs, uint32_t ndefs) {
-    lang_options opt = {defs, ndefs, NULL, 0, false};
+    lang_options opt = {defs, ndefs, NULL, 0, false, 0};
     compile_opts(r, src_text, &opt);
 }
 
@@ -163,7 +163,7 @@ static const tir_op *last_op(const tir_func *f) { return f->body->last; }
 static void test_func_signature_names_locs_and_options(void **state) {
     (void)state;
     result r;
-    lang_options opt = {NULL, 0, NULL, 8, false};
+    lang_options opt = {NULL, 0, NULL, 8, false, 0};
     compile_opts(&r, "// a comment\n"
                      "kernel k(x: *f16, const B: i32 = 16, n: i64) {\n"
                      "    let v = load(x + arange(0, B));\n"
@@ -242,7 +242,7 @@ static void test_only_kernel_picks_one_and_names_a_missing_one(void **state) {
     (void)state;
     const char *two = "kernel a(x: *f32) { store(x, 1.0); }\nkernel b(x: *f32) { store(x, 2.0); }\n";
     result r;
-    lang_options opt = {NULL, 0, "b", 4, false};
+    lang_options opt = {NULL, 0, "b", 4, false, 0};
     compile_opts(&r, two, &opt);
     assert_non_null(r.m);
     assert_int_equal(r.m->nfuncs, 1);

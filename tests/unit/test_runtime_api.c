@@ -30,7 +30,7 @@ static int setup(void **state) {
     char why[256];
     assert_int_equal(trt_open(TRT_DEVICE_CPU, &f.dev, why, sizeof why), TRT_OK);
     tilec_define d = {"BLOCK", 256};
-    trt_compile_options o = {NULL, 0, &d, 1, false};
+    trt_compile_options o = {.defines = &d, .ndefines = 1};
     if (trt_compile(f.dev, "vadd.tile", vadd_src, strlen(vadd_src), &o, &f.mod) != TRT_OK)
         fail_msg("%s", trt_last_error(f.dev));
     assert_int_equal(trt_get_kernel(f.mod, "vadd", &f.vadd), TRT_OK);
@@ -65,7 +65,7 @@ static void test_vadd_on_cuda(void **state) {
     }
     trt_module *mod;
     tilec_define d = {"BLOCK", 256};
-    trt_compile_options o = {NULL, 0, &d, 1, false};
+    trt_compile_options o = {.defines = &d, .ndefines = 1};
     if (trt_compile(dev, "vadd.tile", vadd_src, strlen(vadd_src), &o, &mod) != TRT_OK)
         fail_msg("%s", trt_last_error(dev));
     trt_kernel *vadd;

@@ -51,7 +51,7 @@ typedef struct prog {
  * only the module); num_warps 0 leaves it to the compiler. */
 static trt_kernel *compile_with(prog *p, const char *file, const char *src, const char *name,
                                 const tilec_define *defs, size_t ndefs, int num_warps) {
-    trt_compile_options o = {NULL, num_warps, defs, ndefs, false};
+    trt_compile_options o = {.num_warps = num_warps, .defines = defs, .ndefines = ndefs};
     p->text = NULL;
     if (trt_compile(dev, file, src, strlen(src), &o, &p->mod) != TRT_OK)
         fail_msg("%s does not compile: %s", file, trt_last_error(dev));
@@ -2764,7 +2764,7 @@ static void test_assert_passing_and_compiled_out(void **state) {
     for (int i = N; i < N + 28; i++) assert_true(isnan(out[i]));
     drop(&p);
     /* compiled out: a negative element goes through */
-    trt_compile_options o = {NULL, 0, NULL, 0, true};
+    trt_compile_options o = {.no_asserts = true};
     OK(trt_compile(dev, "assert.tile", assert_src, strlen(assert_src), &o, &p.mod));
     p.text = NULL;
     OK(trt_get_kernel(p.mod, "positive", &k));

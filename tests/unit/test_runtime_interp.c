@@ -388,6 +388,71 @@ static void test_atomic_out_of_bounds_is_an_error(void **state) {
 /* The interpreter's own order and arithmetic: a tile's elements update in
  * row-major order (duplicates see the ones before them); i32 wraps; f16
  * rounds once to f16; f32 flushes subnormals as PTX's atom.add.f32. */
+/* dot: a (MxK) . b (KxN) + acc against a float64 reference; f32 inputs
+ * round to tf32 (ties away from zero) unless input_precision = "ieee";
+ * i8 sums wrap in i32. */
+static const char dot_src[] =
+    "kernel mm(a: *f32, b: *f32, c: *f32, c_ieee: *f32, const M: i32 = 32, const N: i32 = 16, const K: i32 = 64) {\n"
+    "    let m = arange(0, M);\n"
+    "    let n = arange(0, N);\n"
+    "    let k = arange(0, K);\n"
+    "    let x = load(a + m[:, None] * K + k[None, :]);\n"
+    "    let y = load(b + k[:, None] * N + n[None, :]);\n"
+    "    let acc = full((M, N), 0.5);\n"
+    "    store(c + m[:, None] * N + n[None, :], dot(x, y, acc));\n"
+    "    store(c_ieee + m[:, None] * N + n[None, :], dot(x, y, acc, input_precision = \"ieee\"));\n"
+    "}\n"
+    "kernel mm8(a: *i8, b: *i8, c: *i32) {\n"
+    "    let m = arange(0, 16);\n"
+    "    let k = arange(0, 32);\n"
+    "    let x = load(a + m[:, None] * 32 + k[None, :]);\n"
+    "    let y = load(b + k[:, None] * 16 + m[None, :]);\n"
+    "    store(c + m[:, None] * 16 + m[None, :], dot(x, y, full((16, 16), 2147480000)));\n"
+    "}\n";
+
+static void test_dot_products(void **state) {
+    (void)state;
+    enum { M = 32, N = 16, K = 64 };
+    prog p;
+    build(&p, "dot.tile", dot_src);
+    float a[M * K], b[K * N], c[M * N], ci[M * N];
+    for (int i = 0; i < M * K; i++) a[i] = rand_float();
+    for (int i = 0; i < K * N; i++) b[i] = rand_float();
+    a[0] = 1.0f + 0x1p-11f; /* exactly between two tf32 values: ties away, to 1 + 2^-10 */
+    for (int k = 0; k < K; k++) b[k * N] = k ? 0.0f : 1.0f; /* c[0][0] = 0.5 + a[0][0] */
+    for (int i = 1; i < K; i++) a[i] = 0.0f;
+    for (int i = 0; i < M * N; i++) c[i] = ci[i] = NAN;
+    rt_buffer bufs[4] = {{a, sizeof a}, {b, sizeof b}, {c, sizeof c}, {ci, sizeof ci}};
+    rt_arg args[4] = {ptr_arg(0), ptr_arg(1), ptr_arg(2), ptr_arg(3)};
+    rt_launch l = {p.m->funcs, "dot.tile", bufs, 4, args, 4, {1, 1, 1}};
+    assert_true(rt_interp_run(&l, &p.diag));
+    assert_true(c[0] == 0.5f + 1.0f + 0x1p-10f);
+    assert_true(ci[0] == 0.5f + 1.0f + 0x1p-11f);
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double ref = 0.5, mag = 0.5;
+            for (int k = 0; k < K; k++) ref += (double)a[i * K + k] * b[k * N + j], mag += fabs((double)a[i * K + k] * b[k * N + j]);
+            /* ieee: K f32 roundings; tf32: each input off by up to 2^-11 relative */
+            double tol_ieee = K * 0x1p-24 * mag, tol_tf32 = 2 * 0x1p-11 * mag + tol_ieee;
+            if (fabs(ci[i * N + j] - ref) > tol_ieee) fail_msg("ieee [%d][%d] = %.9g, want %.9g", i, j, ci[i * N + j], ref);
+            if (fabs(c[i * N + j] - ref) > tol_tf32) fail_msg("tf32 [%d][%d] = %.9g, want %.9g", i, j, c[i * N + j], ref);
+        }
+    int8_t a8[16 * 32], b8[32 * 16];
+    int32_t c8[16 * 16];
+    for (int i = 0; i < 16 * 32; i++) a8[i] = (int8_t)(rand() % 256 - 128), b8[i] = (int8_t)(rand() % 256 - 128);
+    for (int i = 0; i < 16 * 16; i++) c8[i] = 12345; /* poison */
+    rt_buffer bufs8[3] = {{a8, sizeof a8}, {b8, sizeof b8}, {c8, sizeof c8}};
+    rt_launch l8 = {p.m->funcs->next, "dot.tile", bufs8, 3, args, 3, {1, 1, 1}};
+    assert_true(rt_interp_run(&l8, &p.diag));
+    for (int i = 0; i < 16; i++)
+        for (int j = 0; j < 16; j++) {
+            int64_t ref = 2147480000;
+            for (int k = 0; k < 32; k++) ref += a8[i * 32 + k] * b8[k * 16 + j];
+            assert_int_equal(c8[i * 16 + j], (int32_t)(uint32_t)(uint64_t)ref); /* wraps past INT32_MAX */
+        }
+    drop(&p);
+}
+
 static void test_atomic_order_and_rounding(void **state) {
     (void)state;
     prog p;
@@ -437,6 +502,7 @@ int main(void) {
         cmocka_unit_test(test_transcendental_functions),
         cmocka_unit_test(test_atomic_out_of_bounds_is_an_error),
         cmocka_unit_test(test_atomic_order_and_rounding),
+        cmocka_unit_test(test_dot_products),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
