@@ -17,8 +17,13 @@ enum {
     LOWER_DEFAULT_NUM_WARPS = 4,
     LOWER_MAX_NUM_WARPS = 32,
     LOWER_WARP_SIZE = 32,
-    LOWER_ASSUMED_PTR_ALIGN = 16 /* bytes; pointer parameters are assumed this
+    LOWER_ASSUMED_PTR_ALIGN = 16, /* bytes; pointer parameters are assumed this
                                     aligned (docs/language.md; the runtime checks) */
+    LOWER_DEFAULT_NUM_STAGES = 3, /* software pipelining of loops that name no depth (Triton's default) */
+    LOWER_PIPELINE_SMEM_BYTES = 32 * 1024, /* one loop's ring buffers: what static shared memory
+                                              (48 KB) leaves for layout conversions beside them,
+                                              until kernels use dynamic shared memory */
+    LOWER_MAX_PIPELINED_LOOPS = 256 /* loops of one kernel the pass looks at */
 };
 
 typedef struct lower_options {
@@ -46,6 +51,7 @@ bool lower_is_pass_name(const char *name);
 /* Passes (one file each). */
 bool lower_simplify(tir_module *m, const lower_options *opt, tc_diag *diag); /* fold, dce */
 bool lower_layout(tir_module *m, const lower_options *opt, tc_diag *diag);   /* blocked layouts */
+bool lower_pipeline_loops(tir_module *m, const lower_options *opt, tc_diag *diag); /* loads ahead via cp.async */
 
 /* Runs every pass with verification after each. */
 bool lower_run_pipeline(tir_module *m, const lower_options *opt, tc_diag *diag);

@@ -10,6 +10,7 @@
 const lower_pass lower_passes[] = {
     {"simplify", lower_simplify},
     {"layout", lower_layout},
+    {"pipeline_loops", lower_pipeline_loops},
     {NULL, NULL},
 };
 

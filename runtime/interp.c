@@ -415,6 +415,56 @@ static void do_dot(interp *in, const tir_op *op) {
         }
 }
 
+/* ---- shared-memory buffers ---------------------------------------------------
+ * Program instances run one at a time, so a copy is done when it starts:
+ * async_copy copies at once, and commit, wait and barrier have nothing to
+ * do. A new buffer is poisoned (NaN, or a marker integer) so that reading a
+ * slot no copy filled shows in results. */
+static void do_local_alloc(interp *in, const tir_op *op) {
+    slot *s = out_slot(in, op->results[0]);
+    bool fl = tir_elem_is_float((tir_elem)op->results[0]->type.elem);
+    for (uint32_t k = 0; k < s->n; k++) {
+        if (fl) s->cells[k].f = NAN;
+        else s->cells[k].i = tir_wrap_int(0x5eed5eed5eedLL, (tir_elem)op->results[0]->type.elem);
+    }
+}
+
+/* The first cell of the buffer's slot, or NULL after reporting. */
+static cell *buffer_slot(interp *in, const tir_op *op) {
+    const tir_type *bt = &op->operands[0]->type;
+    int64_t k = val(in, op->operands[1])[0].i;
+    if (k < 0 || k >= bt->shape[0]) {
+        char what[64];
+        snprintf(what, sizeof what, "%lld of %u", (long long)k, bt->shape[0]);
+        run_error(in, op, "buffer slot %s out of range", what);
+        return NULL;
+    }
+    return val(in, op->operands[0]) + (size_t)k * (tir_type_numel(*bt) / bt->shape[0]);
+}
+
+static void do_async_copy(interp *in, const tir_op *op) {
+    cell *dst = buffer_slot(in, op);
+    if (!dst) return;
+    tir_elem e = (tir_elem)op->operands[0]->type.elem;
+    const cell *ptr = val(in, op->operands[2]), *mask = op->noperands > 3 ? val(in, op->operands[3]) : NULL;
+    uint32_t n = (uint32_t)tir_type_numel(op->operands[2]->type);
+    for (uint32_t k = 0; k < n; k++) {
+        if (mask && !mask[k].i) {
+            memset(&dst[k], 0, sizeof(cell));
+            continue;
+        }
+        if (!check_access(in, op, ptr[k], elem_bytes(e))) return;
+        dst[k] = read_elem((unsigned char *)in->l->buffers[ptr[k].p.buf].data + ptr[k].p.off, e);
+    }
+}
+
+static void do_local_load(interp *in, const tir_op *op) {
+    const cell *src = buffer_slot(in, op);
+    if (!src) return;
+    slot *s = out_slot(in, op->results[0]);
+    memcpy(s->cells, src, sizeof(cell) * s->n);
+}
+
 /* ---- atomics -------------------------------------------------------------
  * Program instances run one after another, so an atomic is a plain
  * read-modify-write here, element by element in row-major order (a
@@ -796,6 +846,12 @@ static void run_op(interp *in, const tir_op *op) {
     case TIR_OP_CUMSUM_REV: do_scan(in, op); return;
     case TIR_OP_DOT:
     case TIR_OP_DOT_IEEE: do_dot(in, op); return;
+    case TIR_OP_LOCAL_ALLOC: do_local_alloc(in, op); return;
+    case TIR_OP_ASYNC_COPY: do_async_copy(in, op); return;
+    case TIR_OP_LOCAL_LOAD: do_local_load(in, op); return;
+    case TIR_OP_ASYNC_COMMIT:
+    case TIR_OP_ASYNC_WAIT:
+    case TIR_OP_BARRIER: return;
     case TIR_OP_SELECT: {
         slot *s = out_slot(in, res);
         cell *c = val(in, op->operands[0]), *a = val(in, op->operands[1]), *b = val(in, op->operands[2]);

@@ -226,7 +226,8 @@ static bool parse_list(reader *r, const char *key, uint16_t *v, unsigned *n, int
 
 static bool parse_type(reader *r, tir_type *t) {
     skip_space(r);
-    if (!accept(r, "tile")) return parse_elem(r, t);
+    bool shared = accept(r, "smem");
+    if (!shared && !accept(r, "tile")) return parse_elem(r, t);
     if (!expect(r, "<")) return false;
     uint32_t shape[TIR_MAX_RANK];
     unsigned rank = 0;
@@ -264,12 +265,12 @@ static bool parse_type(reader *r, tir_type *t) {
     }
     tir_type el;
     if (!parse_elem(r, &el)) return false;
-    *t = tir_tile(el, rank, shape);
+    *t = shared ? tir_smem(el, rank, shape) : tir_tile(el, rank, shape);
     if (tir_type_numel(*t) > TIR_MAX_TILE_ELEMS) {
         error_here(r, "tile too large");
         return false;
     }
-    if (accept(r, ",")) {
+    if (!shared && accept(r, ",")) {
         tir_layout l = {0};
         unsigned n1, n2, n3, n4;
         uint16_t ord[TIR_MAX_RANK];
@@ -476,8 +477,9 @@ static bool parse_op(reader *r, tir_builder *b) {
     uint32_t nops = 0;
     skip_space(r);
     /* after an attribute only a comma brings operands: `print "hi"` may be
-     * followed by the next line's `%x = ...` */
-    bool more = need_comma ? peekc(r) == ',' : peekc(r) == '%';
+     * followed by the next line's `%x = ...`; so may `barrier`, which
+     * takes none */
+    bool more = info->max_operands > 0 && (need_comma ? peekc(r) == ',' : peekc(r) == '%');
     while (more) {
         if ((nops || need_comma) && !expect(r, ",")) return false;
         const char *name = value_name(r);

@@ -38,6 +38,14 @@
  *     ...
  *     yield %y2
  *   }
+ * Software pipelining (lower/pipeline_loops.c) stages loads through
+ * shared-memory ring buffers, smem<SLOTSxMxN...> (no layout):
+ *   %buf = local_alloc : smem<3x64x32xf16>
+ *   async_copy %buf, %slot, %ptrs, %mask
+ *   async_commit
+ *   async_wait 1
+ *   barrier
+ *   %x = local_load %buf, %slot : tile<64x32xf16, #blocked<...>>
  * Ops may end in `loc(LINE:COL)` (printed with TIR_PRINT_LOCS). A string
  * attribute is quoted, with \n \t \" \\ and \xHH escapes:
  *   print "x =", %x, %y
@@ -98,10 +106,16 @@ typedef struct tir_layout {
     uint8_t slice_dim; /* TIR_LAYOUT_SLICE: the parent's dim the tile lacks */
 } tir_layout;
 
+/* Where a tile lives: registers (a value of the program), or a buffer in
+ * the program instance's shared memory, spelled smem<...>, which only
+ * local_alloc makes and only async_copy and local_load use. */
+typedef enum tir_space { TIR_SPACE_REGS, TIR_SPACE_SHARED } tir_space;
+
 /* A type by value. rank 0 is a scalar. */
 typedef struct tir_type {
     uint8_t elem;    /* tir_elem */
     uint8_t pointee; /* tir_elem, when elem == TIR_PTR */
+    uint8_t space;   /* tir_space; shared buffers have no layout */
     uint8_t rank;
     uint32_t shape[TIR_MAX_RANK];
     tir_layout layout; /* only on tiles (rank >= 1) */
@@ -111,6 +125,7 @@ tir_type tir_scalar(tir_elem e);
 tir_type tir_ptr(tir_elem pointee);
 tir_type tir_tile(tir_type element, unsigned rank, const uint32_t *shape);
 tir_type tir_tile1(tir_type element, uint32_t n);
+tir_type tir_smem(tir_type element, unsigned rank, const uint32_t *shape); /* smem<...> */
 tir_type tir_element_of(tir_type t);          /* rank-0 version of t */
 tir_type tir_with_elem(tir_type shape_of, tir_type element); /* t's shape, other element */
 uint64_t tir_type_numel(tir_type t);          /* 1 for scalars */

@@ -54,6 +54,12 @@ tir_type tir_tile(tir_type element, unsigned rank, const uint32_t *shape) {
 
 tir_type tir_tile1(tir_type element, uint32_t n) { return tir_tile(element, 1, &n); }
 
+tir_type tir_smem(tir_type element, unsigned rank, const uint32_t *shape) {
+    tir_type t = tir_tile(element, rank, shape);
+    t.space = TIR_SPACE_SHARED;
+    return t;
+}
+
 tir_type tir_element_of(tir_type t) {
     tir_type e = tir_scalar((tir_elem)t.elem);
     e.pointee = t.pointee;
@@ -119,7 +125,7 @@ bool tir_type_same_shape(tir_type a, tir_type b) {
 }
 
 bool tir_type_eq(tir_type a, tir_type b) {
-    if (a.elem != b.elem || (a.elem == TIR_PTR && a.pointee != b.pointee)) return false;
+    if (a.elem != b.elem || (a.elem == TIR_PTR && a.pointee != b.pointee) || a.space != b.space) return false;
     if (!tir_type_same_shape(a, b)) return false;
     return a.rank == 0 || tir_layout_eq(&a.layout, &b.layout);
 }
@@ -142,7 +148,7 @@ void tir_print_type(tc_strbuf *out, tir_type t) {
         print_elem(out, t);
         return;
     }
-    tc_strbuf_puts(out, "tile<");
+    tc_strbuf_puts(out, t.space == TIR_SPACE_SHARED ? "smem<" : "tile<");
     for (unsigned i = 0; i < t.rank; i++) tc_strbuf_printf(out, "%ux", t.shape[i]);
     print_elem(out, t);
     if (t.layout.kind == TIR_LAYOUT_BLOCKED || t.layout.kind == TIR_LAYOUT_SLICE) {

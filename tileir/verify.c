@@ -34,7 +34,7 @@ static void fail(verifier *v, const tir_op *op, const char *what) {
 static bool is_pow2(uint64_t x) { return x && !(x & (x - 1)); }
 
 static void check_layout(verifier *v, const tir_op *op, tir_type t) {
-    if (t.rank == 0) return;
+    if (t.rank == 0 || t.space == TIR_SPACE_SHARED) return; /* buffers: local_alloc's rule */
     for (unsigned i = 0; i < t.rank; i++)
         if (!is_pow2(t.shape[i])) {
             fail(v, op, "tile dimensions must be powers of two");
@@ -97,7 +97,45 @@ static void check_types(verifier *v, const tir_op *op) {
             if (!(op->code == TIR_OP_STORE || op->code == TIR_OP_LOAD) &&
                 !tir_type_same_shape(o[i]->type, o[0]->type))
                 fail(v, op, "operands of an elementwise op must have one shape");
+    bool buffer_op = op->code == TIR_OP_LOCAL_ALLOC || op->code == TIR_OP_ASYNC_COPY || op->code == TIR_OP_LOCAL_LOAD;
+    for (uint32_t i = 0; i < op->noperands + op->nresults; i++) {
+        const tir_value *x = i < op->noperands ? o[i] : op->results[i - op->noperands];
+        /* the buffer is local_alloc's result, the others' first operand: index 0 either way */
+        if (x->type.space == TIR_SPACE_SHARED && (!buffer_op || i != 0)) {
+            fail(v, op, "only local_alloc makes, and only async_copy and local_load take, shared-memory buffers");
+            return;
+        }
+    }
     switch (op->code) {
+    case TIR_OP_LOCAL_ALLOC:
+        if (r.space != TIR_SPACE_SHARED || r.rank < 2 || r.elem == TIR_PTR) {
+            fail(v, op, "local_alloc makes an smem<SxD...> buffer of numbers");
+            break;
+        }
+        for (unsigned d = 1; d < r.rank; d++)
+            if (!is_pow2(r.shape[d])) fail(v, op, "a buffer's tile dimensions must be powers of two");
+        break;
+    case TIR_OP_ASYNC_COPY: case TIR_OP_LOCAL_LOAD: {
+        tir_type buf = o[0]->type, slot = o[1]->type;
+        tir_type t = op->code == TIR_OP_LOCAL_LOAD ? r : o[2]->type;
+        if (buf.space != TIR_SPACE_SHARED || slot.rank || slot.elem != TIR_I32) {
+            fail(v, op, "a buffer op takes an smem buffer and an i32 slot");
+            break;
+        }
+        bool same = t.rank + 1 == buf.rank && t.space == TIR_SPACE_REGS &&
+                    (op->code == TIR_OP_LOCAL_LOAD ? t.elem == buf.elem : t.elem == TIR_PTR && t.pointee == buf.elem);
+        for (unsigned d = 0; same && d < t.rank; d++) same = t.shape[d] == buf.shape[d + 1];
+        if (!same)
+            fail(v, op, op->code == TIR_OP_LOCAL_LOAD ? "local_load gives a tile of one slot's shape and element type"
+                                                      : "async_copy needs pointers to the buffer's element type, in one slot's shape");
+        else if (op->code == TIR_OP_ASYNC_COPY && op->noperands == 4 &&
+                 (o[3]->type.elem != TIR_I1 || !tir_type_same_shape(o[3]->type, t) || !tir_layout_eq(&o[3]->type.layout, &t.layout)))
+            fail(v, op, "async_copy's mask is i1 in the pointers' shape and layout");
+        break;
+    }
+    case TIR_OP_ASYNC_WAIT:
+        if (op->attr.axis < 0) fail(v, op, "async_wait needs a count of at least 0");
+        break;
     case TIR_OP_CONST:
         if (r.elem == TIR_PTR) fail(v, op, "a constant cannot be a pointer");
         break;

@@ -453,6 +453,73 @@ static void test_dot_products(void **state) {
     drop(&p);
 }
 
+/* Software pipelining (lower/pipeline_loops.c) must not change results:
+ * a matmul loop over K run as the front end built it and after the whole
+ * pass pipeline (layouts, loads staged through shared-memory rings S-1
+ * trips ahead), for S = 2, 3, 4 and K with no trip, fewer trips than
+ * stages, and a masked tail. */
+static const char pipelined_src[] =
+    "kernel mm(a: *f16, b: *f16, c: *f32, M: i32, N: i32, K: i32, const S: i32 = 3) {\n"
+    "    let m = program_id(0) * 32 + arange(0, 32);\n"
+    "    let n = arange(0, 32);\n"
+    "    let kk = arange(0, 16);\n"
+    "    var acc = zeros((32, 32), f32);\n"
+    "    for k in range(0, K, 16, num_stages = S) {\n"
+    "        let x = load(a + m[:, None] * K + (k + kk)[None, :], (m[:, None] < M) & ((k + kk)[None, :] < K), other = 0.0);\n"
+    "        let y = load(b + (k + kk)[:, None] * N + n[None, :], ((k + kk)[:, None] < K) & (n[None, :] < N));\n"
+    "        acc = dot(x, y, acc);\n"
+    "    }\n"
+    "    store(c + m[:, None] * N + n[None, :], acc, (m[:, None] < M) & (n[None, :] < N));\n"
+    "}\n";
+
+static void count_op(tir_op *op, void *n) {
+    if (op->code == TIR_OP_LOCAL_LOAD) ++*(int *)n;
+}
+
+static void test_pipelined_loop_gives_the_same_results(void **state) {
+    (void)state;
+    const int ks[6] = {0, 1, 16, 17, 40, 100};
+    enum { M = 45, N = 29, KMAX = 100 };
+    uint16_t a[M * KMAX], b[KMAX * N];
+    for (int s = 2; s <= 4; s++) {
+        lang_define def = {"S", s, false};
+        for (int pipelined = 0; pipelined < 2; pipelined++) {
+            prog p;
+            p.arena = tc_arena_new();
+            tc_diag_init(&p.diag);
+            p.src = (tc_source){"pipe.tile", pipelined_src, strlen(pipelined_src)};
+            ast_module *ast = parse_module(p.arena, &p.src, &p.diag);
+            lang_options lo = {&def, 1, NULL, 0, false, 0};
+            p.m = ast ? lang_to_tir(ast, &lo, p.arena, &p.diag) : NULL;
+            if (!p.m) fail_msg("does not compile:\n%s", p.diag.out.data);
+            lower_options opt = {0};
+            opt.passes = pipelined ? NULL : "simplify"; /* NULL: every pass */
+            assert_true(lower_run_pipeline(p.m, &opt, &p.diag));
+            int nloads = 0;
+            tir_walk(p.m->funcs, count_op, &nloads);
+            assert_int_equal(nloads, pipelined ? 2 : 0); /* the pass did stage both loads */
+            static float out[2][6][M * N];
+            for (size_t t = 0; t < sizeof ks / sizeof ks[0]; t++) {
+                int K = ks[t];
+                srand((unsigned)(K + 1));
+                for (int i = 0; i < M * K; i++) a[i] = (uint16_t)(0x3000 + rand() % 0x1000); /* f16 in [0.125, 1) */
+                for (int i = 0; i < K * N; i++) b[i] = (uint16_t)(0xb000 + rand() % 0x1000);
+                float *c = out[pipelined][t], *ref = out[0][t];
+                for (int i = 0; i < M * N; i++) c[i] = NAN;
+                rt_buffer bufs[3] = {{a, sizeof a}, {b, sizeof b}, {c, sizeof out[0][0]}};
+                rt_arg args[6] = {ptr_arg(0), ptr_arg(1), ptr_arg(2), int_arg(M), int_arg(N), int_arg(K)};
+                rt_launch l = {p.m->funcs, "pipe.tile", bufs, 3, args, 6, {(M + 31) / 32, 1, 1}};
+                if (!rt_interp_run(&l, &p.diag)) fail_msg("S=%d K=%d: %s", s, K, p.diag.out.data);
+                if (pipelined)
+                    for (int i = 0; i < M * N; i++)
+                        if (!(c[i] == ref[i])) /* same order of additions: bit for bit */
+                            fail_msg("S=%d K=%d: c[%d] = %g pipelined, %g not", s, K, i, c[i], ref[i]);
+            }
+            drop(&p);
+        }
+    }
+}
+
 static void test_atomic_order_and_rounding(void **state) {
     (void)state;
     prog p;
@@ -503,6 +570,7 @@ int main(void) {
         cmocka_unit_test(test_atomic_out_of_bounds_is_an_error),
         cmocka_unit_test(test_atomic_order_and_rounding),
         cmocka_unit_test(test_dot_products),
+        cmocka_unit_test(test_pipelined_loop_gives_the_same_results),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
