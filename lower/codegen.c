@@ -66,6 +66,7 @@ typedef struct cg {
     LLVMValueRef smem;                      /* the kernel's shared memory, or NULL */
     uint32_t smem_used;                     /* bytes handed out so far */
     uint32_t scratch;                       /* offset of the scratch area (layout changes) */
+    uint32_t buffer_next;                   /* where the next local_alloc's buffer goes */
     struct base_cache {                     /* per blocked layout: each dim's thread base */
         tir_layout key;
         LLVMValueRef base[TIR_MAX_RANK];
@@ -169,9 +170,10 @@ static unsigned view_dim(const view *v, unsigned td) { return v->sliced >= 0 && 
 
 static bool is_rank1_blocked(const tir_type *t) { return t->rank == 1 && t->layout.kind == TIR_LAYOUT_BLOCKED; }
 
-/* Registers per thread for a type: 1 for scalars. */
+/* Registers per thread for a type: 1 for scalars and for shared-memory
+ * buffers (their address). */
 static uint32_t reg_count(const tir_type *t) {
-    if (t->rank == 0) return 1;
+    if (t->rank == 0 || t->space == TIR_SPACE_SHARED) return 1;
     view v = view_of(t);
     return view_regs(&v);
 }
@@ -1465,9 +1467,106 @@ static void gen_atomic(cg *c, const tir_op *op) {
     if (owner && atomic_scratch(c->f, op)) share_from_owners(c, res, owner, old);
 }
 
+/* ---- shared-memory buffers and asynchronous copies ---------------------------
+ * A buffer (local_alloc) is a 16-byte aligned piece of the kernel's shared
+ * memory, its own for the whole kernel, between the reductions' slots and
+ * the scratch area; its register is its address. Slots are row-major
+ * tiles, one after another. async_copy moves each thread's runs of
+ * contiguous elements with cp.async (4, 8 or 16 bytes; a masked-off run
+ * copies 0 bytes, which zero-fills); where a run's mask lanes differ, or
+ * the run is narrower than 4 bytes or not known aligned, the thread copies
+ * element by element with plain loads and shared stores, which have landed
+ * by the barrier that must follow the wait anyway. */
+static uint32_t buffer_bytes(const tir_type *t) {
+    return ((uint32_t)tir_type_numel(*t) * scratch_elem_bytes((tir_elem)t->elem) + 15u) & ~15u;
+}
+
+static void gen_local_alloc(cg *c, const tir_op *op) {
+    new_regs(c, op->results[0])[0] = smem_at(c, i32c(c, c->buffer_next));
+    c->buffer_next += buffer_bytes(&op->results[0]->type);
+}
+
+/* The shared address of element `lin` (row-major) of the slot in
+ * register 0 of operand 1. */
+static LLVMValueRef slot_elem(cg *c, const tir_op *op, LLVMValueRef lin) {
+    const tir_type *bt = &op->operands[0]->type;
+    tir_elem e = (tir_elem)bt->elem;
+    uint32_t slot_elems = (uint32_t)(tir_type_numel(*bt) / bt->shape[0]);
+    LLVMValueRef at = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, reg(c, op->operands[1], 0), i32c(c, slot_elems), ""), lin, "");
+    return LLVMBuildGEP2(c->b, mem_type(c, e), reg(c, op->operands[0], 0), &at, 1, "");
+}
+
+static void cp_async(cg *c, LLVMValueRef dst, LLVMValueRef src, uint32_t bytes, LLVMValueRef src_bytes) {
+    char name[64];
+    snprintf(name, sizeof name, "llvm.nvvm.cp.async.%s.shared.global.%u.s", bytes == 16 ? "cg" : "ca", bytes);
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    LLVMValueRef fn = LLVMGetIntrinsicDeclaration(c->mod, id, NULL, 0);
+    LLVMValueRef args[3] = {dst, src, src_bytes};
+    LLVMBuildCall2(c->b, LLVMIntrinsicGetType(c->ctx, id, NULL, 0), fn, args, 3, "");
+}
+
+static void gen_async_copy(cg *c, const tir_op *op) {
+    const tir_value *ptrs = op->operands[2], *mask = op->noperands > 3 ? op->operands[3] : NULL;
+    tir_elem e = (tir_elem)ptrs->type.pointee;
+    unsigned eb = scratch_elem_bytes(e);
+    uint32_t n = reg_count(&ptrs->type);
+    bool check_align;
+    uint32_t vec = vec_width(c, ptrs, &check_align);
+    LLVMValueRef *dst = TC_NEW_ARRAY(c->arena, LLVMValueRef, n);
+    for (uint32_t r = 0; r < n; r++) dst[r] = slot_elem(c, op, linear_index(c, &ptrs->type, r));
+    LLVMBasicBlockRef join = NULL;
+    if (vec * eb >= 4 && !check_align) {
+        /* runs whose mask lanes agree go as one cp.async; else the slow path */
+        LLVMValueRef uniform = NULL;
+        for (uint32_t r = 0; mask && vec > 1 && r < n; r += vec)
+            for (uint32_t i = 1; i < vec; i++) {
+                LLVMValueRef same = LLVMBuildICmp(c->b, LLVMIntEQ, reg(c, mask, r), reg(c, mask, r + i), "");
+                uniform = uniform ? LLVMBuildAnd(c->b, uniform, same, "") : same;
+            }
+        LLVMBasicBlockRef fast = NULL, slow = NULL;
+        if (uniform) split_on(c, uniform, &fast, &slow, &join);
+        for (uint32_t r = 0; r < n; r += vec) {
+            LLVMValueRef full = i32c(c, vec * eb);
+            LLVMValueRef size = mask ? LLVMBuildSelect(c->b, reg(c, mask, r), full, i32c(c, 0), "") : full;
+            cp_async(c, dst[r], reg(c, ptrs, r), vec * eb, size);
+        }
+        if (!uniform) return;
+        LLVMBuildBr(c->b, join);
+        LLVMPositionBuilderAtEnd(c->b, slow);
+    }
+    LLVMTypeRef ty = mem_type(c, e);
+    for (uint32_t r = 0; r < n; r++) {
+        LLVMValueRef v = mask ? predicated_load(c, e, reg(c, ptrs, r), reg(c, mask, r), LLVMConstNull(elem_type(c, e)))
+                              : from_mem(c, e, LLVMBuildLoad2(c->b, ty, reg(c, ptrs, r), ""));
+        LLVMSetAlignment(LLVMBuildStore(c->b, to_mem(c, e, v), dst[r]), eb);
+    }
+    if (join) {
+        LLVMBuildBr(c->b, join);
+        LLVMPositionBuilderAtEnd(c->b, join);
+    }
+}
+
+static void gen_local_load(cg *c, const tir_op *op) {
+    const tir_value *res = op->results[0];
+    tir_elem e = (tir_elem)res->type.elem;
+    LLVMValueRef *out = new_regs(c, res);
+    for (uint32_t r = 0; r < c->nregs[res->id]; r++) {
+        LLVMValueRef v = LLVMBuildLoad2(c->b, mem_type(c, e), slot_elem(c, op, linear_index(c, &res->type, r)), "");
+        LLVMSetAlignment(v, scratch_elem_bytes(e));
+        out[r] = from_mem(c, e, v);
+    }
+}
+
+static void call_intrinsic(cg *c, const char *name, LLVMValueRef *args, unsigned n) {
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    LLVMBuildCall2(c->b, LLVMIntrinsicGetType(c->ctx, id, NULL, 0), LLVMGetIntrinsicDeclaration(c->mod, id, NULL, 0),
+                   args, n, "");
+}
+
 /* Shared memory the kernel's reductions need at most. */
 typedef struct smem_need {
     const tir_func *f;
+    uint32_t buffers; /* local_alloc: each its own */
     uint32_t slots;   /* rank-1 reductions: one slot each */
     uint32_t scratch; /* the largest layout change, general reduction or scan */
     const tir_op *largest; /* the op that needs `scratch` */
@@ -1483,6 +1582,8 @@ static void count_smem(tir_op *op, void *p) {
         s = scan_scratch(op);
     } else if (is_atomic(op->code)) {
         s = atomic_scratch(n->f, op);
+    } else if (op->code == TIR_OP_LOCAL_ALLOC) {
+        n->buffers += buffer_bytes(&op->results[0]->type);
     } else if (op->nresults == 1 && op->noperands == 1) {
         s = move_scratch(op);
     }
@@ -1895,6 +1996,16 @@ static void gen_op(cg *c, const tir_op *op) {
     case TIR_OP_YIELD: return; /* read by gen_for */
     case TIR_OP_PRINT: gen_print(c, op); return;
     case TIR_OP_ASSERT: gen_assert(c, op); return;
+    case TIR_OP_LOCAL_ALLOC: gen_local_alloc(c, op); return;
+    case TIR_OP_ASYNC_COPY: gen_async_copy(c, op); return;
+    case TIR_OP_LOCAL_LOAD: gen_local_load(c, op); return;
+    case TIR_OP_ASYNC_COMMIT: call_intrinsic(c, "llvm.nvvm.cp.async.commit.group", NULL, 0); return;
+    case TIR_OP_ASYNC_WAIT: {
+        LLVMValueRef n = i32c(c, op->attr.axis);
+        call_intrinsic(c, "llvm.nvvm.cp.async.wait.group", &n, 1);
+        return;
+    }
+    case TIR_OP_BARRIER: barrier(c); return;
     case TIR_OP_DOT: case TIR_OP_DOT_IEEE:
         cg_error(c, op, "dot has no GPU code generation yet (it runs on the CPU device)");
         return;
@@ -1950,10 +2061,11 @@ static bool gen_func(cg *c, tir_func *f) {
     }
     c->tid = sreg(c, "llvm.nvvm.read.ptx.sreg.tid.x");
     memset(c->tid_times, 0, sizeof c->tid_times);
-    smem_need need = {f, 0, 0, NULL};
+    smem_need need = {f, 0, 0, 0, NULL};
     tir_walk(f, count_smem, &need);
-    c->scratch = (need.slots + 15) & ~15u;
-    uint32_t smem_bytes = need.scratch ? c->scratch + need.scratch : need.slots;
+    c->buffer_next = (need.slots + 15) & ~15u;
+    c->scratch = c->buffer_next + need.buffers;
+    uint32_t smem_bytes = need.scratch ? c->scratch + need.scratch : need.buffers ? c->scratch : need.slots;
     if (smem_bytes > CG_MAX_STATIC_SMEM) {
         /* moves are not split into rounds yet: say which op, not ptxas */
         char what[200];

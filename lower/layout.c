@@ -101,6 +101,7 @@ static void join(layout_ctx *c, const tir_value *a, const tir_value *b) {
 }
 
 static void record(tir_value *v, layout_ctx *c) {
+    if (v->type.space == TIR_SPACE_SHARED) return; /* buffers have no layout */
     if (v->id < c->n) c->value[v->id] = v;
 }
 
@@ -120,6 +121,8 @@ static void collect(tir_op *op, void *p) {
     /* a scan takes whatever layout its operand has (codegen scans along any
      * dim of any layout), so it never costs a conversion */
     if (op->code == TIR_OP_CUMSUM || op->code == TIR_OP_CUMSUM_REV) join(c, op->operands[0], op->results[0]);
+    /* an async copy's pointers and mask go element by element together */
+    if (op->code == TIR_OP_ASYNC_COPY && op->noperands > 3) join(c, op->operands[2], op->operands[3]);
     /* a dot's result is its accumulator, updated in place */
     if (op->code == TIR_OP_DOT || op->code == TIR_OP_DOT_IEEE) join(c, op->operands[2], op->results[0]);
     if (op->code == TIR_OP_FOR) {
