@@ -772,6 +772,60 @@ static void test_misuse_is_an_error(void **state) {
     drop(&x), drop(&y), drop(&w), drop(&st), drop(&ws), drop(&dx);
 }
 
+/* Misuse of the matrix products: a status and a message, and c untouched. */
+static void test_matmul_misuse(void **state) {
+    (void)state;
+    const trt_status BAD = TRT_ERR_INVALID_ARGUMENT;
+    matrix a = make_matrix(&dtypes[0], 1, 16, 16, 256, 16, 1, 0), c = make_matrix(&dtypes[0], 1, 16, 16, 256, 16, 1, 0);
+    mput(&a, 0, 0, 0, 0.5f); /* the rest stays poisoned */
+    msend(&a), msend(&c);
+    tls_mem A = mmem(&a), C = mmem(&c);
+    tls_options ieee = {.precision = TLS_IEEE}, odd = {.precision = (tls_precision)5};
+    assert_int_equal(tls_matmul(NULL, TLS_F32, A, A, C, 16, 16, 16, 16, 1, 16, 1, 16, 1, NULL), BAD);
+    EXPECT(tls_matmul(dev, (tls_dtype)9, A, A, C, 16, 16, 16, 16, 1, 16, 1, 16, 1, NULL), BAD, "unknown dtype 9");
+    EXPECT(tls_matmul(dev, TLS_F32, A, A, C, 0, 16, 16, 16, 1, 16, 1, 16, 1, NULL), BAD, "tls_matmul: M is 0");
+    EXPECT(tls_matmul(dev, TLS_F32, A, A, C, 16, -2, 16, 16, 1, 16, 1, 16, 1, NULL), BAD, "N is -2");
+    EXPECT(tls_matmul(dev, TLS_F32, A, A, C, 16, 16, (int64_t)TLS_MATMUL_MAX_DIM + 1, 16, 1, 16, 1, 16, 1, NULL), BAD,
+           "K is 2147483137");
+    EXPECT(tls_matmul_batched(dev, TLS_F32, A, A, C, 0, 16, 16, 16, 0, 16, 1, 0, 16, 1, 256, 16, 1, NULL), BAD,
+           "tls_matmul_batched: batch is 0");
+    EXPECT(tls_matmul_batched(dev, TLS_F32, A, A, C, TLS_MATMUL_MAX_BATCH + 1, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1, NULL),
+           BAD, "batch is 65536");
+    EXPECT(tls_matmul(dev, TLS_F32, A, A, C, 16, 16, 16, -16, 1, 16, 1, 16, 1, NULL), BAD,
+           "a: the row stride is -16; strides must be >= 0");
+    EXPECT(tls_matmul(dev, TLS_F32, A, A, C, 16, 16, 16, 16, 1, 16, 1, 17, 1, NULL), BAD,
+           "c: the buffer holds 1024 bytes; 1 x 16 x 16 elements with strides 0, 17, 1 need 1084");
+    EXPECT(tls_matmul(dev, TLS_F32, A, A, C, 16, 16, 16, 16, 1, 1, 16, 1, INT64_MAX / 4, NULL), BAD,
+           "c: its strides reach past what memory can hold");
+    EXPECT(tls_matmul(dev, TLS_F16, A, A, C, 16, 16, 16, 16, 1, 16, 1, 8, 1, NULL), BAD,
+           "c: strides 0, 8, 1 (batch, row, column) over 1 x 16 x 16 put two of its elements at one address");
+    EXPECT(tls_matmul(dev, TLS_F32, A, A, C, 16, 16, 16, 16, 1, 16, 1, 0, 1, NULL), BAD, "put two of its elements");
+    EXPECT(tls_matmul_batched(dev, TLS_F16, A, A, C, 2, 8, 8, 8, 64, 8, 1, 0, 8, 1, 32, 8, 1, NULL), BAD,
+           "c: strides 32, 8, 1");
+    EXPECT(tls_matmul(dev, TLS_F32, tls_mem_at(a.buf, 8), A, C, 1, 1, 1, 1, 1, 1, 1, 1, 1, NULL), BAD,
+           "a: offset 8 is not a multiple of 16");
+    EXPECT(tls_matmul(dev, TLS_F16, A, A, C, 16, 16, 16, 16, 1, 16, 1, 16, 1, &ieee), BAD,
+           "precision TLS_IEEE is for f32 inputs, not f16");
+    EXPECT(tls_matmul(dev, TLS_F32, A, A, C, 16, 16, 16, 16, 1, 16, 1, 16, 1, &odd), BAD, "unknown precision 5");
+    trt_buffer gone;
+    OK(trt_alloc(dev, 1024, &gone));
+    OK(trt_free(dev, gone));
+    EXPECT(tls_matmul(dev, TLS_F32, A, tls_mem_of(gone), C, 16, 16, 16, 16, 1, 16, 1, 16, 1, NULL),
+           TRT_ERR_INVALID_HANDLE, "tls_matmul: b: buffer handle");
+    /* nothing ran: c is still all poison */
+    mfetch(&c, "c after refused calls");
+    for (size_t i = 0; i < c.bytes; i++)
+        if (c.host[i] != 0xff) fail_msg("a refused tls_matmul wrote c (byte %zu)", i);
+    /* inputs may repeat an element (strides 0): a and b are a[0] everywhere */
+    OK(tls_matmul(dev, TLS_F32, A, A, C, 16, 16, 16, 0, 0, 0, 0, 16, 1, NULL));
+    mfetch(&c, "matmul of one repeated element");
+    for (int64_t i = 0; i < 16; i++)
+        for (int64_t j = 0; j < 16; j++)
+            if (mget(&c, 0, i, j) != 4.0f) fail_msg("c[%lld][%lld] = %g, want 16 * 0.5 * 0.5", (long long)i,
+                                                    (long long)j, (double)mget(&c, 0, i, j));
+    mdrop(&a), mdrop(&c);
+}
+
 int main(int argc, char **argv) {
     const char *which = argc > 1 ? argv[1] : "cpu";
     trt_device_kind kind;
@@ -797,6 +851,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_matmul),
         cmocka_unit_test(test_matmul_transposed),
         cmocka_unit_test(test_matmul_batched),
+        cmocka_unit_test(test_matmul_misuse),
         cmocka_unit_test(test_modules_compile_once),
         cmocka_unit_test(test_options),
         cmocka_unit_test(test_misuse_is_an_error),
