@@ -16,6 +16,10 @@
  *     passes, which take cdiv(rows, groups) rows each with groups
  *     GPU_GROUPS_PER_SM per multiprocessor on the GPU (the bench's
  *     measured choice) and CPU_GROUPS on the CPU.
+ * Matrix products (tls_matmul*) pick instead a row of matmul_configs by
+ * shape (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps) and the layout
+ * specializations the strides allow (matmul.tile's header), and launch
+ * one program per tile of c along axis 0 and the batch along axis 1.
  * The source is the stdlib file embedded at build time (stdlib_embed.h),
  * compiled with rt_compile_kept: once per device and (file, BLOCK,
  * num_warps), then kept loaded until trt_close, so a repeated call costs a
