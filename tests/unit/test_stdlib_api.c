@@ -599,7 +599,7 @@ static void run_matmul(const dtype *dt, tls_precision prec, int64_t batch, int64
  * multiples of every tile (no masks). */
 static const int matmul_shapes[][3] = {{1, 1, 1},    {7, 16, 31},  {16, 7, 1},    {31, 64, 7},  {64, 97, 16},
                                        {97, 31, 64}, {128, 128, 97}, {1, 128, 128}, {128, 1, 16}, {64, 64, 64},
-                                       {97, 97, 128}, {32, 32, 32}};
+                                       {97, 97, 128}, {32, 32, 32}, {128, 128, 64}};
 enum { NMATMUL = sizeof matmul_shapes / sizeof matmul_shapes[0] };
 
 static void test_matmul(void **state) {
@@ -818,6 +818,9 @@ static void test_matmul_misuse(void **state) {
         if (c.host[i] != 0xff) fail_msg("a refused tls_matmul wrote c (byte %zu)", i);
     /* inputs may repeat an element (strides 0): a and b are a[0] everywhere */
     OK(tls_matmul(dev, TLS_F32, A, A, C, 16, 16, 16, 0, 0, 0, 0, 16, 1, NULL));
+    size_t modules = tls_num_modules(dev); /* a repeated specialization compiles nothing */
+    OK(tls_matmul(dev, TLS_F32, A, A, C, 16, 16, 16, 0, 0, 0, 0, 16, 1, NULL));
+    assert_int_equal(tls_num_modules(dev), modules);
     mfetch(&c, "matmul of one repeated element");
     for (int64_t i = 0; i < 16; i++)
         for (int64_t j = 0; j < 16; j++)
