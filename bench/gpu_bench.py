@@ -13,6 +13,12 @@ before it is timed. Times are medians of triton.testing.do_bench, which
 flushes the L2 cache before every run; GB/s counts each input read once
 and each output written once. The table ends with each tilec row's ratio
 to the faster peer. Peers are measured in the same run.
+
+Matrix products have their own table, in TFLOP/s (2 M N K flops): tilec
+through its C entry point tls_matmul (include/tilec_stdlib.h: its
+configuration table and layout choice, as a C caller gets them), cuBLAS
+(torch.matmul) and Triton's tutorial matmul at one fixed configuration,
+with each tilec row's ratio to cuBLAS.
 """
 import argparse
 import ctypes
@@ -46,6 +52,13 @@ class CompileOptions(ctypes.Structure):  # trt_compile_options
                 ("ndefines", ctypes.c_size_t)]
 
 
+class TlsMem(ctypes.Structure):  # tls_mem: a trt_buffer and a byte offset
+    _fields_ = [("buffer", ctypes.c_uint64), ("offset", ctypes.c_size_t)]
+
+
+TLS_DTYPE = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}  # tls_dtype
+
+
 class Tilec:
     def __init__(self, lib_path):
         self.lib = L = ctypes.CDLL(lib_path)
@@ -60,6 +73,7 @@ class Tilec:
         L.trt_get_kernel.argtypes = [vp, ctypes.c_char_p, ctypes.POINTER(vp)]
         L.trt_wrap.argtypes = [vp, u64, sz, ctypes.POINTER(u64)]
         L.trt_launch.argtypes = [vp, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32, ctypes.POINTER(Arg), sz]
+        L.tls_matmul.argtypes = [vp, ctypes.c_int, TlsMem, TlsMem, TlsMem] + [ctypes.c_int64] * 9 + [vp]
         why = ctypes.create_string_buffer(512)
         self.dev = vp()
         if L.trt_open(DEVICE_CUDA, ctypes.byref(self.dev), why, 512) != 0:
@@ -88,6 +102,26 @@ class Tilec:
             self.check(self.lib.trt_wrap(self.dev, key[0], key[1], ctypes.byref(h)), "wrapping a tensor")
             self.buffers[key] = h.value
         return self.buffers[key]
+
+    def matmul(self, a, b, c):
+        """A function that runs tls_matmul: c = a . b (2-D tensors, any strides)."""
+        dt = TLS_DTYPE[a.dtype]
+        ma, mb, mc = (TlsMem(self.buf(t), 0) for t in (a, b, c))
+        (M, K), N = a.shape, b.shape[1]
+        strides = (a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
+        call, dev = self.lib.tls_matmul, self.dev
+
+        def run():
+            if call(dev, dt, ma, mb, mc, M, N, K, *strides, None) != 0:
+                sys.exit("tilec: tls_matmul failed: " + self.lib.trt_last_error(dev).decode())
+        # GPU code for dot is new (issue 5): a build without it says so, and
+        # the matmul rows then time the peers only, saying why
+        if call(dev, dt, ma, mb, mc, M, N, K, *strides, None) != 0:
+            why = self.lib.trt_last_error(dev).decode()
+            if "no GPU code generation yet" in why:
+                return None, why
+            sys.exit("tilec: tls_matmul failed: " + why)
+        return run, None
 
     def launcher(self, k, grid, *args):
         """A function that launches k with args (tensors, ints, floats)."""
@@ -264,6 +298,83 @@ def tt_dropout(x, y, n, p, seed, BLOCK: tl.constexpr):
     v = tl.load(x + offs, mask=m)
     keep = tl.rand(seed, offs) > p
     tl.store(y + offs, tl.where(keep, v / (1 - p), 0.0).to(y.dtype.element_ty), mask=m)
+
+
+# matmul as Triton's tutorial writes it (grouped program order, pointers
+# advanced along K, the K tail masked, c stored in the input type), at one
+# fixed configuration: the tutorial autotuner's first for CUDA, its best
+# f16 choice on an H100 at large sizes
+@triton.jit
+def tt_matmul(a, b, c, M, N, K, sam, sak, sbk, sbn, scm, scn,
+              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+    pid = tl.program_id(0)
+    tiles_m = tl.cdiv(M, BLOCK_M)
+    tiles_n = tl.cdiv(N, BLOCK_N)
+    in_group = GROUP_M * tiles_n
+    first_m = (pid // in_group) * GROUP_M
+    group_m = min(tiles_m - first_m, GROUP_M)
+    pid_m = first_m + ((pid % in_group) % group_m)
+    pid_n = (pid % in_group) // group_m
+    rm = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
+    rn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
+    rk = tl.arange(0, BLOCK_K)
+    pa = a + rm[:, None] * sam + rk[None, :] * sak
+    pb = b + rk[:, None] * sbk + rn[None, :] * sbn
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        x = tl.load(pa, mask=rk[None, :] < K - k * BLOCK_K, other=0.0)
+        y = tl.load(pb, mask=rk[:, None] < K - k * BLOCK_K, other=0.0)
+        acc += tl.dot(x, y)
+        pa += BLOCK_K * sak
+        pb += BLOCK_K * sbk
+    cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    tl.store(c + cm[:, None] * scm + cn[None, :] * scn, acc.to(c.dtype.element_ty),
+             mask=(cm[:, None] < M) & (cn[None, :] < N))
+
+
+TT_MATMUL_CONFIG = dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, num_warps=8, num_stages=3)
+
+
+def tt_matmul_run(a, b, c):
+    (M, K), N = a.shape, b.shape[1]
+    cfg = TT_MATMUL_CONFIG
+    grid = (triton.cdiv(M, cfg["BLOCK_M"]) * triton.cdiv(N, cfg["BLOCK_N"]),)
+    return lambda: tt_matmul[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                                   c.stride(0), c.stride(1), **cfg)
+
+
+def matmul_bench(tc, quick):
+    """tilec's tls_matmul against cuBLAS and Triton: f16 and bf16, square
+    sizes and M = N = 8192 with K from 512 up; each result checked against
+    an f32 product first. Returns the rows of the TFLOP/s table."""
+    squares = [(n, n, n) for n in ((4096,) if quick else (1024, 2048, 4096, 8192))]
+    ks = [] if quick else [(8192, 8192, k) for k in (512, 1024, 2048, 4096)]
+    rows = []
+    for dt, name, rel in ((torch.float16, "f16", 4e-3), (torch.bfloat16, "bf16", 2e-2)):
+        for M, N, K in squares + ks:
+            a = torch.randn(M, K, device="cuda", dtype=dt)
+            b = torch.randn(K, N, device="cuda", dtype=dt)
+            c = torch.full((M, N), float("nan"), device="cuda", dtype=dt)
+            run, why = tc.matmul(a, b, c)  # runs it once
+            torch.cuda.synchronize()
+            if run:
+                # within rel of the largest |c|: the storage's rounding (f16
+                # 2^-11, bf16 2^-8) with room for f32 sums in another order
+                ref = torch.matmul(a.float(), b.float())
+                err = (c.float() - ref).abs().max().item()
+                if not err <= rel * ref.abs().max().item():
+                    sys.exit("WRONG: matmul %s %dx%dx%d differs from torch by %g" % (name, M, N, K, err))
+                del ref
+            else:
+                print("SKIPPED: tilec matmul %s %dx%dx%d NOT TIMED: %s" % (name, M, N, K, why), file=sys.stderr)
+            tt = tt_matmul_run(a, b, c)
+            t = {"tilec": median_ms(run) if run else None,
+                 "cublas": median_ms(lambda: torch.matmul(a, b, out=c)),
+                 "triton": peer_ms(tt, "triton matmul")}
+            rows.append(("matmul %s" % name, (M, N, K), t))
+            del a, b, c
+    return rows
 
 
 def tt_softmax_warps(block):  # the tutorial's choice
@@ -581,6 +692,9 @@ def main():
             table.append(("dropout %s p=%g" % (name, p), n, 2 * size * n, t))
             del x, y
 
+    # matrix products (TFLOP/s, a table of their own)
+    mm_rows = matmul_bench(tc, opt.quick)
+
     gpu = torch.cuda.get_device_name()
     print()
     print("== tilec GPU bench: %s, %s; GB/s (median of do_bench, L2 flushed)" % (gpu, tc.name))
@@ -592,6 +706,16 @@ def main():
         cells = ["%9.0f" % gbs[k] if k in gbs else "%9s" % "-" for k in ("tilec", "torch", "triton")]
         ratio = "%10.3f" % (gbs["tilec"] / peers[best]) if "tilec" in gbs else "%10s" % "-"
         print("%-27s %10d %s %10s %s" % (op, n, " ".join(cells), best, ratio))
+
+    print()
+    print("== tilec matmul: TFLOP/s (2 M N K flops; median of do_bench, L2 flushed); triton: the tutorial kernel at %s"
+          % ", ".join("%s=%s" % kv for kv in TT_MATMUL_CONFIG.items()))
+    print("%-12s %20s %9s %9s %9s %12s" % ("op", "M x N x K", "tilec", "cublas", "triton", "tilec/cublas"))
+    for op, (M, N, K), t in mm_rows:
+        tf = {k: 2 * M * N * K / (ms * 1e-3) / 1e12 for k, ms in t.items() if ms}
+        cells = ["%9.1f" % tf[k] if k in tf else "%9s" % "-" for k in ("tilec", "cublas", "triton")]
+        ratio = "%12.3f" % (tf["tilec"] / tf["cublas"]) if "tilec" in tf else "%12s" % "- (no dot)"
+        print("%-12s %20s %s %s" % (op, "%dx%dx%d" % (M, N, K), " ".join(cells), ratio))
 
 
 if __name__ == "__main__":

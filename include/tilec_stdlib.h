@@ -24,8 +24,10 @@
  * Shapes are in elements: `rows` rows of `cols` values, each row `stride`
  * elements after the one before (stride >= cols). Storage is f32, f16 or
  * bf16 (tls_dtype), the same for every tensor of a call except mean and
- * rstd, which are always f32; the math is f32. docs/stdlib.md has the
- * details, the heuristics and an example. */
+ * rstd, which are always f32; the math is f32. Matrix products
+ * (tls_matmul) take M, N, K and a row and a column stride per matrix
+ * instead. docs/stdlib.md has the details, the heuristics and an
+ * example. */
 #ifndef TILEC_STDLIB_H
 #define TILEC_STDLIB_H
 
@@ -47,6 +49,8 @@ typedef enum tls_dtype { TLS_F32, TLS_F16, TLS_BF16 } tls_dtype;
 #define TLS_NORM_MAX_COLS 16384          /* layernorm, rmsnorm */
 #define TLS_MAX_ROWS 2147483647          /* one program instance per row */
 #define TLS_MAX_ELEMENTS 2147482624      /* gelu, dropout: 2^31 - 1024 (i32 offsets) */
+#define TLS_MATMUL_MAX_DIM 2147483136    /* M, N, K: 2^31 - 512 (i32 indices of the last tile) */
+#define TLS_MATMUL_MAX_BATCH 65535       /* the GPU's grid limit along axis 1 */
 
 /* A tensor's memory: a buffer and a byte offset into it (a multiple of 16,
  * the alignment the compiler assumes for pointers). */
@@ -58,11 +62,18 @@ typedef struct tls_mem {
 static inline tls_mem tls_mem_at(trt_buffer b, size_t offset) { tls_mem m = {b, offset}; return m; }
 static inline tls_mem tls_mem_of(trt_buffer b) { tls_mem m = {b, 0}; return m; }
 
+/* How tls_matmul multiplies f32 inputs: rounded to tf32 (10 mantissa
+ * bits, the tensor cores' fast f32 path; PyTorch's allow_tf32, Triton's
+ * default), or exactly (input_precision = "ieee" in the kernel). */
+typedef enum tls_precision { TLS_TF32, TLS_IEEE } tls_precision;
+
 /* Optional per call; NULL for the defaults. */
 typedef struct tls_options {
     int num_warps;      /* 0: the compiler's heuristic on the tile's bytes (docs/stdlib.md); else a
                            power of two from 1 to 32, for the op's main kernel */
     trt_stream *stream; /* NULL: the default stream (trt_launch); else trt_launch_on that stream */
+    tls_precision precision; /* f32 matrix products: TLS_TF32 (0, the default) or TLS_IEEE; other
+                                dtypes and calls take only the default */
 } tls_options;
 
 /* ---- softmax over rows ---------------------------------------------------- */
@@ -126,6 +137,27 @@ TILEC_API trt_status tls_dropout(trt_device *dev, tls_dtype dt, tls_mem x, tls_m
  * x, else 0. */
 TILEC_API trt_status tls_dropout_bwd(trt_device *dev, tls_dtype dt, tls_mem dy, tls_mem dx, int64_t n, float p,
                                      int64_t seed, const tls_options *opt);
+
+/* ---- matrix products ------------------------------------------------------- */
+
+/* c = a . b: a is M x K, b is K x N, c is M x N, element (i, j) of x at
+ * i * stride_xm + j * stride_xn elements from its start. Any strides >= 0
+ * (a transposed operand is the other strides; 0 repeats a row or column
+ * of an input); c's must keep its elements apart. The sum is f32, c is
+ * stored in the input type. f32 inputs round to tf32 unless
+ * opt->precision is TLS_IEEE. c must not overlap a or b. */
+TILEC_API trt_status tls_matmul(trt_device *dev, tls_dtype dt, tls_mem a, tls_mem b, tls_mem c, int64_t M, int64_t N,
+                                int64_t K, int64_t stride_am, int64_t stride_ak, int64_t stride_bk, int64_t stride_bn,
+                                int64_t stride_cm, int64_t stride_cn, const tls_options *opt);
+/* `batch` products c[i] = a[i] . b[i], matrix i of x starting i * stride_xb
+ * elements after x's (stride_ab or stride_bb 0: one a or b for every
+ * product; c's batches must not overlap). batch up to
+ * TLS_MATMUL_MAX_BATCH. */
+TILEC_API trt_status tls_matmul_batched(trt_device *dev, tls_dtype dt, tls_mem a, tls_mem b, tls_mem c, int64_t batch,
+                                        int64_t M, int64_t N, int64_t K, int64_t stride_ab, int64_t stride_am,
+                                        int64_t stride_ak, int64_t stride_bb, int64_t stride_bk, int64_t stride_bn,
+                                        int64_t stride_cb, int64_t stride_cm, int64_t stride_cn,
+                                        const tls_options *opt);
 
 /* How many stdlib modules the device holds: one per stdlib file and
  * specialization (BLOCK, num_warps) used so far, kept until trt_close.

@@ -16,6 +16,10 @@
  *     passes, which take cdiv(rows, groups) rows each with groups
  *     GPU_GROUPS_PER_SM per multiprocessor on the GPU (the bench's
  *     measured choice) and CPU_GROUPS on the CPU.
+ * Matrix products (tls_matmul*) pick instead a row of matmul_configs by
+ * shape (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps) and the layout
+ * specializations the strides allow (matmul.tile's header), and launch
+ * one program per tile of c along axis 0 and the batch along axis 1.
  * The source is the stdlib file embedded at build time (stdlib_embed.h),
  * compiled with rt_compile_kept: once per device and (file, BLOCK,
  * num_warps), then kept loaded until trt_close, so a repeated call costs a
@@ -72,6 +76,9 @@ static trt_status begin(call *c, trt_device *d, const char *op, tls_dtype dt, co
     if ((unsigned)dt >= sizeof storages / sizeof storages[0])
         return rt_fail(d, TRT_ERR_INVALID_ARGUMENT, "%s: unknown dtype %d (TLS_F32, TLS_F16 or TLS_BF16)", op, (int)dt);
     c->st = &storages[dt];
+    if (o && o->precision != TLS_TF32 && o->precision != TLS_IEEE)
+        return rt_fail(d, TRT_ERR_INVALID_ARGUMENT, "%s: unknown precision %d (TLS_TF32 or TLS_IEEE)", op,
+                       (int)o->precision);
     int w = o ? o->num_warps : 0;
     if (w < 0 || w > MAX_NUM_WARPS || (w & (w - 1)))
         return rt_fail(d, TRT_ERR_INVALID_ARGUMENT, "%s: num_warps %d must be 0 (the heuristic) or a power of two from 1 to %d",
@@ -146,29 +153,43 @@ static const rt_embedded_file *embedded(const char *name) {
     return NULL;
 }
 
+/* The kernel `name` of the embedded `file` with the const parameters
+ * `defs`, compiled (once) with num_warps; `spec` says which
+ * specialization in a message. */
+static trt_status kernel_with(const call *c, const char *file, const char *name, const tilec_define *defs,
+                              size_t ndefs, int num_warps, const char *spec, trt_kernel **k) {
+    const rt_embedded_file *f = embedded(file);
+    if (!f) return rt_fail(c->d, TRT_ERR_NOT_FOUND, "%s: %s is not in this build of tilec", c->op, file);
+    trt_compile_options co = {.arch = NULL, .num_warps = num_warps, .defines = defs, .ndefines = ndefs};
+    trt_module *m;
+    trt_status st = rt_compile_kept(c->d, f->name, f->text, f->len, &co, &m);
+    if (st != TRT_OK) return rt_fail(c->d, st, "%s: compiling %s (%s): %s", c->op, file, spec, c->d->err);
+    return trt_get_kernel(m, name, k);
+}
+
 /* The kernel `base`_<dtype> of the embedded `file` with BLOCK = block,
  * compiled (once) with num_warps. */
 static trt_status kernel_for(const call *c, const char *file, const char *base, int block, int num_warps,
                              trt_kernel **k) {
-    const rt_embedded_file *f = embedded(file);
-    if (!f) return rt_fail(c->d, TRT_ERR_NOT_FOUND, "%s: %s is not in this build of tilec", c->op, file);
     tilec_define def = {"BLOCK", block};
-    trt_compile_options co = {.arch = NULL, .num_warps = num_warps, .defines = &def, .ndefines = 1};
-    trt_module *m;
-    trt_status st = rt_compile_kept(c->d, f->name, f->text, f->len, &co, &m);
-    if (st != TRT_OK) return rt_fail(c->d, st, "%s: compiling %s (BLOCK %d): %s", c->op, file, block, c->d->err);
-    char name[MAX_KERNEL_NAME];
+    char name[MAX_KERNEL_NAME], spec[32];
     snprintf(name, sizeof name, "%s_%s", base, c->st->suffix);
-    return trt_get_kernel(m, name, k);
+    snprintf(spec, sizeof spec, "BLOCK %d", block);
+    return kernel_with(c, file, name, &def, 1, num_warps, spec, k);
 }
 
 static int main_warps(const call *c) { return c->o ? c->o->num_warps : 0; }
 
-static trt_status launch(const call *c, trt_kernel *k, int64_t grid, const trt_arg *args, size_t nargs) {
+static trt_status launch_grid(const call *c, trt_kernel *k, int64_t grid_x, int64_t grid_y, const trt_arg *args,
+                              size_t nargs) {
     trt_stream *s = c->o ? c->o->stream : NULL;
-    trt_status st = s ? trt_launch_on(s, k, (uint32_t)grid, 1, 1, args, nargs)
-                      : trt_launch(k, (uint32_t)grid, 1, 1, args, nargs);
+    trt_status st = s ? trt_launch_on(s, k, (uint32_t)grid_x, (uint32_t)grid_y, 1, args, nargs)
+                      : trt_launch(k, (uint32_t)grid_x, (uint32_t)grid_y, 1, args, nargs);
     return st == TRT_OK ? st : rt_fail(c->d, st, "%s: %s", c->op, c->d->err);
+}
+
+static trt_status launch(const call *c, trt_kernel *k, int64_t grid, const trt_arg *args, size_t nargs) {
+    return launch_grid(c, k, grid, 1, args, nargs);
 }
 
 static trt_arg arg_mem(tls_mem m) { return trt_buf_at(m.buffer, m.offset); }
@@ -406,6 +427,198 @@ trt_status tls_dropout_bwd(trt_device *dev, tls_dtype dt, tls_mem dy, tls_mem dx
     static const char *const names[] = {"dy", "dx"};
     const trt_arg extra[] = {trt_float(p), trt_int(seed)};
     return elementwise(&c, "stdlib/dropout.tile", "dropout_bwd", m, names, 2, n, extra, 2);
+}
+
+/* ---- matrix products -------------------------------------------------------------- */
+
+/* A tile configuration of stdlib/matmul.tile: the first row of
+ * matmul_configs whose minimums the shape (M, N) meets. Taken from the
+ * configurations of Triton's matmul tutorial (its autotuner's list for
+ * f16 on recent GPUs), not yet measured here: GPU code for dot is new. */
+typedef struct matmul_config {
+    int64_t min_m, min_n;
+    int block_m, block_n, block_k, group_m, num_warps;
+    /* the software-pipelining depth Triton uses with it. trt_compile_options
+     * has no num_stages yet: recorded for when the compiler pipelines
+     * loops, not passed */
+    int num_stages;
+} matmul_config;
+
+static const matmul_config matmul_configs[] = {
+    /* min_m, min_n, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages */
+    {128, 128, 128, 128, 32, 8, 4, 4}, /* large: 64 f32 accumulators a thread */
+    {64, 64, 64, 64, 32, 8, 4, 4},
+    {1, 1, 32, 32, 32, 8, 2, 4}, /* skinny or small: less padding past the edges */
+};
+
+static const matmul_config *matmul_config_for(int64_t M, int64_t N) {
+    size_t n = sizeof matmul_configs / sizeof matmul_configs[0];
+    for (size_t i = 0; i < n - 1; i++)
+        if (M >= matmul_configs[i].min_m && N >= matmul_configs[i].min_n) return &matmul_configs[i];
+    return &matmul_configs[n - 1];
+}
+
+/* One matrix operand: its memory, its name in messages, and its three
+ * dims (batch, rows, columns) with their strides in elements. */
+typedef struct matrix {
+    const char *name;
+    tls_mem mem;
+    int64_t n[3], s[3];
+} matrix;
+
+static trt_status check_dim(const call *c, const char *name, int64_t v, int64_t max) {
+    if (v < 1 || v > max)
+        return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: %s is %lld; it must be from 1 to %lld", c->op, name,
+                       (long long)v, (long long)max);
+    return TRT_OK;
+}
+
+/* That x's strides are >= 0 and its buffer, live and 16-byte aligned at
+ * its offset, holds the furthest element (sizes >= 1, checked before). */
+static trt_status check_matrix(const call *c, const matrix *x) {
+    static const char *const dims[3] = {"b", "row", "column"};
+    for (int i = 0; i < 3; i++)
+        if (x->s[i] < 0)
+            return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: %s: the %s stride is %lld; strides must be >= 0",
+                           c->op, x->name, i ? dims[i] : "batch", (long long)x->s[i]);
+    size_t have;
+    trt_status st = rt_buffer_size(c->d, x->mem.buffer, &have);
+    if (st != TRT_OK) return rt_fail(c->d, st, "%s: %s: %s", c->op, x->name, c->d->err);
+    if (x->mem.offset % PTR_ALIGN)
+        return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: %s: offset %zu is not a multiple of %d bytes", c->op,
+                       x->name, x->mem.offset, PTR_ALIGN);
+    /* the furthest element, sum (n - 1) * s, and one more, without overflowing */
+    uint64_t limit = (uint64_t)INT64_MAX / c->st->size, last = 0;
+    for (int i = 0; i < 3; i++) {
+        uint64_t n = (uint64_t)(x->n[i] - 1), s = (uint64_t)x->s[i];
+        if (n && s > (limit - 1 - last) / n)
+            return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: %s: its strides reach past what memory can hold",
+                           c->op, x->name);
+        last += n * s;
+    }
+    uint64_t need = (last + 1) * c->st->size;
+    if (x->mem.offset > have || need > have - x->mem.offset)
+        return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT,
+                       "%s: %s: the buffer holds %zu bytes; %lld x %lld x %lld elements with strides %lld, %lld, %lld "
+                       "need %llu from offset %zu",
+                       c->op, x->name, have, (long long)x->n[0], (long long)x->n[1], (long long)x->n[2],
+                       (long long)x->s[0], (long long)x->s[1], (long long)x->s[2], (unsigned long long)need,
+                       x->mem.offset);
+    return TRT_OK;
+}
+
+/* That no two elements of the output share an address: taking its dims
+ * longer than 1 by increasing stride, each stride must pass the last
+ * element the smaller ones reach (the usual test for a non-overlapping
+ * view; strides and sizes checked before, so nothing overflows). */
+static trt_status check_apart(const call *c, const matrix *x) {
+    int order[3], k = 0;
+    for (int i = 0; i < 3; i++)
+        if (x->n[i] > 1) order[k++] = i;
+    for (int i = 1; i < k; i++)
+        for (int j = i; j > 0 && x->s[order[j]] < x->s[order[j - 1]]; j--) {
+            int t = order[j];
+            order[j] = order[j - 1], order[j - 1] = t;
+        }
+    int64_t reach = 0; /* the furthest element of the dims so far */
+    for (int i = 0; i < k; i++) {
+        if (x->s[order[i]] <= reach || x->s[order[i]] == 0)
+            return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT,
+                           "%s: %s: strides %lld, %lld, %lld (batch, row, column) over %lld x %lld x %lld put two "
+                           "of its elements at one address",
+                           c->op, x->name, (long long)x->s[0], (long long)x->s[1], (long long)x->s[2],
+                           (long long)x->n[0], (long long)x->n[1], (long long)x->n[2]);
+        reach += (x->n[order[i]] - 1) * x->s[order[i]];
+    }
+    return TRT_OK;
+}
+
+/* A stride the kernel may take as 1: it is, or its dim has one element
+ * (the elements it would reach are masked off); a stride it may take as
+ * a multiple of vec elements (0 for a dim of one element). */
+static bool unit_stride(int64_t s, int64_t n) { return s == 1 || n == 1; }
+static bool vec_stride(int64_t s, int64_t n, int64_t vec) { return n == 1 || s % vec == 0; }
+
+/* stdlib/matmul.tile's layout of an operand (A or B; C's is 1 or 0 as
+ * the first case): 1 when its rows are contiguous, 2 when its columns
+ * are, else 0 (the header of matmul.tile), with the other strides
+ * multiples of vec elements. */
+static int operand_layout(const matrix *x, int64_t vec) {
+    if (!vec_stride(x->s[0], x->n[0], vec)) return 0;
+    if (unit_stride(x->s[2], x->n[2]) && vec_stride(x->s[1], x->n[1], vec)) return 1;
+    if (unit_stride(x->s[1], x->n[1]) && vec_stride(x->s[2], x->n[2], vec)) return 2;
+    return 0;
+}
+
+static trt_status matmul(const call *c, matrix a, matrix b, matrix x) {
+    trt_status st;
+    int64_t batch = a.n[0], M = a.n[1], K = a.n[2], N = b.n[2];
+    if ((st = check_dim(c, "batch", batch, TLS_MATMUL_MAX_BATCH)) || (st = check_dim(c, "M", M, TLS_MATMUL_MAX_DIM)) ||
+        (st = check_dim(c, "N", N, TLS_MATMUL_MAX_DIM)) || (st = check_dim(c, "K", K, TLS_MATMUL_MAX_DIM)))
+        return st;
+    bool ieee = c->o && c->o->precision == TLS_IEEE;
+    if (ieee && c->st != &storages[TLS_F32])
+        return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: precision TLS_IEEE is for f32 inputs, not %s", c->op,
+                       c->st->suffix);
+    const matmul_config *cfg = matmul_config_for(M, N);
+    int64_t tiles = cdiv(M, cfg->block_m) * cdiv(N, cfg->block_n);
+    if (tiles > INT32_MAX)
+        return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: %lld x %lld needs %lld tiles of %d x %d; at most %d fit a grid",
+                       c->op, (long long)M, (long long)N, (long long)tiles, cfg->block_m, cfg->block_n, INT32_MAX);
+    if ((st = check_matrix(c, &a)) || (st = check_matrix(c, &b)) || (st = check_matrix(c, &x)) ||
+        (st = check_apart(c, &x)))
+        return st;
+    int64_t vec = PTR_ALIGN / (int64_t)c->st->size;
+    int c_layout = vec_stride(x.s[0], x.n[0], vec) && unit_stride(x.s[2], x.n[2]) && vec_stride(x.s[1], x.n[1], vec);
+    bool even = M % cfg->block_m == 0 && N % cfg->block_n == 0 && K % cfg->block_k == 0;
+    tilec_define defs[] = {{"BLOCK_M", cfg->block_m},        {"BLOCK_N", cfg->block_n},
+                           {"BLOCK_K", cfg->block_k},        {"GROUP_M", cfg->group_m},
+                           {"A_LAYOUT", operand_layout(&a, vec)}, {"B_LAYOUT", operand_layout(&b, vec)},
+                           {"C_LAYOUT", c_layout},           {"EVEN", even}};
+    char name[MAX_KERNEL_NAME], spec[128];
+    snprintf(name, sizeof name, "matmul_%s%s", c->st->suffix, ieee ? "_ieee" : "");
+    snprintf(spec, sizeof spec, "BLOCK_M %d, BLOCK_N %d, BLOCK_K %d, layouts %lld %lld %lld%s", cfg->block_m,
+             cfg->block_n, cfg->block_k, (long long)defs[4].value, (long long)defs[5].value, (long long)c_layout,
+             even ? ", EVEN" : "");
+    int warps = main_warps(c) ? main_warps(c) : cfg->num_warps;
+    trt_kernel *k;
+    if ((st = kernel_with(c, "stdlib/matmul.tile", name, defs, sizeof defs / sizeof defs[0], warps, spec, &k))) return st;
+    /* a dim of one element: its stride is never multiplied by more than 0
+     * for an element that is loaded or stored, so any value does (the
+     * layouts above count on 0) */
+    for (int i = 0; i < 3; i++) {
+        if (a.n[i] == 1) a.s[i] = 0;
+        if (b.n[i] == 1) b.s[i] = 0;
+        if (x.n[i] == 1) x.s[i] = 0;
+    }
+    trt_arg args[] = {arg_mem(a.mem),  arg_mem(b.mem),  arg_mem(x.mem),  trt_int(M),       trt_int(N),
+                      trt_int(K),      trt_int(a.s[1]), trt_int(a.s[2]), trt_int(b.s[1]),  trt_int(b.s[2]),
+                      trt_int(x.s[1]), trt_int(x.s[2]), trt_int(a.s[0]), trt_int(b.s[0]),  trt_int(x.s[0])};
+    return launch_grid(c, k, tiles, batch, args, sizeof args / sizeof args[0]);
+}
+
+trt_status tls_matmul(trt_device *dev, tls_dtype dt, tls_mem a, tls_mem b, tls_mem c, int64_t M, int64_t N, int64_t K,
+                      int64_t stride_am, int64_t stride_ak, int64_t stride_bk, int64_t stride_bn, int64_t stride_cm,
+                      int64_t stride_cn, const tls_options *opt) {
+    call cl;
+    trt_status st;
+    if ((st = begin(&cl, dev, "tls_matmul", dt, opt))) return st;
+    matrix ma = {"a", a, {1, M, K}, {0, stride_am, stride_ak}}, mb = {"b", b, {1, K, N}, {0, stride_bk, stride_bn}},
+           mc = {"c", c, {1, M, N}, {0, stride_cm, stride_cn}};
+    return matmul(&cl, ma, mb, mc);
+}
+
+trt_status tls_matmul_batched(trt_device *dev, tls_dtype dt, tls_mem a, tls_mem b, tls_mem c, int64_t batch, int64_t M,
+                              int64_t N, int64_t K, int64_t stride_ab, int64_t stride_am, int64_t stride_ak,
+                              int64_t stride_bb, int64_t stride_bk, int64_t stride_bn, int64_t stride_cb,
+                              int64_t stride_cm, int64_t stride_cn, const tls_options *opt) {
+    call cl;
+    trt_status st;
+    if ((st = begin(&cl, dev, "tls_matmul_batched", dt, opt))) return st;
+    matrix ma = {"a", a, {batch, M, K}, {stride_ab, stride_am, stride_ak}},
+           mb = {"b", b, {batch, K, N}, {stride_bb, stride_bk, stride_bn}},
+           mc = {"c", c, {batch, M, N}, {stride_cb, stride_cm, stride_cn}};
+    return matmul(&cl, ma, mb, mc);
 }
 
 size_t tls_num_modules(const trt_device *dev) {

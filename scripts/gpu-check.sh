@@ -115,6 +115,18 @@ else
   row "memcheck" SKIP "compute-sanitizer not found"
 fi
 
+# ---- the stdlib matmul's tile configurations as ptxas -v sees them (sm_90) --------
+# registers, shared memory and spill bytes of each kernel at each
+# configuration of runtime/stdlib.c's table, printed before the tables
+# below (tests/stdlib-no-spills.sh also runs in ctest above, which fails on
+# a spill; this is only its table)
+echo "== matmul ptxas -v: tests/stdlib-no-spills.sh" >>"$log"
+spill_out=$(bash "$root/tests/stdlib-no-spills.sh" "$build/tilec" "$root" 2>&1)
+printf '%s\n' "$spill_out" >>"$log"
+matmul_ptxas=$(printf '%s\n' "$spill_out" | sed -n '/^== stdlib matmul, ptxas -v/,/kernel compilations checked/p' | sed '$d')
+if [ -n "$matmul_ptxas" ]; then row "matmul ptxas -v (sm_90)" ok "table above"
+else row "matmul ptxas -v (sm_90)" SKIP "$(printf '%s\n' "$spill_out" | grep -m1 'matmul' || echo 'no table')"; fi
+
 # ---- timings: stdlib kernels against PyTorch and Triton, same run ------------------
 bench_table=""
 if python3 -c 'import torch, triton' 2>/dev/null; then
@@ -129,6 +141,7 @@ else
   row "bench" SKIP "python3 with torch and triton not found"
 fi
 
+[ -n "$matmul_ptxas" ] && printf '\n%s\n' "$matmul_ptxas"
 [ -n "$bench_table" ] && printf '\n%s\n' "$bench_table"
 table
 [ $fails -eq 0 ]

@@ -440,6 +440,205 @@ static void test_dropout(void **state) {
     }
 }
 
+/* ---- matrix products ---------------------------------------------------------------- */
+
+/* A batch of matrices at any strides (elements), `off` bytes into a buffer
+ * that ends at its furthest element; everything else stays poisoned. */
+typedef struct matrix {
+    const dtype *dt;
+    int64_t n[3], s[3]; /* batch, rows, columns */
+    size_t off, bytes;
+    unsigned char *host;
+    trt_buffer buf;
+} matrix;
+
+static matrix make_matrix(const dtype *dt, int64_t batch, int64_t rows, int64_t cols, int64_t sb, int64_t sr,
+                          int64_t sc, size_t off) {
+    matrix m = {dt, {batch, rows, cols}, {sb, sr, sc}, off, 0, NULL, {0}};
+    int64_t last = (batch - 1) * sb + (rows - 1) * sr + (cols - 1) * sc;
+    m.bytes = off + (size_t)(last + 1) * dt->size;
+    m.host = malloc(m.bytes);
+    assert_non_null(m.host);
+    memset(m.host, 0xff, m.bytes);
+    return m;
+}
+static size_t mx(const matrix *m, int64_t b, int64_t r, int64_t c) {
+    return (size_t)(b * m->s[0] + r * m->s[1] + c * m->s[2]);
+}
+static float mget(const matrix *m, int64_t b, int64_t r, int64_t c) { return m->dt->get(m->host + m->off, mx(m, b, r, c)); }
+static void mput(matrix *m, int64_t b, int64_t r, int64_t c, float v) { m->dt->put(m->host + m->off, mx(m, b, r, c), v); }
+static tls_mem mmem(const matrix *m) { return tls_mem_at(m->buf, m->off); }
+static void msend(matrix *m) {
+    OK(trt_alloc(dev, m->bytes, &m->buf));
+    OK(trt_write(dev, m->buf, 0, m->host, m->bytes));
+}
+/* Reads the output back: every byte that is not one of its elements must
+ * still be poison. */
+static void mfetch(matrix *m, const char *what) {
+    OK(trt_sync(dev));
+    OK(trt_read(dev, m->buf, 0, m->host, m->bytes));
+    bool *mine = calloc(m->bytes, 1);
+    for (int64_t b = 0; b < m->n[0]; b++)
+        for (int64_t r = 0; r < m->n[1]; r++)
+            for (int64_t c = 0; c < m->n[2]; c++)
+                for (size_t k = 0; k < m->dt->size; k++) mine[m->off + mx(m, b, r, c) * m->dt->size + k] = true;
+    for (size_t i = 0; i < m->bytes; i++)
+        if (!mine[i] && m->host[i] != 0xff) {
+            free(mine);
+            fail_msg("%s: byte %zu of c's buffer, outside c, was written (%#x) on %s", what, i, m->host[i],
+                     trt_device_name(dev));
+        }
+    free(mine);
+}
+static void mdrop(matrix *m) {
+    OK(trt_free(dev, m->buf));
+    free(m->host);
+}
+
+/* f32 to tf32 as the tensor cores' cvt.rna.tf32.f32: 10 mantissa bits, to
+ * nearest, ties away from zero. */
+static double tf32(float v) {
+    uint32_t u;
+    memcpy(&u, &v, 4);
+    u = (u + 0x1000u) & ~0x1fffu;
+    memcpy(&v, &u, 4);
+    return v;
+}
+
+/* How a matrix sits in memory in the tests below. */
+typedef enum { ROW_MAJOR, COL_MAJOR, PADDED, SPREAD } placement;
+static const char *const placement_names[] = {"row-major", "column-major", "row-major, padded rows", "strided"};
+
+/* Strides for `rows` x `cols` matrices placed so: row-major; column-major
+ * (the transpose of a row-major matrix: what a transposed operand is);
+ * row-major with 8 elements between rows (still 16-byte aligned rows);
+ * every element 2 apart with rows 3 more apart (no fast path at all);
+ * the batches apart by the last element plus 5 more. */
+static void strides_of(placement p, int64_t rows, int64_t cols, int64_t s[3]) {
+    switch (p) {
+    case ROW_MAJOR: s[1] = cols, s[2] = 1; break;
+    case COL_MAJOR: s[1] = 1, s[2] = rows; break;
+    case PADDED: s[1] = cols + 8, s[2] = 1; break;
+    case SPREAD: s[1] = 2 * cols + 3, s[2] = 2; break;
+    }
+    s[0] = (rows - 1) * s[1] + (cols - 1) * s[2] + 1 + 5;
+}
+
+static float nonzero(void) {
+    float v = (float)(rand() % 2001 - 1000) / 1021.0f; /* no short binary fraction: every mantissa bit set */
+    return v != 0 ? v : 0.5f;
+}
+
+/* c = a . b for a batch of `batch` (1: through tls_matmul) on random
+ * non-zero inputs in [-1, 1], c poisoned before, checked against float64
+ * sums of the stored inputs (rounded to tf32 first for TLS_TF32, as the
+ * kernel does, so that a kernel that skipped the rounding fails; TLS_IEEE
+ * uses them as they are, and would fail with it). b_shared: one b for the
+ * whole batch (stride 0).
+ *
+ * Tolerance for c[i][j], with S = sum over k of |a[i][k] b[k][j]|:
+ *   S * K * 2^-23  +  |c| * u_storage  +  the storage's tiny,
+ * - products: exact in f32 (f16 and bf16 have 11 and 8 significant bits,
+ *   tf32 11: a product has at most 22), so only the sum rounds;
+ * - the sum: K f32 additions, each off by at most 2^-24 of the partial
+ *   sum, itself at most S: K * 2^-24 * S; doubled, as the tensor cores
+ *   add in groups whose rounding is not specified;
+ * - the result: rounded once to the storage, relative u (f16 2^-11, bf16
+ *   2^-8, f32 2^-24), plus dt->tiny where that rounds to a subnormal.
+ * A dropped or doubled term, a wrong stride or a missing tf32 rounding is
+ * much larger than that: a product is about S / K, and tf32's rounding
+ * moves the sum by about S * 2^-11, more than S * K * 2^-23 for K < 4096. */
+static void run_matmul(const dtype *dt, tls_precision prec, int64_t batch, int64_t M, int64_t N, int64_t K,
+                       placement pa, placement pb, placement pc, bool b_shared, size_t off) {
+    char what[192];
+    snprintf(what, sizeof what, "matmul %s%s batch %lld%s %lldx%lldx%lld, a %s, b %s, c %s", dt->name,
+             prec == TLS_IEEE ? " (ieee)" : "", (long long)batch, b_shared ? " (one b)" : "", (long long)M, (long long)N,
+             (long long)K, placement_names[pa], placement_names[pb], placement_names[pc]);
+    int64_t sa[3], sb[3], sc[3];
+    strides_of(pa, M, K, sa), strides_of(pb, K, N, sb), strides_of(pc, M, N, sc);
+    if (b_shared) sb[0] = 0;
+    matrix a = make_matrix(dt, batch, M, K, sa[0], sa[1], sa[2], off),
+           b = make_matrix(dt, batch, K, N, sb[0], sb[1], sb[2], (off + 16) % 48),
+           c = make_matrix(dt, batch, M, N, sc[0], sc[1], sc[2], off + 16);
+    for (int64_t q = 0; q < batch; q++) {
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t k = 0; k < K; k++) mput(&a, q, i, k, nonzero());
+        for (int64_t k = 0; k < K; k++)
+            for (int64_t j = 0; j < N; j++) mput(&b, q, k, j, nonzero());
+    }
+    msend(&a), msend(&b), msend(&c);
+    tls_options o = {.precision = prec};
+    if (batch == 1)
+        OK(tls_matmul(dev, dt->id, mmem(&a), mmem(&b), mmem(&c), M, N, K, sa[1], sa[2], sb[1], sb[2], sc[1], sc[2], &o));
+    else
+        OK(tls_matmul_batched(dev, dt->id, mmem(&a), mmem(&b), mmem(&c), batch, M, N, K, sa[0], sa[1], sa[2], sb[0],
+                              sb[1], sb[2], sc[0], sc[1], sc[2], &o));
+    mfetch(&c, what);
+    bool round_tf32 = dt->id == TLS_F32 && prec == TLS_TF32;
+    double u_out = dt->id == TLS_F32 ? 0x1p-24 : dt->id == TLS_F16 ? 0x1p-11 : 0x1p-8;
+    for (int64_t q = 0; q < batch; q++)
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                double want = 0, mag = 0;
+                for (int64_t k = 0; k < K; k++) {
+                    double x = mget(&a, q, i, k), y = mget(&b, q, k, j);
+                    if (round_tf32) x = tf32((float)x), y = tf32((float)y);
+                    want += x * y, mag += fabs(x * y);
+                }
+                double got = mget(&c, q, i, j), tol = mag * (double)K * 0x1p-23 + fabs(want) * u_out + dt->tiny;
+                if (!(fabs(got - want) <= tol))
+                    fail_msg("%s: c[%lld][%lld][%lld] = %.9g, want %.9g (tol %.3g) on %s", what, (long long)q,
+                             (long long)i, (long long)j, got, want, tol, trt_device_name(dev));
+            }
+    mdrop(&a), mdrop(&b), mdrop(&c);
+}
+
+/* The sizes: each of 1, 7, 16, 31, 64, 97 and 128 as M, N and K (primes,
+ * 1, powers of two, one past and one short of the tiles), each table row
+ * of runtime/stdlib.c (128 x 128 and up, 64 x 64 and up, the rest), and
+ * multiples of every tile (no masks). */
+static const int matmul_shapes[][3] = {{1, 1, 1},    {7, 16, 31},  {16, 7, 1},    {31, 64, 7},  {64, 97, 16},
+                                       {97, 31, 64}, {128, 128, 97}, {1, 128, 128}, {128, 1, 16}, {64, 64, 64},
+                                       {97, 97, 128}, {32, 32, 32}, {128, 128, 64}};
+enum { NMATMUL = sizeof matmul_shapes / sizeof matmul_shapes[0] };
+
+static void test_matmul(void **state) {
+    (void)state;
+    const tls_precision precs[] = {TLS_TF32, TLS_TF32, TLS_TF32, TLS_IEEE};
+    for (size_t t = 0; t < 4; t++) {
+        const dtype *dt = &dtypes[t < 3 ? t : 0]; /* f32, f16, bf16, then f32 again, exactly */
+        for (size_t s = 0; s < NMATMUL; s++) {
+            const int *sh = matmul_shapes[s];
+            /* the placements rotate with the shape, so that each operand
+             * meets each placement at several sizes */
+            placement pa = (placement)((s + t) % 4), pb = (placement)((s / 2 + t) % 4), pc = (placement)((s / 3) % 4);
+            run_matmul(dt, precs[t], 1, sh[0], sh[1], sh[2], pa, pb, pc, false, offset_of(s));
+        }
+    }
+}
+
+/* Transposed operands, by strides alone: every pairing of row- and
+ * column-major a and b (a^T b, a b^T, a^T b^T), for each dtype. */
+static void test_matmul_transposed(void **state) {
+    (void)state;
+    for (size_t t = 0; t < 3; t++)
+        for (int pa = ROW_MAJOR; pa <= COL_MAJOR; pa++)
+            for (int pb = ROW_MAJOR; pb <= COL_MAJOR; pb++) {
+                run_matmul(&dtypes[t], TLS_TF32, 1, 64, 64, 64, (placement)pa, (placement)pb, ROW_MAJOR, false, 0);
+                run_matmul(&dtypes[t], TLS_TF32, 1, 31, 97, 7, (placement)pa, (placement)pb, COL_MAJOR, false, 16);
+            }
+}
+
+static void test_matmul_batched(void **state) {
+    (void)state;
+    for (size_t t = 0; t < 3; t++) {
+        run_matmul(&dtypes[t], TLS_TF32, 3, 31, 16, 7, ROW_MAJOR, ROW_MAJOR, ROW_MAJOR, false, 0);
+        run_matmul(&dtypes[t], TLS_TF32, 2, 64, 64, 32, ROW_MAJOR, COL_MAJOR, ROW_MAJOR, true, 16);
+        run_matmul(&dtypes[t], TLS_TF32, 4, 7, 33, 16, SPREAD, PADDED, COL_MAJOR, true, 32);
+    }
+    run_matmul(&dtypes[0], TLS_IEEE, 2, 16, 16, 97, COL_MAJOR, ROW_MAJOR, PADDED, false, 0);
+}
+
 /* ---- compiling once, options ------------------------------------------------------- */
 
 /* A call whose specialization was used before compiles nothing: the
@@ -459,7 +658,7 @@ static void test_modules_compile_once(void **state) {
     assert_int_equal(tls_num_modules(dev), n);
     OK(tls_softmax(dev, TLS_F32, mem(&x), mem(&y), 4, 200, 300, 300, NULL)); /* BLOCK 256: one more */
     assert_int_equal(tls_num_modules(dev), n + 1);
-    tls_options o = {2, NULL};
+    tls_options o = {.num_warps = 2};
     OK(tls_softmax(dev, TLS_F32, mem(&x), mem(&y), 4, 300, 300, 300, &o)); /* num_warps 2: one more */
     OK(tls_softmax(dev, TLS_F32, mem(&x), mem(&y), 4, 300, 300, 300, &o));
     assert_int_equal(tls_num_modules(dev), n + 2);
@@ -476,7 +675,7 @@ static void test_options(void **state) {
            dx = make(dt, 5, 700, 700, 0);
     fill(&x, logit), fill(&dy, small);
     send(&x), send(&y), send(&dy), send(&dx);
-    tls_options o = {1, s};
+    tls_options o = {.num_warps = 1, .stream = s};
     OK(tls_softmax(dev, dt->id, mem(&x), mem(&y), 5, 700, 704, 700, &o));
     o.num_warps = 8;
     OK(tls_softmax_bwd(dev, dt->id, mem(&y), mem(&dy), mem(&dx), 5, 700, 700, &o));
@@ -536,7 +735,7 @@ static void test_misuse_is_an_error(void **state) {
     EXPECT(tls_rmsnorm(dev, TLS_F32, X, Y, W, S, 4, 64, 64, INFINITY, NULL), BAD, "eps is inf");
     EXPECT(tls_rmsnorm(dev, TLS_F32, X, Y, W, S, 3, 65, 65, 1e-5f, NULL), BAD, "w: the buffer holds 256 bytes");
     EXPECT(tls_layernorm(dev, TLS_F32, X, Y, W, W, S, tls_mem_at(st.buf, 16), 4, 64, 64, 1e-5f, NULL), BAD, "rstd:");
-    tls_options o = {3, NULL};
+    tls_options o = {.num_warps = 3};
     EXPECT(tls_gelu(dev, TLS_F32, X, Y, 256, &o), BAD, "num_warps 3 must be 0 (the heuristic) or a power of two");
     o.num_warps = 64;
     EXPECT(tls_gelu(dev, TLS_F32, X, Y, 256, &o), BAD, "num_warps 64");
@@ -565,12 +764,69 @@ static void test_misuse_is_an_error(void **state) {
     OK(trt_open(TRT_DEVICE_CPU, &other, why, sizeof why));
     trt_stream *s;
     OK(trt_stream_create(other, &s));
-    tls_options on_other = {0, s};
+    tls_options on_other = {.stream = s};
     EXPECT(tls_gelu(dev, TLS_F32, X, Y, 256, &on_other), BAD, "stream belongs to another device");
     trt_stream_destroy(s);
     trt_close(other);
 
     drop(&x), drop(&y), drop(&w), drop(&st), drop(&ws), drop(&dx);
+}
+
+/* Misuse of the matrix products: a status and a message, and c untouched. */
+static void test_matmul_misuse(void **state) {
+    (void)state;
+    const trt_status BAD = TRT_ERR_INVALID_ARGUMENT;
+    matrix a = make_matrix(&dtypes[0], 1, 16, 16, 256, 16, 1, 0), c = make_matrix(&dtypes[0], 1, 16, 16, 256, 16, 1, 0);
+    mput(&a, 0, 0, 0, 0.5f); /* the rest stays poisoned */
+    msend(&a), msend(&c);
+    tls_mem A = mmem(&a), C = mmem(&c);
+    tls_options ieee = {.precision = TLS_IEEE}, odd = {.precision = (tls_precision)5};
+    assert_int_equal(tls_matmul(NULL, TLS_F32, A, A, C, 16, 16, 16, 16, 1, 16, 1, 16, 1, NULL), BAD);
+    EXPECT(tls_matmul(dev, (tls_dtype)9, A, A, C, 16, 16, 16, 16, 1, 16, 1, 16, 1, NULL), BAD, "unknown dtype 9");
+    EXPECT(tls_matmul(dev, TLS_F32, A, A, C, 0, 16, 16, 16, 1, 16, 1, 16, 1, NULL), BAD, "tls_matmul: M is 0");
+    EXPECT(tls_matmul(dev, TLS_F32, A, A, C, 16, -2, 16, 16, 1, 16, 1, 16, 1, NULL), BAD, "N is -2");
+    EXPECT(tls_matmul(dev, TLS_F32, A, A, C, 16, 16, (int64_t)TLS_MATMUL_MAX_DIM + 1, 16, 1, 16, 1, 16, 1, NULL), BAD,
+           "K is 2147483137");
+    EXPECT(tls_matmul_batched(dev, TLS_F32, A, A, C, 0, 16, 16, 16, 0, 16, 1, 0, 16, 1, 256, 16, 1, NULL), BAD,
+           "tls_matmul_batched: batch is 0");
+    EXPECT(tls_matmul_batched(dev, TLS_F32, A, A, C, TLS_MATMUL_MAX_BATCH + 1, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1, NULL),
+           BAD, "batch is 65536");
+    EXPECT(tls_matmul(dev, TLS_F32, A, A, C, 16, 16, 16, -16, 1, 16, 1, 16, 1, NULL), BAD,
+           "a: the row stride is -16; strides must be >= 0");
+    EXPECT(tls_matmul(dev, TLS_F32, A, A, C, 16, 16, 16, 16, 1, 16, 1, 17, 1, NULL), BAD,
+           "c: the buffer holds 1024 bytes; 1 x 16 x 16 elements with strides 0, 17, 1 need 1084");
+    EXPECT(tls_matmul(dev, TLS_F32, A, A, C, 16, 16, 16, 16, 1, 1, 16, 1, INT64_MAX / 4, NULL), BAD,
+           "c: its strides reach past what memory can hold");
+    EXPECT(tls_matmul(dev, TLS_F16, A, A, C, 16, 16, 16, 16, 1, 16, 1, 8, 1, NULL), BAD,
+           "c: strides 0, 8, 1 (batch, row, column) over 1 x 16 x 16 put two of its elements at one address");
+    EXPECT(tls_matmul(dev, TLS_F32, A, A, C, 16, 16, 16, 16, 1, 16, 1, 0, 1, NULL), BAD, "put two of its elements");
+    EXPECT(tls_matmul_batched(dev, TLS_F16, A, A, C, 2, 8, 8, 8, 64, 8, 1, 0, 8, 1, 32, 8, 1, NULL), BAD,
+           "c: strides 32, 8, 1");
+    EXPECT(tls_matmul(dev, TLS_F32, tls_mem_at(a.buf, 8), A, C, 1, 1, 1, 1, 1, 1, 1, 1, 1, NULL), BAD,
+           "a: offset 8 is not a multiple of 16");
+    EXPECT(tls_matmul(dev, TLS_F16, A, A, C, 16, 16, 16, 16, 1, 16, 1, 16, 1, &ieee), BAD,
+           "precision TLS_IEEE is for f32 inputs, not f16");
+    EXPECT(tls_matmul(dev, TLS_F32, A, A, C, 16, 16, 16, 16, 1, 16, 1, 16, 1, &odd), BAD, "unknown precision 5");
+    trt_buffer gone;
+    OK(trt_alloc(dev, 1024, &gone));
+    OK(trt_free(dev, gone));
+    EXPECT(tls_matmul(dev, TLS_F32, A, tls_mem_of(gone), C, 16, 16, 16, 16, 1, 16, 1, 16, 1, NULL),
+           TRT_ERR_INVALID_HANDLE, "tls_matmul: b: buffer handle");
+    /* nothing ran: c is still all poison */
+    mfetch(&c, "c after refused calls");
+    for (size_t i = 0; i < c.bytes; i++)
+        if (c.host[i] != 0xff) fail_msg("a refused tls_matmul wrote c (byte %zu)", i);
+    /* inputs may repeat an element (strides 0): a and b are a[0] everywhere */
+    OK(tls_matmul(dev, TLS_F32, A, A, C, 16, 16, 16, 0, 0, 0, 0, 16, 1, NULL));
+    size_t modules = tls_num_modules(dev); /* a repeated specialization compiles nothing */
+    OK(tls_matmul(dev, TLS_F32, A, A, C, 16, 16, 16, 0, 0, 0, 0, 16, 1, NULL));
+    assert_int_equal(tls_num_modules(dev), modules);
+    mfetch(&c, "matmul of one repeated element");
+    for (int64_t i = 0; i < 16; i++)
+        for (int64_t j = 0; j < 16; j++)
+            if (mget(&c, 0, i, j) != 4.0f) fail_msg("c[%lld][%lld] = %g, want 16 * 0.5 * 0.5", (long long)i,
+                                                    (long long)j, (double)mget(&c, 0, i, j));
+    mdrop(&a), mdrop(&c);
 }
 
 int main(int argc, char **argv) {
@@ -595,6 +851,10 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_rmsnorm),
         cmocka_unit_test(test_gelu),
         cmocka_unit_test(test_dropout),
+        cmocka_unit_test(test_matmul),
+        cmocka_unit_test(test_matmul_transposed),
+        cmocka_unit_test(test_matmul_batched),
+        cmocka_unit_test(test_matmul_misuse),
         cmocka_unit_test(test_modules_compile_once),
         cmocka_unit_test(test_options),
         cmocka_unit_test(test_misuse_is_an_error),
