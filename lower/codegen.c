@@ -44,6 +44,9 @@ enum {
     CG_SMEM_SLOT_BYTES = 8, /* one reduction partial per warp, any element type */
     CG_MAX_LAYOUTS = 32,    /* layouts whose thread bases are kept (more are recomputed) */
     CG_MAX_STATIC_SMEM = 48 * 1024, /* static shared memory of one CTA on every target */
+    CG_MOVE_ROUND_BYTES = 16 * 1024, /* a larger tile changes layout through scratch in rounds of this
+                                        size (a 128x128 f32 accumulator in 4), which leaves room
+                                        for other shared memory */
     NVPTX_ADDRSPACE_GLOBAL = 1,
     NVPTX_ADDRSPACE_SHARED = 3
 };
@@ -1306,7 +1309,10 @@ static uint32_t move_scratch(const tir_op *op) {
     case TIR_OP_RESHAPE: break;
     default: return 0;
     }
-    return (uint32_t)tir_type_numel(*x) * scratch_elem_bytes((tir_elem)x->elem);
+    uint32_t eb = scratch_elem_bytes((tir_elem)x->elem), bytes = (uint32_t)tir_type_numel(*x) * eb;
+    /* in rounds of CG_MOVE_ROUND_BYTES, plus one slot where the elements of
+     * other rounds go (see gen_move_scratch) */
+    return bytes > CG_MOVE_ROUND_BYTES ? CG_MOVE_ROUND_BYTES + eb : bytes;
 }
 
 /* Through the scratch area: every thread writes its registers at their
@@ -1318,32 +1324,56 @@ static void gen_move_scratch(cg *c, const tir_op *op) {
     tir_elem e = (tir_elem)x->type.elem;
     unsigned eb = scratch_elem_bytes(e);
     LLVMTypeRef ty = e == TIR_PTR ? elem_type(c, e) : mem_type(c, e);
-    barrier(c); /* the scratch area's last readers are done */
-    for (uint32_t r = 0; r < c->nregs[x->id]; r++) {
-        LLVMValueRef at = LLVMBuildAdd(c->b, i32c(c, c->scratch),
-                                       LLVMBuildMul(c->b, linear_index(c, &x->type, r), i32c(c, eb), ""), "");
-        LLVMValueRef st = LLVMBuildStore(c->b, e == TIR_PTR ? reg(c, x, r) : to_mem(c, e, reg(c, x, r)), smem_at(c, at));
-        LLVMSetAlignment(st, eb);
-    }
-    barrier(c);
-    LLVMValueRef *out = new_regs(c, res);
-    for (uint32_t r = 0; r < c->nregs[res->id]; r++) {
-        LLVMValueRef lin;
+    uint32_t numel = (uint32_t)tir_type_numel(x->type), nx = c->nregs[x->id], nr = reg_count(&res->type);
+    /* every register's row-major index in the operand, written and read */
+    LLVMValueRef *lin_x = TC_NEW_ARRAY(c->arena, LLVMValueRef, nx), *lin_r = TC_NEW_ARRAY(c->arena, LLVMValueRef, nr);
+    for (uint32_t r = 0; r < nx; r++) lin_x[r] = linear_index(c, &x->type, r);
+    for (uint32_t r = 0; r < nr; r++) {
         if (op->code == TIR_OP_PERMUTE) {
-            view vr = view_of(&res->type); /* blocked: needs_blocked() */
             /* operand index along dim perm[i] is the result's along dim i */
+            view vr = view_of(&res->type); /* blocked: needs_blocked() */
             LLVMValueRef xc[TIR_MAX_RANK];
             for (unsigned i = 0; i < res->type.rank; i++) xc[op->attr.perm[i]] = view_coord(c, &vr, r, view_dim(&vr, i));
-            lin = xc[0];
+            LLVMValueRef lin = xc[0];
             for (unsigned d = 1; d < x->type.rank; d++)
                 lin = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, lin, i32c(c, x->type.shape[d]), ""), xc[d], "");
+            lin_r[r] = lin;
         } else {
-            lin = linear_index(c, &res->type, r); /* reshape and conversion keep row-major order */
+            lin_r[r] = linear_index(c, &res->type, r); /* reshape and conversion keep row-major order */
         }
-        LLVMValueRef at = LLVMBuildAdd(c->b, i32c(c, c->scratch), LLVMBuildMul(c->b, lin, i32c(c, eb), ""), "");
-        LLVMValueRef v = LLVMBuildLoad2(c->b, ty, smem_at(c, at), "");
-        LLVMSetAlignment(v, eb);
-        out[r] = e == TIR_PTR ? v : from_mem(c, e, v);
+    }
+    /* A tile larger than a round moves in rounds: round q takes the
+     * elements with index in [q chunk, (q + 1) chunk); the others write to
+     * and read from a spare slot past the chunk, branch-free. */
+    uint32_t rounds = numel * eb > CG_MOVE_ROUND_BYTES ? numel * eb / CG_MOVE_ROUND_BYTES : 1;
+    uint32_t chunk = numel / rounds;
+    LLVMValueRef *out = new_regs(c, res);
+    for (uint32_t q = 0; q < rounds; q++) {
+        barrier(c); /* the scratch area's last readers are done */
+        for (uint32_t r = 0; r < nx; r++) {
+            LLVMValueRef slot = lin_x[r];
+            if (rounds > 1) {
+                LLVMValueRef in = LLVMBuildICmp(c->b, LLVMIntEQ, LLVMBuildLShr(c->b, lin_x[r], i32c(c, log2u(chunk)), ""),
+                                                i32c(c, q), "");
+                slot = LLVMBuildSelect(c->b, in, LLVMBuildAnd(c->b, lin_x[r], i32c(c, chunk - 1), ""), i32c(c, chunk), "");
+            }
+            LLVMValueRef at = LLVMBuildAdd(c->b, i32c(c, c->scratch), LLVMBuildMul(c->b, slot, i32c(c, eb), ""), "");
+            LLVMValueRef st = LLVMBuildStore(c->b, e == TIR_PTR ? reg(c, x, r) : to_mem(c, e, reg(c, x, r)), smem_at(c, at));
+            LLVMSetAlignment(st, eb);
+        }
+        barrier(c);
+        for (uint32_t r = 0; r < nr; r++) {
+            LLVMValueRef slot = lin_r[r], in = NULL;
+            if (rounds > 1) {
+                in = LLVMBuildICmp(c->b, LLVMIntEQ, LLVMBuildLShr(c->b, lin_r[r], i32c(c, log2u(chunk)), ""), i32c(c, q), "");
+                slot = LLVMBuildSelect(c->b, in, LLVMBuildAnd(c->b, lin_r[r], i32c(c, chunk - 1), ""), i32c(c, chunk), "");
+            }
+            LLVMValueRef at = LLVMBuildAdd(c->b, i32c(c, c->scratch), LLVMBuildMul(c->b, slot, i32c(c, eb), ""), "");
+            LLVMValueRef v = LLVMBuildLoad2(c->b, ty, smem_at(c, at), "");
+            LLVMSetAlignment(v, eb);
+            v = e == TIR_PTR ? v : from_mem(c, e, v);
+            out[r] = in && q > 0 ? LLVMBuildSelect(c->b, in, v, out[r], "") : v;
+        }
     }
 }
 
