@@ -2177,7 +2177,8 @@ static bool needs_blocked(cg *c, const tir_op *op) {
     default: return false;
     }
     bool bad = op->nresults && op->results[0]->type.rank && is_mma_kind(&op->results[0]->type.layout);
-    for (uint32_t i = 0; i < op->noperands; i++)
+    /* a permute reads its operand through scratch by row-major index, any layout */
+    for (uint32_t i = 0; i < op->noperands && op->code != TIR_OP_PERMUTE; i++)
         bad |= op->operands[i]->type.rank && is_mma_kind(&op->operands[i]->type.layout);
     if (bad) cg_error(c, op, "this op needs blocked layouts, not mma or dot_op ones (convert_layout first)");
     return bad;

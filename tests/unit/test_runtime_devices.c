@@ -1247,6 +1247,85 @@ static void test_dot(void **state) {
     }
 }
 
+/* A dot's result (the mma layout on the GPU) feeding what else tiles do:
+ * a transpose, a row sum, a column scan, a branch, a while loop and an
+ * elementwise epilogue. Inputs are small non-zero integers, so every
+ * product and sum is exact in f32 and the results compare exactly. */
+static void test_dot_result_uses(void **state) {
+    (void)state;
+    static const char src[] =
+        "kernel uses(a: *f16, b: *f16, t: *f32, rs: *f32, cs: *f32, w: *f32) {\n"
+        "    let r = arange(0, 32);\n"
+        "    let k = arange(0, 16);\n"
+        "    let x = load(a + r[:, None] * 16 + k[None, :]);\n"
+        "    let y = load(b + k[:, None] * 32 + r[None, :]);\n"
+        "    let d = dot(x, y);\n"
+        "    store(t + r[:, None] * 32 + r[None, :], trans(d));\n"
+        "    store(rs + r, sum(d, axis = 1));\n"
+        "    store(cs + r[:, None] * 32 + r[None, :], cumsum(d, axis = 0));\n"
+        "    var acc = d;\n"
+        "    if program_id(0) == 0 {\n"
+        "        acc = where(d > 0.0, d, load(w + r[:, None] * 32 + r[None, :]));\n"
+        "    }\n"
+        "    var i = 0;\n"
+        "    while i < 3 {\n"
+        "        acc = acc * 0.5;\n"
+        "        i = i + 1;\n"
+        "    }\n"
+        "    store(w + r[:, None] * 32 + r[None, :], acc + d);\n"
+        "}\n";
+    static const int warps[] = {1, 4, 8};
+    for (size_t wi = 0; wi < sizeof warps / sizeof warps[0]; wi++) {
+        float a[32 * 16], b[16 * 32], w0[32 * 32], d[32 * 32];
+        uint16_t ha[32 * 16], hb[16 * 32];
+        for (int i = 0; i < 32 * 16; i++) {
+            a[i] = (float)(rand() % 4 + 1) * (rand() % 2 ? 1 : -1), put_f16(ha, (size_t)i, a[i]);
+            b[i] = (float)(rand() % 4 + 1) * (rand() % 2 ? 1 : -1), put_f16(hb, (size_t)i, b[i]);
+        }
+        for (int i = 0; i < 32 * 32; i++) w0[i] = (float)(rand() % 100 + 1);
+        for (int i = 0; i < 32; i++)
+            for (int j = 0; j < 32; j++) {
+                float s = 0;
+                for (int kk = 0; kk < 16; kk++) s += a[i * 16 + kk] * b[kk * 32 + j];
+                d[i * 32 + j] = s;
+            }
+        float *t = poison_f32s(32 * 32), *rs = poison_f32s(32), *cs = poison_f32s(32 * 32);
+        prog p;
+        trt_kernel *k = compile_with(&p, "uses.tile", src, "uses", NULL, 0, warps[wi]);
+        trt_buffer ba = upload(ha, sizeof ha), bb = upload(hb, sizeof hb), bt = upload(t, sizeof(float) * 32 * 32),
+                   brs = upload(rs, sizeof(float) * 32), bcs = upload(cs, sizeof(float) * 32 * 32),
+                   bw = upload(w0, sizeof w0);
+        trt_arg args[6] = {trt_buf(ba), trt_buf(bb), trt_buf(bt), trt_buf(brs), trt_buf(bcs), trt_buf(bw)};
+        launch(k, 1, 1, 1, args, 6);
+        float w[32 * 32];
+        download(bt, t, sizeof(float) * 32 * 32), download(brs, rs, sizeof(float) * 32);
+        download(bcs, cs, sizeof(float) * 32 * 32), download(bw, w, sizeof w);
+        trt_free(dev, ba), trt_free(dev, bb);
+        float want_t[32 * 32], want_rs[32], want_cs[32 * 32], want_w[32 * 32];
+        for (int i = 0; i < 32; i++) {
+            want_rs[i] = 0;
+            for (int j = 0; j < 32; j++) {
+                want_t[j * 32 + i] = d[i * 32 + j];
+                want_rs[i] += d[i * 32 + j];
+                want_cs[i * 32 + j] = d[i * 32 + j] + (i ? want_cs[(i - 1) * 32 + j] : 0);
+                float acc = d[i * 32 + j] > 0 ? d[i * 32 + j] : w0[i * 32 + j];
+                want_w[i * 32 + j] = acc * 0.125f + d[i * 32 + j];
+            }
+        }
+        char what[64];
+        snprintf(what, sizeof what, "dot result uses, %d warps: transpose", warps[wi]);
+        expect_f32(what, 32 * 32, t, want_t);
+        snprintf(what, sizeof what, "dot result uses, %d warps: row sums", warps[wi]);
+        expect_f32(what, 32, rs, want_rs);
+        snprintf(what, sizeof what, "dot result uses, %d warps: column scan", warps[wi]);
+        expect_f32(what, 32 * 32, cs, want_cs);
+        snprintf(what, sizeof what, "dot result uses, %d warps: branch and loop", warps[wi]);
+        expect_f32(what, 32 * 32, w, want_w);
+        free(t), free(rs), free(cs);
+        drop(&p);
+    }
+}
+
 /* Rank 3, integer tiles: a permutation, reshapes, a reduction along the
  * middle dim, and a maximum broadcast back over the dim it removed. */
 static void test_tiles_3d(void **state) {
@@ -3028,6 +3107,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_tiles_2d),
         cmocka_unit_test(test_tiles_3d),
         cmocka_unit_test(test_dot),
+        cmocka_unit_test(test_dot_result_uses),
         cmocka_unit_test(test_argmax_argmin),
         cmocka_unit_test(test_while_and_if_on_scalars),
         cmocka_unit_test(test_control_flow_on_tiles),
