@@ -31,7 +31,16 @@
  *
  * A scan (cumsum) runs along any dim of any layout the same way, in
  * registers, then lanes (shfl.up), then warps (the scratch area): see
- * "scans" below. */
+ * "scans" below.
+ *
+ * Tiles in a dot's MMA and DOT_OP layouts (tileir.h) take part in
+ * elementwise ops, loops, branches, layout changes, loads, stores (one
+ * access per element), prints and atomics through the same register walk,
+ * with each register's coordinates from tir_mma_reg_offset plus a thread
+ * part made once per layout (mma_thread_parts). Broadcasts, expand_dims,
+ * reductions and scans need blocked layouts (the layout pass converts
+ * first). `dot` itself: see "dot" below. A layout change of a tile over
+ * CG_MOVE_ROUND_BYTES goes through shared memory in rounds. */
 #include <stdio.h>
 #include <string.h>
 

@@ -19,7 +19,10 @@
  *  2. Wishes. Some ops ask for a layout derived from another class's: a
  *     reduction's result wants the slice of its operand's layout, an
  *     expand_dims operand wants the slice of its result's, a permute's
- *     result wants its operand's layout permuted (then it moves no data).
+ *     result wants its operand's layout permuted (then it moves no data),
+ *     and the a and b of a dot on FMAs (dot_ieee) want its result's
+ *     blocked layout holding whole rows of a (spt[1] = K) and whole
+ *     columns of b (spt[0] = K), so each thread has what its results need.
  *  3. Choice. Classes are decided from the highest rank down (slices come
  *     from the rank above). Within a rank, every class whose first
  *     satisfiable wish has a decided source takes it, until none can; then
@@ -27,9 +30,26 @@
  *     takes the default blocked layout for the largest shape in it;
  *     repeat. A class holding an
  *     expand_dims result stays blocked.
+ *  3b. MMA regions. A dot on tensor cores (`dot`; see dot_uses_mma)
+ *     gives its result the MMA layout (tileir.h; warps as Triton's
+ *     MMAv2). It spreads to the values joined to the result through
+ *     values that live only in registers (register_only: dot results,
+ *     elementwise ops that touch no memory, constants, splats, what loops
+ *     and branches carry): a second union-find over the joins of step 1
+ *     restricted to those. So the accumulator, the loop carrying it, and
+ *     an epilogue's casts and adds take the MMA layout, while loads,
+ *     stores, pointer arithmetic, broadcasts and expand_dims keep their
+ *     blocked classes.
  *  4. Repair. Where an op's operand still does not have the layout the op
- *     needs (two wishes disagreed: `offs[:, None]` and `offs[None, :]`), a
- *     convert_layout goes in, which codegen does through shared memory.
+ *     needs (two wishes disagreed: `offs[:, None]` and `offs[None, :]`;
+ *     an MMA region meets a blocked value), a convert_layout goes in,
+ *     which codegen does through shared memory: a dot's a and b into the
+ *     DOT_OP layouts of its result's MMA layout (from the blocked layouts
+ *     of their loads), a broadcast bias into the MMA layout, and an MMA
+ *     value stored into the pointers' blocked layout (the epilogue
+ *     conversion: the store then issues 16-byte accesses); reductions and
+ *     scans of MMA tiles read a blocked copy; a loop's inits and yields
+ *     and a branch's yields take the layout of what they feed.
  *
  * Default blocked layouts: each thread's run along the last dim is 16
  * bytes of the widest element the kernel loads or stores (4 f32, 8 f16),
