@@ -31,7 +31,16 @@
  *
  * A scan (cumsum) runs along any dim of any layout the same way, in
  * registers, then lanes (shfl.up), then warps (the scratch area): see
- * "scans" below. */
+ * "scans" below.
+ *
+ * Tiles in a dot's MMA and DOT_OP layouts (tileir.h) take part in
+ * elementwise ops, loops, branches, layout changes, loads, stores (one
+ * access per element), prints and atomics through the same register walk,
+ * with each register's coordinates from tir_mma_reg_offset plus a thread
+ * part made once per layout (mma_thread_parts). Broadcasts, expand_dims,
+ * reductions and scans need blocked layouts (the layout pass converts
+ * first). `dot` itself: see "dot" below. A layout change of a tile over
+ * CG_MOVE_ROUND_BYTES goes through shared memory in rounds. */
 #include <stdio.h>
 #include <string.h>
 
@@ -44,6 +53,9 @@ enum {
     CG_SMEM_SLOT_BYTES = 8, /* one reduction partial per warp, any element type */
     CG_MAX_LAYOUTS = 32,    /* layouts whose thread bases are kept (more are recomputed) */
     CG_MAX_STATIC_SMEM = 48 * 1024, /* static shared memory of one CTA on every target */
+    CG_MOVE_ROUND_BYTES = 16 * 1024, /* a larger tile changes layout through scratch in rounds of this
+                                        size (a 128x128 f32 accumulator in 4), which leaves room
+                                        for other shared memory */
     NVPTX_ADDRSPACE_GLOBAL = 1,
     NVPTX_ADDRSPACE_SHARED = 3
 };
@@ -67,7 +79,8 @@ typedef struct cg {
     uint32_t smem_used;                     /* bytes handed out so far */
     uint32_t scratch;                       /* offset of the scratch area (layout changes) */
     uint32_t buffer_next;                   /* where the next local_alloc's buffer goes */
-    struct base_cache {                     /* per blocked layout: each dim's thread base */
+    struct base_cache {                     /* per blocked layout: each dim's thread base; per
+                                               mma/dot_op layout: mma_thread_parts */
         tir_layout key;
         LLVMValueRef base[TIR_MAX_RANK];
     } bases[CG_MAX_LAYOUTS];
@@ -170,10 +183,13 @@ static unsigned view_dim(const view *v, unsigned td) { return v->sliced >= 0 && 
 
 static bool is_rank1_blocked(const tir_type *t) { return t->rank == 1 && t->layout.kind == TIR_LAYOUT_BLOCKED; }
 
+static bool is_mma_kind(const tir_layout *l) { return l->kind == TIR_LAYOUT_MMA || l->kind == TIR_LAYOUT_DOT_OP; }
+
 /* Registers per thread for a type: 1 for scalars and for shared-memory
  * buffers (their address). */
 static uint32_t reg_count(const tir_type *t) {
     if (t->rank == 0 || t->space == TIR_SPACE_SHARED) return 1;
+    if (is_mma_kind(&t->layout)) return tir_mma_regs(&t->layout, t->shape);
     view v = view_of(t);
     return view_regs(&v);
 }
@@ -283,14 +299,61 @@ static LLVMValueRef view_coord(cg *c, const view *v, uint32_t r, unsigned d) {
     return idx;
 }
 
+/* ---- mma and dot_op layouts as registers ----------------------------------
+ * tileir.h ("mma and dot-operand layouts") gives each register's element
+ * as a thread part plus a register part (tir_mma_reg_offset), mod the
+ * tile's dims. The thread part, k0 wm + k1 wn + k2 g + k3 q per dim
+ * (tir_mma_thread_coeffs), is built once per layout in the entry block. */
+static const LLVMValueRef *mma_thread_parts(cg *c, const tir_layout *l) {
+    for (uint32_t i = 0; i < c->nbases; i++)
+        if (tir_layout_eq(&c->bases[i].key, l)) return c->bases[i].base;
+    struct base_cache *slot = c->nbases < CG_MAX_LAYOUTS ? &c->bases[c->nbases++] : &c->bases[CG_MAX_LAYOUTS - 1];
+    slot->key = *l;
+    LLVMBasicBlockRef here = LLVMGetInsertBlock(c->b);
+    position_at_entry(c);
+    LLVMValueRef lane = LLVMBuildAnd(c->b, c->tid, i32c(c, 31), "");
+    LLVMValueRef warp = LLVMBuildLShr(c->b, c->tid, i32c(c, 5), "");
+    LLVMValueRef ids[4] = {
+        LLVMBuildAnd(c->b, warp, i32c(c, l->wpc[0] - 1), ""),
+        LLVMBuildAnd(c->b, LLVMBuildLShr(c->b, warp, i32c(c, log2u(l->wpc[0])), ""), i32c(c, l->wpc[1] - 1), ""),
+        LLVMBuildLShr(c->b, lane, i32c(c, 2), ""), /* g: the lane's row group */
+        LLVMBuildAnd(c->b, lane, i32c(c, 3), ""),  /* q: the lane within it */
+    };
+    uint32_t k[2][4];
+    tir_mma_thread_coeffs(l, k);
+    for (unsigned d = 0; d < 2; d++) {
+        LLVMValueRef sum = i32c(c, 0);
+        for (unsigned j = 0; j < 4; j++)
+            if (k[d][j]) sum = LLVMBuildAdd(c->b, sum, LLVMBuildMul(c->b, ids[j], i32c(c, k[d][j]), ""), "");
+        slot->base[d] = sum;
+    }
+    /* base[2]: for a and b, whether this thread's warp is the first of
+     * those holding copies (a is copied over wn, b over wm) */
+    slot->base[2] = l->kind == TIR_LAYOUT_DOT_OP ? LLVMBuildICmp(c->b, LLVMIntEQ, ids[l->dot_idx == 0 ? 1 : 0], i32c(c, 0), "")
+                                                  : NULL;
+    LLVMPositionBuilderAtEnd(c->b, here);
+    return slot->base;
+}
+
+/* Index along tile dim td of the element register r holds, any layout. */
+static LLVMValueRef tile_coord(cg *c, const tir_type *t, uint32_t r, unsigned td) {
+    if (is_mma_kind(&t->layout)) {
+        uint32_t off[2];
+        tir_mma_reg_offset(&t->layout, t->shape, r, off);
+        LLVMValueRef idx = LLVMBuildAdd(c->b, mma_thread_parts(c, &t->layout)[td], i32c(c, off[td]), "");
+        return LLVMBuildAnd(c->b, idx, i32c(c, t->shape[td] - 1), "");
+    }
+    view v = view_of(t);
+    return view_coord(c, &v, r, view_dim(&v, td));
+}
+
 /* Row-major index, within a tile of type t, of the element register r
  * holds (0 for a scalar). */
 static LLVMValueRef linear_index(cg *c, const tir_type *t, uint32_t r) {
     if (!t->rank) return i32c(c, 0);
-    view v = view_of(t);
     LLVMValueRef lin = NULL;
     for (unsigned td = 0; td < t->rank; td++) {
-        LLVMValueRef x = view_coord(c, &v, r, view_dim(&v, td));
+        LLVMValueRef x = tile_coord(c, t, r, td);
         lin = lin ? LLVMBuildAdd(c->b, LLVMBuildMul(c->b, lin, i32c(c, t->shape[td]), ""), x, "") : x;
     }
     return lin;
@@ -300,6 +363,17 @@ static LLVMValueRef linear_index(cg *c, const tir_type *t, uint32_t r) {
  * along every dim the tile does not cover, the thread's base is inside the
  * tile. NULL when every thread's elements are its own. */
 static LLVMValueRef first_holder(cg *c, const tir_type *t) {
+    if (is_mma_kind(&t->layout)) {
+        /* tir_mma_owner: the thread part inside the tile along both dims,
+         * and for a and b the first warp along the dim they are copied over */
+        const LLVMValueRef *tp = mma_thread_parts(c, &t->layout);
+        LLVMValueRef own = t->layout.kind == TIR_LAYOUT_DOT_OP ? tp[2] : NULL;
+        for (unsigned d = 0; d < 2; d++) {
+            LLVMValueRef in = LLVMBuildICmp(c->b, LLVMIntULT, tp[d], i32c(c, t->shape[d]), "");
+            own = own ? LLVMBuildAnd(c->b, own, in, "") : in;
+        }
+        return own;
+    }
     view v = view_of(t);
     LLVMValueRef own = NULL;
     for (unsigned d = 0; d < v.rank; d++) {
@@ -404,6 +478,7 @@ static uint32_t floor_pow2(int64_t v) {
 static uint32_t vec_width(cg *c, const tir_value *ptrs, bool *check_align) {
     *check_align = false;
     if (ptrs->type.rank == 0) return 1;
+    if (is_mma_kind(&ptrs->type.layout)) return 1; /* fragments hold pairs at most: one access each */
     lower_axis_info ai = lower_axis_get(c->axis, ptrs);
     int64_t eb = (tir_elem_bits((tir_elem)ptrs->type.pointee) + 7) / 8;
     /* a run of registers goes along the layout's fastest dim; the analysis
@@ -1245,7 +1320,10 @@ static uint32_t move_scratch(const tir_op *op) {
     case TIR_OP_RESHAPE: break;
     default: return 0;
     }
-    return (uint32_t)tir_type_numel(*x) * scratch_elem_bytes((tir_elem)x->elem);
+    uint32_t eb = scratch_elem_bytes((tir_elem)x->elem), bytes = (uint32_t)tir_type_numel(*x) * eb;
+    /* in rounds of CG_MOVE_ROUND_BYTES, plus one slot where the elements of
+     * other rounds go (see gen_move_scratch) */
+    return bytes > CG_MOVE_ROUND_BYTES ? CG_MOVE_ROUND_BYTES + eb : bytes;
 }
 
 /* Through the scratch area: every thread writes its registers at their
@@ -1257,32 +1335,56 @@ static void gen_move_scratch(cg *c, const tir_op *op) {
     tir_elem e = (tir_elem)x->type.elem;
     unsigned eb = scratch_elem_bytes(e);
     LLVMTypeRef ty = e == TIR_PTR ? elem_type(c, e) : mem_type(c, e);
-    barrier(c); /* the scratch area's last readers are done */
-    for (uint32_t r = 0; r < c->nregs[x->id]; r++) {
-        LLVMValueRef at = LLVMBuildAdd(c->b, i32c(c, c->scratch),
-                                       LLVMBuildMul(c->b, linear_index(c, &x->type, r), i32c(c, eb), ""), "");
-        LLVMValueRef st = LLVMBuildStore(c->b, e == TIR_PTR ? reg(c, x, r) : to_mem(c, e, reg(c, x, r)), smem_at(c, at));
-        LLVMSetAlignment(st, eb);
-    }
-    barrier(c);
-    LLVMValueRef *out = new_regs(c, res);
-    view vr = view_of(&res->type);
-    for (uint32_t r = 0; r < c->nregs[res->id]; r++) {
-        LLVMValueRef lin;
+    uint32_t numel = (uint32_t)tir_type_numel(x->type), nx = c->nregs[x->id], nr = reg_count(&res->type);
+    /* every register's row-major index in the operand, written and read */
+    LLVMValueRef *lin_x = TC_NEW_ARRAY(c->arena, LLVMValueRef, nx), *lin_r = TC_NEW_ARRAY(c->arena, LLVMValueRef, nr);
+    for (uint32_t r = 0; r < nx; r++) lin_x[r] = linear_index(c, &x->type, r);
+    for (uint32_t r = 0; r < nr; r++) {
         if (op->code == TIR_OP_PERMUTE) {
             /* operand index along dim perm[i] is the result's along dim i */
+            view vr = view_of(&res->type); /* blocked: needs_blocked() */
             LLVMValueRef xc[TIR_MAX_RANK];
             for (unsigned i = 0; i < res->type.rank; i++) xc[op->attr.perm[i]] = view_coord(c, &vr, r, view_dim(&vr, i));
-            lin = xc[0];
+            LLVMValueRef lin = xc[0];
             for (unsigned d = 1; d < x->type.rank; d++)
                 lin = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, lin, i32c(c, x->type.shape[d]), ""), xc[d], "");
+            lin_r[r] = lin;
         } else {
-            lin = linear_index(c, &res->type, r); /* reshape and conversion keep row-major order */
+            lin_r[r] = linear_index(c, &res->type, r); /* reshape and conversion keep row-major order */
         }
-        LLVMValueRef at = LLVMBuildAdd(c->b, i32c(c, c->scratch), LLVMBuildMul(c->b, lin, i32c(c, eb), ""), "");
-        LLVMValueRef v = LLVMBuildLoad2(c->b, ty, smem_at(c, at), "");
-        LLVMSetAlignment(v, eb);
-        out[r] = e == TIR_PTR ? v : from_mem(c, e, v);
+    }
+    /* A tile larger than a round moves in rounds: round q takes the
+     * elements with index in [q chunk, (q + 1) chunk); the others write to
+     * and read from a spare slot past the chunk, branch-free. */
+    uint32_t rounds = numel * eb > CG_MOVE_ROUND_BYTES ? numel * eb / CG_MOVE_ROUND_BYTES : 1;
+    uint32_t chunk = numel / rounds;
+    LLVMValueRef *out = new_regs(c, res);
+    for (uint32_t q = 0; q < rounds; q++) {
+        barrier(c); /* the scratch area's last readers are done */
+        for (uint32_t r = 0; r < nx; r++) {
+            LLVMValueRef slot = lin_x[r];
+            if (rounds > 1) {
+                LLVMValueRef in = LLVMBuildICmp(c->b, LLVMIntEQ, LLVMBuildLShr(c->b, lin_x[r], i32c(c, log2u(chunk)), ""),
+                                                i32c(c, q), "");
+                slot = LLVMBuildSelect(c->b, in, LLVMBuildAnd(c->b, lin_x[r], i32c(c, chunk - 1), ""), i32c(c, chunk), "");
+            }
+            LLVMValueRef at = LLVMBuildAdd(c->b, i32c(c, c->scratch), LLVMBuildMul(c->b, slot, i32c(c, eb), ""), "");
+            LLVMValueRef st = LLVMBuildStore(c->b, e == TIR_PTR ? reg(c, x, r) : to_mem(c, e, reg(c, x, r)), smem_at(c, at));
+            LLVMSetAlignment(st, eb);
+        }
+        barrier(c);
+        for (uint32_t r = 0; r < nr; r++) {
+            LLVMValueRef slot = lin_r[r], in = NULL;
+            if (rounds > 1) {
+                in = LLVMBuildICmp(c->b, LLVMIntEQ, LLVMBuildLShr(c->b, lin_r[r], i32c(c, log2u(chunk)), ""), i32c(c, q), "");
+                slot = LLVMBuildSelect(c->b, in, LLVMBuildAnd(c->b, lin_r[r], i32c(c, chunk - 1), ""), i32c(c, chunk), "");
+            }
+            LLVMValueRef at = LLVMBuildAdd(c->b, i32c(c, c->scratch), LLVMBuildMul(c->b, slot, i32c(c, eb), ""), "");
+            LLVMValueRef v = LLVMBuildLoad2(c->b, ty, smem_at(c, at), "");
+            LLVMSetAlignment(v, eb);
+            v = e == TIR_PTR ? v : from_mem(c, e, v);
+            out[r] = in && q > 0 ? LLVMBuildSelect(c->b, in, v, out[r], "") : v;
+        }
     }
 }
 
@@ -1340,7 +1442,7 @@ static bool is_atomic(tir_opcode code) {
 /* Whether some element of a tile of this type is held by several threads
  * (a scalar is held by all). */
 static bool replicates(const tir_type *t) {
-    if (!t->rank) return true;
+    if (!t->rank || is_mma_kind(&t->layout)) return true; /* mma and dot_op: may (a is copied over warps) */
     view v = view_of(t);
     for (unsigned d = 0; d < v.rank; d++)
         if (v.shape[d] < v.cover[d]) return true;
@@ -1575,7 +1677,10 @@ typedef struct smem_need {
 static void count_smem(tir_op *op, void *p) {
     smem_need *n = p;
     uint32_t s = 0;
-    if (op->code == TIR_OP_REDUCE_SUM || op->code == TIR_OP_REDUCE_MAX || op->code == TIR_OP_REDUCE_MIN) {
+    bool mma_operand = op->noperands && op->operands[0]->type.rank && is_mma_kind(&op->operands[0]->type.layout);
+    if (mma_operand && op->code != TIR_OP_CONVERT_LAYOUT && op->code != TIR_OP_RESHAPE && !is_atomic(op->code)) {
+        /* codegen refuses the rest (needs_blocked) */
+    } else if (op->code == TIR_OP_REDUCE_SUM || op->code == TIR_OP_REDUCE_MAX || op->code == TIR_OP_REDUCE_MIN) {
         if (is_rank1_blocked(&op->operands[0]->type)) n->slots += CG_SMEM_SLOT_BYTES * LOWER_MAX_NUM_WARPS;
         else s = reduce_scratch(op);
     } else if (op->code == TIR_OP_CUMSUM || op->code == TIR_OP_CUMSUM_REV) {
@@ -1806,11 +1911,10 @@ static unsigned where_args(cg *c, const tir_type *t, uint32_t r, bool for_print,
     tc_strbuf_puts(fmt, for_print ? "pid (%d, %d, %d)" : "program (%d, %d, %d)");
     for (int a = 0; a < 3; a++) args[n++] = sreg(c, ctaid[a]);
     if (t->rank) {
-        view v = view_of(t);
         tc_strbuf_puts(fmt, for_print ? " idx (" : ", idx (");
         for (unsigned td = 0; td < t->rank; td++) {
             tc_strbuf_puts(fmt, td ? ", %d" : "%d");
-            args[n++] = view_coord(c, &v, r, view_dim(&v, td));
+            args[n++] = tile_coord(c, t, r, td);
         }
         tc_strbuf_putc(fmt, ')');
     }
@@ -1906,9 +2010,13 @@ static void assert_element(cg *c, const tir_op *op, uint32_t r, LLVMValueRef own
 
 static void gen_assert(cg *c, const tir_op *op) { for_owned(c, op, &op->operands[0]->type, assert_element); }
 
+static bool needs_blocked(cg *c, const tir_op *op);
+static void gen_dot(cg *c, const tir_op *op);
+
 static void gen_op(cg *c, const tir_op *op) {
     const tir_opinfo *info = &tir_ops[op->code];
     const tir_value *res = op->nresults ? op->results[0] : NULL;
+    if (needs_blocked(c, op)) return;
     switch (op->code) {
     case TIR_OP_CONST: gen_const(c, op); return;
     case TIR_OP_PROGRAM_ID:
@@ -2006,9 +2114,7 @@ static void gen_op(cg *c, const tir_op *op) {
         return;
     }
     case TIR_OP_BARRIER: barrier(c); return;
-    case TIR_OP_DOT: case TIR_OP_DOT_IEEE:
-        cg_error(c, op, "dot has no GPU code generation yet (it runs on the CPU device)");
-        return;
+    case TIR_OP_DOT: case TIR_OP_DOT_IEEE: gen_dot(c, op); return;
     default: break;
     }
     if ((info->flags & TIR_F_ELEMENTWISE) && op->noperands == 2) {
@@ -2019,6 +2125,183 @@ static void gen_op(cg *c, const tir_op *op) {
         return;
     }
     cg_error(c, op, "unsupported op");
+}
+
+/* ---- dot --------------------------------------------------------------------
+ * `dot` with an MMA result runs on mma.sync. Its operands arrive in the
+ * DOT_OP layouts (the layout pass converts them), whose registers are
+ * grouped so that one instruction's fragments are neighbours
+ * (tileir.h); each 32-bit fragment register packs kw elements along K
+ * (two f16 or bf16 as <2 x half> or an i32, one f32 rounded to tf32 by
+ * cvt.rna, four i8). The loops: over K in instruction steps, then over the
+ * warp's repetitions along M and N, each mma.sync updating four
+ * accumulator registers in place.
+ *
+ * Which instruction a dot uses is decided in mma_instr_for alone, so a
+ * later lowering (sm_90's wgmma) replaces one function. The names are
+ * NVVM intrinsics (not inline asm), which the host emulator of our LLVM IR
+ * recognizes.
+ *
+ * A dot with a blocked result (dot_ieee: exact f32 products) runs on FMAs:
+ * each thread holds whole rows of a and columns of b for its result
+ * elements (tir_layout_dot_fma) and adds the products along k in order,
+ * one fused multiply-add each, as the interpreter does, so dot_ieee gives
+ * the interpreter's bits. */
+typedef struct mma_instr {
+    const char *name;  /* the NVVM intrinsic */
+    uint32_t k;        /* K of one instruction */
+    unsigned a_regs, b_regs; /* 32-bit fragment registers of a and b */
+    bool packs_as_vector; /* f16: operands are <2 x half>, else i32 */
+} mma_instr;
+
+/* The mma.sync instruction for inputs of type `in` and a K of k (sm_80 and
+ * sm_90 alike for now). False where there is none. */
+static bool mma_instr_for(tir_elem in, uint32_t k, mma_instr *out) {
+    switch (in) {
+    case TIR_F16: *out = (mma_instr){"llvm.nvvm.mma.m16n8k16.row.col.f32.f32", 16, 4, 2, true}; return true;
+    case TIR_BF16: *out = (mma_instr){"llvm.nvvm.mma.m16n8k16.row.col.bf16", 16, 4, 2, false}; return true;
+    case TIR_F32: *out = (mma_instr){"llvm.nvvm.mma.m16n8k8.row.col.tf32", 8, 4, 2, false}; return true;
+    case TIR_I8:
+        if (k % 32 == 0) *out = (mma_instr){"llvm.nvvm.mma.m16n8k32.row.col.s8", 32, 4, 2, false};
+        else *out = (mma_instr){"llvm.nvvm.mma.m16n8k16.row.col.s8", 16, 2, 1, false};
+        return true;
+    default: return false;
+    }
+}
+
+/* One 32-bit fragment register from kw elements of a dot operand,
+ * starting at register `first`. */
+static LLVMValueRef pack_fragment(cg *c, const tir_value *x, uint32_t first, bool as_vector) {
+    tir_elem e = (tir_elem)x->type.elem;
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(c->ctx);
+    if (e == TIR_F32) { /* tf32: cvt.rna.tf32.f32, the bits in an i32 */
+        LLVMValueRef v = reg(c, x, first);
+        LLVMTypeRef fty = LLVMFunctionType(i32, (LLVMTypeRef[]){LLVMFloatTypeInContext(c->ctx)}, 1, false);
+        LLVMValueRef fn = LLVMGetNamedFunction(c->mod, "llvm.nvvm.f2tf32.rna");
+        if (!fn) fn = LLVMAddFunction(c->mod, "llvm.nvvm.f2tf32.rna", fty);
+        return LLVMBuildCall2(c->b, fty, fn, &v, 1, "");
+    }
+    unsigned kw = tir_dot_kw(e);
+    LLVMTypeRef vty = LLVMVectorType(elem_type(c, e), kw);
+    LLVMValueRef vec = LLVMGetUndef(vty);
+    for (unsigned i = 0; i < kw; i++) vec = LLVMBuildInsertElement(c->b, vec, reg(c, x, first + i), i32c(c, i), "");
+    return as_vector ? vec : LLVMBuildBitCast(c->b, vec, i32, "");
+}
+
+static void gen_dot_mma(cg *c, const tir_op *op) {
+    const tir_value *a = op->operands[0], *b = op->operands[1], *acc = op->operands[2], *res = op->results[0];
+    tir_elem in = (tir_elem)a->type.elem;
+    const tir_layout *l = &res->type.layout;
+    uint32_t m = res->type.shape[0], n = res->type.shape[1], k = a->type.shape[1];
+    mma_instr ins;
+    if (!mma_instr_for(in, k, &ins)) {
+        cg_error(c, op, "dot: no mma instruction for these inputs");
+        return;
+    }
+    unsigned kw = tir_dot_kw(in);
+    uint32_t chunk = 4 * kw;                      /* K of one chunk: two a registers (rows g, g+8) */
+    uint32_t nkc = k / chunk, per_step = ins.k / chunk; /* chunks, and chunks per instruction */
+    uint32_t rm_n = m > TIR_MMA_TILE_M * l->wpc[0] ? m / (TIR_MMA_TILE_M * l->wpc[0]) : 1;
+    uint32_t rn_n = n > TIR_MMA_TILE_N * l->wpc[1] ? n / (TIR_MMA_TILE_N * l->wpc[1]) : 1;
+    if (tir_mma_regs(&a->type.layout, a->type.shape) != rm_n * nkc * 2 * kw ||
+        tir_mma_regs(&b->type.layout, b->type.shape) != nkc * rn_n * kw || c->nregs[acc->id] != rm_n * rn_n * 4) {
+        cg_error(c, op, "dot: operand layouts do not match the result's mma layout");
+        return;
+    }
+    /* fragments: a's (rm, kc, h) and b's (kc, rn), 32 bits each */
+    LLVMValueRef *fa = TC_NEW_ARRAY(c->arena, LLVMValueRef, rm_n * nkc * 2);
+    LLVMValueRef *fb = TC_NEW_ARRAY(c->arena, LLVMValueRef, nkc * rn_n);
+    for (uint32_t i = 0; i < rm_n * nkc * 2; i++) fa[i] = pack_fragment(c, a, i * kw, ins.packs_as_vector);
+    for (uint32_t i = 0; i < nkc * rn_n; i++) fb[i] = pack_fragment(c, b, i * kw, ins.packs_as_vector);
+    LLVMValueRef *out = new_regs(c, res);
+    for (uint32_t i = 0; i < c->nregs[res->id]; i++) out[i] = reg(c, acc, i);
+    unsigned id = LLVMLookupIntrinsicID(ins.name, strlen(ins.name));
+    if (!id) {
+        cg_error(c, op, "dot: this LLVM does not know the mma intrinsic");
+        return;
+    }
+    LLVMValueRef fn = LLVMGetIntrinsicDeclaration(c->mod, id, NULL, 0);
+    LLVMTypeRef fty = LLVMIntrinsicGetType(c->ctx, id, NULL, 0);
+    for (uint32_t s = 0; s < k / ins.k; s++)
+        for (uint32_t rm = 0; rm < rm_n; rm++)
+            for (uint32_t rn = 0; rn < rn_n; rn++) {
+                LLVMValueRef args[4 + 2 + 4];
+                unsigned na = 0;
+                for (unsigned j = 0; j < ins.a_regs; j++) /* a_j: chunk j >> 1, row half j & 1 */
+                    args[na++] = fa[(rm * nkc + s * per_step + j / 2) * 2 + j % 2];
+                for (unsigned j = 0; j < ins.b_regs; j++) args[na++] = fb[(s * per_step + j) * rn_n + rn];
+                LLVMValueRef *cr = out + (rm * rn_n + rn) * 4;
+                for (unsigned j = 0; j < 4; j++) args[na++] = cr[j];
+                LLVMValueRef d = LLVMBuildCall2(c->b, fty, fn, args, na, "");
+                for (unsigned j = 0; j < 4; j++) cr[j] = LLVMBuildExtractValue(c->b, d, j, "");
+            }
+}
+
+/* An operand element as the accumulator's type: f16 and bf16 widen to f32
+ * (exactly), f32 stays or, for `dot`, rounds to tf32; i8 widens to i32. */
+static LLVMValueRef fma_input(cg *c, const tir_op *op, LLVMValueRef v, tir_elem e) {
+    if (e == TIR_I8) return LLVMBuildSExt(c->b, v, LLVMInt32TypeInContext(c->ctx), "");
+    if (e != TIR_F32) return LLVMBuildFPExt(c->b, v, LLVMFloatTypeInContext(c->ctx), "");
+    if (op->code == TIR_OP_DOT_IEEE) return v;
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(c->ctx), f32 = LLVMFloatTypeInContext(c->ctx);
+    LLVMTypeRef fty = LLVMFunctionType(i32, &f32, 1, false);
+    LLVMValueRef fn = LLVMGetNamedFunction(c->mod, "llvm.nvvm.f2tf32.rna");
+    if (!fn) fn = LLVMAddFunction(c->mod, "llvm.nvvm.f2tf32.rna", fty);
+    return LLVMBuildBitCast(c->b, LLVMBuildCall2(c->b, fty, fn, &v, 1, ""), f32, "");
+}
+
+static void gen_dot_fma(cg *c, const tir_op *op) {
+    const tir_value *a = op->operands[0], *b = op->operands[1], *acc = op->operands[2], *res = op->results[0];
+    tir_elem in = (tir_elem)a->type.elem;
+    uint32_t k = a->type.shape[1];
+    view vr = view_of(&res->type), va = view_of(&a->type), vb = view_of(&b->type);
+    if (va.nreg[1] != k || vb.nreg[0] != k || va.nreg[0] != vr.nreg[0] || vb.nreg[1] != vr.nreg[1]) {
+        cg_error(c, op, "dot: operand layouts do not hold whole rows of a and columns of b");
+        return;
+    }
+    LLVMTypeRef f32 = LLVMFloatTypeInContext(c->ctx);
+    LLVMValueRef *out = new_regs(c, res);
+    for (uint32_t r = 0; r < c->nregs[res->id]; r++) {
+        uint32_t rd[TIR_MAX_RANK], ad[TIR_MAX_RANK], bd[TIR_MAX_RANK];
+        reg_split(&vr, r, rd);
+        LLVMValueRef sum = reg(c, acc, r);
+        for (uint32_t kk = 0; kk < k; kk++) {
+            ad[0] = rd[0], ad[1] = kk, bd[0] = kk, bd[1] = rd[1];
+            LLVMValueRef x = fma_input(c, op, reg(c, a, reg_join(&va, ad)), in);
+            LLVMValueRef y = fma_input(c, op, reg(c, b, reg_join(&vb, bd)), in);
+            if (in == TIR_I8) {
+                sum = LLVMBuildAdd(c->b, sum, LLVMBuildMul(c->b, x, y, ""), "");
+            } else {
+                LLVMValueRef args[3] = {x, y, sum};
+                sum = intrinsic(c, "llvm.fma", f32, args, 3);
+            }
+        }
+        out[r] = sum;
+    }
+}
+
+static void gen_dot(cg *c, const tir_op *op) {
+    const tir_layout *l = &op->results[0]->type.layout;
+    if (l->kind == TIR_LAYOUT_MMA) gen_dot_mma(c, op);
+    else if (l->kind == TIR_LAYOUT_BLOCKED) gen_dot_fma(c, op);
+    else cg_error(c, op, "dot's result needs an mma or a blocked layout");
+}
+
+/* Ops that walk blocked layouts' dims (broadcast, expand_dims, reductions,
+ * scans, permute): the layout pass gives them blocked operands; a .tir
+ * file that gives them mma or dot_op tiles gets an error, not wrong code. */
+static bool needs_blocked(cg *c, const tir_op *op) {
+    switch (op->code) {
+    case TIR_OP_BROADCAST: case TIR_OP_EXPAND_DIMS: case TIR_OP_REDUCE_SUM: case TIR_OP_REDUCE_MAX:
+    case TIR_OP_REDUCE_MIN: case TIR_OP_CUMSUM: case TIR_OP_CUMSUM_REV: case TIR_OP_PERMUTE: break;
+    default: return false;
+    }
+    bool bad = op->nresults && op->results[0]->type.rank && is_mma_kind(&op->results[0]->type.layout);
+    /* a permute reads its operand through scratch by row-major index, any layout */
+    for (uint32_t i = 0; i < op->noperands && op->code != TIR_OP_PERMUTE; i++)
+        bad |= op->operands[i]->type.rank && is_mma_kind(&op->operands[i]->type.layout);
+    if (bad) cg_error(c, op, "this op needs blocked layouts, not mma or dot_op ones (convert_layout first)");
+    return bad;
 }
 
 static void annotate(cg *c, const char *key, int value) {

@@ -19,7 +19,10 @@
  *  2. Wishes. Some ops ask for a layout derived from another class's: a
  *     reduction's result wants the slice of its operand's layout, an
  *     expand_dims operand wants the slice of its result's, a permute's
- *     result wants its operand's layout permuted (then it moves no data).
+ *     result wants its operand's layout permuted (then it moves no data),
+ *     and the a and b of a dot on FMAs (dot_ieee) want its result's
+ *     blocked layout holding whole rows of a (spt[1] = K) and whole
+ *     columns of b (spt[0] = K), so each thread has what its results need.
  *  3. Choice. Classes are decided from the highest rank down (slices come
  *     from the rank above). Within a rank, every class whose first
  *     satisfiable wish has a decided source takes it, until none can; then
@@ -27,9 +30,26 @@
  *     takes the default blocked layout for the largest shape in it;
  *     repeat. A class holding an
  *     expand_dims result stays blocked.
+ *  3b. MMA regions. A dot on tensor cores (`dot`; see dot_uses_mma)
+ *     gives its result the MMA layout (tileir.h; warps as Triton's
+ *     MMAv2). It spreads to the values joined to the result through
+ *     values that live only in registers (register_only: dot results,
+ *     elementwise ops that touch no memory, constants, splats, what loops
+ *     and branches carry): a second union-find over the joins of step 1
+ *     restricted to those. So the accumulator, the loop carrying it, and
+ *     an epilogue's casts and adds take the MMA layout, while loads,
+ *     stores, pointer arithmetic, broadcasts and expand_dims keep their
+ *     blocked classes.
  *  4. Repair. Where an op's operand still does not have the layout the op
- *     needs (two wishes disagreed: `offs[:, None]` and `offs[None, :]`), a
- *     convert_layout goes in, which codegen does through shared memory.
+ *     needs (two wishes disagreed: `offs[:, None]` and `offs[None, :]`;
+ *     an MMA region meets a blocked value), a convert_layout goes in,
+ *     which codegen does through shared memory: a dot's a and b into the
+ *     DOT_OP layouts of its result's MMA layout (from the blocked layouts
+ *     of their loads), a broadcast bias into the MMA layout, and an MMA
+ *     value stored into the pointers' blocked layout (the epilogue
+ *     conversion: the store then issues 16-byte accesses); reductions and
+ *     scans of MMA tiles read a blocked copy; a loop's inits and yields
+ *     and a branch's yields take the layout of what they feed.
  *
  * Default blocked layouts: each thread's run along the last dim is 16
  * bytes of the widest element the kernel loads or stores (4 f32, 8 f16),
@@ -59,12 +79,13 @@ enum { LAYOUT_ACCESS_BYTES = 16 };
 typedef struct wish {
     uint32_t from;   /* value id whose class's layout this derives from */
     uint8_t kind;    /* WISH_* */
-    uint8_t dim;     /* slice: the dim; permute: unused */
+    uint8_t dim;     /* slice: the dim; dot operand: 0 for a, 1 for b; permute: unused */
+    uint32_t k;      /* dot operand: the dot's K */
     uint8_t perm[TIR_MAX_RANK];
     struct wish *next;
 } wish;
 
-enum { WISH_SLICE_OF, WISH_PARENT_OF, WISH_PERMUTE_OF };
+enum { WISH_SLICE_OF, WISH_PARENT_OF, WISH_PERMUTE_OF, WISH_DOT_FMA_OF };
 
 typedef struct layout_ctx {
     tir_func *f;
@@ -81,6 +102,10 @@ typedef struct layout_ctx {
     uint8_t *must_block;  /* holds an expand_dims result */
     tir_layout *layout;
     wish **wishes;
+    /* mma regions (step 3b): a second union-find over register-only values */
+    bool joining_regions; /* join() builds regions instead of classes */
+    uint32_t *region;
+    tir_layout *region_layout; /* per region root: the mma layout, or kind NONE */
 } layout_ctx;
 
 static uint32_t find(layout_ctx *c, uint32_t v) {
@@ -88,8 +113,21 @@ static uint32_t find(layout_ctx *c, uint32_t v) {
     return v;
 }
 
+static uint32_t find_region(layout_ctx *c, uint32_t v) {
+    while (c->region[v] != v) v = c->region[v] = c->region[c->region[v]];
+    return v;
+}
+
+static bool register_only(const tir_value *v);
+
 static void join(layout_ctx *c, const tir_value *a, const tir_value *b) {
     if (!a->type.rank || !b->type.rank || a->type.rank != b->type.rank) return;
+    if (c->joining_regions) {
+        if (!register_only(a) || !register_only(b)) return;
+        uint32_t x = find_region(c, a->id), y = find_region(c, b->id);
+        if (x != y) c->region[x > y ? x : y] = x < y ? x : y;
+        return;
+    }
     uint32_t x = find(c, a->id), y = find(c, b->id);
     if (x == y) return;
     if (x > y) { /* the root is the earliest value: program order */
@@ -113,7 +151,9 @@ static void collect(tir_op *op, void *p) {
     if (op->body2)
         for (uint32_t i = 0; i < op->body2->nargs; i++) record(op->body2->args[i], c);
     const tir_opinfo *info = &tir_ops[op->code];
-    if ((info->flags & TIR_F_ELEMENTWISE)) {
+    /* mma regions hold registers only: memory ops and effects keep theirs */
+    bool in_memory = info->flags & (TIR_F_READS | TIR_F_WRITES | TIR_F_EFFECT);
+    if ((info->flags & TIR_F_ELEMENTWISE) && !(c->joining_regions && in_memory)) {
         const tir_value *anchor = op->nresults ? op->results[0] : op->operands[0];
         for (uint32_t i = 0; i < op->noperands; i++) join(c, anchor, op->operands[i]);
     }
@@ -164,6 +204,37 @@ static void add_wish(layout_ctx *c, const tir_value *to, const tir_value *from, 
     *at = w;
 }
 
+/* Whether a dot runs on mma.sync (its result in the MMA layout) or on FMAs
+ * (blocked layouts): `dot` always takes mma.sync, since every shape and
+ * input type it accepts has an instruction (dims >= 16, powers of two);
+ * dot_ieee (exact f32 products) always takes FMAs. The one place to
+ * change when a dot cannot use mma (a target without it). */
+static bool dot_uses_mma(const tir_op *op) { return op->code == TIR_OP_DOT; }
+
+/* Values that live in registers only, whatever their layout, so they may
+ * take the MMA layout: results of dot, of elementwise ops that touch no
+ * memory, constants and splats, and the values loops and branches carry. */
+static bool register_only(const tir_value *v) {
+    if (!v->type.rank) return false;
+    if (!v->def) return v->block && v->block->parent; /* a loop's or branch's block argument */
+    const tir_op *op = v->def;
+    unsigned fl = tir_ops[op->code].flags;
+    switch (op->code) {
+    case TIR_OP_DOT: return dot_uses_mma(op);
+    case TIR_OP_FOR: case TIR_OP_IF: case TIR_OP_WHILE: case TIR_OP_CONST: case TIR_OP_SPLAT: return true;
+    default: return (fl & TIR_F_ELEMENTWISE) && !(fl & (TIR_F_READS | TIR_F_WRITES | TIR_F_EFFECT));
+    }
+}
+
+/* Step 3b: the region of each mma dot's result takes its MMA layout. */
+static void mark_mma_regions(tir_op *op, void *p) {
+    layout_ctx *c = p;
+    if ((op->code != TIR_OP_DOT && op->code != TIR_OP_DOT_IEEE) || !dot_uses_mma(op)) return;
+    const tir_type *t = &op->results[0]->type;
+    c->region_layout[find_region(c, op->results[0]->id)] =
+        tir_layout_mma_for(t->shape[0], t->shape[1], (unsigned)c->num_warps);
+}
+
 static void collect_wishes(tir_op *op, void *p) {
     layout_ctx *c = p;
     switch (op->code) {
@@ -177,6 +248,18 @@ static void collect_wishes(tir_op *op, void *p) {
             add_wish(c, op->operands[0], op->results[0], WISH_PARENT_OF, (unsigned)op->attr.axis, NULL);
         break;
     case TIR_OP_PERMUTE: add_wish(c, op->results[0], op->operands[0], WISH_PERMUTE_OF, 0, op->attr.perm); break;
+    case TIR_OP_DOT: case TIR_OP_DOT_IEEE:
+        /* the FMA path: a and b want the result's blocked layout holding
+         * whole rows of a and columns of b (the mma path converts them at
+         * the dot instead: their producers are loads in blocked layouts) */
+        if (dot_uses_mma(op)) break;
+        for (unsigned i = 0; i < 2; i++) {
+            add_wish(c, op->operands[i], op->results[0], WISH_DOT_FMA_OF, i, NULL);
+            wish *w = c->wishes[find(c, op->operands[i]->id)];
+            while (w->next) w = w->next;
+            w->k = op->operands[0]->type.shape[1];
+        }
+        break;
     default: break;
     }
 }
@@ -239,6 +322,10 @@ static bool try_wish(layout_ctx *c, uint32_t root, const wish *w, tir_layout *ou
     case WISH_PERMUTE_OF:
         if (sl->kind != TIR_LAYOUT_BLOCKED) return false;
         *out = tir_layout_permute(sl, w->perm);
+        return true;
+    case WISH_DOT_FMA_OF:
+        if (sl->kind != TIR_LAYOUT_BLOCKED) return false;
+        *out = tir_layout_dot_fma(sl, w->k, w->dim);
         return true;
     }
     return false;
@@ -307,6 +394,14 @@ static tir_value *convert(layout_ctx *c, tir_op *before, tir_value *v, tir_layou
     return tir_build1(&b, TIR_OP_CONVERT_LAYOUT, t, 1, &v);
 }
 
+/* Operand i of op (a tile) gets layout `want`, through a convert_layout
+ * put before `before`, when it has another. */
+static void fix_operand(layout_ctx *c, tir_op *before, tir_op *op, uint32_t i, const tir_layout *want) {
+    tir_value *x = op->operands[i];
+    if (!x->type.rank || tir_layout_eq(&x->type.layout, want)) return;
+    op->operands[i] = convert(c, before, x, *want);
+}
+
 static void repair(tir_op *op, void *p) {
     layout_ctx *c = p;
     switch (op->code) {
@@ -336,7 +431,53 @@ static void repair(tir_op *op, void *p) {
         }
         break;
     }
-    default: break;
+    case TIR_OP_DOT: case TIR_OP_DOT_IEEE: {
+        tir_value *r = op->results[0];
+        tir_layout want[3];
+        if (r->type.layout.kind == TIR_LAYOUT_MMA) {
+            want[0] = tir_layout_dot_op(&r->type.layout, 0, tir_dot_kw((tir_elem)op->operands[0]->type.elem));
+            want[1] = tir_layout_dot_op(&r->type.layout, 1, tir_dot_kw((tir_elem)op->operands[1]->type.elem));
+        } else {
+            want[0] = tir_layout_dot_fma(&r->type.layout, op->operands[0]->type.shape[1], 0);
+            want[1] = tir_layout_dot_fma(&r->type.layout, op->operands[0]->type.shape[1], 1);
+        }
+        want[2] = r->type.layout;
+        for (unsigned i = 0; i < 3; i++)
+            if (!tir_layout_eq(&op->operands[i]->type.layout, &want[i])) op->operands[i] = convert(c, op, op->operands[i], want[i]);
+        break;
+    }
+    case TIR_OP_BROADCAST: case TIR_OP_CUMSUM: case TIR_OP_CUMSUM_REV:
+        fix_operand(c, op, op, 0, &op->results[0]->type.layout);
+        break;
+    case TIR_OP_FOR: {
+        const tir_op *y = op->body->last;
+        for (uint32_t k = 0; k + 1 < op->body->nargs; k++) {
+            const tir_layout *want = &op->body->args[k + 1]->type.layout;
+            fix_operand(c, op, op, 3 + k, want);
+            if (y && y->code == TIR_OP_YIELD && k < y->noperands) fix_operand(c, (tir_op *)y, (tir_op *)y, k, want);
+        }
+        break;
+    }
+    case TIR_OP_IF: case TIR_OP_WHILE:
+        for (uint32_t k = 0; k < op->nresults; k++) {
+            const tir_layout *want = &op->results[k]->type.layout;
+            tir_op *y1 = op->body->last, *y2 = op->body2->last;
+            if (op->code == TIR_OP_WHILE) fix_operand(c, op, op, k, want);
+            else if (y1 && y1->code == TIR_OP_YIELD && k < y1->noperands) fix_operand(c, y1, y1, k, want);
+            if (y2 && y2->code == TIR_OP_YIELD && k < y2->noperands) fix_operand(c, y2, y2, k, want);
+        }
+        break;
+    default:
+        /* the tiles of an elementwise op share the layout of its result (or
+         * of its first operand: a store's pointers), so a store of an mma
+         * tile converts the value to the pointers' blocked layout: the
+         * epilogue conversion, giving coalesced 16-byte stores */
+        if (tir_ops[op->code].flags & TIR_F_ELEMENTWISE) {
+            const tir_value *anchor = op->nresults ? op->results[0] : op->noperands ? op->operands[0] : NULL;
+            if (!anchor || !anchor->type.rank) break;
+            for (uint32_t i = 0; i < op->noperands; i++) fix_operand(c, op, op, i, &anchor->type.layout);
+        }
+        break;
     }
 }
 
@@ -390,7 +531,9 @@ static void layout_func(tir_func *f, int num_warps) {
     c.must_block = TC_NEW_ARRAY(arena, uint8_t, c.n + 1);
     c.layout = TC_NEW_ARRAY(arena, tir_layout, c.n + 1);
     c.wishes = TC_NEW_ARRAY(arena, wish *, c.n + 1);
-    for (uint32_t i = 0; i < c.n; i++) c.parent[i] = i;
+    c.region = TC_NEW_ARRAY(arena, uint32_t, c.n + 1);
+    c.region_layout = TC_NEW_ARRAY(arena, tir_layout, c.n + 1);
+    for (uint32_t i = 0; i < c.n; i++) c.parent[i] = c.region[i] = i;
     tir_walk(f, find_widest, &c);
     if (!c.widest_bytes) c.widest_bytes = 4; /* no memory access: any size will do */
     tir_walk(f, collect, &c);
@@ -407,6 +550,15 @@ static void layout_func(tir_func *f, int num_warps) {
     for (unsigned rank = TIR_MAX_RANK; rank >= 1; rank--) decide_rank(&c, rank);
     for (uint32_t i = 0; i < c.n; i++)
         if (c.value[i] && c.value[i]->type.rank) c.value[i]->type.layout = c.layout[find(&c, i)];
+    /* 3b: mma regions */
+    c.joining_regions = true;
+    tir_walk(f, collect, &c);
+    c.joining_regions = false;
+    tir_walk(f, mark_mma_regions, &c);
+    for (uint32_t i = 0; i < c.n; i++) {
+        const tir_layout *l = &c.region_layout[find_region(&c, i)];
+        if (c.value[i] && c.value[i]->type.rank && l->kind == TIR_LAYOUT_MMA) c.value[i]->type.layout = *l;
+    }
     tir_walk(f, repair, &c);
     tc_arena_free(arena);
 }

@@ -30,7 +30,8 @@
  *
  * The depth is the loop's num_stages, else the kernel's, else
  * LOWER_DEFAULT_NUM_STAGES; it shrinks (down to 2) until the loop's ring
- * buffers fit LOWER_PIPELINE_SMEM_BYTES, and a loop whose buffers do not
+ * buffers fit LOWER_PIPELINE_SMEM_BYTES (24 KB: static shared memory is
+ * 48 KB, and conversions take up to 16 KB beside the rings), and a loop whose buffers do not
  * fit even then is left as it is. One stage means no pipelining. The pass
  * runs after layout assignment: the copies take the loads' pointer
  * layouts, and local_load gives the load's layout, so everything after it

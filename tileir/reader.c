@@ -224,6 +224,32 @@ static bool parse_list(reader *r, const char *key, uint16_t *v, unsigned *n, int
     return expect(r, "]");
 }
 
+/* After `#mma`: <wpc=[M, N]>; after `#dot_op`: <idx=I, kw=W, parent=#mma<...>>. */
+static bool parse_mma_layout(reader *r, unsigned rank, bool dot_op, tir_layout *l) {
+    int64_t idx = 0, kw = 0;
+    if (!expect(r, "<")) return false;
+    if (dot_op) {
+        if (!expect(r, "idx") || !expect(r, "=") || !number(r, &idx) || !expect(r, ",") || !expect(r, "kw") ||
+            !expect(r, "=") || !number(r, &kw) || !expect(r, ",") || !expect(r, "parent") || !expect(r, "=") ||
+            !expect(r, "#mma") || !expect(r, "<"))
+            return false;
+        if (idx < 0 || idx > 1 || (kw != 1 && kw != 2 && kw != 4)) {
+            error_here(r, "a dot_op layout needs idx 0 or 1 and kw 1, 2 or 4");
+            return false;
+        }
+    }
+    uint16_t wpc[TIR_MAX_RANK];
+    unsigned n;
+    if (!parse_list(r, "wpc", wpc, &n, 1) || !expect(r, ">") || (dot_op && !expect(r, ">"))) return false;
+    if (n != 2 || rank != 2) {
+        error_here(r, "mma and dot_op layouts are for 2-D tiles and list two warp counts");
+        return false;
+    }
+    *l = tir_layout_mma(wpc[0], wpc[1]);
+    if (dot_op) *l = tir_layout_dot_op(l, (unsigned)idx, (unsigned)kw);
+    return true;
+}
+
 static bool parse_type(reader *r, tir_type *t) {
     skip_space(r);
     bool shared = accept(r, "smem");
@@ -276,6 +302,12 @@ static bool parse_type(reader *r, tir_type *t) {
         uint16_t ord[TIR_MAX_RANK];
         unsigned lrank = rank;
         skip_space(r);
+        bool is_dot_op = accept(r, "#dot_op");
+        if (is_dot_op || accept(r, "#mma")) {
+            if (!parse_mma_layout(r, rank, is_dot_op, &l)) return false;
+            t->layout = l;
+            return expect(r, ">");
+        }
         if (accept(r, "#slice")) {
             /* #slice<dim=K, spt=..., ...>: the parent blocked layout has one dim more */
             int64_t dim;

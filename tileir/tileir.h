@@ -46,6 +46,12 @@
  *   async_wait 1
  *   barrier
  *   %x = local_load %buf, %slot : tile<64x32xf16, #blocked<...>>
+ * The layouts of a dot (tensor cores, mma.sync m16n8kK; see "mma and
+ * dot-operand layouts" below) print as
+ *   tile<64x32xf32, #mma<wpc=[2, 2]>>
+ *   tile<64x16xf16, #dot_op<idx=0, kw=2, parent=#mma<wpc=[2, 2]>>>
+ * (wpc: warps along M and N; idx 0 is a, 1 is b; kw: elements along K in
+ * one 32-bit register).
  * Ops may end in `loc(LINE:COL)` (printed with TIR_PRINT_LOCS). A string
  * attribute is quoted, with \n \t \" \\ and \xHH escapes:
  *   print "x =", %x, %y
@@ -88,12 +94,18 @@ typedef enum tir_layout_kind {
                            rest; ord lists dims fastest-varying first; the
                            pattern repeats to cover larger tiles and wraps
                            (replicates) over smaller ones */
-    TIR_LAYOUT_SLICE    /* a blocked layout of rank+1 dims (the fields
+    TIR_LAYOUT_SLICE,   /* a blocked layout of rank+1 dims (the fields
                            below) with dim `slice_dim` removed: the tile
                            sits where a size-1 dim of the parent would be,
                            and threads that differ only along that dim hold
                            the same elements. What a reduction along
                            slice_dim gives, and what expand_dims takes. */
+    TIR_LAYOUT_MMA,     /* a dot's accumulator in mma.sync's fragments
+                           ("mma and dot-operand layouts" below); rank 2,
+                           wpc[0] x wpc[1] warps; the other fields unused */
+    TIR_LAYOUT_DOT_OP   /* a dot's a (dot_idx 0) or b (1) in the fragments
+                           mma.sync takes, for the MMA layout with the same
+                           wpc; dot_kw elements along K per 32-bit register */
 } tir_layout_kind;
 
 typedef struct tir_layout {
@@ -104,6 +116,8 @@ typedef struct tir_layout {
     uint16_t wpc[TIR_MAX_RANK]; /* warps per CTA; product num_warps */
     uint8_t ord[TIR_MAX_RANK];
     uint8_t slice_dim; /* TIR_LAYOUT_SLICE: the parent's dim the tile lacks */
+    uint8_t dot_idx;   /* TIR_LAYOUT_DOT_OP: 0 = a, 1 = b */
+    uint8_t dot_kw;    /* TIR_LAYOUT_DOT_OP: 2 f16/bf16, 1 tf32, 4 i8 */
 } tir_layout;
 
 /* Where a tile lives: registers (a value of the program), or a buffer in
@@ -140,6 +154,55 @@ tir_layout tir_layout_parent(const tir_layout *slice);
  * (result dim i is dim perm[i]): the same registers in every thread. */
 tir_layout tir_layout_permute(const tir_layout *src, const uint8_t *perm);
 void tir_print_type(tc_strbuf *out, tir_type t);
+
+/* ---- mma and dot-operand layouts (tileir/mma_layout.c) ------------------
+ * mma.sync m16n8kK (PTX ISA, "matrix fragments for mma.m16n8k*"): a warp
+ * computes a 16x8 piece of the result. With lane l, g = l >> 2, q = l & 3:
+ *  - accumulator (MMA): c0, c1 at row g, cols 2q, 2q+1; c2, c3 at row g+8;
+ *  - a (DOT_OP idx 0, MxK): 32-bit register j holds kw elements along K at
+ *    row g + 8 (j & 1), cols kw q + 4 kw (j >> 1) + e (e < kw);
+ *  - b (DOT_OP idx 1, KxN): register j holds kw elements along K at
+ *    rows kw q + 4 kw j + e, col g.
+ * (kw = 2, instruction K 16: f16/bf16 m16n8k16; kw = 1, K 8: tf32
+ * m16n8k8; kw = 4, K 32: s8 m16n8k32, or K 16 with only j < 2 for a and
+ * j = 0 for b: m16n8k16.) Warp w sits at wm = w % wpc[0], wn = w / wpc[0];
+ * the warps' pieces tile (16 wpc[0]) x (8 wpc[1]) and repeat over a larger
+ * tile (RM x RN times); over a smaller one they wrap and replicate, as
+ * blocked layouts do. a is replicated over wn, b over wm.
+ * A thread's registers, in order (so one instruction's operands are
+ * neighbours):
+ *  - MMA: r = ((rm RN + rn) 4 + i): row rm 16 wpc[0] + 16 wm + g + 8 (i >> 1),
+ *         col rn 8 wpc[1] + 8 wn + 2q + (i & 1);
+ *  - a:   r = (((rm NKC + kc) 2 + h) kw + e): row rm 16 wpc[0] + 16 wm + g + 8h,
+ *         col kc 4kw + kw q + e;
+ *  - b:   r = ((kc RN + rn) kw + e): row kc 4kw + kw q + e,
+ *         col rn 8 wpc[1] + 8 wn + g;
+ * with NKC = K / (4 kw) chunks along K, each index taken mod the tile's
+ * dim (powers of two). Each coordinate is a register part (constant per
+ * r) plus a thread part, so codegen builds the thread part once. */
+enum { TIR_MMA_TILE_M = 16, TIR_MMA_TILE_N = 8, TIR_MMA_MIN_DIM = 16 };
+tir_layout tir_layout_mma(unsigned wpc_m, unsigned wpc_n);
+tir_layout tir_layout_dot_op(const tir_layout *mma, unsigned idx, unsigned kw);
+tir_layout tir_layout_mma_parent(const tir_layout *dot_op);
+/* Triton's MMAv2 choice of warps for an MxN result (warpsPerTileV2). */
+tir_layout tir_layout_mma_for(uint32_t m, uint32_t n, unsigned num_warps);
+/* The FMA path of dot (dot_ieee): for a result in blocked layout `res`,
+ * a (idx 0) takes it with spt[1] = K (each thread holds whole rows of a
+ * for its rows of the result), b (idx 1) with spt[0] = K. */
+tir_layout tir_layout_dot_fma(const tir_layout *res, uint32_t k, unsigned idx);
+/* kw for a dot input type: 2 (f16, bf16), 1 (f32 as tf32), 4 (i8); 0 else. */
+unsigned tir_dot_kw(tir_elem in);
+/* Registers per thread of a 2-D tile in an MMA or DOT_OP layout. */
+uint32_t tir_mma_regs(const tir_layout *l, const uint32_t *shape);
+/* Register r's part of the coordinates (row, col) of its element. */
+void tir_mma_reg_offset(const tir_layout *l, const uint32_t *shape, uint32_t r, uint32_t off[2]);
+/* The thread part: off[d] = k[d][0] wm + k[d][1] wn + k[d][2] g + k[d][3] q. */
+void tir_mma_thread_coeffs(const tir_layout *l, uint32_t k[2][4]);
+/* The element (row, col) that thread `tid` holds in register r. */
+void tir_mma_coord(const tir_layout *l, const uint32_t *shape, uint32_t tid, uint32_t r, uint32_t coord[2]);
+/* Whether thread tid is the first holder of its elements (elements held
+ * by several threads are stored, printed, ... by the first only). */
+bool tir_mma_owner(const tir_layout *l, const uint32_t *shape, uint32_t tid);
 
 /* ---- ops --------------------------------------------------------------- */
 enum {

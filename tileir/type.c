@@ -84,6 +84,9 @@ bool tir_layout_eq(const tir_layout *a, const tir_layout *b) {
     if (a->kind == TIR_LAYOUT_NONE) return true;
     if (a->rank != b->rank) return false;
     if (a->kind == TIR_LAYOUT_SLICE && a->slice_dim != b->slice_dim) return false;
+    if (a->kind == TIR_LAYOUT_MMA || a->kind == TIR_LAYOUT_DOT_OP)
+        return a->wpc[0] == b->wpc[0] && a->wpc[1] == b->wpc[1] &&
+               (a->kind == TIR_LAYOUT_MMA || (a->dot_idx == b->dot_idx && a->dot_kw == b->dot_kw));
     for (unsigned i = 0; i < a->rank; i++)
         if (a->spt[i] != b->spt[i] || a->tpw[i] != b->tpw[i] || a->wpc[i] != b->wpc[i] || a->ord[i] != b->ord[i])
             return false;
@@ -167,6 +170,12 @@ void tir_print_type(tc_strbuf *out, tir_type t) {
         tc_strbuf_puts(out, ", ");
         print_list(out, "ord", ord, l->rank);
         tc_strbuf_putc(out, '>');
+    } else if (t.layout.kind == TIR_LAYOUT_MMA || t.layout.kind == TIR_LAYOUT_DOT_OP) {
+        const tir_layout *l = &t.layout;
+        if (l->kind == TIR_LAYOUT_DOT_OP) tc_strbuf_printf(out, ", #dot_op<idx=%u, kw=%u, parent=", l->dot_idx, l->dot_kw);
+        else tc_strbuf_puts(out, ", ");
+        tc_strbuf_printf(out, "#mma<wpc=[%u, %u]>", l->wpc[0], l->wpc[1]);
+        if (l->kind == TIR_LAYOUT_DOT_OP) tc_strbuf_putc(out, '>');
     }
     tc_strbuf_putc(out, '>');
 }

@@ -46,6 +46,17 @@ static void check_layout(verifier *v, const tir_op *op, tir_type t) {
     }
     v->any_layout = true;
     const tir_layout *l = &t.layout;
+    if (l->kind == TIR_LAYOUT_MMA || l->kind == TIR_LAYOUT_DOT_OP) {
+        if (t.rank != 2 || l->rank != 2 || t.shape[0] < TIR_MMA_MIN_DIM || t.shape[1] < TIR_MMA_MIN_DIM)
+            fail(v, op, "mma and dot_op layouts are for 2-D tiles with dims of at least 16");
+        else if (!is_pow2(l->wpc[0]) || !is_pow2(l->wpc[1]))
+            fail(v, op, "layout sizes must be powers of two");
+        else if (v->f->num_warps && (uint64_t)l->wpc[0] * l->wpc[1] != (uint64_t)v->f->num_warps)
+            fail(v, op, "layout warps differ from num_warps");
+        else if (l->kind == TIR_LAYOUT_DOT_OP && (l->dot_idx > 1 || tir_dot_kw((tir_elem)t.elem) != l->dot_kw))
+            fail(v, op, "a dot_op layout's kw must be its element type's (2 f16/bf16, 1 f32, 4 i8)");
+        return;
+    }
     bool slice = l->kind == TIR_LAYOUT_SLICE;
     if ((l->kind != TIR_LAYOUT_BLOCKED && !slice) || l->rank != t.rank + slice || l->rank > TIR_MAX_RANK) {
         fail(v, op, slice ? "a slice layout's parent must have one dim more than the tile" : "layout rank differs from the tile's rank");
@@ -219,6 +230,19 @@ static void check_types(verifier *v, const tir_op *op) {
         else if (op->code == TIR_OP_DOT_IEEE && a.elem != TIR_F32)
             fail(v, op, "dot_ieee takes f32 inputs");
         if (!tir_type_eq(r, acc)) fail(v, op, "dot's result has acc's type and layout");
+        else if (r.layout.kind == TIR_LAYOUT_MMA) {
+            tir_layout wa = tir_layout_dot_op(&r.layout, 0, tir_dot_kw((tir_elem)a.elem)),
+                       wb = tir_layout_dot_op(&r.layout, 1, tir_dot_kw((tir_elem)b.elem));
+            if (op->code == TIR_OP_DOT_IEEE) fail(v, op, "dot_ieee's result needs a blocked layout (it runs on FMAs)");
+            else if (!tir_layout_eq(&a.layout, &wa) || !tir_layout_eq(&b.layout, &wb))
+                fail(v, op, "dot with an mma result needs a and b in the dot_op layouts of that mma layout");
+        } else if (r.layout.kind == TIR_LAYOUT_BLOCKED) {
+            tir_layout wa = tir_layout_dot_fma(&r.layout, a.shape[1], 0), wb = tir_layout_dot_fma(&r.layout, a.shape[1], 1);
+            if (!tir_layout_eq(&a.layout, &wa) || !tir_layout_eq(&b.layout, &wb))
+                fail(v, op, "dot with a blocked result needs a and b in its blocked layout with whole rows of a and columns of b per thread");
+        } else if (r.layout.kind != TIR_LAYOUT_NONE) {
+            fail(v, op, "dot's result needs an mma or a blocked layout");
+        }
         break;
     }
     case TIR_OP_EXPAND_DIMS: {

@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tileir/tileir.h"
@@ -195,11 +196,101 @@ static void test_verify_arange_and_layout(void **state) {
     tir_value *r = tir_build_arange(&b, 0, 128);
     r->def->attr.range.hi = 100; /* length no longer a power of two */
     tir_value *s = tir_build_arange(&b, 0, 64);
-    s->type.layout = (tir_layout){TIR_LAYOUT_BLOCKED, 1, {4}, {16}, {4}, {0}, 0}; /* 16 threads a warp */
+    s->type.layout = (tir_layout){TIR_LAYOUT_BLOCKED, 1, {4}, {16}, {4}, {0}, 0, 0, 0}; /* 16 threads a warp */
     tir_build_op(&b, TIR_OP_RETURN, 0, NULL, 0, NULL);
     expect_verify_error(fx, m, "arange length must be a positive power of two");
     expect_verify_error(fx, m, "layout threads per warp must multiply to 32");
     expect_verify_error(fx, m, "some tiles have layouts and others do not");
+}
+
+/* Every element of a tile in an mma or dot_op layout is held by exactly
+ * one owning thread, every thread's registers hold elements of the tile,
+ * and copies are held by non-owners only. */
+static void check_mma_cover(const tir_layout *l, uint32_t m, uint32_t n, unsigned num_warps) {
+    uint32_t shape[2] = {m, n};
+    uint32_t regs = tir_mma_regs(l, shape);
+    uint8_t *owned = calloc((size_t)m * n, 1), *held = calloc((size_t)m * n, 1);
+    assert_non_null(owned);
+    assert_non_null(held);
+    for (uint32_t t = 0; t < 32 * num_warps; t++) {
+        bool own = tir_mma_owner(l, shape, t);
+        for (uint32_t r = 0; r < regs; r++) {
+            uint32_t xy[2];
+            tir_mma_coord(l, shape, t, r, xy);
+            assert_true(xy[0] < m && xy[1] < n);
+            held[(size_t)xy[0] * n + xy[1]] = 1;
+            if (own) owned[(size_t)xy[0] * n + xy[1]]++;
+        }
+    }
+    for (size_t i = 0; i < (size_t)m * n; i++) {
+        assert_int_equal(owned[i], 1);
+        assert_int_equal(held[i], 1);
+    }
+    free(owned);
+    free(held);
+}
+
+static void test_mma_layouts_cover(void **state) {
+    (void)state;
+    static const uint32_t shapes[][3] = {{16, 16, 16}, {64, 32, 16}, {128, 128, 64}, {16, 64, 32}, {256, 16, 128}};
+    static const unsigned warps[] = {1, 2, 4, 8};
+    static const unsigned kws[] = {1, 2, 4};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (size_t w = 0; w < sizeof warps / sizeof warps[0]; w++) {
+            uint32_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+            tir_layout c = tir_layout_mma_for(m, n, warps[w]);
+            assert_int_equal(c.wpc[0] * c.wpc[1], warps[w]);
+            check_mma_cover(&c, m, n, warps[w]);
+            for (size_t i = 0; i < 3; i++) {
+                tir_layout a = tir_layout_dot_op(&c, 0, kws[i]), b = tir_layout_dot_op(&c, 1, kws[i]);
+                check_mma_cover(&a, m, k, warps[w]);
+                check_mma_cover(&b, k, n, warps[w]);
+            }
+        }
+}
+
+/* The fragments of the PTX ISA for one warp (wpc [1, 1]): lane l holds
+ * c0..c3 at (g, 2q), (g, 2q+1), (g+8, 2q), (g+8, 2q+1); for m16n8k16 f16,
+ * a0..a7 at (g, 2q), (g, 2q+1), (g+8, 2q), (g+8, 2q+1), then the same 8
+ * columns on, and b0..b3 at (2q, g), (2q+1, g), (2q+8, g), (2q+9, g). */
+static void test_mma_layouts_match_ptx_fragments(void **state) {
+    (void)state;
+    tir_layout c = tir_layout_mma(1, 1), a = tir_layout_dot_op(&c, 0, 2), b = tir_layout_dot_op(&c, 1, 2);
+    tir_layout a8 = tir_layout_dot_op(&c, 0, 4), t32 = tir_layout_dot_op(&c, 0, 1);
+    uint32_t sc[2] = {16, 16}, sa[2] = {16, 16}, sb[2] = {16, 16}, sa8[2] = {16, 32};
+    for (uint32_t l = 0; l < 32; l++) {
+        uint32_t g = l >> 2, q = l & 3, xy[2];
+        const uint32_t cx[4][2] = {{g, 2 * q}, {g, 2 * q + 1}, {g + 8, 2 * q}, {g + 8, 2 * q + 1}};
+        for (uint32_t r = 0; r < 4; r++) {
+            tir_mma_coord(&c, sc, l, r, xy);
+            assert_int_equal(xy[0], cx[r][0]);
+            assert_int_equal(xy[1], cx[r][1]);
+        }
+        for (uint32_t r = 0; r < 8; r++) {
+            tir_mma_coord(&a, sa, l, r, xy);
+            assert_int_equal(xy[0], cx[r % 4][0]);
+            assert_int_equal(xy[1], cx[r % 4][1] + (r >= 4 ? 8 : 0));
+        }
+        const uint32_t bx[4] = {2 * q, 2 * q + 1, 2 * q + 8, 2 * q + 9};
+        for (uint32_t j = 0; j < 4; j++) { /* b's registers: (kc, rn, e); rn 0 of 2 here */
+            tir_mma_coord(&b, sb, l, (j / 2) * 4 + j % 2, xy);
+            assert_int_equal(xy[0], bx[j]);
+            assert_int_equal(xy[1], g);
+        }
+        /* tf32 m16n8k8: a0..a3 at (g, q), (g+8, q), (g, q+4), (g+8, q+4) */
+        const uint32_t tx[4][2] = {{g, q}, {g + 8, q}, {g, q + 4}, {g + 8, q + 4}};
+        for (uint32_t r = 0; r < 4; r++) {
+            tir_mma_coord(&t32, sa, l, r, xy);
+            assert_int_equal(xy[0], tx[r][0]);
+            assert_int_equal(xy[1], tx[r][1]);
+        }
+        /* s8 m16n8k32: a0..a3 at (g, 4q..4q+3), a4..a7 at row g+8, a8..a15 16 columns on */
+        for (uint32_t r = 0; r < 16; r++) {
+            tir_mma_coord(&a8, sa8, l, r, xy);
+            assert_int_equal(xy[0], g + ((r / 4) & 1) * 8);
+            assert_int_equal(xy[1], 4 * q + r % 4 + (r >= 8 ? 16 : 0));
+        }
+    }
 }
 
 static void test_verify_loop(void **state) {
@@ -260,6 +351,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_verify_use_before_def, setup, teardown),
         cmocka_unit_test_setup_teardown(test_verify_arange_and_layout, setup, teardown),
         cmocka_unit_test_setup_teardown(test_verify_loop, setup, teardown),
+        cmocka_unit_test(test_mma_layouts_cover),
+        cmocka_unit_test(test_mma_layouts_match_ptx_fragments),
         cmocka_unit_test_setup_teardown(test_reader_rejects_junk, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
