@@ -154,13 +154,14 @@ static const rt_embedded_file *embedded(const char *name) {
 }
 
 /* The kernel `name` of the embedded `file` with the const parameters
- * `defs`, compiled (once) with num_warps; `spec` says which
- * specialization in a message. */
+ * `defs`, compiled (once) with num_warps and num_stages (0: the
+ * compiler's); `spec` says which specialization in a message. */
 static trt_status kernel_with(const call *c, const char *file, const char *name, const tilec_define *defs,
-                              size_t ndefs, int num_warps, const char *spec, trt_kernel **k) {
+                              size_t ndefs, int num_warps, int num_stages, const char *spec, trt_kernel **k) {
     const rt_embedded_file *f = embedded(file);
     if (!f) return rt_fail(c->d, TRT_ERR_NOT_FOUND, "%s: %s is not in this build of tilec", c->op, file);
-    trt_compile_options co = {.arch = NULL, .num_warps = num_warps, .defines = defs, .ndefines = ndefs};
+    trt_compile_options co = {
+        .arch = NULL, .num_warps = num_warps, .defines = defs, .ndefines = ndefs, .num_stages = num_stages};
     trt_module *m;
     trt_status st = rt_compile_kept(c->d, f->name, f->text, f->len, &co, &m);
     if (st != TRT_OK) return rt_fail(c->d, st, "%s: compiling %s (%s): %s", c->op, file, spec, c->d->err);
@@ -175,7 +176,7 @@ static trt_status kernel_for(const call *c, const char *file, const char *base, 
     char name[MAX_KERNEL_NAME], spec[32];
     snprintf(name, sizeof name, "%s_%s", base, c->st->suffix);
     snprintf(spec, sizeof spec, "BLOCK %d", block);
-    return kernel_with(c, file, name, &def, 1, num_warps, spec, k);
+    return kernel_with(c, file, name, &def, 1, num_warps, 0, spec, k);
 }
 
 static int main_warps(const call *c) { return c->o ? c->o->num_warps : 0; }
@@ -438,9 +439,9 @@ trt_status tls_dropout_bwd(trt_device *dev, tls_dtype dt, tls_mem dy, tls_mem dx
 typedef struct matmul_config {
     int64_t min_m, min_n;
     int block_m, block_n, block_k, group_m, num_warps;
-    /* the software-pipelining depth Triton uses with it. trt_compile_options
-     * has no num_stages yet: recorded for when the compiler pipelines
-     * loops, not passed */
+    /* the software-pipelining depth Triton uses with it, passed as the
+     * kernel's num_stages; the compiler lowers it where the rings would not
+     * fit its shared-memory budget (lower/pipeline_loops.c) */
     int num_stages;
 } matmul_config;
 
@@ -582,7 +583,9 @@ static trt_status matmul(const call *c, matrix a, matrix b, matrix x) {
              even ? ", EVEN" : "");
     int warps = main_warps(c) ? main_warps(c) : cfg->num_warps;
     trt_kernel *k;
-    if ((st = kernel_with(c, "stdlib/matmul.tile", name, defs, sizeof defs / sizeof defs[0], warps, spec, &k))) return st;
+    if ((st = kernel_with(c, "stdlib/matmul.tile", name, defs, sizeof defs / sizeof defs[0], warps, cfg->num_stages,
+                          spec, &k)))
+        return st;
     /* a dim of one element: its stride is never multiplied by more than 0
      * for an element that is loaded or stored, so any value does (the
      * layouts above count on 0) */
