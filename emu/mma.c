@@ -158,9 +158,11 @@ int emu_ldmatrix_kind(const char *name) {
     int lg = !strncmp(p, "x1.", 3) ? 0 : !strncmp(p, "x2.", 3) ? 1 : !strncmp(p, "x4.", 3) ? 2 : -1;
     if (lg < 0) return -1;
     p += 3;
-    if (!strcmp(p, "b16")) return lg * 2;
-    if (!strcmp(p, "trans.b16")) return lg * 2 + 1;
-    return -1;
+    /* the pointer's address space may follow as an overload suffix: .p3 */
+    bool trans = !strncmp(p, "trans.", 6);
+    if (trans) p += 6;
+    if (strcmp(p, "b16") && strcmp(p, "b16.p3") && strcmp(p, "b16.p0")) return -1;
+    return lg * 2 + trans;
 }
 
 unsigned emu_ldmatrix_count(int kind) { return 1u << (kind / 2); }
