@@ -1229,6 +1229,16 @@ typedef struct thread {
     uint32_t committed; /* cp.async groups committed so far; the open group's number */
 } thread;
 
+/* Who last wrote and read a byte of shared memory, and in which epoch
+ * (barrier interval; 0: never), for the race check. */
+typedef struct shadow {
+    uint32_t wep, rep;
+    uint16_t wt, rt; /* rt RACE_MANY: read by several threads */
+} shadow;
+enum { RACE_MANY = 0xffff };
+
+typedef enum access { ACC_READ, ACC_WRITE, ACC_ATOMIC } access;
+
 typedef struct run {
     const emu_module *m;
     const emu_func *f;
@@ -1236,6 +1246,8 @@ typedef struct run {
     thread *th;
     uint32_t nth;
     uint8_t *shared;
+    shadow *sh;     /* one per shared byte */
+    uint32_t epoch; /* grows at every barrier and CTA */
     uint32_t ctaid[3];
     char *err;
     size_t err_size;
@@ -1266,7 +1278,10 @@ static bool rfail(run *r, const thread *t, const emu_inst *in, const char *fmt, 
 }
 
 /* The host address of `size` bytes at tagged pointer p, checked. */
-static uint8_t *mem(run *r, thread *t, const emu_inst *in, uint64_t p, uint64_t size, uint64_t align, bool write) {
+static bool race_check(run *r, thread *t, const emu_inst *in, uint64_t off, uint64_t size, access acc);
+
+static uint8_t *mem(run *r, thread *t, const emu_inst *in, uint64_t p, uint64_t size, uint64_t align, access acc) {
+    bool write = acc != ACC_READ;
     uint32_t region = (uint32_t)(p >> REGION_SHIFT);
     uint64_t off = p & OFFSET_MASK, lo = 0, hi;
     uint8_t *base;
@@ -1311,7 +1326,36 @@ static uint8_t *mem(run *r, thread *t, const emu_inst *in, uint64_t p, uint64_t 
               (unsigned long long)off, what);
         return NULL;
     }
+    if (region == REGION_SHARED && !race_check(r, t, in, off, size, acc)) return NULL;
     return base + off;
+}
+
+/* Shared memory between barriers: a byte one thread wrote may not be read
+ * or written by another (unless it writes the same value: redundant
+ * stores of one value are harmless on the GPU), nor written after another
+ * read it. Atomics take part in no race. A race is a missing barrier,
+ * which sequential execution would otherwise hide. */
+static bool race_check(run *r, thread *t, const emu_inst *in, uint64_t off, uint64_t size, access acc) {
+    if (acc == ACC_ATOMIC || !t) return true;
+    uint16_t me = (uint16_t)t->tid;
+    for (uint64_t b = off; b < off + size; b++) {
+        shadow *s = &r->sh[b];
+        if (acc == ACC_WRITE) {
+            if (s->rep == r->epoch && s->rt != me)
+                return rfail(r, t, in, "a data race in shared memory: a write to byte %llu, which %s read since the last barrier",
+                             (unsigned long long)b, s->rt == RACE_MANY ? "other threads" : "another thread");
+            if (s->wep == r->epoch && s->wt != me) s->wt = RACE_MANY; /* checked against the value by the store */
+            else s->wt = me;
+            s->wep = r->epoch;
+        } else {
+            if (s->wep == r->epoch && s->wt != me)
+                return rfail(r, t, in, "a data race in shared memory: a read of byte %llu, which %s wrote since the last barrier",
+                             (unsigned long long)b, s->wt == RACE_MANY ? "several threads" : "another thread");
+            s->rt = s->rep == r->epoch && s->rt != me ? RACE_MANY : me;
+            s->rep = r->epoch;
+        }
+    }
+    return true;
 }
 
 static uint64_t load_word(const uint8_t *p, ek e) {
@@ -1320,6 +1364,26 @@ static uint64_t load_word(const uint8_t *p, ek e) {
     return e == EK_I1 ? (w & 1) : w;
 }
 static void store_word(uint8_t *p, uint64_t w, ek e) { memcpy(p, &w, (size_t)ek_bytes[e]); }
+
+/* A store to shared memory over bytes another thread wrote since the last
+ * barrier (race_check marked them) is a race unless it writes what is
+ * there already. */
+static bool same_value_store(run *r, thread *t, const emu_inst *in, uint64_t p, const uint8_t *at, const uint64_t *vals,
+                             ek e, uint32_t lanes) {
+    if (p >> REGION_SHIFT != REGION_SHARED) return true;
+    uint64_t off = p & OFFSET_MASK;
+    for (uint32_t l = 0; l < lanes; l++)
+        for (int k = 0; k < ek_bytes[e]; k++) {
+            uint64_t b = l * (uint64_t)ek_bytes[e] + (uint64_t)k;
+            const shadow *s = &r->sh[off + b];
+            uint8_t v = (uint8_t)(vals[l] >> (8 * k));
+            if (s->wep == r->epoch && s->wt == RACE_MANY && at[b] != v)
+                return rfail(r, t, in, "a data race in shared memory: threads write different values to byte %llu "
+                                       "between barriers",
+                             (unsigned long long)(off + b));
+        }
+    return true;
+}
 
 /* ---- arithmetic ---- */
 
@@ -1536,7 +1600,7 @@ static void emit_text(run *r, const char *s, size_t n) {
 /* A NUL-terminated string at tagged pointer p (at most max bytes). */
 static bool read_cstr(run *r, thread *t, const emu_inst *in, uint64_t p, char *out, size_t max) {
     for (size_t i = 0; i + 1 < max; i++) {
-        uint8_t *c = mem(r, t, in, p + i, 1, 1, false);
+        uint8_t *c = mem(r, t, in, p + i, 1, 1, ACC_READ);
         if (!c) return false;
         out[i] = (char)*c;
         if (!*c) return true;
@@ -1575,7 +1639,7 @@ static bool do_vprintf(run *r, thread *t, const emu_inst *in) {
         bool is_float = strchr("fFeEgGaA", conv) != NULL, is_ptr = conv == 's' || conv == 'p';
         uint64_t size = is_float || is_ptr || longs ? 8 : 4;
         off = (off + size - 1) / size * size;
-        uint8_t *a = mem(r, t, in, args + off, size, size, false);
+        uint8_t *a = mem(r, t, in, args + off, size, size, ACC_READ);
         if (!a) return false;
         off += size;
         uint64_t w = 0;
@@ -1643,7 +1707,7 @@ static bool cp_complete(run *r, thread *t, const emu_inst *in, uint32_t before_g
     for (uint32_t i = 0; i < t->ncp; i++) {
         cp_pending *c = &t->cp[i];
         if (c->group < before_group) {
-            uint8_t *d = mem(r, t, in, c->dst, c->size, c->size, true);
+            uint8_t *d = mem(r, t, in, c->dst, c->size, c->size, ACC_WRITE);
             if (!d) return false;
             memcpy(d, c->data, c->size);
         } else {
@@ -1660,8 +1724,8 @@ static bool do_cp_async(run *r, thread *t, const emu_inst *in) {
     if (dst >> REGION_SHIFT != REGION_SHARED) return rfail(r, t, in, "cp.async to a destination outside shared memory");
     if (src_size > size) return rfail(r, t, in, "cp.async with src-size %u over its %u bytes", src_size, size);
     if (t->ncp == CP_ASYNC_MAX_PENDING) return rfail(r, t, in, "more than %d cp.async copies pending", CP_ASYNC_MAX_PENDING);
-    uint8_t *d = mem(r, t, in, dst, size, size, true);
-    const uint8_t *s = src_size ? mem(r, t, in, src, src_size, size, false) : NULL;
+    uint8_t *d = mem(r, t, in, dst, size, size, ACC_ATOMIC); /* checked when the copy lands */
+    const uint8_t *s = src_size ? mem(r, t, in, src, src_size, size, ACC_READ) : NULL;
     if (!d || (src_size && !s)) return false;
     t->cp = grow(t->cp, &t->capcp, t->ncp + 1, sizeof *t->cp);
     cp_pending *c = &t->cp[t->ncp++];
@@ -1773,8 +1837,10 @@ static bool run_thread(run *r, thread *t, uint64_t *tmp) {
         case EOP_LOAD: case EOP_STORE: {
             bool st = in->op == EOP_STORE;
             ek e = (ek)in->ek;
-            uint8_t *p = mem(r, t, in, R[in->a], (uint64_t)in->lanes * (uint64_t)ek_bytes[e], (uint64_t)in->imm, st);
+            uint64_t bytes = (uint64_t)in->lanes * (uint64_t)ek_bytes[e];
+            uint8_t *p = mem(r, t, in, R[in->a], bytes, (uint64_t)in->imm, st ? ACC_WRITE : ACC_READ);
             if (!p) return false;
+            if (st && !same_value_store(r, t, in, R[in->a], p, R + in->b, e, in->lanes)) return false;
             for (uint32_t l = 0; l < in->lanes; l++) {
                 if (st) store_word(p + l * (uint32_t)ek_bytes[e], R[in->b + l], e);
                 else R[in->dst + l] = load_word(p + l * (uint32_t)ek_bytes[e], e);
@@ -1808,7 +1874,7 @@ static bool run_thread(run *r, thread *t, uint64_t *tmp) {
             break;
         case EOP_ATOMICRMW: {
             ek e = (ek)in->ek;
-            uint8_t *p = mem(r, t, in, R[in->a], (uint64_t)ek_bytes[e], (uint64_t)ek_bytes[e], true);
+            uint8_t *p = mem(r, t, in, R[in->a], (uint64_t)ek_bytes[e], (uint64_t)ek_bytes[e], ACC_ATOMIC);
             if (!p) return false;
             uint64_t old = load_word(p, e), v = R[in->b], nv;
             int bits = ek_bits[e];
@@ -1835,7 +1901,7 @@ static bool run_thread(run *r, thread *t, uint64_t *tmp) {
         }
         case EOP_CMPXCHG: {
             ek e = (ek)in->ek;
-            uint8_t *p = mem(r, t, in, R[in->a], (uint64_t)ek_bytes[e], (uint64_t)ek_bytes[e], true);
+            uint8_t *p = mem(r, t, in, R[in->a], (uint64_t)ek_bytes[e], (uint64_t)ek_bytes[e], ACC_ATOMIC);
             if (!p) return false;
             uint64_t old = load_word(p, e);
             if (old == R[in->b]) store_word(p, R[in->c], e);
@@ -1866,7 +1932,7 @@ static bool run_thread(run *r, thread *t, uint64_t *tmp) {
         case EOP_F2TF32: R[in->dst] = emu_f2tf32_rna((uint32_t)R[in->a]); break;
         case EOP_ASM_LD:
             if (R[in->b] & 1) {
-                uint8_t *p = mem(r, t, in, R[in->a], (uint64_t)in->imm, (uint64_t)in->imm, false);
+                uint8_t *p = mem(r, t, in, R[in->a], (uint64_t)in->imm, (uint64_t)in->imm, ACC_READ);
                 if (!p) return false;
                 uint64_t w = 0;
                 memcpy(&w, p, (size_t)in->imm);
@@ -1877,7 +1943,7 @@ static bool run_thread(run *r, thread *t, uint64_t *tmp) {
             break;
         case EOP_ASM_ST:
             if (R[in->c] & 1) {
-                uint8_t *p = mem(r, t, in, R[in->a], (uint64_t)in->imm, (uint64_t)in->imm, true);
+                uint8_t *p = mem(r, t, in, R[in->a], (uint64_t)in->imm, (uint64_t)in->imm, ACC_WRITE);
                 if (!p) return false;
                 memcpy(p, &R[in->b], (size_t)in->imm);
             }
@@ -1966,7 +2032,7 @@ static bool ldmatrix(run *r, thread *w, const emu_inst *in) {
     for (uint32_t lane = 0; lane < 8 * count; lane++) {
         uint64_t p = w[lane].r[in->a];
         if (p >> REGION_SHIFT != REGION_SHARED) return rfail(r, &w[lane], in, "ldmatrix from outside shared memory");
-        if (!(rows[lane] = mem(r, &w[lane], in, p, 16, 16, false))) return false;
+        if (!(rows[lane] = mem(r, &w[lane], in, p, 16, 16, ACC_READ))) return false;
     }
     uint32_t out[EMU_WARP][4];
     emu_ldmatrix_compute(in->sub, rows, out);
@@ -1982,6 +2048,7 @@ static bool run_cta(run *r, uint64_t *tmp) {
         t->pc = 0, t->state = T_RUN, t->ncp = 0, t->committed = 0;
     }
     if (r->m->shared_size) memset(r->shared, POISON_BYTE, r->m->shared_size);
+    r->epoch++;
     for (;;) {
         for (uint32_t i = 0; i < r->nth; i++)
             if (r->th[i].state == T_RUN && !run_thread(r, &r->th[i], tmp)) return false;
@@ -2037,6 +2104,7 @@ static bool run_cta(run *r, uint64_t *tmp) {
                              (unsigned)(at - r->f->code), (unsigned)(in - r->f->code));
         }
         for (uint32_t i = 0; i < r->nth; i++) r->th[i].pc++, r->th[i].state = T_RUN;
+        r->epoch++;
     }
 }
 
@@ -2059,10 +2127,11 @@ emu_result emu_run(const emu_module *m, const emu_launch *l, char *err, size_t e
     uint64_t local_stride = (f->local_size + 15) / 16 * 16;
     uint8_t *locals = calloc(1, (size_t)(r.nth * local_stride) + 16);
     r.shared = aligned_alloc(256, (size_t)(m->shared_size + 255) / 256 * 256 + 256);
+    r.sh = calloc((size_t)m->shared_size + 1, sizeof *r.sh);
     uint64_t *tmp = malloc(((size_t)f->nwords + 1) * sizeof *tmp);
-    if (!r.th || !frames || !locals || !r.shared || !tmp) {
+    if (!r.th || !frames || !locals || !r.shared || !r.sh || !tmp) {
         snprintf(err, err_size, "emulator: out of memory");
-        free(r.th), free(frames), free(locals), free(r.shared), free(tmp);
+        free(r.th), free(frames), free(locals), free(r.shared), free(r.sh), free(tmp);
         return EMU_ERROR;
     }
     for (uint32_t i = 0; i < r.nth; i++) {
@@ -2091,6 +2160,6 @@ emu_result emu_run(const emu_module *m, const emu_launch *l, char *err, size_t e
             }
     if (r.linelen) emit_text(&r, "\n", 1); /* a last line without its newline */
     for (uint32_t i = 0; i < r.nth; i++) free(r.th[i].cp);
-    free(r.th), free(frames), free(locals), free(r.shared), free(tmp);
+    free(r.th), free(frames), free(locals), free(r.shared), free(r.sh), free(tmp);
     return r.result;
 }

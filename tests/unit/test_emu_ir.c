@@ -609,6 +609,47 @@ static void test_errors_are_reported(void **state) {
     assert_non_null(strstr(err, "inline asm the emulator does not know"));
 }
 
+/* Thread t writes S[t] and reads its neighbour's S[t ^ 1]: a race without
+ * a barrier between, which sequential execution would otherwise hide or
+ * turn into reading poison; fine with one. */
+static void test_shared_memory_races(void **state) {
+    (void)state;
+    for (int with_barrier = 0; with_barrier < 2; with_barrier++) {
+        static char ir[4096];
+        snprintf(ir, sizeof ir,
+                 "%s@S = internal addrspace(3) global [64 x float] undef, align 16\n"
+                 "define void @k(ptr addrspace(1) %%out) {\n"
+                 "  %%t = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()\n"
+                 "  %%p = getelementptr float, ptr addrspace(3) @S, i32 %%t\n"
+                 "  %%f = uitofp i32 %%t to float\n"
+                 "  store float %%f, ptr addrspace(3) %%p, align 4\n"
+                 "%s"
+                 "  %%n = xor i32 %%t, 1\n"
+                 "  %%q = getelementptr float, ptr addrspace(3) @S, i32 %%n\n"
+                 "  %%v = load float, ptr addrspace(3) %%q, align 4\n"
+                 "  %%o = getelementptr float, ptr addrspace(1) %%out, i32 %%t\n"
+                 "  store float %%v, ptr addrspace(1) %%o, align 4\n"
+                 "  ret void\n}\n",
+                 header, with_barrier ? "  call void @llvm.nvvm.barrier0()\n" : "");
+        annotate(ir, sizeof ir, 64);
+        emu_module *m = load(ir);
+        float out[64];
+        emu_buffer bufs[1] = {{out, sizeof out}};
+        char err[ERR];
+        emu_result res = run1(m, bufs, 1, err);
+        if (with_barrier) {
+            if (res != EMU_OK) fail_msg("%s", err);
+            for (int i = 0; i < 64; i++) assert_true(out[i] == (float)(i ^ 1));
+        } else {
+            assert_int_equal(res, EMU_ERROR);
+            /* thread 0 ran first and read S[1] early; thread 1's write to it is the race */
+            if (!strstr(err, "thread 1: a data race in shared memory: a write to byte 4, which another thread read"))
+                fail_msg("%s", err);
+        }
+        emu_module_free(m);
+    }
+}
+
 /* ---- printf and assert ----------------------------------------------------------- */
 
 typedef struct lines {
@@ -680,6 +721,7 @@ int main(void) {
         cmocka_unit_test(test_shuffles_follow_ptx),
         cmocka_unit_test(test_f2tf32_and_predicated_asm),
         cmocka_unit_test(test_errors_are_reported),
+        cmocka_unit_test(test_shared_memory_races),
         cmocka_unit_test(test_printf_and_assert),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
