@@ -162,14 +162,15 @@ tilec_status tilec_compile(const char *filename, const char *source, size_t len,
         goto done;
     }
 
-    if (opt->sidecar && opt->emit != TILEC_EMIT_LLVM) {
+    if (opt->sidecar) {
         /* what the runtime needs to check and run loaded kernels */
         tc_strbuf side;
         tc_strbuf_init(&side);
         tc_strbuf_printf(&side,
                          "// tilec %s sidecar: the kernels' tile IR, read by trt_load\n// source: %s\n"
                          "// target: %s %s\n",
-                         TILEC_VERSION, src.name, opt->emit == TILEC_EMIT_PTX ? "ptx" : "cubin", arch);
+                         TILEC_VERSION, src.name,
+                         opt->emit == TILEC_EMIT_PTX ? "ptx" : opt->emit == TILEC_EMIT_LLVM ? "llvm" : "cubin", arch);
         tir_print_module(&side, m, TIR_PRINT_LOCS);
         out->sidecar = tc_strbuf_take(&side);
     }
@@ -185,7 +186,9 @@ tilec_status tilec_compile(const char *filename, const char *source, size_t len,
         LLVMContextDispose(ctx);
         goto done;
     }
-    if (opt->emit == TILEC_EMIT_LLVM) {
+    if (opt->emit == TILEC_EMIT_LLVM && opt->llvm_optimized && !ptx_optimize(lm, arch, opt->opt_level, &diag)) {
+        status = TILEC_ERR_TOOL;
+    } else if (opt->emit == TILEC_EMIT_LLVM) {
         char *s = LLVMPrintModuleToString(lm);
         tc_strbuf_puts(&text, s);
         LLVMDisposeMessage(s);

@@ -58,7 +58,7 @@ typedef struct tilec_options {
     bool dump_all;
     bool print_locs;             /* loc(...) on --emit=tir */
     bool verbose;                /* ptxas -v report into `info` */
-    bool sidecar;                /* with PTX or cubin: also return the kernels' tile
+    bool sidecar;                /* with LLVM, PTX or cubin: also return the kernels' tile
                                     IR (signatures, num_warps, source lines) in
                                     `sidecar`, which trt_load reads */
     bool no_asserts;             /* assert(...) is checked but not compiled in
@@ -66,6 +66,9 @@ typedef struct tilec_options {
     int num_stages;              /* software-pipelining depth of loops that name
                                     none (range(..., num_stages = N)), 1 to 8;
                                     0: the compiler's choice */
+    bool llvm_optimized;         /* with TILEC_EMIT_LLVM: the module after the
+                                    optimization the PTX backend runs (what ships),
+                                    not the code generator's own output */
 } tilec_options;
 
 typedef struct tilec_output {

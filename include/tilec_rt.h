@@ -16,8 +16,11 @@
  * device or an argument of the wrong kind is an error, never a crash.
  * Devices: the CPU device runs kernels in the tile IR interpreter, checking
  * every memory access; the CUDA device loads libcuda at run time (dlopen),
- * so programs build and run where there is none. TRT_DEVICE_AUTO gives the
- * GPU when a driver and a device are there, else the CPU. Streams order
+ * so programs build and run where there is none; the emulator device
+ * (TRT_DEVICE_EMU) runs the NVPTX LLVM IR the compiler generates for the
+ * GPU on the host, one CTA at a time, checking every memory access: it is
+ * for testing the compiler without a GPU, and slow. TRT_DEVICE_AUTO gives
+ * the GPU when a driver and a device are there, else the CPU. Streams order
  * work on the GPU (trt_stream_*). See docs/runtime.md. */
 #ifndef TILEC_RT_H
 #define TILEC_RT_H
@@ -48,7 +51,14 @@ typedef enum trt_status {
                                  the GPU the device is unusable afterwards (close it) */
 } trt_status;
 
-typedef enum trt_device_kind { TRT_DEVICE_AUTO, TRT_DEVICE_CPU, TRT_DEVICE_CUDA } trt_device_kind;
+typedef enum trt_device_kind {
+    TRT_DEVICE_AUTO,
+    TRT_DEVICE_CPU,
+    TRT_DEVICE_CUDA,
+    TRT_DEVICE_EMU /* runs the generated NVPTX LLVM IR on the host, one CTA at a time
+                      (emu/emu.h); for testing the compiler without a GPU; slow. Needs
+                      trt_compile (trt_load has no LLVM IR to run) */
+} trt_device_kind;
 
 typedef struct trt_device trt_device;
 typedef struct trt_module trt_module;
@@ -92,7 +102,7 @@ TILEC_API const char *trt_device_arch(const trt_device *dev);
 TILEC_API const char *trt_last_error(const trt_device *dev);   /* "" if none */
 TILEC_API const char *trt_status_name(trt_status s);
 
-/* Where the CPU device writes the lines kernels print: fn(user, text, len)
+/* Where the CPU and emulator devices write the lines kernels print: fn(user, text, len)
  * once per line (text ends in '\n'), during trt_launch. fn NULL: stdout
  * (the default). The GPU's printf always goes to the process's stdout,
  * written by the driver when the host next waits for the GPU (trt_sync,

@@ -1321,9 +1321,11 @@ static uint32_t move_scratch(const tir_op *op) {
     default: return 0;
     }
     uint32_t eb = scratch_elem_bytes((tir_elem)x->elem), bytes = (uint32_t)tir_type_numel(*x) * eb;
-    /* in rounds of CG_MOVE_ROUND_BYTES, plus one slot where the elements of
-     * other rounds go (see gen_move_scratch) */
-    return bytes > CG_MOVE_ROUND_BYTES ? CG_MOVE_ROUND_BYTES + eb : bytes;
+    /* in rounds of CG_MOVE_ROUND_BYTES, plus a spare slot per thread where
+     * the elements of other rounds go (see gen_move_scratch) */
+    uint32_t threads = 32u * (uint32_t)(op->parent && op->parent->func->num_warps ? op->parent->func->num_warps
+                                                                                   : LOWER_MAX_NUM_WARPS);
+    return bytes > CG_MOVE_ROUND_BYTES ? CG_MOVE_ROUND_BYTES + eb * threads : bytes;
 }
 
 /* Through the scratch area: every thread writes its registers at their
@@ -1355,9 +1357,12 @@ static void gen_move_scratch(cg *c, const tir_op *op) {
     }
     /* A tile larger than a round moves in rounds: round q takes the
      * elements with index in [q chunk, (q + 1) chunk); the others write to
-     * and read from a spare slot past the chunk, branch-free. */
+     * and read from the thread's own spare slot past the chunk, branch-free
+     * (one spare slot for all would be a race: threads writing different
+     * values to one place between barriers). */
     uint32_t rounds = numel * eb > CG_MOVE_ROUND_BYTES ? numel * eb / CG_MOVE_ROUND_BYTES : 1;
     uint32_t chunk = numel / rounds;
+    LLVMValueRef spare = rounds > 1 ? LLVMBuildAdd(c->b, c->tid, i32c(c, chunk), "") : NULL;
     LLVMValueRef *out = new_regs(c, res);
     for (uint32_t q = 0; q < rounds; q++) {
         barrier(c); /* the scratch area's last readers are done */
@@ -1366,7 +1371,7 @@ static void gen_move_scratch(cg *c, const tir_op *op) {
             if (rounds > 1) {
                 LLVMValueRef in = LLVMBuildICmp(c->b, LLVMIntEQ, LLVMBuildLShr(c->b, lin_x[r], i32c(c, log2u(chunk)), ""),
                                                 i32c(c, q), "");
-                slot = LLVMBuildSelect(c->b, in, LLVMBuildAnd(c->b, lin_x[r], i32c(c, chunk - 1), ""), i32c(c, chunk), "");
+                slot = LLVMBuildSelect(c->b, in, LLVMBuildAnd(c->b, lin_x[r], i32c(c, chunk - 1), ""), spare, "");
             }
             LLVMValueRef at = LLVMBuildAdd(c->b, i32c(c, c->scratch), LLVMBuildMul(c->b, slot, i32c(c, eb), ""), "");
             LLVMValueRef st = LLVMBuildStore(c->b, e == TIR_PTR ? reg(c, x, r) : to_mem(c, e, reg(c, x, r)), smem_at(c, at));
@@ -1377,7 +1382,7 @@ static void gen_move_scratch(cg *c, const tir_op *op) {
             LLVMValueRef slot = lin_r[r], in = NULL;
             if (rounds > 1) {
                 in = LLVMBuildICmp(c->b, LLVMIntEQ, LLVMBuildLShr(c->b, lin_r[r], i32c(c, log2u(chunk)), ""), i32c(c, q), "");
-                slot = LLVMBuildSelect(c->b, in, LLVMBuildAnd(c->b, lin_r[r], i32c(c, chunk - 1), ""), i32c(c, chunk), "");
+                slot = LLVMBuildSelect(c->b, in, LLVMBuildAnd(c->b, lin_r[r], i32c(c, chunk - 1), ""), spare, "");
             }
             LLVMValueRef at = LLVMBuildAdd(c->b, i32c(c, c->scratch), LLVMBuildMul(c->b, slot, i32c(c, eb), ""), "");
             LLVMValueRef v = LLVMBuildLoad2(c->b, ty, smem_at(c, at), "");

@@ -3,11 +3,14 @@
  * Apart from runtime.c so that programs that only load prebuilt cubins
  * (trt_load) do not pull in the compiler and LLVM. libtilec turns the
  * source into tile IR text (with source locations, for runtime errors) and,
- * for the CUDA device, a cubin for the device's architecture.
+ * for the CUDA device, a cubin for the device's architecture; for the
+ * emulator device, the LLVM IR the PTX backend would translate (after its
+ * optimization, for sm_80 unless the options say), which emu/ loads.
  *
  * Both are cached per device in memory by a hash of the file name, source,
  * options, device kind and architecture. With TILEC_CACHE_DIR set they are
- * also kept on disk there, as KEY.tir and KEY.cubin, where the key also
+ * also kept on disk there, as KEY.tir and KEY.cubin (KEY.ll: the emulator
+ * device's LLVM IR), where the key also
  * covers a hash of the compiler's own sources (TILEC_SOURCE_HASH, made at
  * build time), so a rebuilt compiler never picks up what an older one
  * made. Disk entries are written to a temporary name and renamed, so a
@@ -20,9 +23,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "emu/emu.h"
 #include "runtime/internal.h"
 #include "source_hash.h"
 #include "tilec.h"
+
+/* The architecture the emulator device compiles for. */
+#define EMU_DEFAULT_ARCH "sm_80"
 
 static uint64_t hash_bytes(uint64_t h, const void *p, size_t n) {
     const unsigned char *b = p;
@@ -102,8 +109,14 @@ static void write_all(const char *path, const void *data, size_t size) {
 }
 
 /* An entry from disk, or NULL. */
-static cache_entry *disk_load(uint64_t key, bool want_cubin) {
-    char *tp = disk_path(key, "tir"), *cp = want_cubin ? disk_path(key, "cubin") : NULL;
+/* The disk extension of the device's code beside the tile IR, or NULL. */
+static const char *image_ext(const trt_device *d) {
+    return d->cuda ? "cubin" : d->kind == TRT_DEVICE_EMU ? "ll" : NULL;
+}
+
+static cache_entry *disk_load(uint64_t key, const char *ext) {
+    bool want_cubin = ext != NULL;
+    char *tp = disk_path(key, "tir"), *cp = want_cubin ? disk_path(key, ext) : NULL;
     size_t tn = 0, cn = 0;
     char *tir = read_all(tp, &tn), *cubin = want_cubin ? read_all(cp, &cn) : NULL;
     free(tp), free(cp);
@@ -118,18 +131,18 @@ static cache_entry *disk_load(uint64_t key, bool want_cubin) {
     return NULL;
 }
 
-static void disk_forget(uint64_t key) {
-    char *tp = disk_path(key, "tir"), *cp = disk_path(key, "cubin");
+static void disk_forget(uint64_t key, const char *ext) {
+    char *tp = disk_path(key, "tir"), *cp = ext ? disk_path(key, ext) : NULL;
     if (tp) remove(tp);
     if (cp) remove(cp);
     free(tp), free(cp);
 }
 
-static void disk_store(uint64_t key, const cache_entry *e) {
+static void disk_store(uint64_t key, const cache_entry *e, const char *ext) {
     char *tp = disk_path(key, "tir");
     if (!tp) return;
     if (e->cubin) { /* the cubin first: a .tir without its cubin is never read */
-        char *cp = disk_path(key, "cubin");
+        char *cp = disk_path(key, ext);
         write_all(cp, e->cubin, e->cubin_size);
         free(cp);
     }
@@ -144,12 +157,15 @@ static void disk_store(uint64_t key, const cache_entry *e) {
  * libtilec. */
 static cache_entry *compile_cached(trt_device *d, const char *file, const char *src, size_t len,
                                    const trt_compile_options *o, bool use_disk, bool *from_disk, trt_status *st) {
-    const char *arch = d->cuda ? (o && o->arch ? o->arch : rt_cuda_arch(d->cuda)) : NULL;
+    const char *arch = d->cuda ? (o && o->arch ? o->arch : rt_cuda_arch(d->cuda))
+                       : d->kind == TRT_DEVICE_EMU ? (o && o->arch ? o->arch : EMU_DEFAULT_ARCH)
+                                                   : NULL;
+    bool gpu_code = d->kind != TRT_DEVICE_CPU; /* a cubin, or LLVM IR for the emulator */
     uint64_t key = cache_key(d, file, src, len, o, arch);
     *from_disk = false;
     for (cache_entry *e = d->cache; e; e = e->next)
         if (e->key == key) return e;
-    cache_entry *e = use_disk ? disk_load(key, d->cuda != NULL) : NULL;
+    cache_entry *e = use_disk ? disk_load(key, image_ext(d)) : NULL;
     *from_disk = e != NULL;
     if (!e) {
         tilec_options opt;
@@ -157,10 +173,11 @@ static cache_entry *compile_cached(trt_device *d, const char *file, const char *
         /* the interpreter needs the tile IR with source lines, after
          * simplify (no layouts); the GPU a cubin, and the laid-out IR
          * (signatures, num_warps), which comes with it as the sidecar */
-        opt.emit = d->cuda ? TILEC_EMIT_CUBIN : TILEC_EMIT_TIR;
-        opt.passes = d->cuda ? NULL : "simplify";
+        opt.emit = d->cuda ? TILEC_EMIT_CUBIN : gpu_code ? TILEC_EMIT_LLVM : TILEC_EMIT_TIR;
+        opt.llvm_optimized = true;
+        opt.passes = gpu_code ? NULL : "simplify";
         opt.print_locs = true;
-        opt.sidecar = d->cuda != NULL;
+        opt.sidecar = gpu_code;
         opt.arch = arch;
         if (o) {
             opt.num_warps = o->num_warps;
@@ -177,12 +194,12 @@ static cache_entry *compile_cached(trt_device *d, const char *file, const char *
         }
         e = calloc(1, sizeof *e);
         if (e) {
-            e->tir = d->cuda ? out.sidecar : out.data;
-            e->cubin = d->cuda ? out.data : NULL;
-            e->cubin_size = d->cuda ? out.size : 0;
-            if (d->cuda) out.sidecar = out.data = NULL;
+            e->tir = gpu_code ? out.sidecar : out.data;
+            e->cubin = gpu_code ? out.data : NULL;
+            e->cubin_size = gpu_code ? out.size : 0;
+            if (gpu_code) out.sidecar = out.data = NULL;
             else out.data = NULL;
-            disk_store(key, e);
+            disk_store(key, e, image_ext(d));
         }
         tilec_output_free(&out);
         if (!e) {
@@ -194,6 +211,16 @@ static cache_entry *compile_cached(trt_device *d, const char *file, const char *
     e->next = d->cache;
     d->cache = e;
     return e;
+}
+
+static const rt_emu_ops emu_ops = {emu_run, emu_module_free};
+
+/* The emulator's module from the entry's LLVM IR, into m. */
+static trt_status attach_emu(trt_device *d, cache_entry *ce, trt_module *m) {
+    if (d->kind != TRT_DEVICE_EMU) return TRT_OK;
+    m->emu = emu_module_load(ce->cubin, ce->cubin_size, d->err, sizeof d->err);
+    m->emu_ops = &emu_ops;
+    return m->emu ? TRT_OK : TRT_ERR_COMPILE;
 }
 
 trt_status trt_compile(trt_device *d, const char *file, const char *src, size_t len, const trt_compile_options *o,
@@ -210,11 +237,15 @@ trt_status trt_compile(trt_device *d, const char *file, const char *src, size_t 
     st = rt_module_make(d, file, ce->tir, ce->cubin, out);
     if (st != TRT_OK && from_disk) { /* a damaged disk entry: drop it, compile */
         d->cache = ce->next;     /* it went in first */
-        disk_forget(ce->key);
+        disk_forget(ce->key, image_ext(d));
         free(ce->tir), free(ce->cubin), free(ce);
         ce = compile_cached(d, file, src, len, o, false, &from_disk, &st);
         if (!ce) return st;
         st = rt_module_make(d, file, ce->tir, ce->cubin, out);
+    }
+    if (st == TRT_OK && (st = attach_emu(d, ce, *out)) != TRT_OK) {
+        trt_module_free(*out);
+        *out = NULL;
     }
     return st;
 }
@@ -224,7 +255,9 @@ trt_status rt_compile_kept(trt_device *d, const char *file, const char *src, siz
     if (!d || !out || !file || !src) return TRT_ERR_INVALID_ARGUMENT;
     *out = NULL;
     if (d->closed) return rt_fail(d, TRT_ERR_CLOSED, "the device was closed");
-    const char *arch = d->cuda ? (o && o->arch ? o->arch : rt_cuda_arch(d->cuda)) : NULL;
+    const char *arch = d->cuda ? (o && o->arch ? o->arch : rt_cuda_arch(d->cuda))
+                       : d->kind == TRT_DEVICE_EMU ? (o && o->arch ? o->arch : EMU_DEFAULT_ARCH)
+                                                   : NULL;
     uint64_t key = cache_key(d, file, src, len, o, arch);
     for (kept_module *k = d->kept; k; k = k->next)
         if (k->key == key) {

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "emu/emu.h"
 #include "runtime/cuda.h"
 #include "tilec_rt.h"
 #include "tileir/tileir.h"
@@ -31,7 +32,7 @@ typedef struct buf_slot {
 typedef struct cache_entry {
     uint64_t key;
     char *tir;   /* tile IR text with locations */
-    char *cubin; /* CUDA device only */
+    char *cubin; /* CUDA device: the cubin; emulator device: the optimized LLVM IR text */
     size_t cubin_size;
     struct cache_entry *next;
 } cache_entry;
@@ -45,7 +46,7 @@ typedef struct kept_module {
 } kept_module;
 
 struct trt_device {
-    trt_device_kind kind; /* CPU or CUDA, never AUTO */
+    trt_device_kind kind; /* CPU, CUDA or EMU, never AUTO */
     rt_cuda *cuda;
     bool closed;
     int refs; /* the user's, plus one per module */
@@ -54,7 +55,7 @@ struct trt_device {
     uint32_t nbufs, capbufs;
     cache_entry *cache;
     kept_module *kept; /* freed by trt_close */
-    trt_print_fn print; /* CPU device: where print's lines go; NULL: stdout */
+    trt_print_fn print; /* CPU and emulator devices: where print's lines go; NULL: stdout */
     void *print_user;
 };
 
@@ -70,9 +71,18 @@ struct trt_stream {
     void *cu_stream; /* CUDA device */
 };
 
+/* The emulator, reached through pointers that trt_compile's library sets,
+ * so that the runtime proper links neither it nor LLVM. */
+typedef struct rt_emu_ops {
+    emu_result (*run)(const emu_module *m, const emu_launch *l, char *err, size_t err_size);
+    void (*free)(emu_module *m);
+} rt_emu_ops;
+
 struct trt_module {
     trt_device *dev;
     void *cu_module; /* CUDA device */
+    emu_module *emu; /* emulator device */
+    const rt_emu_ops *emu_ops;
     tc_arena *arena;
     tir_module *ir;
     char *file;

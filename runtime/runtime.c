@@ -1,5 +1,7 @@
-/* runtime.c - the runtime API of include/tilec_rt.h over two devices: the
- * CPU device (the tile IR interpreter) and the CUDA device (runtime/cuda.c).
+/* runtime.c - the runtime API of include/tilec_rt.h over three devices: the
+ * CPU device (the tile IR interpreter), the CUDA device (runtime/cuda.c)
+ * and the emulator device (emu/emu.h, whose modules trt_compile makes:
+ * host buffers as on the CPU, launches run the module's LLVM IR).
  *
  * A device owns a table of buffers addressed by handles that carry a
  * generation count, so a freed buffer's stale handle is recognized instead
@@ -56,13 +58,14 @@ static void put_why(char *why, size_t n, const char *msg) {
 trt_status trt_open(trt_device_kind kind, trt_device **out, char *why, size_t why_size) {
     if (!out) return TRT_ERR_INVALID_ARGUMENT;
     *out = NULL;
-    if (kind != TRT_DEVICE_AUTO && kind != TRT_DEVICE_CPU && kind != TRT_DEVICE_CUDA) {
+    if (kind != TRT_DEVICE_AUTO && kind != TRT_DEVICE_CPU && kind != TRT_DEVICE_CUDA && kind != TRT_DEVICE_EMU) {
         put_why(why, why_size, "unknown device kind");
         return TRT_ERR_INVALID_ARGUMENT;
     }
     rt_cuda *cuda = NULL;
     char cuda_why[512] = "";
-    if (kind != TRT_DEVICE_CPU && !rt_cuda_open(&cuda, cuda_why, sizeof cuda_why) && kind == TRT_DEVICE_CUDA) {
+    if (kind != TRT_DEVICE_CPU && kind != TRT_DEVICE_EMU && !rt_cuda_open(&cuda, cuda_why, sizeof cuda_why) &&
+        kind == TRT_DEVICE_CUDA) {
         put_why(why, why_size, cuda_why);
         return TRT_ERR_NO_DEVICE;
     }
@@ -72,7 +75,7 @@ trt_status trt_open(trt_device_kind kind, trt_device **out, char *why, size_t wh
         put_why(why, why_size, "out of memory");
         return TRT_ERR_OUT_OF_MEMORY;
     }
-    d->kind = cuda ? TRT_DEVICE_CUDA : TRT_DEVICE_CPU; /* AUTO: the GPU when there is one */
+    d->kind = cuda ? TRT_DEVICE_CUDA : kind == TRT_DEVICE_EMU ? TRT_DEVICE_EMU : TRT_DEVICE_CPU; /* AUTO: the GPU when there is one */
     d->cuda = cuda;
     d->refs = 1;
     *out = d;
@@ -112,7 +115,10 @@ void trt_close(trt_device *d) {
 }
 
 const char *trt_device_name(const trt_device *d) {
-    return !d ? "" : d->cuda ? rt_cuda_name(d->cuda) : "cpu (tile IR interpreter)";
+    return !d                           ? ""
+           : d->cuda                    ? rt_cuda_name(d->cuda)
+           : d->kind == TRT_DEVICE_EMU ? "emu (NVPTX LLVM IR emulator)"
+                                        : "cpu (tile IR interpreter)";
 }
 const char *trt_device_arch(const trt_device *d) { return d && d->cuda ? rt_cuda_arch(d->cuda) : ""; }
 const char *trt_last_error(const trt_device *d) { return d ? d->err : "no device"; }
@@ -433,6 +439,11 @@ trt_status trt_load(trt_device *d, const char *path, trt_module **out) {
     if (!d || !path || !out) return TRT_ERR_INVALID_ARGUMENT;
     *out = NULL;
     if (d->closed) return rt_fail(d, TRT_ERR_CLOSED, "the device was closed");
+    if (d->kind == TRT_DEVICE_EMU)
+        return rt_fail(d, TRT_ERR_INVALID_ARGUMENT,
+                       "%s: the emulator device runs the LLVM IR of modules compiled with trt_compile; a prebuilt "
+                       "module has none",
+                       path);
     size_t n = strlen(path);
     char *side_path = malloc(n + 5);
     if (!side_path) return rt_fail(d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
@@ -478,6 +489,7 @@ void trt_module_free(trt_module *m) {
     if (!m) return;
     trt_device *d = m->dev;
     if (m->cu_module) rt_cuda_unload(d->cuda, m->cu_module); /* the context lives until the last release */
+    if (m->emu) m->emu_ops->free(m->emu);
     tc_arena_free(m->arena);
     free(m);
     release(d);
@@ -528,6 +540,25 @@ trt_status trt_launch_on(trt_stream *s, trt_kernel *k, uint32_t gx, uint32_t gy,
         return rt_fail(k->mod->dev, TRT_ERR_INVALID_ARGUMENT, "the stream belongs to another device than kernel '%s'",
                        k->func->name);
     return launch(k, s->cu_stream, gx, gy, gz, args, nargs);
+}
+
+/* The emulator device: pointers as (buffer, offset), scalars as the bits
+ * the GPU would get (cu_store). */
+static trt_status emu_launch_on(trt_device *d, trt_kernel *k, uint32_t gx, uint32_t gy, uint32_t gz, const rt_arg *ra,
+                                const uint64_t *bits, uint32_t nargs) {
+    trt_module *m = k->mod;
+    if (!m->emu) return rt_fail(d, TRT_ERR_LAUNCH, "module has no emulator code");
+    emu_arg ea[RT_INTERP_MAX_ARGS];
+    for (uint32_t i = 0; i < nargs; i++)
+        ea[i] = (emu_arg){ra[i].kind == RT_ARG_PTR, ra[i].buffer, (uint64_t)ra[i].offset, bits[i]};
+    emu_buffer *bufs = calloc(d->nbufs + 1, sizeof *bufs);
+    if (!bufs) return rt_fail(d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
+    for (uint32_t i = 0; i < d->nbufs; i++)
+        bufs[i] = (emu_buffer){d->bufs[i].live ? d->bufs[i].data : NULL, d->bufs[i].live ? d->bufs[i].size : 0};
+    emu_launch l = {k->func->name, {gx, gy, gz}, ea, nargs, bufs, d->nbufs, d->print, d->print_user};
+    emu_result res = m->emu_ops->run(m->emu, &l, d->err, sizeof d->err);
+    free(bufs);
+    return res == EMU_OK ? TRT_OK : res == EMU_ASSERT ? TRT_ERR_ASSERT : TRT_ERR_LAUNCH;
 }
 
 static trt_status launch(trt_kernel *k, void *cu_stream, uint32_t gx, uint32_t gy, uint32_t gz, const trt_arg *args,
@@ -599,6 +630,7 @@ static trt_status launch(trt_kernel *k, void *cu_stream, uint32_t gx, uint32_t g
             return cuda_failure(d);
         return TRT_OK;
     }
+    if (d->kind == TRT_DEVICE_EMU) return emu_launch_on(d, k, gx, gy, gz, ra, cu_store, (uint32_t)nargs);
     rt_buffer *bufs = calloc(d->nbufs + 1, sizeof *bufs);
     if (!bufs) return rt_fail(d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
     for (uint32_t i = 0; i < d->nbufs; i++) bufs[i] = (rt_buffer){d->bufs[i].data, d->bufs[i].live ? d->bufs[i].size : 0};

@@ -60,7 +60,7 @@ version=$(nm -D --undefined-only "$build/libtilec.so" | awk '$2 ~ /^LLVM/ {sub(/
 # shellcheck disable=SC2046
 cc -shared -o "$work/libLLVM.so.19.1" -Wl,-soname,libLLVM.so.19.1 -Wl,--version-script="$work/ver.map" \
   -Wl,--gc-sections -Wl,--as-needed $(sed 's/^/-Wl,--undefined=/' "$work/syms") \
-  -L"$("$llvm_config" --libdir)" $("$llvm_config" --link-static --libs nvptx passes core target analysis bitwriter) \
+  -L"$("$llvm_config" --libdir)" $("$llvm_config" --link-static --libs nvptx passes core target analysis bitwriter irreader) \
   -lstdc++ -l:libzstd.so.1 -lz -lm -ldl -lpthread
 strip "$work/libLLVM.so.19.1"
 # it must export every function tilec imports, or the build there links

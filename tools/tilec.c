@@ -23,7 +23,9 @@ static const char usage[] =
     "options:\n"
     "  -o FILE               write the output to FILE ('-' for stdout); default:\n"
     "                        FILE.cubin for cubins, stdout for text\n"
-    "  --emit=KIND           tir, llvm, ptx or cubin (default cubin)\n"
+    "  --emit=KIND           tir, llvm, llvm-opt, ptx or cubin (default cubin); llvm-opt is\n"
+    "                        the LLVM IR after the backend's optimization: what becomes\n"
+    "                        PTX, and what the runtime's emulator device runs\n"
     "  -D NAME=VALUE         value of the const parameter NAME (an integer)\n"
     "  --kernel NAME         compile only the kernel NAME\n"
     "  --arch=sm_XX          target GPU: sm_80 (default), sm_86, sm_89, sm_90, sm_90a\n"
@@ -98,9 +100,10 @@ static int parse_args(cli *c, int argc, char **argv) {
         } else if ((v = take_value(argc, argv, &i, "--emit"))) {
             if (!strcmp(v, "tir")) c->opt.emit = TILEC_EMIT_TIR;
             else if (!strcmp(v, "llvm")) c->opt.emit = TILEC_EMIT_LLVM;
+            else if (!strcmp(v, "llvm-opt")) c->opt.emit = TILEC_EMIT_LLVM, c->opt.llvm_optimized = true;
             else if (!strcmp(v, "ptx")) c->opt.emit = TILEC_EMIT_PTX;
             else if (!strcmp(v, "cubin")) c->opt.emit = TILEC_EMIT_CUBIN;
-            else return usage_error("unknown --emit kind '%s' (expected tir, llvm, ptx or cubin)", v);
+            else return usage_error("unknown --emit kind '%s' (expected tir, llvm, llvm-opt, ptx or cubin)", v);
         } else if (!strncmp(a, "-D", 2)) {
             const char *def = a[2] ? a + 2 : (i + 1 < argc ? argv[++i] : NULL);
             if (!def) return usage_error("%s needs NAME=VALUE", a);
@@ -201,7 +204,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     tilec_output out;
-    c.opt.sidecar = !c.no_sidecar;
+    c.opt.sidecar = !c.no_sidecar && (c.opt.emit == TILEC_EMIT_PTX || c.opt.emit == TILEC_EMIT_CUBIN);
     tilec_status st = tilec_compile(c.input, text, len, &c.opt, &out);
     free(text);
     fputs(out.dumps, stderr);

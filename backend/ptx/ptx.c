@@ -29,7 +29,8 @@ static void init_nvptx(void) {
     LLVMInitializeNVPTXAsmPrinter();
 }
 
-bool ptx_emit(LLVMModuleRef m, const char *arch, int opt_level, tc_strbuf *out, tc_diag *diag) {
+/* The NVPTX target machine for arch, or NULL with an error. */
+static LLVMTargetMachineRef target_machine(const char *arch, int opt_level, tc_diag *diag) {
     pthread_once(&nvptx_once, init_nvptx);
     char *err = NULL;
     LLVMTargetRef target;
@@ -37,11 +38,16 @@ bool ptx_emit(LLVMModuleRef m, const char *arch, int opt_level, tc_strbuf *out, 
     if (LLVMGetTargetFromTriple(triple, &target, &err)) {
         tc_error_plain(diag, "LLVM has no NVPTX target: %s", err ? err : "?");
         LLVMDisposeMessage(err);
-        return false;
+        return NULL;
     }
-    LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, triple, arch, ptx_features,
-                                                      opt_level ? LLVMCodeGenLevelAggressive : LLVMCodeGenLevelNone,
-                                                      LLVMRelocDefault, LLVMCodeModelDefault);
+    return LLVMCreateTargetMachine(target, triple, arch, ptx_features,
+                                   opt_level ? LLVMCodeGenLevelAggressive : LLVMCodeGenLevelNone, LLVMRelocDefault,
+                                   LLVMCodeModelDefault);
+}
+
+/* Verifies m and runs the optimization pipeline on it. */
+static bool optimize(LLVMModuleRef m, LLVMTargetMachineRef tm, int opt_level, tc_diag *diag) {
+    char *err = NULL;
     bool ok = true;
     if (LLVMVerifyModule(m, LLVMReturnStatusAction, &err)) {
         tc_error_plain(diag, "internal error: invalid LLVM IR: %s", err);
@@ -60,6 +66,22 @@ bool ptx_emit(LLVMModuleRef m, const char *arch, int opt_level, tc_strbuf *out, 
             ok = false;
         }
     }
+    return ok;
+}
+
+bool ptx_optimize(LLVMModuleRef m, const char *arch, int opt_level, tc_diag *diag) {
+    LLVMTargetMachineRef tm = target_machine(arch, opt_level, diag);
+    if (!tm) return false;
+    bool ok = optimize(m, tm, opt_level, diag);
+    LLVMDisposeTargetMachine(tm);
+    return ok;
+}
+
+bool ptx_emit(LLVMModuleRef m, const char *arch, int opt_level, tc_strbuf *out, tc_diag *diag) {
+    LLVMTargetMachineRef tm = target_machine(arch, opt_level, diag);
+    if (!tm) return false;
+    char *err = NULL;
+    bool ok = optimize(m, tm, opt_level, diag);
     LLVMMemoryBufferRef buf = NULL;
     if (ok && LLVMTargetMachineEmitToMemoryBuffer(tm, m, LLVMAssemblyFile, &err, &buf)) {
         tc_error_plain(diag, "PTX emission failed: %s", err ? err : "?");

@@ -834,8 +834,9 @@ int main(int argc, char **argv) {
     trt_device_kind kind;
     if (!strcmp(which, "cpu")) kind = TRT_DEVICE_CPU;
     else if (!strcmp(which, "cuda")) kind = TRT_DEVICE_CUDA;
+    else if (!strcmp(which, "emu")) kind = TRT_DEVICE_EMU;
     else {
-        fprintf(stderr, "usage: %s cpu|cuda\n", argv[0]);
+        fprintf(stderr, "usage: %s cpu|cuda|emu\n", argv[0]);
         return 2;
     }
     char why[512];

@@ -1,0 +1,2165 @@
+/* emu.c - the NVPTX LLVM IR emulator of emu.h.
+ *
+ * Two halves. Translation (emu_module_load) walks each kernel once with
+ * the LLVM C API and turns it into an array of emu_inst: every SSA value
+ * gets a slot of 64-bit words in a per-thread frame (one word per scalar,
+ * vector lane or struct field), constants are evaluated into the frame's
+ * initial image, phis become copy lists on the branches into their block,
+ * and calls are resolved to one operation each (intrinsics by name, inline
+ * asm by its exact text). Execution (emu_run) then never calls LLVM: each
+ * thread interprets the array over its own frame, and a small scheduler
+ * (see emu.h) performs the collectives. */
+#include "emu/emu.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <llvm-c/Core.h>
+#include <llvm-c/IRReader.h>
+#include <llvm-c/Target.h>
+
+#include "emu/mma.h"
+
+/* ---- pointers ------------------------------------------------------------ */
+
+enum {
+    REGION_SHIFT = 40,
+    REGION_SHARED = 0xfffff0,
+    REGION_LOCAL = 0xfffff1,
+    REGION_CONST = 0xfffff2,
+    BUFFER_BIAS_MOD = 4096, /* a buffer's offsets start at its address mod this, so alignment is the host's */
+    MAX_BITCAST_BYTES = 128,
+    MAX_PRINTF_TEXT = 4096,
+    CP_ASYNC_MAX_PENDING = 256,
+    POISON_BYTE = 0xff
+};
+#define OFFSET_MASK ((UINT64_C(1) << REGION_SHIFT) - 1)
+
+static uint64_t make_ptr(uint32_t region, uint64_t off) { return (uint64_t)region << REGION_SHIFT | off; }
+
+/* ---- element kinds --------------------------------------------------------- */
+
+typedef enum ek { EK_I1, EK_I8, EK_I16, EK_I32, EK_I64, EK_F16, EK_BF16, EK_F32, EK_F64, EK_PTR, EK_NONE } ek;
+static const int ek_bits[] = {1, 8, 16, 32, 64, 16, 16, 32, 64, 64, 0};
+static const int ek_bytes[] = {1, 1, 2, 4, 8, 2, 2, 4, 8, 8, 0};
+static bool ek_is_float(ek e) { return e >= EK_F16 && e <= EK_F64; }
+
+static uint64_t mask_bits(uint64_t v, int bits) { return bits >= 64 ? v : v & ((UINT64_C(1) << bits) - 1); }
+static int64_t sx(uint64_t v, int bits) {
+    if (bits >= 64) return (int64_t)v;
+    uint64_t m = UINT64_C(1) << (bits - 1);
+    v = mask_bits(v, bits);
+    return (int64_t)((v ^ m) - m);
+}
+
+static float f32_of(uint64_t w) {
+    uint32_t u = (uint32_t)w;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+static uint64_t bits_f32(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+static double f64_of(uint64_t w) {
+    double d;
+    memcpy(&d, &w, 8);
+    return d;
+}
+static uint64_t bits_f64(double d) {
+    uint64_t u;
+    memcpy(&u, &d, 8);
+    return u;
+}
+
+/* x rounded to nearest even into a binary format with `mant` stored
+ * mantissa bits and exponent bias `bias` (f16: 10, 15; bf16: 7, 127). */
+static uint16_t round_small(double x, int mant, int bias) {
+    uint16_t sign = signbit(x) ? (uint16_t)(1u << 15) : 0;
+    int emax = 2 * bias + 1; /* the all-ones exponent */
+    uint16_t inf = (uint16_t)(emax << mant);
+    if (isnan(x)) return (uint16_t)(sign | inf | (1u << (mant - 1)));
+    double a = fabs(x);
+    if (isinf(a)) return sign | inf;
+    if (a < ldexp(1.0, 1 - bias)) { /* subnormal: units of 2^(1-bias-mant) */
+        double q = nearbyint(ldexp(a, bias - 1 + mant));
+        return (uint16_t)(sign | (uint16_t)q); /* q == 2^mant is the smallest normal: right bits */
+    }
+    int e;
+    double m = frexp(a, &e); /* a = m * 2^e, m in [0.5, 1) */
+    double q = nearbyint(ldexp(m, mant + 1));
+    int E = e - 1 + bias;
+    if (q == ldexp(1.0, mant + 1)) q = ldexp(1.0, mant), E++;
+    if (E >= emax) return sign | inf;
+    return (uint16_t)(sign | (uint16_t)(E << mant) | (uint16_t)((uint32_t)q - (1u << mant)));
+}
+static double small_value(uint16_t h, int mant, int bias) {
+    int emax = 2 * bias + 1;
+    int e = (h >> mant) & emax;
+    uint32_t m = h & ((1u << mant) - 1);
+    double v = e == 0 ? ldexp((double)m, 1 - bias - mant)
+               : e == emax ? (m ? NAN : INFINITY)
+                           : ldexp((double)(m | (1u << mant)), e - bias - mant);
+    return (h >> 15) ? -v : v;
+}
+
+static double fget(uint64_t w, ek e) {
+    switch (e) {
+    case EK_F16: return small_value((uint16_t)w, 10, 15);
+    case EK_BF16: return small_value((uint16_t)w, 7, 127);
+    case EK_F32: return f32_of(w);
+    default: return f64_of(w);
+    }
+}
+/* x as the bits of a float of kind e, rounded once. */
+static uint64_t fput(double x, ek e) {
+    switch (e) {
+    case EK_F16: return round_small(x, 10, 15);
+    case EK_BF16: return round_small(x, 7, 127);
+    case EK_F32: return bits_f32((float)x);
+    default: return bits_f64(x);
+    }
+}
+
+double emu_half_value(uint16_t h, bool bf16) { return bf16 ? small_value(h, 7, 127) : small_value(h, 10, 15); }
+uint16_t emu_half_bits(double x, bool bf16) { return bf16 ? round_small(x, 7, 127) : round_small(x, 10, 15); }
+
+/* ---- the translated form ----------------------------------------------------- */
+
+typedef enum eop {
+    EOP_BR, EOP_CONDBR, EOP_SWITCH, EOP_RET, EOP_UNREACHABLE,
+    EOP_BIN, EOP_FNEG, EOP_ICMP, EOP_FCMP, EOP_SELECT, EOP_CAST, EOP_BITCAST, EOP_COPY, EOP_ASCAST,
+    EOP_GEP, EOP_LOAD, EOP_STORE, EOP_ALLOCA,
+    EOP_EXTRACTELT, EOP_INSERTELT, EOP_SHUFFLE, EOP_EXTRACTVALUE, EOP_INSERTVALUE,
+    EOP_ATOMICRMW, EOP_CMPXCHG,
+    EOP_SREG, EOP_MATH, EOP_ASM_LD, EOP_ASM_ST, EOP_NOP, EOP_VPRINTF, EOP_ASSERTFAIL,
+    EOP_CPASYNC, EOP_CPCOMMIT, EOP_CPWAIT, EOP_F2TF32,
+    /* collectives: every op from here on waits for its scope */
+    EOP_BARRIER, EOP_SHFL, EOP_VOTE, EOP_WARPSYNC, EOP_MMA, EOP_LDMATRIX
+} eop;
+
+enum { SREG_TID_X, SREG_TID_Y, SREG_TID_Z, SREG_NTID_X, SREG_NTID_Y, SREG_NTID_Z, SREG_CTAID_X, SREG_CTAID_Y,
+       SREG_CTAID_Z, SREG_NCTAID_X, SREG_NCTAID_Y, SREG_NCTAID_Z, SREG_LANEID, SREG_WARPID, SREG_WARPSIZE };
+
+typedef enum mathfn {
+    M_FABS, M_COPYSIGN, M_FMA, M_FMULADD, M_SQRT, M_FLOOR, M_CEIL, M_TRUNC, M_ROUND, M_RINT, M_MINNUM, M_MAXNUM,
+    M_MINIMUM, M_MAXIMUM, M_SMIN, M_SMAX, M_UMIN, M_UMAX, M_ABS, M_FPTOSI_SAT, M_FPTOUI_SAT, M_CTPOP, M_CTLZ, M_CTTZ,
+    M_EX2_APPROX, M_LG2_APPROX, M_SIN_APPROX, M_COS_APPROX, M_RSQRT_APPROX, M_RCP_APPROX, M_MULHI_U, M_MULHI_S,
+    M_EXP2, M_LOG2, M_EXP, M_LOG, M_SIN, M_COS
+} mathfn;
+
+typedef enum shfl_mode { SHFL_UP, SHFL_DOWN, SHFL_BFLY, SHFL_IDX } shfl_mode;
+typedef enum vote_mode { VOTE_ALL, VOTE_ANY, VOTE_UNI, VOTE_BALLOT } vote_mode;
+
+typedef struct emu_inst {
+    uint16_t op;
+    uint8_t ek, ek2;  /* operand / result element kinds */
+    uint16_t lanes;   /* vector lanes, or words of an aggregate */
+    uint16_t sub;     /* predicate, binop, cast opcode, intrinsic ... */
+    uint32_t dst, a, b, c;
+    uint32_t aux, naux; /* into the function's aux array */
+    int64_t imm;
+    LLVMValueRef src; /* for messages */
+} emu_inst;
+
+typedef struct emu_func {
+    char *name;
+    uint32_t threads;
+    emu_inst *code;
+    uint32_t ncode, capcode;
+    uint32_t *aux;
+    uint32_t naux, capaux;
+    uint64_t *init; /* the frame's initial image: constants in their slots */
+    uint32_t nwords, capwords;
+    uint32_t nparams;
+    uint32_t param_slot[EMU_MAX_ARGS];
+    uint8_t param_ek[EMU_MAX_ARGS];
+    uint64_t local_size;
+    struct emu_func *next;
+} emu_func;
+
+struct emu_module {
+    LLVMContextRef ctx;
+    LLVMModuleRef mod;
+    LLVMTargetDataRef td;
+    uint8_t *consts; /* constant globals */
+    uint64_t consts_size;
+    uint64_t shared_size;
+    LLVMValueRef *globals; /* every global variable, and its tagged address */
+    uint64_t *global_addr;
+    uint32_t nglobals;
+    emu_func *funcs;
+};
+
+/* ---- translation -------------------------------------------------------------- */
+
+typedef struct map_entry {
+    LLVMValueRef key;
+    uint32_t val;
+} map_entry;
+
+typedef struct xlate {
+    emu_module *m;
+    emu_func *f;
+    map_entry *map; /* value -> slot; blocks -> pc */
+    uint32_t mapcap, mapn;
+    char *err;
+    size_t err_size;
+    bool failed;
+} xlate;
+
+static void xfail(xlate *x, LLVMValueRef at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void xfail(xlate *x, LLVMValueRef at, const char *fmt, ...) {
+    if (x->failed) return;
+    x->failed = true;
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    char *text = at ? LLVMPrintValueToString(at) : NULL;
+    snprintf(x->err, x->err_size, "emulator: %s%s%s%s%s", x->f ? "in kernel '" : "", x->f ? x->f->name : "",
+             x->f ? "': " : "", msg, text ? ": " : "");
+    if (text) {
+        size_t n = strlen(x->err);
+        snprintf(x->err + n, x->err_size - n, "%s", text + strspn(text, " "));
+        LLVMDisposeMessage(text);
+    }
+}
+
+static uint32_t *map_find(xlate *x, LLVMValueRef k) {
+    if (!x->mapcap) return NULL;
+    size_t h = ((uintptr_t)k >> 4) * 0x9E3779B97F4A7C15ull;
+    for (uint32_t i = (uint32_t)(h >> 32) & (x->mapcap - 1);; i = (i + 1) & (x->mapcap - 1)) {
+        if (x->map[i].key == k) return &x->map[i].val;
+        if (!x->map[i].key) return NULL;
+    }
+}
+
+static void map_put(xlate *x, LLVMValueRef k, uint32_t v) {
+    if (2 * (x->mapn + 1) > x->mapcap) {
+        uint32_t oldcap = x->mapcap;
+        map_entry *old = x->map;
+        x->mapcap = oldcap ? oldcap * 2 : 1024;
+        x->map = calloc(x->mapcap, sizeof *x->map);
+        if (!x->map) abort();
+        x->mapn = 0;
+        for (uint32_t i = 0; i < oldcap; i++)
+            if (old[i].key) map_put(x, old[i].key, old[i].val);
+        free(old);
+    }
+    size_t h = ((uintptr_t)k >> 4) * 0x9E3779B97F4A7C15ull;
+    uint32_t i = (uint32_t)(h >> 32) & (x->mapcap - 1);
+    while (x->map[i].key && x->map[i].key != k) i = (i + 1) & (x->mapcap - 1);
+    if (!x->map[i].key) x->mapn++;
+    x->map[i] = (map_entry){k, v};
+}
+
+static void *grow(void *p, uint32_t *cap, uint32_t need, size_t elem) {
+    if (need <= *cap) return p;
+    uint32_t n = *cap ? *cap : 64;
+    while (n < need) n *= 2;
+    void *q = realloc(p, (size_t)n * elem);
+    if (!q) abort();
+    memset((char *)q + (size_t)*cap * elem, 0, (size_t)(n - *cap) * elem);
+    *cap = n;
+    return q;
+}
+
+static uint32_t new_words(xlate *x, uint32_t n) {
+    emu_func *f = x->f;
+    f->init = grow(f->init, &f->capwords, f->nwords + n, sizeof *f->init);
+    uint32_t s = f->nwords;
+    f->nwords += n;
+    return s;
+}
+
+static uint32_t add_aux(xlate *x, uint32_t v) {
+    emu_func *f = x->f;
+    f->aux = grow(f->aux, &f->capaux, f->naux + 1, sizeof *f->aux);
+    f->aux[f->naux] = v;
+    return f->naux++;
+}
+
+static emu_inst *emit(xlate *x, eop op, LLVMValueRef src) {
+    emu_func *f = x->f;
+    f->code = grow(f->code, &f->capcode, f->ncode + 1, sizeof *f->code);
+    emu_inst *in = &f->code[f->ncode++];
+    memset(in, 0, sizeof *in);
+    in->op = (uint16_t)op;
+    in->src = src;
+    in->ek = in->ek2 = EK_NONE;
+    return in;
+}
+
+/* The element kind of a scalar type (EK_NONE: not one we know). */
+static ek scalar_ek(LLVMTypeRef t) {
+    switch (LLVMGetTypeKind(t)) {
+    case LLVMIntegerTypeKind:
+        switch (LLVMGetIntTypeWidth(t)) {
+        case 1: return EK_I1;
+        case 8: return EK_I8;
+        case 16: return EK_I16;
+        case 32: return EK_I32;
+        case 64: return EK_I64;
+        default: return EK_NONE;
+        }
+    case LLVMHalfTypeKind: return EK_F16;
+    case LLVMBFloatTypeKind: return EK_BF16;
+    case LLVMFloatTypeKind: return EK_F32;
+    case LLVMDoubleTypeKind: return EK_F64;
+    case LLVMPointerTypeKind: return EK_PTR;
+    default: return EK_NONE;
+    }
+}
+
+/* Words a value of type t takes (0: a type we do not know). */
+static uint32_t type_words(LLVMTypeRef t) {
+    switch (LLVMGetTypeKind(t)) {
+    case LLVMVectorTypeKind: return scalar_ek(LLVMGetElementType(t)) == EK_NONE ? 0 : LLVMGetVectorSize(t);
+    case LLVMArrayTypeKind: return LLVMGetArrayLength(t) * type_words(LLVMGetElementType(t));
+    case LLVMStructTypeKind: {
+        uint32_t n = 0, k = LLVMCountStructElementTypes(t);
+        for (uint32_t i = 0; i < k; i++) {
+            uint32_t w = type_words(LLVMStructGetTypeAtIndex(t, i));
+            if (!w) return 0;
+            n += w;
+        }
+        return n;
+    }
+    case LLVMVoidTypeKind: return 0;
+    default: return scalar_ek(t) == EK_NONE ? 0 : 1;
+    }
+}
+
+/* Element kind and lanes of a scalar or vector type. */
+static ek elem_of(LLVMTypeRef t, uint32_t *lanes) {
+    if (LLVMGetTypeKind(t) == LLVMVectorTypeKind) {
+        *lanes = LLVMGetVectorSize(t);
+        return scalar_ek(LLVMGetElementType(t));
+    }
+    *lanes = 1;
+    return scalar_ek(t);
+}
+
+static bool global_addr(xlate *x, LLVMValueRef g, uint64_t *addr) {
+    for (uint32_t i = 0; i < x->m->nglobals; i++)
+        if (x->m->globals[i] == g) {
+            *addr = x->m->global_addr[i];
+            return true;
+        }
+    xfail(x, g, "a global the emulator did not place");
+    return false;
+}
+
+/* Evaluates a constant into words[0..type_words). */
+static bool const_eval(xlate *x, LLVMValueRef v, uint64_t *words) {
+    LLVMTypeRef t = LLVMTypeOf(v);
+    uint32_t n = type_words(t);
+    if (!n) {
+        xfail(x, v, "a constant of a type the emulator does not know");
+        return false;
+    }
+    if (LLVMIsUndef(v) || LLVMIsAConstantAggregateZero(v) || LLVMIsAConstantPointerNull(v)) {
+        memset(words, 0, n * sizeof *words);
+        return true;
+    }
+    if (LLVMIsAConstantInt(v)) {
+        words[0] = mask_bits(LLVMConstIntGetZExtValue(v), ek_bits[scalar_ek(t)]);
+        return true;
+    }
+    if (LLVMIsAConstantFP(v)) {
+        LLVMBool loses;
+        words[0] = fput(LLVMConstRealGetDouble(v, &loses), scalar_ek(t));
+        return true;
+    }
+    if (LLVMIsAGlobalVariable(v)) return global_addr(x, v, &words[0]);
+    if (LLVMIsAConstantDataSequential(v) || LLVMIsAConstantVector(v) || LLVMIsAConstantStruct(v) ||
+        LLVMIsAConstantArray(v)) {
+        LLVMTypeKind tk = LLVMGetTypeKind(t);
+        uint32_t k = tk == LLVMStructTypeKind  ? LLVMCountStructElementTypes(t)
+                     : tk == LLVMArrayTypeKind ? LLVMGetArrayLength(t)
+                                               : LLVMGetVectorSize(t);
+        uint32_t at = 0;
+        for (uint32_t i = 0; i < k; i++) {
+            LLVMValueRef e = LLVMGetAggregateElement(v, i);
+            if (!e) {
+                xfail(x, v, "an aggregate constant the emulator cannot read");
+                return false;
+            }
+            if (!const_eval(x, e, words + at)) return false;
+            at += type_words(LLVMTypeOf(e));
+        }
+        return true;
+    }
+    if (LLVMIsAConstantExpr(v)) {
+        LLVMOpcode op = LLVMGetConstOpcode(v);
+        uint64_t a = 0;
+        if (op == LLVMBitCast || op == LLVMAddrSpaceCast || op == LLVMPtrToInt || op == LLVMIntToPtr) {
+            if (type_words(LLVMTypeOf(LLVMGetOperand(v, 0))) != 1 || n != 1) {
+                xfail(x, v, "a constant cast of a vector");
+                return false;
+            }
+            if (!const_eval(x, LLVMGetOperand(v, 0), &a)) return false;
+            words[0] = op == LLVMPtrToInt ? mask_bits(a, ek_bits[scalar_ek(t)]) : a;
+            return true;
+        }
+        if (op == LLVMGetElementPtr) {
+            if (!const_eval(x, LLVMGetOperand(v, 0), &a)) return false;
+            LLVMTypeRef ty = LLVMGetGEPSourceElementType(v);
+            uint32_t nops = (uint32_t)LLVMGetNumOperands(v);
+            for (uint32_t i = 1; i < nops; i++) {
+                LLVMValueRef idx = LLVMGetOperand(v, i);
+                if (!LLVMIsAConstantInt(idx)) {
+                    xfail(x, v, "a constant GEP with a vector index");
+                    return false;
+                }
+                int64_t k = LLVMConstIntGetSExtValue(idx);
+                if (i == 1) {
+                    a += (uint64_t)k * LLVMABISizeOfType(x->m->td, ty);
+                } else if (LLVMGetTypeKind(ty) == LLVMStructTypeKind) {
+                    a += LLVMOffsetOfElement(x->m->td, ty, (unsigned)k);
+                    ty = LLVMStructGetTypeAtIndex(ty, (unsigned)k);
+                } else {
+                    ty = LLVMGetElementType(ty);
+                    a += (uint64_t)k * LLVMABISizeOfType(x->m->td, ty);
+                }
+            }
+            words[0] = a;
+            return true;
+        }
+    }
+    xfail(x, v, "a constant the emulator does not know");
+    return false;
+}
+
+/* Slot of a value: an instruction's or parameter's (assigned before), or
+ * a constant's, evaluated into the frame image on first use. */
+static uint32_t slot(xlate *x, LLVMValueRef v) {
+    uint32_t *s = map_find(x, v);
+    if (s) return *s;
+    if (LLVMIsAInstruction(v) || LLVMIsAArgument(v) || LLVMIsABasicBlock(v)) {
+        xfail(x, v, "a value the emulator gave no slot");
+        return 0;
+    }
+    uint32_t n = type_words(LLVMTypeOf(v));
+    if (!n) {
+        xfail(x, v, "an operand of a type the emulator does not know");
+        return 0;
+    }
+    uint32_t at = new_words(x, n);
+    if (!const_eval(x, v, x->f->init + at)) return 0;
+    map_put(x, v, at);
+    return at;
+}
+
+/* Writes a constant's bytes in memory layout (the constant region). */
+static bool const_bytes(xlate *x, LLVMValueRef v, uint8_t *out) {
+    LLVMTypeRef t = LLVMTypeOf(v);
+    LLVMTypeKind tk = LLVMGetTypeKind(t);
+    if (LLVMIsAConstantDataSequential(v) && LLVMIsConstantString(v)) {
+        size_t len;
+        const char *s = LLVMGetAsString(v, &len);
+        memcpy(out, s, len);
+        return true;
+    }
+    if (LLVMIsUndef(v) || LLVMIsAConstantAggregateZero(v)) return true; /* zeroed already */
+    if (tk == LLVMStructTypeKind || tk == LLVMArrayTypeKind || tk == LLVMVectorTypeKind) {
+        uint32_t k = tk == LLVMStructTypeKind ? LLVMCountStructElementTypes(t)
+                     : tk == LLVMArrayTypeKind ? LLVMGetArrayLength(t)
+                                               : LLVMGetVectorSize(t);
+        for (uint32_t i = 0; i < k; i++) {
+            LLVMValueRef e = LLVMGetAggregateElement(v, i);
+            uint64_t off = tk == LLVMStructTypeKind ? LLVMOffsetOfElement(x->m->td, t, i)
+                                                    : i * LLVMABISizeOfType(x->m->td, LLVMTypeOf(e));
+            if (!e || !const_bytes(x, e, out + off)) return false;
+        }
+        return true;
+    }
+    uint64_t w;
+    if (!const_eval(x, v, &w)) return false;
+    memcpy(out, &w, (size_t)ek_bytes[scalar_ek(t)]);
+    return true;
+}
+
+/* Places every global: addrspace 3 in the shared region, the others (with
+ * initializers) in the constant region. */
+static bool place_globals(xlate *x) {
+    emu_module *m = x->m;
+    uint32_t n = 0;
+    for (LLVMValueRef g = LLVMGetFirstGlobal(m->mod); g; g = LLVMGetNextGlobal(g)) n++;
+    m->globals = calloc(n + 1, sizeof *m->globals);
+    m->global_addr = calloc(n + 1, sizeof *m->global_addr);
+    if (!m->globals || !m->global_addr) abort();
+    uint64_t cend = 0;
+    for (LLVMValueRef g = LLVMGetFirstGlobal(m->mod); g; g = LLVMGetNextGlobal(g)) {
+        LLVMTypeRef ty = LLVMGlobalGetValueType(g);
+        uint64_t size = LLVMABISizeOfType(m->td, ty);
+        uint64_t align = LLVMGetAlignment(g) ? LLVMGetAlignment(g) : LLVMABIAlignmentOfType(m->td, ty);
+        unsigned space = LLVMGetPointerAddressSpace(LLVMTypeOf(g));
+        m->globals[m->nglobals] = g;
+        if (space == 3) {
+            m->shared_size = (m->shared_size + align - 1) / align * align;
+            m->global_addr[m->nglobals++] = make_ptr(REGION_SHARED, m->shared_size);
+            m->shared_size += size;
+        } else {
+            if (!LLVMGetInitializer(g)) {
+                xfail(x, g, "a global in address space %u without an initializer", space);
+                return false;
+            }
+            cend = (cend + align - 1) / align * align;
+            m->global_addr[m->nglobals++] = make_ptr(REGION_CONST, cend);
+            cend += size;
+        }
+    }
+    m->consts_size = cend;
+    m->consts = calloc(1, cend + 16);
+    if (!m->consts) abort();
+    for (uint32_t i = 0; i < m->nglobals; i++) {
+        if (m->global_addr[i] >> REGION_SHIFT != REGION_CONST) continue;
+        if (!const_bytes(x, LLVMGetInitializer(m->globals[i]), m->consts + (m->global_addr[i] & OFFSET_MASK)))
+            return false;
+    }
+    return true;
+}
+
+/* ---- translating instructions ---------------------------------------------- */
+
+typedef struct intrinsic_row {
+    const char *prefix; /* the name up to its type suffix, or all of it */
+    eop op;
+    int sub;
+} intrinsic_row;
+
+static const intrinsic_row intrinsics[] = {
+    {"llvm.nvvm.read.ptx.sreg.tid.x", EOP_SREG, SREG_TID_X},
+    {"llvm.nvvm.read.ptx.sreg.tid.y", EOP_SREG, SREG_TID_Y},
+    {"llvm.nvvm.read.ptx.sreg.tid.z", EOP_SREG, SREG_TID_Z},
+    {"llvm.nvvm.read.ptx.sreg.ntid.x", EOP_SREG, SREG_NTID_X},
+    {"llvm.nvvm.read.ptx.sreg.ntid.y", EOP_SREG, SREG_NTID_Y},
+    {"llvm.nvvm.read.ptx.sreg.ntid.z", EOP_SREG, SREG_NTID_Z},
+    {"llvm.nvvm.read.ptx.sreg.ctaid.x", EOP_SREG, SREG_CTAID_X},
+    {"llvm.nvvm.read.ptx.sreg.ctaid.y", EOP_SREG, SREG_CTAID_Y},
+    {"llvm.nvvm.read.ptx.sreg.ctaid.z", EOP_SREG, SREG_CTAID_Z},
+    {"llvm.nvvm.read.ptx.sreg.nctaid.x", EOP_SREG, SREG_NCTAID_X},
+    {"llvm.nvvm.read.ptx.sreg.nctaid.y", EOP_SREG, SREG_NCTAID_Y},
+    {"llvm.nvvm.read.ptx.sreg.nctaid.z", EOP_SREG, SREG_NCTAID_Z},
+    {"llvm.nvvm.read.ptx.sreg.laneid", EOP_SREG, SREG_LANEID},
+    {"llvm.nvvm.read.ptx.sreg.warpid", EOP_SREG, SREG_WARPID},
+    {"llvm.nvvm.read.ptx.sreg.warpsize", EOP_SREG, SREG_WARPSIZE},
+    {"llvm.nvvm.barrier0", EOP_BARRIER, 0},
+    {"llvm.nvvm.barrier.sync", EOP_BARRIER, 0},
+    {"llvm.nvvm.bar.warp.sync", EOP_WARPSYNC, 0},
+    {"llvm.nvvm.shfl.sync.up.", EOP_SHFL, SHFL_UP},
+    {"llvm.nvvm.shfl.sync.down.", EOP_SHFL, SHFL_DOWN},
+    {"llvm.nvvm.shfl.sync.bfly.", EOP_SHFL, SHFL_BFLY},
+    {"llvm.nvvm.shfl.sync.idx.", EOP_SHFL, SHFL_IDX},
+    {"llvm.nvvm.vote.all.sync", EOP_VOTE, VOTE_ALL},
+    {"llvm.nvvm.vote.any.sync", EOP_VOTE, VOTE_ANY},
+    {"llvm.nvvm.vote.uni.sync", EOP_VOTE, VOTE_UNI},
+    {"llvm.nvvm.vote.ballot.sync", EOP_VOTE, VOTE_BALLOT},
+    {"llvm.fabs.", EOP_MATH, M_FABS},
+    {"llvm.copysign.", EOP_MATH, M_COPYSIGN},
+    {"llvm.fma.", EOP_MATH, M_FMA},
+    {"llvm.fmuladd.", EOP_MATH, M_FMULADD},
+    {"llvm.sqrt.", EOP_MATH, M_SQRT},
+    {"llvm.floor.", EOP_MATH, M_FLOOR},
+    {"llvm.ceil.", EOP_MATH, M_CEIL},
+    {"llvm.trunc.", EOP_MATH, M_TRUNC},
+    {"llvm.round.", EOP_MATH, M_ROUND},
+    {"llvm.rint.", EOP_MATH, M_RINT},
+    {"llvm.nearbyint.", EOP_MATH, M_RINT},
+    {"llvm.roundeven.", EOP_MATH, M_RINT},
+    {"llvm.minnum.", EOP_MATH, M_MINNUM},
+    {"llvm.maxnum.", EOP_MATH, M_MAXNUM},
+    {"llvm.minimum.", EOP_MATH, M_MINIMUM},
+    {"llvm.maximum.", EOP_MATH, M_MAXIMUM},
+    {"llvm.smin.", EOP_MATH, M_SMIN},
+    {"llvm.smax.", EOP_MATH, M_SMAX},
+    {"llvm.umin.", EOP_MATH, M_UMIN},
+    {"llvm.umax.", EOP_MATH, M_UMAX},
+    {"llvm.abs.", EOP_MATH, M_ABS},
+    {"llvm.fptosi.sat.", EOP_MATH, M_FPTOSI_SAT},
+    {"llvm.fptoui.sat.", EOP_MATH, M_FPTOUI_SAT},
+    {"llvm.ctpop.", EOP_MATH, M_CTPOP},
+    {"llvm.ctlz.", EOP_MATH, M_CTLZ},
+    {"llvm.cttz.", EOP_MATH, M_CTTZ},
+    {"llvm.exp2.", EOP_MATH, M_EXP2},
+    {"llvm.log2.", EOP_MATH, M_LOG2},
+    {"llvm.exp.", EOP_MATH, M_EXP},
+    {"llvm.log.", EOP_MATH, M_LOG},
+    {"llvm.sin.", EOP_MATH, M_SIN},
+    {"llvm.cos.", EOP_MATH, M_COS},
+    {"llvm.nvvm.ex2.approx.", EOP_MATH, M_EX2_APPROX},
+    {"llvm.nvvm.lg2.approx.", EOP_MATH, M_LG2_APPROX},
+    {"llvm.nvvm.sin.approx.", EOP_MATH, M_SIN_APPROX},
+    {"llvm.nvvm.cos.approx.", EOP_MATH, M_COS_APPROX},
+    {"llvm.nvvm.rsqrt.approx.", EOP_MATH, M_RSQRT_APPROX},
+    {"llvm.nvvm.rcp.approx.", EOP_MATH, M_RCP_APPROX},
+    {"llvm.nvvm.mulhi.ui", EOP_MATH, M_MULHI_U},
+    {"llvm.nvvm.mulhi.ull", EOP_MATH, M_MULHI_U},
+    {"llvm.nvvm.mulhi.i", EOP_MATH, M_MULHI_S},
+    {"llvm.nvvm.mulhi.ll", EOP_MATH, M_MULHI_S},
+    {"llvm.nvvm.f2tf32.rna", EOP_F2TF32, 0},
+    {"llvm.nvvm.cp.async.commit.group", EOP_CPCOMMIT, 0},
+    {"llvm.nvvm.cp.async.wait.group", EOP_CPWAIT, 0},
+    {"llvm.nvvm.cp.async.wait.all", EOP_CPWAIT, -1},
+};
+
+/* Intrinsics that are hints without effect here. */
+static const char *const no_effect[] = {"llvm.assume", "llvm.lifetime.start.", "llvm.lifetime.end.",
+                                        "llvm.experimental.noalias.scope.decl", "llvm.dbg."};
+
+static bool exact_or_prefix(const char *name, const char *pat) {
+    size_t n = strlen(pat);
+    return pat[n - 1] == '.' ? !strncmp(name, pat, n) : !strcmp(name, pat);
+}
+
+/* The inline asm codegen emits, recognized by exact text and constraints. */
+typedef struct asm_row {
+    const char *text, *cons;
+    eop op;
+    int bytes;
+} asm_row;
+
+static const asm_row asms[] = {
+    {"@$2 ld.global.b16 $0, [$1];", "=h,l,b,0", EOP_ASM_LD, 2},
+    {"@$2 ld.global.b32 $0, [$1];", "=r,l,b,0", EOP_ASM_LD, 4},
+    {"@$2 ld.global.b64 $0, [$1];", "=l,l,b,0", EOP_ASM_LD, 8},
+    {"@$2 st.global.b16 [$0], $1;", "l,h,b", EOP_ASM_ST, 2},
+    {"@$2 st.global.b32 [$0], $1;", "l,r,b", EOP_ASM_ST, 4},
+    {"@$2 st.global.b64 [$0], $1;", "l,l,b", EOP_ASM_ST, 8},
+    {"fence.acq_rel.gpu;", "~{memory}", EOP_NOP, 0},
+};
+
+static uint32_t arg_slot(xlate *x, LLVMValueRef call, unsigned i) { return slot(x, LLVMGetOperand(call, i)); }
+
+/* mma and ldmatrix intrinsic names -> emu_mma kinds (mma.h). */
+static bool xlate_tensor_call(xlate *x, LLVMValueRef in, const char *name, uint32_t dst) {
+    int kind = emu_mma_kind(name);
+    unsigned nargs = LLVMGetNumArgOperands(in);
+    if (kind >= 0) {
+        emu_inst *e = emit(x, EOP_MMA, in);
+        e->sub = (uint16_t)kind;
+        e->dst = dst;
+        uint32_t at = (uint32_t)(e - x->f->code);
+        uint32_t args[3 * EMU_MMA_MAX_REGS];
+        if (nargs != emu_mma_nargs(kind) || nargs > EMU_MMA_MAX_REGS) {
+            xfail(x, in, "an mma call with %u arguments", nargs);
+            return true;
+        }
+        for (unsigned i = 0; i < nargs; i++) {
+            LLVMTypeRef t = LLVMTypeOf(LLVMGetOperand(in, i));
+            uint32_t l;
+            ek k = elem_of(t, &l);
+            args[3 * i] = arg_slot(x, in, i), args[3 * i + 1] = l, args[3 * i + 2] = k;
+            if (l * ek_bits[k] != 32) xfail(x, in, "an mma operand that is not 32 bits");
+        }
+        e = &x->f->code[at]; /* slot() may have grown nothing here, but stay safe */
+        e->aux = x->f->naux;
+        e->naux = nargs;
+        for (unsigned i = 0; i < 3 * nargs; i++) add_aux(x, args[i]);
+        return true;
+    }
+    int ld = emu_ldmatrix_kind(name);
+    if (ld >= 0) {
+        emu_inst *e = emit(x, EOP_LDMATRIX, in);
+        e->sub = (uint16_t)ld;
+        e->dst = dst;
+        e->a = arg_slot(x, in, 0);
+        return true;
+    }
+    /* llvm.nvvm.cp.async.{ca,cg}.shared.global.{4,8,16}[.s] */
+    if (!strncmp(name, "llvm.nvvm.cp.async.c", 20) && strstr(name, ".shared.global.")) {
+        const char *p = strstr(name, ".shared.global.") + strlen(".shared.global.");
+        int size = atoi(p);
+        bool has_size = strstr(p, ".s") != NULL;
+        if ((size != 4 && size != 8 && size != 16) || nargs != (has_size ? 3u : 2u)) return false;
+        emu_inst *e = emit(x, EOP_CPASYNC, in);
+        e->a = arg_slot(x, in, 0);
+        e->b = arg_slot(x, in, 1);
+        e->c = has_size ? arg_slot(x, in, 2) : UINT32_MAX;
+        e->imm = size;
+        return true;
+    }
+    return false;
+}
+
+static void xlate_call(xlate *x, LLVMValueRef in, uint32_t dst) {
+    LLVMValueRef callee = LLVMGetCalledValue(in);
+    unsigned nargs = LLVMGetNumArgOperands(in);
+    if (LLVMIsAInlineAsm(callee)) {
+        size_t tl, cl;
+        const char *text = LLVMGetInlineAsmAsmString(callee, &tl);
+        const char *cons = LLVMGetInlineAsmConstraintString(callee, &cl);
+        for (size_t i = 0; i < sizeof asms / sizeof asms[0]; i++) {
+            if (strlen(asms[i].text) != tl || memcmp(asms[i].text, text, tl) || strlen(asms[i].cons) != cl ||
+                memcmp(asms[i].cons, cons, cl))
+                continue;
+            emu_inst *e = emit(x, asms[i].op, in);
+            e->dst = dst;
+            e->imm = asms[i].bytes;
+            if (asms[i].op != EOP_NOP) {
+                e->a = arg_slot(x, in, 0);
+                e->b = arg_slot(x, in, 1);
+                e->c = arg_slot(x, in, 2);
+            }
+            return;
+        }
+        xfail(x, in, "inline asm the emulator does not know (only the exact strings codegen emits)");
+        return;
+    }
+    size_t len;
+    const char *name = LLVMIsAFunction(callee) ? LLVMGetValueName2(callee, &len) : NULL;
+    if (!name) {
+        xfail(x, in, "an indirect call");
+        return;
+    }
+    if (!strcmp(name, "vprintf")) {
+        emu_inst *e = emit(x, EOP_VPRINTF, in);
+        e->dst = dst;
+        e->a = arg_slot(x, in, 0);
+        e->b = arg_slot(x, in, 1);
+        return;
+    }
+    if (!strcmp(name, "__assertfail")) {
+        emu_inst *e = emit(x, EOP_ASSERTFAIL, in);
+        e->a = arg_slot(x, in, 0);
+        e->b = arg_slot(x, in, 1);
+        e->c = arg_slot(x, in, 2);
+        e->imm = arg_slot(x, in, 3);
+        return;
+    }
+    for (size_t i = 0; i < sizeof no_effect / sizeof no_effect[0]; i++)
+        if (exact_or_prefix(name, no_effect[i])) {
+            emit(x, EOP_NOP, in);
+            return;
+        }
+    for (size_t i = 0; i < sizeof intrinsics / sizeof intrinsics[0]; i++) {
+        const intrinsic_row *r = &intrinsics[i];
+        if (!exact_or_prefix(name, r->prefix)) continue;
+        emu_inst *e = emit(x, r->op, in);
+        e->sub = (uint16_t)r->sub;
+        e->dst = dst;
+        uint32_t lanes = 1;
+        LLVMTypeRef rt = LLVMGetReturnType(LLVMGetCalledFunctionType(in));
+        e->ek2 = LLVMGetTypeKind(rt) == LLVMVoidTypeKind || LLVMGetTypeKind(rt) == LLVMStructTypeKind
+                     ? EK_NONE
+                     : (uint8_t)elem_of(rt, &lanes);
+        e->ek = nargs ? (uint8_t)elem_of(LLVMTypeOf(LLVMGetOperand(in, 0)), &lanes) : e->ek2;
+        if (LLVMGetTypeKind(rt) == LLVMVectorTypeKind) lanes = LLVMGetVectorSize(rt);
+        e->lanes = (uint16_t)lanes;
+        if (nargs > 0) e->a = arg_slot(x, in, 0);
+        if (nargs > 1) e->b = arg_slot(x, in, 1);
+        if (nargs > 2) e->c = arg_slot(x, in, 2);
+        if (r->op == EOP_MATH) e->imm = strstr(name, ".ftz") != NULL; /* flush subnormals */
+        if (r->op == EOP_SHFL) {
+            if (nargs != 4 || LLVMGetTypeKind(rt) == LLVMStructTypeKind) {
+                xfail(x, in, "a shuffle form the emulator does not know");
+                return;
+            }
+            e->imm = arg_slot(x, in, 3);
+        }
+        if (r->op == EOP_CPWAIT && r->sub == 0) {
+            LLVMValueRef n = LLVMGetOperand(in, 0);
+            if (!LLVMIsAConstantInt(n)) xfail(x, in, "cp.async.wait_group needs a constant");
+            else e->imm = LLVMConstIntGetZExtValue(n);
+        } else if (r->op == EOP_CPWAIT) {
+            e->imm = 0;
+        }
+        return;
+    }
+    if (xlate_tensor_call(x, in, name, dst)) return;
+    xfail(x, in, "a call the emulator does not know ('%s')", name);
+}
+
+/* Copies into the phis of `to` for the edge from `from`: aux gets
+ * [target pc block key, count, (dst, src, words) ...]; returns its index. */
+static uint32_t edge(xlate *x, LLVMBasicBlockRef from, LLVMBasicBlockRef to, LLVMValueRef at) {
+    uint32_t *pc = map_find(x, LLVMBasicBlockAsValue(to));
+    uint32_t start = add_aux(x, pc ? *pc : 0);
+    uint32_t count = add_aux(x, 0);
+    for (LLVMValueRef phi = LLVMGetFirstInstruction(to); phi && LLVMIsAPHINode(phi);
+         phi = LLVMGetNextInstruction(phi)) {
+        unsigned n = LLVMCountIncoming(phi);
+        LLVMValueRef v = NULL;
+        for (unsigned i = 0; i < n && !v; i++)
+            if (LLVMGetIncomingBlock(phi, i) == from) v = LLVMGetIncomingValue(phi, i);
+        if (!v) {
+            xfail(x, at, "a phi without a value for this edge");
+            return start;
+        }
+        uint32_t d = slot(x, phi), s = slot(x, v), w = type_words(LLVMTypeOf(phi));
+        add_aux(x, d), add_aux(x, s), add_aux(x, w);
+        x->f->aux[count]++;
+    }
+    return start;
+}
+
+static uint16_t binop_of(LLVMOpcode op) { return (uint16_t)op; }
+
+static void xlate_inst(xlate *x, LLVMValueRef in) {
+    LLVMOpcode op = LLVMGetInstructionOpcode(in);
+    LLVMTypeRef ty = LLVMTypeOf(in);
+    uint32_t *ds = map_find(x, in);
+    uint32_t dst = ds ? *ds : 0;
+    uint32_t lanes = 1;
+    ek rek = LLVMGetTypeKind(ty) == LLVMVoidTypeKind ? EK_NONE : elem_of(ty, &lanes);
+    unsigned nops = (unsigned)LLVMGetNumOperands(in);
+    emu_inst *e;
+    switch (op) {
+    case LLVMPHI: return; /* on the edges */
+    case LLVMBr: {
+        LLVMBasicBlockRef from = LLVMGetInstructionParent(in);
+        if (!LLVMIsConditional(in)) {
+            uint32_t ed = edge(x, from, LLVMGetSuccessor(in, 0), in);
+            e = emit(x, EOP_BR, in);
+            e->aux = ed;
+        } else {
+            uint32_t cond = slot(x, LLVMGetCondition(in));
+            uint32_t e0 = edge(x, from, LLVMGetSuccessor(in, 0), in), e1 = edge(x, from, LLVMGetSuccessor(in, 1), in);
+            e = emit(x, EOP_CONDBR, in);
+            e->a = cond;
+            e->aux = e0;
+            e->naux = e1;
+        }
+        return;
+    }
+    case LLVMSwitch: {
+        LLVMBasicBlockRef from = LLVMGetInstructionParent(in);
+        uint32_t cond = slot(x, LLVMGetOperand(in, 0)), l; /* LLVMGetCondition is for br only */
+        ek cek = elem_of(LLVMTypeOf(LLVMGetOperand(in, 0)), &l);
+        unsigned ncases = LLVMGetNumSuccessors(in) - 1;
+        uint32_t *edges = calloc(ncases + 1, sizeof *edges);
+        if (!edges) abort();
+        for (unsigned i = 0; i <= ncases; i++) edges[i] = edge(x, from, LLVMGetSuccessor(in, i), in);
+        uint32_t table = add_aux(x, ncases);
+        add_aux(x, edges[0]);
+        for (unsigned i = 0; i < ncases; i++) {
+            uint64_t v = LLVMConstIntGetZExtValue(LLVMGetOperand(in, 2 + 2 * i));
+            add_aux(x, (uint32_t)v), add_aux(x, (uint32_t)(v >> 32)), add_aux(x, edges[i + 1]);
+        }
+        free(edges);
+        e = emit(x, EOP_SWITCH, in);
+        e->a = cond, e->ek = (uint8_t)cek, e->aux = table;
+        return;
+    }
+    case LLVMRet: emit(x, EOP_RET, in); return;
+    case LLVMUnreachable: emit(x, EOP_UNREACHABLE, in); return;
+    case LLVMAdd: case LLVMSub: case LLVMMul: case LLVMUDiv: case LLVMSDiv: case LLVMURem: case LLVMSRem:
+    case LLVMShl: case LLVMLShr: case LLVMAShr: case LLVMAnd: case LLVMOr: case LLVMXor:
+    case LLVMFAdd: case LLVMFSub: case LLVMFMul: case LLVMFDiv: case LLVMFRem: {
+        uint32_t a = slot(x, LLVMGetOperand(in, 0)), b = slot(x, LLVMGetOperand(in, 1));
+        e = emit(x, EOP_BIN, in);
+        e->sub = binop_of(op);
+        e->ek = (uint8_t)rek;
+        e->lanes = (uint16_t)lanes;
+        e->dst = dst, e->a = a, e->b = b;
+        return;
+    }
+    case LLVMFNeg: {
+        uint32_t a = slot(x, LLVMGetOperand(in, 0));
+        e = emit(x, EOP_FNEG, in);
+        e->ek = (uint8_t)rek, e->lanes = (uint16_t)lanes, e->dst = dst, e->a = a;
+        return;
+    }
+    case LLVMICmp: case LLVMFCmp: {
+        uint32_t a = slot(x, LLVMGetOperand(in, 0)), b = slot(x, LLVMGetOperand(in, 1));
+        uint32_t l;
+        ek oek = elem_of(LLVMTypeOf(LLVMGetOperand(in, 0)), &l);
+        e = emit(x, op == LLVMICmp ? EOP_ICMP : EOP_FCMP, in);
+        e->sub = (uint16_t)(op == LLVMICmp ? (int)LLVMGetICmpPredicate(in) : (int)LLVMGetFCmpPredicate(in));
+        e->ek = (uint8_t)oek, e->lanes = (uint16_t)lanes, e->dst = dst, e->a = a, e->b = b;
+        return;
+    }
+    case LLVMSelect: {
+        uint32_t c = slot(x, LLVMGetOperand(in, 0)), a = slot(x, LLVMGetOperand(in, 1)), b = slot(x, LLVMGetOperand(in, 2));
+        uint32_t cl;
+        elem_of(LLVMTypeOf(LLVMGetOperand(in, 0)), &cl);
+        e = emit(x, EOP_SELECT, in);
+        e->lanes = (uint16_t)type_words(ty);
+        e->imm = cl; /* 1: one condition for every word */
+        e->dst = dst, e->a = a, e->b = b, e->c = c;
+        return;
+    }
+    case LLVMTrunc: case LLVMZExt: case LLVMSExt: case LLVMFPTrunc: case LLVMFPExt: case LLVMFPToSI:
+    case LLVMFPToUI: case LLVMSIToFP: case LLVMUIToFP: case LLVMPtrToInt: case LLVMIntToPtr: {
+        uint32_t a = slot(x, LLVMGetOperand(in, 0)), l;
+        ek sek = elem_of(LLVMTypeOf(LLVMGetOperand(in, 0)), &l);
+        e = emit(x, EOP_CAST, in);
+        e->sub = (uint16_t)op;
+        e->ek = (uint8_t)sek, e->ek2 = (uint8_t)rek, e->lanes = (uint16_t)lanes, e->dst = dst, e->a = a;
+        return;
+    }
+    case LLVMAddrSpaceCast: {
+        uint32_t a = slot(x, LLVMGetOperand(in, 0));
+        e = emit(x, EOP_ASCAST, in);
+        e->lanes = (uint16_t)lanes, e->dst = dst, e->a = a;
+        e->imm = LLVMGetPointerAddressSpace(LLVMGetTypeKind(ty) == LLVMVectorTypeKind ? LLVMGetElementType(ty) : ty);
+        return;
+    }
+    case LLVMFreeze: {
+        uint32_t a = slot(x, LLVMGetOperand(in, 0));
+        e = emit(x, EOP_COPY, in);
+        e->lanes = (uint16_t)type_words(ty), e->dst = dst, e->a = a;
+        return;
+    }
+    case LLVMBitCast: {
+        uint32_t a = slot(x, LLVMGetOperand(in, 0)), sl;
+        ek sek = elem_of(LLVMTypeOf(LLVMGetOperand(in, 0)), &sl);
+        if (sek == EK_NONE || rek == EK_NONE || (uint64_t)sl * ek_bytes[sek] > MAX_BITCAST_BYTES ||
+            sek == EK_I1 || rek == EK_I1) {
+            xfail(x, in, "a bitcast the emulator does not know");
+            return;
+        }
+        e = emit(x, EOP_BITCAST, in);
+        e->ek = (uint8_t)sek, e->ek2 = (uint8_t)rek, e->lanes = (uint16_t)lanes, e->imm = sl, e->dst = dst, e->a = a;
+        return;
+    }
+    case LLVMGetElementPtr: {
+        if (LLVMGetTypeKind(ty) == LLVMVectorTypeKind) {
+            xfail(x, in, "a vector GEP");
+            return;
+        }
+        uint32_t base = slot(x, LLVMGetOperand(in, 0));
+        LLVMTypeRef t = LLVMGetGEPSourceElementType(in);
+        int64_t off = 0;
+        uint32_t terms[64][3], nterms = 0;
+        for (unsigned i = 1; i < nops; i++) {
+            LLVMValueRef idx = LLVMGetOperand(in, i);
+            uint64_t scale;
+            if (i == 1) {
+                scale = LLVMABISizeOfType(x->m->td, t);
+            } else if (LLVMGetTypeKind(t) == LLVMStructTypeKind) {
+                unsigned k = (unsigned)LLVMConstIntGetZExtValue(idx);
+                off += (int64_t)LLVMOffsetOfElement(x->m->td, t, k);
+                t = LLVMStructGetTypeAtIndex(t, k);
+                continue;
+            } else {
+                t = LLVMGetElementType(t);
+                scale = LLVMABISizeOfType(x->m->td, t);
+            }
+            if (LLVMIsAConstantInt(idx)) {
+                off += LLVMConstIntGetSExtValue(idx) * (int64_t)scale;
+            } else {
+                uint32_t l;
+                ek iek = elem_of(LLVMTypeOf(idx), &l);
+                if (nterms == 64 || l != 1) {
+                    xfail(x, in, "a GEP the emulator does not know");
+                    return;
+                }
+                terms[nterms][0] = slot(x, idx), terms[nterms][1] = (uint32_t)scale, terms[nterms][2] = iek;
+                nterms++;
+            }
+        }
+        e = emit(x, EOP_GEP, in);
+        e->dst = dst, e->a = base, e->imm = off, e->naux = nterms, e->aux = x->f->naux;
+        for (uint32_t i = 0; i < nterms; i++) add_aux(x, terms[i][0]), add_aux(x, terms[i][1]), add_aux(x, terms[i][2]);
+        return;
+    }
+    case LLVMLoad: case LLVMStore: {
+        LLVMValueRef ptr = LLVMGetOperand(in, op == LLVMLoad ? 0 : 1);
+        LLVMTypeRef vt = op == LLVMLoad ? ty : LLVMTypeOf(LLVMGetOperand(in, 0));
+        uint32_t l;
+        ek vek = elem_of(vt, &l);
+        if (vek == EK_NONE) {
+            xfail(x, in, "a load or store of a type the emulator does not know");
+            return;
+        }
+        uint32_t p = slot(x, ptr), v = op == LLVMStore ? slot(x, LLVMGetOperand(in, 0)) : 0;
+        e = emit(x, op == LLVMLoad ? EOP_LOAD : EOP_STORE, in);
+        e->ek = (uint8_t)vek, e->lanes = (uint16_t)l, e->a = p, e->b = v, e->dst = dst;
+        e->imm = LLVMGetAlignment(in) ? LLVMGetAlignment(in) : 1;
+        return;
+    }
+    case LLVMAlloca: {
+        LLVMTypeRef at = LLVMGetAllocatedType(in);
+        LLVMValueRef count = LLVMGetOperand(in, 0);
+        LLVMBasicBlockRef bb = LLVMGetInstructionParent(in);
+        if (!LLVMIsAConstantInt(count) || bb != LLVMGetEntryBasicBlock(LLVMGetBasicBlockParent(bb))) {
+            xfail(x, in, "an alloca outside the entry block or of a variable size");
+            return;
+        }
+        uint64_t align = LLVMGetAlignment(in) ? LLVMGetAlignment(in) : 8;
+        uint64_t size = LLVMABISizeOfType(x->m->td, at) * LLVMConstIntGetZExtValue(count);
+        x->f->local_size = (x->f->local_size + align - 1) / align * align;
+        e = emit(x, EOP_ALLOCA, in);
+        e->dst = dst, e->imm = (int64_t)x->f->local_size;
+        x->f->local_size += size;
+        return;
+    }
+    case LLVMExtractElement: case LLVMInsertElement: {
+        bool ins = op == LLVMInsertElement;
+        uint32_t vec = slot(x, LLVMGetOperand(in, 0)), v = ins ? slot(x, LLVMGetOperand(in, 1)) : 0;
+        LLVMValueRef idx = LLVMGetOperand(in, ins ? 2 : 1);
+        uint32_t il, vl;
+        ek iek = elem_of(LLVMTypeOf(idx), &il);
+        elem_of(LLVMTypeOf(LLVMGetOperand(in, 0)), &vl);
+        uint32_t is = slot(x, idx);
+        e = emit(x, ins ? EOP_INSERTELT : EOP_EXTRACTELT, in);
+        e->dst = dst, e->a = vec, e->b = v, e->c = is, e->ek2 = (uint8_t)iek, e->lanes = (uint16_t)vl;
+        return;
+    }
+    case LLVMShuffleVector: {
+        uint32_t a = slot(x, LLVMGetOperand(in, 0)), b = slot(x, LLVMGetOperand(in, 1)), al;
+        elem_of(LLVMTypeOf(LLVMGetOperand(in, 0)), &al);
+        unsigned n = LLVMGetNumMaskElements(in);
+        uint32_t start = x->f->naux;
+        for (unsigned i = 0; i < n; i++) {
+            int mv = LLVMGetMaskValue(in, i);
+            add_aux(x, mv == LLVMGetUndefMaskElem() ? UINT32_MAX : (uint32_t)mv);
+        }
+        e = emit(x, EOP_SHUFFLE, in);
+        e->dst = dst, e->a = a, e->b = b, e->aux = start, e->naux = n, e->imm = al;
+        return;
+    }
+    case LLVMExtractValue: case LLVMInsertValue: {
+        bool ins = op == LLVMInsertValue;
+        LLVMValueRef agg = LLVMGetOperand(in, 0);
+        LLVMTypeRef t = LLVMTypeOf(agg);
+        uint32_t woff = 0;
+        const unsigned *idx = LLVMGetIndices(in);
+        for (unsigned i = 0; i < LLVMGetNumIndices(in); i++) {
+            if (LLVMGetTypeKind(t) == LLVMStructTypeKind) {
+                for (unsigned k = 0; k < idx[i]; k++) woff += type_words(LLVMStructGetTypeAtIndex(t, k));
+                t = LLVMStructGetTypeAtIndex(t, idx[i]);
+            } else {
+                t = LLVMGetElementType(t);
+                woff += idx[i] * type_words(t);
+            }
+        }
+        uint32_t a = slot(x, agg), v = ins ? slot(x, LLVMGetOperand(in, 1)) : 0;
+        e = emit(x, ins ? EOP_INSERTVALUE : EOP_EXTRACTVALUE, in);
+        e->dst = dst, e->a = a, e->b = v, e->imm = woff;
+        e->lanes = (uint16_t)type_words(LLVMTypeOf(agg));
+        e->naux = type_words(t);
+        return;
+    }
+    case LLVMAtomicRMW: {
+        uint32_t p = slot(x, LLVMGetOperand(in, 0)), v = slot(x, LLVMGetOperand(in, 1));
+        e = emit(x, EOP_ATOMICRMW, in);
+        e->sub = (uint16_t)LLVMGetAtomicRMWBinOp(in);
+        e->ek = (uint8_t)rek, e->dst = dst, e->a = p, e->b = v;
+        if (lanes != 1) xfail(x, in, "a vector atomic");
+        return;
+    }
+    case LLVMAtomicCmpXchg: {
+        uint32_t p = slot(x, LLVMGetOperand(in, 0)), c = slot(x, LLVMGetOperand(in, 1)), v = slot(x, LLVMGetOperand(in, 2));
+        uint32_t l;
+        ek vek = elem_of(LLVMTypeOf(LLVMGetOperand(in, 1)), &l);
+        e = emit(x, EOP_CMPXCHG, in);
+        e->ek = (uint8_t)vek, e->dst = dst, e->a = p, e->b = c, e->c = v;
+        return;
+    }
+    case LLVMCall: xlate_call(x, in, dst); return;
+    case LLVMFence: emit(x, EOP_NOP, in); return;
+    default: xfail(x, in, "an instruction the emulator does not know"); return;
+    }
+}
+
+/* maxntidx of each kernel from !nvvm.annotations; 0 for a function that
+ * is not a kernel. */
+static uint32_t kernel_threads(LLVMModuleRef mod, LLVMValueRef fn, bool *is_kernel) {
+    unsigned n = LLVMGetNamedMetadataNumOperands(mod, "nvvm.annotations");
+    LLVMValueRef *nodes = calloc(n + 1, sizeof *nodes);
+    if (!nodes) abort();
+    LLVMGetNamedMetadataOperands(mod, "nvvm.annotations", nodes);
+    uint32_t threads = 0;
+    *is_kernel = false;
+    for (unsigned i = 0; i < n; i++) {
+        unsigned k = LLVMGetMDNodeNumOperands(nodes[i]);
+        LLVMValueRef ops[16];
+        if (k > 16) continue;
+        LLVMGetMDNodeOperands(nodes[i], ops);
+        if (ops[0] != fn) continue;
+        for (unsigned j = 1; j + 1 < k; j += 2) {
+            unsigned len;
+            const char *key = ops[j] ? LLVMGetMDString(ops[j], &len) : NULL;
+            if (!key || !LLVMIsAConstantInt(ops[j + 1])) continue;
+            if (len == 6 && !memcmp(key, "kernel", 6)) *is_kernel = true;
+            if (len == 8 && !memcmp(key, "maxntidx", 8)) threads = (uint32_t)LLVMConstIntGetZExtValue(ops[j + 1]);
+        }
+    }
+    free(nodes);
+    return threads;
+}
+
+static emu_func *xlate_func(xlate *x, LLVMValueRef fn, uint32_t threads) {
+    emu_func *f = calloc(1, sizeof *f);
+    if (!f) abort();
+    size_t len;
+    f->name = strdup(LLVMGetValueName2(fn, &len));
+    f->threads = threads;
+    x->f = f;
+    x->mapn = 0;
+    if (x->map) memset(x->map, 0, x->mapcap * sizeof *x->map);
+    f->nparams = LLVMCountParams(fn);
+    if (f->nparams > EMU_MAX_ARGS) {
+        xfail(x, NULL, "more than %d parameters", EMU_MAX_ARGS);
+        return f;
+    }
+    for (uint32_t i = 0; i < f->nparams; i++) {
+        LLVMValueRef p = LLVMGetParam(fn, i);
+        uint32_t l;
+        ek pek = elem_of(LLVMTypeOf(p), &l);
+        if (pek == EK_NONE || l != 1) {
+            xfail(x, p, "a parameter of a type the emulator does not know");
+            return f;
+        }
+        f->param_slot[i] = new_words(x, 1);
+        f->param_ek[i] = (uint8_t)pek;
+        map_put(x, p, f->param_slot[i]);
+    }
+    /* slots for every value and a pc for every block, before any operand is read */
+    uint32_t pc = 0;
+    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb)) {
+        map_put(x, LLVMBasicBlockAsValue(bb), pc);
+        for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in; in = LLVMGetNextInstruction(in)) {
+            if (!LLVMIsAPHINode(in)) pc++;
+            LLVMTypeRef t = LLVMTypeOf(in);
+            if (LLVMGetTypeKind(t) == LLVMVoidTypeKind) continue;
+            uint32_t w = type_words(t);
+            if (!w) {
+                xfail(x, in, "a value of a type the emulator does not know");
+                return f;
+            }
+            map_put(x, in, new_words(x, w));
+        }
+    }
+    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb && !x->failed; bb = LLVMGetNextBasicBlock(bb))
+        for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in && !x->failed; in = LLVMGetNextInstruction(in))
+            xlate_inst(x, in);
+    return f;
+}
+
+static void func_free(emu_func *f) {
+    free(f->name);
+    free(f->code);
+    free(f->aux);
+    free(f->init);
+    free(f);
+}
+
+void emu_module_free(emu_module *m) {
+    if (!m) return;
+    for (emu_func *f = m->funcs, *next; f; f = next) {
+        next = f->next;
+        func_free(f);
+    }
+    free(m->consts);
+    free(m->globals);
+    free(m->global_addr);
+    if (m->td) LLVMDisposeTargetData(m->td);
+    if (m->mod) LLVMDisposeModule(m->mod);
+    if (m->ctx) LLVMContextDispose(m->ctx);
+    free(m);
+}
+
+emu_module *emu_module_load(const char *ir, size_t len, char *err, size_t err_size) {
+    emu_module *m = calloc(1, sizeof *m);
+    if (!m) return NULL;
+    m->ctx = LLVMContextCreate();
+    LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(ir, len, "emu");
+    char *msg = NULL;
+    if (LLVMParseIRInContext(m->ctx, buf, &m->mod, &msg)) { /* takes the buffer */
+        snprintf(err, err_size, "emulator: the LLVM IR does not parse: %s", msg ? msg : "?");
+        LLVMDisposeMessage(msg);
+        m->mod = NULL;
+        emu_module_free(m);
+        return NULL;
+    }
+    m->td = LLVMCreateTargetData(LLVMGetDataLayoutStr(m->mod));
+    xlate x = {m, NULL, NULL, 0, 0, err, err_size, false};
+    place_globals(&x);
+    emu_func **tail = &m->funcs;
+    for (LLVMValueRef fn = LLVMGetFirstFunction(m->mod); fn && !x.failed; fn = LLVMGetNextFunction(fn)) {
+        bool is_kernel;
+        uint32_t threads = kernel_threads(m->mod, fn, &is_kernel);
+        if (LLVMIsDeclaration(fn) || !is_kernel) continue;
+        if (threads == 0 || threads > EMU_MAX_THREADS) {
+            snprintf(err, err_size, "emulator: kernel has no usable maxntidx annotation (%u)", threads);
+            x.failed = true;
+            break;
+        }
+        emu_func *f = xlate_func(&x, fn, threads);
+        *tail = f;
+        tail = &f->next;
+    }
+    free(x.map);
+    if (x.failed) {
+        emu_module_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+static const emu_func *find_func(const emu_module *m, const char *name) {
+    for (const emu_func *f = m ? m->funcs : NULL; f; f = f->next)
+        if (!strcmp(f->name, name)) return f;
+    return NULL;
+}
+
+uint32_t emu_kernel_threads(const emu_module *m, const char *kernel) {
+    const emu_func *f = find_func(m, kernel);
+    return f ? f->threads : 0;
+}
+
+/* ---- execution ---------------------------------------------------------------- */
+
+typedef enum tstate { T_RUN, T_WAIT, T_DONE } tstate;
+
+typedef struct cp_pending {
+    uint64_t dst;
+    uint32_t size, group;
+    uint8_t data[16];
+} cp_pending;
+
+typedef struct thread {
+    uint64_t *r; /* the frame */
+    uint8_t *local;
+    uint32_t pc, tid;
+    tstate state;
+    cp_pending *cp;
+    uint32_t ncp, capcp;
+    uint32_t committed; /* cp.async groups committed so far; the open group's number */
+} thread;
+
+/* Who last wrote and read a byte of shared memory, and in which epoch
+ * (barrier interval; 0: never), for the race check. */
+typedef struct shadow {
+    uint32_t wep, rep;
+    uint16_t wt, rt; /* rt RACE_MANY: read by several threads */
+} shadow;
+enum { RACE_MANY = 0xffff };
+
+typedef enum access { ACC_READ, ACC_WRITE, ACC_ATOMIC } access;
+
+typedef struct run {
+    const emu_module *m;
+    const emu_func *f;
+    const emu_launch *l;
+    thread *th;
+    uint32_t nth;
+    uint8_t *shared;
+    shadow *sh;     /* one per shared byte */
+    uint32_t epoch; /* grows at every barrier and CTA */
+    uint32_t ctaid[3];
+    char *err;
+    size_t err_size;
+    emu_result result;
+    char line[MAX_PRINTF_TEXT]; /* printed text not yet ending in a newline */
+    size_t linelen;
+    char last[MAX_PRINTF_TEXT]; /* what the last vprintf printed, and who */
+    int64_t last_tid;
+} run;
+
+static bool rfail(run *r, const thread *t, const emu_inst *in, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static bool rfail(run *r, const thread *t, const emu_inst *in, const char *fmt, ...) {
+    if (r->result != EMU_OK) return false;
+    r->result = EMU_ERROR;
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    char *text = in && in->src ? LLVMPrintValueToString(in->src) : NULL;
+    char who[64] = "";
+    if (t) snprintf(who, sizeof who, ", thread %u", t->tid);
+    snprintf(r->err, r->err_size, "emulator: kernel '%s', CTA (%u, %u, %u)%s: %s%s%s", r->f->name, r->ctaid[0],
+             r->ctaid[1], r->ctaid[2], who, msg, text ? "\n  at: " : "", text ? text + strspn(text, " ") : "");
+    if (text) LLVMDisposeMessage(text);
+    return false;
+}
+
+/* The host address of `size` bytes at tagged pointer p, checked. */
+static bool race_check(run *r, thread *t, const emu_inst *in, uint64_t off, uint64_t size, access acc);
+
+static uint8_t *mem(run *r, thread *t, const emu_inst *in, uint64_t p, uint64_t size, uint64_t align, access acc) {
+    bool write = acc != ACC_READ;
+    uint32_t region = (uint32_t)(p >> REGION_SHIFT);
+    uint64_t off = p & OFFSET_MASK, lo = 0, hi;
+    uint8_t *base;
+    const char *what;
+    switch (region) {
+    case REGION_SHARED: base = r->shared, hi = r->m->shared_size, what = "shared memory"; break;
+    case REGION_LOCAL: base = t->local, hi = r->f->local_size, what = "local memory"; break;
+    case REGION_CONST:
+        if (write) return rfail(r, t, in, "a store to constant memory (%#llx)", (unsigned long long)p), NULL;
+        base = r->m->consts, hi = r->m->consts_size, what = "constant memory";
+        break;
+    default: {
+        if (region == 0 || region > r->l->nbuffers) {
+            rfail(r, t, in, "an access to unmapped address %#llx%s", (unsigned long long)p,
+                  p < 4096 ? " (a null pointer?)" : "");
+            return NULL;
+        }
+        const emu_buffer *b = &r->l->buffers[region - 1];
+        if (!b->data) return rfail(r, t, in, "an access to freed buffer %u", region - 1), NULL;
+        lo = (uintptr_t)b->data % BUFFER_BIAS_MOD;
+        hi = lo + b->size;
+        if (off < lo || off - lo > b->size || size > b->size - (off - lo)) {
+            rfail(r, t, in, "an access of %llu bytes at byte %lld of buffer %u, which has %zu: out of bounds",
+                  (unsigned long long)size, (long long)(off - lo), region - 1, b->size);
+            return NULL;
+        }
+        if (off % align) {
+            rfail(r, t, in, "a misaligned access (%llu-byte alignment) at byte %lld of buffer %u", (unsigned long long)align,
+                  (long long)(off - lo), region - 1);
+            return NULL;
+        }
+        return (uint8_t *)b->data + (off - lo);
+    }
+    }
+    if (off > hi || size > hi - off) {
+        rfail(r, t, in, "an access of %llu bytes at byte %llu of %s, which has %llu: out of bounds",
+              (unsigned long long)size, (unsigned long long)off, what, (unsigned long long)hi);
+        return NULL;
+    }
+    if (off % align) {
+        rfail(r, t, in, "a misaligned access (%llu-byte alignment) at byte %llu of %s", (unsigned long long)align,
+              (unsigned long long)off, what);
+        return NULL;
+    }
+    if (region == REGION_SHARED && !race_check(r, t, in, off, size, acc)) return NULL;
+    return base + off;
+}
+
+/* Shared memory between barriers: a byte one thread wrote may not be read
+ * or written by another (unless it writes the same value: redundant
+ * stores of one value are harmless on the GPU), nor written after another
+ * read it. Atomics take part in no race. A race is a missing barrier,
+ * which sequential execution would otherwise hide. */
+static bool race_check(run *r, thread *t, const emu_inst *in, uint64_t off, uint64_t size, access acc) {
+    if (acc == ACC_ATOMIC || !t) return true;
+    uint16_t me = (uint16_t)t->tid;
+    for (uint64_t b = off; b < off + size; b++) {
+        shadow *s = &r->sh[b];
+        if (acc == ACC_WRITE) {
+            if (s->rep == r->epoch && s->rt != me)
+                return rfail(r, t, in, "a data race in shared memory: a write to byte %llu, which %s read since the last barrier",
+                             (unsigned long long)b, s->rt == RACE_MANY ? "other threads" : "another thread");
+            if (s->wep == r->epoch && s->wt != me) s->wt = RACE_MANY; /* checked against the value by the store */
+            else s->wt = me;
+            s->wep = r->epoch;
+        } else {
+            if (s->wep == r->epoch && s->wt != me)
+                return rfail(r, t, in, "a data race in shared memory: a read of byte %llu, which %s wrote since the last barrier",
+                             (unsigned long long)b, s->wt == RACE_MANY ? "several threads" : "another thread");
+            s->rt = s->rep == r->epoch && s->rt != me ? RACE_MANY : me;
+            s->rep = r->epoch;
+        }
+    }
+    return true;
+}
+
+static uint64_t load_word(const uint8_t *p, ek e) {
+    uint64_t w = 0;
+    memcpy(&w, p, (size_t)ek_bytes[e]);
+    return e == EK_I1 ? (w & 1) : w;
+}
+static void store_word(uint8_t *p, uint64_t w, ek e) { memcpy(p, &w, (size_t)ek_bytes[e]); }
+
+/* A store to shared memory over bytes another thread wrote since the last
+ * barrier (race_check marked them) is a race unless it writes what is
+ * there already. */
+static bool same_value_store(run *r, thread *t, const emu_inst *in, uint64_t p, const uint8_t *at, const uint64_t *vals,
+                             ek e, uint32_t lanes) {
+    if (p >> REGION_SHIFT != REGION_SHARED) return true;
+    uint64_t off = p & OFFSET_MASK;
+    for (uint32_t l = 0; l < lanes; l++)
+        for (int k = 0; k < ek_bytes[e]; k++) {
+            uint64_t b = l * (uint64_t)ek_bytes[e] + (uint64_t)k;
+            const shadow *s = &r->sh[off + b];
+            uint8_t v = (uint8_t)(vals[l] >> (8 * k));
+            if (s->wep == r->epoch && s->wt == RACE_MANY && at[b] != v)
+                return rfail(r, t, in, "a data race in shared memory: threads write different values to byte %llu "
+                                       "between barriers",
+                             (unsigned long long)(off + b));
+        }
+    return true;
+}
+
+/* ---- arithmetic ---- */
+
+static uint64_t int_bin(uint16_t op, uint64_t a, uint64_t b, int bits) {
+    int64_t sa = sx(a, bits), sb = sx(b, bits);
+    uint64_t ones = mask_bits(~UINT64_C(0), bits);
+    switch (op) {
+    case LLVMAdd: return mask_bits(a + b, bits);
+    case LLVMSub: return mask_bits(a - b, bits);
+    case LLVMMul: return mask_bits(a * b, bits);
+    case LLVMUDiv: return b ? a / b : ones; /* PTX: division by zero gives all ones */
+    case LLVMURem: return b ? a % b : a;
+    case LLVMSDiv:
+        if (!b) return ones;
+        if (sb == -1) return mask_bits(0 - a, bits); /* INT_MIN / -1 wraps */
+        return mask_bits((uint64_t)(sa / sb), bits);
+    case LLVMSRem:
+        if (!b) return a;
+        if (sb == -1) return 0;
+        return mask_bits((uint64_t)(sa % sb), bits);
+    case LLVMShl: return b >= (uint64_t)bits ? 0 : mask_bits(a << b, bits); /* PTX clamps the shift */
+    case LLVMLShr: return b >= (uint64_t)bits ? 0 : a >> b;
+    case LLVMAShr: return mask_bits((uint64_t)(sa >> (b >= (uint64_t)bits ? bits - 1 : (int)b)), bits);
+    case LLVMAnd: return a & b;
+    case LLVMOr: return a | b;
+    default: return a ^ b;
+    }
+}
+
+static uint64_t float_bin(uint16_t op, uint64_t a, uint64_t b, ek e) {
+    if (e == EK_F32) {
+        float x = f32_of(a), y = f32_of(b), z;
+        switch (op) {
+        case LLVMFAdd: z = x + y; break;
+        case LLVMFSub: z = x - y; break;
+        case LLVMFMul: z = x * y; break;
+        case LLVMFDiv: z = x / y; break;
+        default: z = fmodf(x, y); break;
+        }
+        return bits_f32(z);
+    }
+    double x = fget(a, e), y = fget(b, e), z;
+    switch (op) {
+    case LLVMFAdd: z = x + y; break;
+    case LLVMFSub: z = x - y; break;
+    case LLVMFMul: z = x * y; break;
+    case LLVMFDiv: z = x / y; break;
+    default: z = fmod(x, y); break;
+    }
+    return fput(z, e); /* f16, bf16: exact in double, rounded once */
+}
+
+static bool icmp(int pred, uint64_t a, uint64_t b, int bits) {
+    int64_t sa = sx(a, bits), sb = sx(b, bits);
+    switch (pred) {
+    case LLVMIntEQ: return a == b;
+    case LLVMIntNE: return a != b;
+    case LLVMIntUGT: return a > b;
+    case LLVMIntUGE: return a >= b;
+    case LLVMIntULT: return a < b;
+    case LLVMIntULE: return a <= b;
+    case LLVMIntSGT: return sa > sb;
+    case LLVMIntSGE: return sa >= sb;
+    case LLVMIntSLT: return sa < sb;
+    default: return sa <= sb;
+    }
+}
+
+static bool fcmp(int pred, double x, double y) {
+    bool uno = isnan(x) || isnan(y);
+    switch (pred) {
+    case LLVMRealPredicateFalse: return false;
+    case LLVMRealOEQ: return !uno && x == y;
+    case LLVMRealOGT: return !uno && x > y;
+    case LLVMRealOGE: return !uno && x >= y;
+    case LLVMRealOLT: return !uno && x < y;
+    case LLVMRealOLE: return !uno && x <= y;
+    case LLVMRealONE: return !uno && x != y;
+    case LLVMRealORD: return !uno;
+    case LLVMRealUNO: return uno;
+    case LLVMRealUEQ: return uno || x == y;
+    case LLVMRealUGT: return uno || x > y;
+    case LLVMRealUGE: return uno || x >= y;
+    case LLVMRealULT: return uno || x < y;
+    case LLVMRealULE: return uno || x <= y;
+    case LLVMRealUNE: return uno || x != y;
+    default: return true;
+    }
+}
+
+/* float to integer as PTX's cvt.rzi: toward zero, saturating, NaN -> 0 */
+static uint64_t f_to_int(double v, int bits, bool is_signed) {
+    if (isnan(v)) return 0;
+    v = trunc(v);
+    if (is_signed) {
+        double lo = -ldexp(1.0, bits - 1), hi = ldexp(1.0, bits - 1);
+        if (v < lo) return mask_bits(UINT64_C(1) << (bits - 1), bits);
+        if (v >= hi) return mask_bits((UINT64_C(1) << (bits - 1)) - 1, bits);
+        return mask_bits((uint64_t)(int64_t)v, bits);
+    }
+    if (v <= 0) return 0;
+    if (v >= ldexp(1.0, bits)) return mask_bits(~UINT64_C(0), bits);
+    return (uint64_t)v;
+}
+
+static uint64_t int_to_f(uint64_t a, int bits, bool is_signed, ek to) {
+    if (is_signed) {
+        int64_t v = sx(a, bits);
+        return to == EK_F32 ? bits_f32((float)v) : fput((double)v, to);
+    }
+    return to == EK_F32 ? bits_f32((float)a) : fput((double)a, to);
+}
+
+static uint64_t cast(uint16_t op, uint64_t a, ek from, ek to) {
+    switch (op) {
+    case LLVMTrunc: case LLVMPtrToInt: return mask_bits(a, ek_bits[to]);
+    case LLVMZExt: case LLVMIntToPtr: return a;
+    case LLVMSExt: return mask_bits((uint64_t)sx(a, ek_bits[from]), ek_bits[to]);
+    case LLVMFPTrunc: case LLVMFPExt: return fput(fget(a, from), to);
+    case LLVMFPToSI: return f_to_int(fget(a, from), ek_bits[to], true);
+    case LLVMFPToUI: return f_to_int(fget(a, from), ek_bits[to], false);
+    case LLVMSIToFP: return int_to_f(a, ek_bits[from], true, to);
+    default: return int_to_f(a, ek_bits[from], false, to);
+    }
+}
+
+static double flush(double v, ek e, bool ftz) {
+    if (!ftz || e != EK_F32 || v == 0 || fabs(v) >= 0x1p-126) return v;
+    return copysign(0.0, v);
+}
+
+static double fmin_ieee(double x, double y, bool propagate_nan, bool want_max) {
+    if (isnan(x) || isnan(y)) return propagate_nan ? NAN : isnan(x) ? y : x;
+    if (x == y) return want_max ? (signbit(x) ? y : x) : (signbit(x) ? x : y); /* -0 < +0 */
+    return want_max ? (x > y ? x : y) : (x < y ? x : y);
+}
+
+static uint64_t math(const emu_inst *in, uint64_t a, uint64_t b, uint64_t c) {
+    ek e = (ek)in->ek;
+    int bits = ek_bits[e];
+    if (!ek_is_float(e) || in->sub == M_FPTOSI_SAT || in->sub == M_FPTOUI_SAT) {
+        int64_t sa = sx(a, bits), sb = sx(b, bits);
+        switch (in->sub) {
+        case M_SMIN: return sa < sb ? a : b;
+        case M_SMAX: return sa > sb ? a : b;
+        case M_UMIN: return a < b ? a : b;
+        case M_UMAX: return a > b ? a : b;
+        case M_ABS: return mask_bits(sa < 0 ? 0 - a : a, bits);
+        case M_CTPOP: return (uint64_t)__builtin_popcountll(a);
+        case M_CTLZ: return a ? (uint64_t)(__builtin_clzll(a) - (64 - bits)) : (uint64_t)bits;
+        case M_CTTZ: return a ? (uint64_t)__builtin_ctzll(a) : (uint64_t)bits;
+        case M_MULHI_U:
+            return bits == 32 ? (a * b) >> 32 : (uint64_t)(((unsigned __int128)a * b) >> 64);
+        case M_MULHI_S:
+            return bits == 32 ? mask_bits((uint64_t)((sa * sb) >> 32), 32)
+                              : (uint64_t)(((__int128)sa * sb) >> 64);
+        case M_FPTOSI_SAT: return f_to_int(fget(a, e), ek_bits[in->ek2], true);
+        case M_FPTOUI_SAT: return f_to_int(fget(a, e), ek_bits[in->ek2], false);
+        default: return 0;
+        }
+    }
+    bool ftz = in->imm != 0;
+    double x = flush(fget(a, e), e, ftz), y = fget(b, e), z = fget(c, e), v;
+    switch (in->sub) {
+    case M_FABS: return e == EK_F64 ? a & ~(UINT64_C(1) << 63) : a & ~(UINT64_C(1) << (bits - 1));
+    case M_COPYSIGN: {
+        uint64_t s = UINT64_C(1) << (bits - 1);
+        return (a & ~s) | (b & s);
+    }
+    case M_FMA: case M_FMULADD:
+        if (e == EK_F32) return bits_f32(fmaf(f32_of(a), f32_of(b), f32_of(c)));
+        v = fma(x, y, z);
+        break;
+    case M_SQRT: v = sqrt(x); break;
+    case M_FLOOR: v = floor(x); break;
+    case M_CEIL: v = ceil(x); break;
+    case M_TRUNC: v = trunc(x); break;
+    case M_ROUND: v = round(x); break;
+    case M_RINT: v = nearbyint(x); break;
+    case M_MINNUM: v = fmin_ieee(x, y, false, false); break;
+    case M_MAXNUM: v = fmin_ieee(x, y, false, true); break;
+    case M_MINIMUM: v = fmin_ieee(x, y, true, false); break;
+    case M_MAXIMUM: v = fmin_ieee(x, y, true, true); break;
+    /* .approx: the correctly rounded value, within PTX's bounds */
+    case M_EX2_APPROX: case M_EXP2: v = exp2(x); break;
+    case M_LG2_APPROX: case M_LOG2: v = log2(x); break;
+    case M_EXP: v = exp(x); break;
+    case M_LOG: v = log(x); break;
+    case M_SIN_APPROX: case M_SIN: v = sin(x); break;
+    case M_COS_APPROX: case M_COS: v = cos(x); break;
+    case M_RSQRT_APPROX: v = 1.0 / sqrt(x); break;
+    case M_RCP_APPROX: v = 1.0 / x; break;
+    default: v = 0; break;
+    }
+    return fput(flush(v, e, ftz), e);
+}
+
+/* ---- printf ---- */
+
+static void emit_text(run *r, const char *s, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        if (r->linelen < sizeof r->line - 1) r->line[r->linelen++] = s[i];
+        if (s[i] != '\n') continue;
+        if (r->l->print) {
+            r->l->print(r->l->print_user, r->line, r->linelen);
+        } else {
+            fwrite(r->line, 1, r->linelen, stdout);
+            fflush(stdout);
+        }
+        r->linelen = 0;
+    }
+}
+
+/* A NUL-terminated string at tagged pointer p (at most max bytes). */
+static bool read_cstr(run *r, thread *t, const emu_inst *in, uint64_t p, char *out, size_t max) {
+    for (size_t i = 0; i + 1 < max; i++) {
+        uint8_t *c = mem(r, t, in, p + i, 1, 1, ACC_READ);
+        if (!c) return false;
+        out[i] = (char)*c;
+        if (!*c) return true;
+    }
+    out[max - 1] = 0;
+    return true;
+}
+
+static bool do_vprintf(run *r, thread *t, const emu_inst *in) {
+    char fmt[MAX_PRINTF_TEXT], out[MAX_PRINTF_TEXT];
+    if (!read_cstr(r, t, in, t->r[in->a], fmt, sizeof fmt)) return false;
+    uint64_t args = t->r[in->b], off = 0;
+    size_t n = 0;
+    for (const char *p = fmt; *p && n < sizeof out - 1;) {
+        if (*p != '%') {
+            out[n++] = *p++;
+            continue;
+        }
+        if (p[1] == '%') {
+            out[n++] = '%', p += 2;
+            continue;
+        }
+        const char *start = p++;
+        p += strspn(p, "-+ #0");
+        p += strspn(p, "0123456789");
+        if (*p == '.') p++, p += strspn(p, "0123456789");
+        int longs = 0;
+        while (*p == 'l' || *p == 'h' || *p == 'z' || *p == 'j' || *p == 't' || *p == 'L')
+            longs += *p == 'l' || *p == 'z' || *p == 'j' || *p == 't', p++;
+        char conv = *p;
+        if (!conv || !strchr("diouxXcfFeEgGaAsp", conv)) return rfail(r, t, in, "printf format '%s' is not supported", fmt);
+        p++;
+        char spec[64];
+        size_t sl = (size_t)(p - start);
+        if (sl >= sizeof spec - 4) return rfail(r, t, in, "printf conversion too long in '%s'", fmt);
+        bool is_float = strchr("fFeEgGaA", conv) != NULL, is_ptr = conv == 's' || conv == 'p';
+        uint64_t size = is_float || is_ptr || longs ? 8 : 4;
+        off = (off + size - 1) / size * size;
+        uint8_t *a = mem(r, t, in, args + off, size, size, ACC_READ);
+        if (!a) return false;
+        off += size;
+        uint64_t w = 0;
+        memcpy(&w, a, size);
+        /* the spec without its length modifiers, then ours */
+        size_t k = 0;
+        for (const char *q = start; q < p - 1; q++)
+            if (!strchr("lhzjtL", *q)) spec[k++] = *q;
+        int wrote;
+        size_t room = sizeof out - n;
+        if (is_float) {
+            spec[k++] = conv, spec[k] = 0;
+            wrote = snprintf(out + n, room, spec, f64_of(w));
+        } else if (conv == 's') {
+            char s[MAX_PRINTF_TEXT];
+            if (!read_cstr(r, t, in, w, s, sizeof s)) return false;
+            spec[k++] = 's', spec[k] = 0;
+            wrote = snprintf(out + n, room, spec, s);
+        } else if (conv == 'p') {
+            spec[k++] = 'p', spec[k] = 0;
+            wrote = snprintf(out + n, room, "0x%llx", (unsigned long long)w);
+        } else {
+            spec[k++] = 'l', spec[k++] = 'l', spec[k++] = conv, spec[k] = 0;
+            bool sgn = conv == 'd' || conv == 'i';
+            long long v = size == 4 ? (sgn ? (long long)(int32_t)w : (long long)(uint32_t)w) : (long long)w;
+            if (conv == 'c') {
+                spec[k - 3] = 'c', spec[k - 2] = 0;
+                wrote = snprintf(out + n, room, spec, (int)v);
+            } else {
+                wrote = snprintf(out + n, room, spec, v);
+            }
+        }
+        if (wrote > 0) n += (size_t)wrote < room ? (size_t)wrote : room - 1;
+    }
+    out[n] = 0;
+    snprintf(r->last, sizeof r->last, "%s", out);
+    r->last_tid = t->tid;
+    emit_text(r, out, n);
+    t->r[in->dst] = mask_bits((uint64_t)n, 32);
+    return true;
+}
+
+static bool do_assertfail(run *r, thread *t, const emu_inst *in) {
+    r->result = EMU_ASSERT;
+    if (r->last_tid == (int64_t)t->tid && r->last[0]) {
+        snprintf(r->err, r->err_size, "%s", r->last);
+        return false;
+    }
+    char msg[512] = "?", file[512] = "?", fn[512] = "?";
+    emu_result keep = r->result;
+    r->result = EMU_OK; /* reading the strings may fail on its own */
+    bool ok = read_cstr(r, t, in, t->r[in->a], msg, sizeof msg) && read_cstr(r, t, in, t->r[in->b], file, sizeof file) &&
+              read_cstr(r, t, in, t->r[in->imm], fn, sizeof fn);
+    if (!ok) return false;
+    r->result = keep;
+    snprintf(r->err, r->err_size, "%s:%u: %s: block [%u,%u,%u], thread [%u,0,0] Assertion `%s` failed.\n", file,
+             (unsigned)t->r[in->c], fn, r->ctaid[0], r->ctaid[1], r->ctaid[2], t->tid, msg);
+    return false;
+}
+
+/* ---- cp.async ---- */
+
+static bool cp_complete(run *r, thread *t, const emu_inst *in, uint32_t before_group) {
+    uint32_t keep = 0;
+    for (uint32_t i = 0; i < t->ncp; i++) {
+        cp_pending *c = &t->cp[i];
+        if (c->group < before_group) {
+            uint8_t *d = mem(r, t, in, c->dst, c->size, c->size, ACC_WRITE);
+            if (!d) return false;
+            memcpy(d, c->data, c->size);
+        } else {
+            t->cp[keep++] = *c;
+        }
+    }
+    t->ncp = keep;
+    return true;
+}
+
+static bool do_cp_async(run *r, thread *t, const emu_inst *in) {
+    uint64_t dst = t->r[in->a], src = t->r[in->b];
+    uint32_t size = (uint32_t)in->imm, src_size = in->c == UINT32_MAX ? size : (uint32_t)t->r[in->c];
+    if (dst >> REGION_SHIFT != REGION_SHARED) return rfail(r, t, in, "cp.async to a destination outside shared memory");
+    if (src_size > size) return rfail(r, t, in, "cp.async with src-size %u over its %u bytes", src_size, size);
+    if (t->ncp == CP_ASYNC_MAX_PENDING) return rfail(r, t, in, "more than %d cp.async copies pending", CP_ASYNC_MAX_PENDING);
+    uint8_t *d = mem(r, t, in, dst, size, size, ACC_ATOMIC); /* checked when the copy lands */
+    const uint8_t *s = src_size ? mem(r, t, in, src, src_size, size, ACC_READ) : NULL;
+    if (!d || (src_size && !s)) return false;
+    t->cp = grow(t->cp, &t->capcp, t->ncp + 1, sizeof *t->cp);
+    cp_pending *c = &t->cp[t->ncp++];
+    c->dst = dst, c->size = size, c->group = t->committed;
+    memset(c->data, 0, sizeof c->data); /* past src-size: zeros */
+    if (src_size) memcpy(c->data, s, src_size);
+    memset(d, POISON_BYTE, size); /* until a wait covers it, the destination reads as poison */
+    return true;
+}
+
+/* ---- one thread, until a collective or the end ---- */
+
+static void take_edge(thread *t, const uint32_t *aux, uint32_t at, uint64_t *tmp) {
+    uint32_t count = aux[at + 1], w = 0;
+    const uint32_t *mv = aux + at + 2;
+    for (uint32_t i = 0; i < count; i++)
+        for (uint32_t k = 0; k < mv[3 * i + 2]; k++) tmp[w++] = t->r[mv[3 * i + 1] + k];
+    w = 0;
+    for (uint32_t i = 0; i < count; i++)
+        for (uint32_t k = 0; k < mv[3 * i + 2]; k++) t->r[mv[3 * i] + k] = tmp[w++];
+    t->pc = aux[at];
+}
+
+static bool run_thread(run *r, thread *t, uint64_t *tmp) {
+    const emu_func *f = r->f;
+    uint64_t *R = t->r;
+    for (;;) {
+        const emu_inst *in = &f->code[t->pc];
+        if (in->op >= EOP_BARRIER) {
+            t->state = T_WAIT;
+            return true;
+        }
+        switch ((eop)in->op) {
+        case EOP_BR: take_edge(t, f->aux, in->aux, tmp); continue;
+        case EOP_CONDBR: take_edge(t, f->aux, (R[in->a] & 1) ? in->aux : in->naux, tmp); continue;
+        case EOP_SWITCH: {
+            const uint32_t *tab = f->aux + in->aux;
+            uint32_t target = tab[1];
+            for (uint32_t i = 0; i < tab[0]; i++)
+                if (mask_bits((uint64_t)tab[2 + 3 * i] | (uint64_t)tab[3 + 3 * i] << 32, ek_bits[in->ek]) == R[in->a]) {
+                    target = tab[4 + 3 * i];
+                    break;
+                }
+            take_edge(t, f->aux, target, tmp);
+            continue;
+        }
+        case EOP_RET:
+            if (t->ncp && !cp_complete(r, t, in, UINT32_MAX)) return false;
+            t->state = T_DONE;
+            return true;
+        case EOP_UNREACHABLE: return rfail(r, t, in, "reached unreachable");
+        case EOP_BIN: {
+            ek e = (ek)in->ek;
+            for (uint32_t l = 0; l < in->lanes; l++)
+                R[in->dst + l] = ek_is_float(e) ? float_bin(in->sub, R[in->a + l], R[in->b + l], e)
+                                                : int_bin(in->sub, R[in->a + l], R[in->b + l], ek_bits[e]);
+            break;
+        }
+        case EOP_FNEG:
+            for (uint32_t l = 0; l < in->lanes; l++) R[in->dst + l] = R[in->a + l] ^ (UINT64_C(1) << (ek_bits[in->ek] - 1));
+            break;
+        case EOP_ICMP:
+            for (uint32_t l = 0; l < in->lanes; l++)
+                R[in->dst + l] = icmp(in->sub, R[in->a + l], R[in->b + l], ek_bits[in->ek]);
+            break;
+        case EOP_FCMP:
+            for (uint32_t l = 0; l < in->lanes; l++)
+                R[in->dst + l] = fcmp(in->sub, fget(R[in->a + l], (ek)in->ek), fget(R[in->b + l], (ek)in->ek));
+            break;
+        case EOP_SELECT:
+            for (uint32_t w = 0; w < in->lanes; w++)
+                R[in->dst + w] = (R[in->c + (in->imm > 1 ? w : 0)] & 1) ? R[in->a + w] : R[in->b + w];
+            break;
+        case EOP_CAST:
+            for (uint32_t l = 0; l < in->lanes; l++) R[in->dst + l] = cast(in->sub, R[in->a + l], (ek)in->ek, (ek)in->ek2);
+            break;
+        case EOP_COPY:
+            for (uint32_t w = 0; w < in->lanes; w++) R[in->dst + w] = R[in->a + w];
+            break;
+        case EOP_ASCAST:
+            for (uint32_t l = 0; l < in->lanes; l++) {
+                uint64_t p = R[in->a + l];
+                uint32_t region = (uint32_t)(p >> REGION_SHIFT);
+                bool ok = in->imm == 0 || p == 0 || (in->imm == 3 ? region == REGION_SHARED
+                                                     : in->imm == 5 ? region == REGION_LOCAL
+                                                     : in->imm == 4 ? region == REGION_CONST
+                                                                    : region != REGION_SHARED && region != REGION_LOCAL);
+                if (!ok) return rfail(r, t, in, "a cast of %#llx to address space %lld, where it does not point",
+                                      (unsigned long long)p, (long long)in->imm);
+                R[in->dst + l] = p;
+            }
+            break;
+        case EOP_BITCAST: {
+            uint8_t bytes[MAX_BITCAST_BYTES];
+            int sb = ek_bytes[in->ek], db = ek_bytes[in->ek2];
+            for (int64_t l = 0; l < in->imm; l++) store_word(bytes + l * sb, R[in->a + l], (ek)in->ek);
+            for (uint32_t l = 0; l < in->lanes; l++) R[in->dst + l] = load_word(bytes + l * (uint32_t)db, (ek)in->ek2);
+            break;
+        }
+        case EOP_GEP: {
+            uint64_t p = R[in->a] + (uint64_t)in->imm;
+            for (uint32_t i = 0; i < in->naux; i++) {
+                const uint32_t *term = f->aux + in->aux + 3 * i;
+                p += (uint64_t)sx(R[term[0]], ek_bits[term[2]]) * term[1];
+            }
+            R[in->dst] = p;
+            break;
+        }
+        case EOP_LOAD: case EOP_STORE: {
+            bool st = in->op == EOP_STORE;
+            ek e = (ek)in->ek;
+            uint64_t bytes = (uint64_t)in->lanes * (uint64_t)ek_bytes[e];
+            uint8_t *p = mem(r, t, in, R[in->a], bytes, (uint64_t)in->imm, st ? ACC_WRITE : ACC_READ);
+            if (!p) return false;
+            if (st && !same_value_store(r, t, in, R[in->a], p, R + in->b, e, in->lanes)) return false;
+            for (uint32_t l = 0; l < in->lanes; l++) {
+                if (st) store_word(p + l * (uint32_t)ek_bytes[e], R[in->b + l], e);
+                else R[in->dst + l] = load_word(p + l * (uint32_t)ek_bytes[e], e);
+            }
+            break;
+        }
+        case EOP_ALLOCA: R[in->dst] = make_ptr(REGION_LOCAL, (uint64_t)in->imm); break;
+        case EOP_EXTRACTELT: {
+            uint64_t i = R[in->c];
+            R[in->dst] = i < in->lanes ? R[in->a + i] : 0; /* out of range: poison */
+            break;
+        }
+        case EOP_INSERTELT: {
+            uint64_t i = R[in->c];
+            for (uint32_t l = 0; l < in->lanes; l++) R[in->dst + l] = R[in->a + l];
+            if (i < in->lanes) R[in->dst + i] = R[in->b];
+            break;
+        }
+        case EOP_SHUFFLE:
+            for (uint32_t i = 0; i < in->naux; i++) {
+                uint32_t m = f->aux[in->aux + i];
+                R[in->dst + i] = m == UINT32_MAX ? 0 : m < in->imm ? R[in->a + m] : R[in->b + m - in->imm];
+            }
+            break;
+        case EOP_EXTRACTVALUE:
+            for (uint32_t w = 0; w < in->naux; w++) R[in->dst + w] = R[in->a + in->imm + w];
+            break;
+        case EOP_INSERTVALUE:
+            for (uint32_t w = 0; w < in->lanes; w++) R[in->dst + w] = R[in->a + w];
+            for (uint32_t w = 0; w < in->naux; w++) R[in->dst + in->imm + w] = R[in->b + w];
+            break;
+        case EOP_ATOMICRMW: {
+            ek e = (ek)in->ek;
+            uint8_t *p = mem(r, t, in, R[in->a], (uint64_t)ek_bytes[e], (uint64_t)ek_bytes[e], ACC_ATOMIC);
+            if (!p) return false;
+            uint64_t old = load_word(p, e), v = R[in->b], nv;
+            int bits = ek_bits[e];
+            switch (in->sub) {
+            case LLVMAtomicRMWBinOpXchg: nv = v; break;
+            case LLVMAtomicRMWBinOpAdd: nv = mask_bits(old + v, bits); break;
+            case LLVMAtomicRMWBinOpSub: nv = mask_bits(old - v, bits); break;
+            case LLVMAtomicRMWBinOpAnd: nv = old & v; break;
+            case LLVMAtomicRMWBinOpOr: nv = old | v; break;
+            case LLVMAtomicRMWBinOpXor: nv = old ^ v; break;
+            case LLVMAtomicRMWBinOpMax: nv = sx(old, bits) > sx(v, bits) ? old : v; break;
+            case LLVMAtomicRMWBinOpMin: nv = sx(old, bits) < sx(v, bits) ? old : v; break;
+            case LLVMAtomicRMWBinOpUMax: nv = old > v ? old : v; break;
+            case LLVMAtomicRMWBinOpUMin: nv = old < v ? old : v; break;
+            case LLVMAtomicRMWBinOpFAdd: nv = float_bin(LLVMFAdd, old, v, e); break;
+            case LLVMAtomicRMWBinOpFSub: nv = float_bin(LLVMFSub, old, v, e); break;
+            case LLVMAtomicRMWBinOpFMax: nv = fput(fmin_ieee(fget(old, e), fget(v, e), false, true), e); break;
+            case LLVMAtomicRMWBinOpFMin: nv = fput(fmin_ieee(fget(old, e), fget(v, e), false, false), e); break;
+            default: return rfail(r, t, in, "an atomicrmw operation the emulator does not know");
+            }
+            store_word(p, nv, e);
+            R[in->dst] = old;
+            break;
+        }
+        case EOP_CMPXCHG: {
+            ek e = (ek)in->ek;
+            uint8_t *p = mem(r, t, in, R[in->a], (uint64_t)ek_bytes[e], (uint64_t)ek_bytes[e], ACC_ATOMIC);
+            if (!p) return false;
+            uint64_t old = load_word(p, e);
+            if (old == R[in->b]) store_word(p, R[in->c], e);
+            R[in->dst] = old;
+            R[in->dst + 1] = old == R[in->b];
+            break;
+        }
+        case EOP_SREG: {
+            uint32_t v = 0;
+            switch (in->sub) {
+            case SREG_TID_X: v = t->tid; break;
+            case SREG_NTID_X: v = r->nth; break;
+            case SREG_NTID_Y: case SREG_NTID_Z: v = 1; break;
+            case SREG_CTAID_X: case SREG_CTAID_Y: case SREG_CTAID_Z: v = r->ctaid[in->sub - SREG_CTAID_X]; break;
+            case SREG_NCTAID_X: case SREG_NCTAID_Y: case SREG_NCTAID_Z: v = r->l->grid[in->sub - SREG_NCTAID_X]; break;
+            case SREG_LANEID: v = t->tid % EMU_WARP; break;
+            case SREG_WARPID: v = t->tid / EMU_WARP; break;
+            case SREG_WARPSIZE: v = EMU_WARP; break;
+            default: v = 0; break;
+            }
+            R[in->dst] = v;
+            break;
+        }
+        case EOP_MATH:
+            for (uint32_t l = 0; l < in->lanes; l++)
+                R[in->dst + l] = math(in, R[in->a + l], R[in->b + (in->b ? l : 0)], R[in->c + (in->c ? l : 0)]);
+            break;
+        case EOP_F2TF32: R[in->dst] = emu_f2tf32_rna((uint32_t)R[in->a]); break;
+        case EOP_ASM_LD:
+            if (R[in->b] & 1) {
+                uint8_t *p = mem(r, t, in, R[in->a], (uint64_t)in->imm, (uint64_t)in->imm, ACC_READ);
+                if (!p) return false;
+                uint64_t w = 0;
+                memcpy(&w, p, (size_t)in->imm);
+                R[in->dst] = w;
+            } else {
+                R[in->dst] = R[in->c];
+            }
+            break;
+        case EOP_ASM_ST:
+            if (R[in->c] & 1) {
+                uint8_t *p = mem(r, t, in, R[in->a], (uint64_t)in->imm, (uint64_t)in->imm, ACC_WRITE);
+                if (!p) return false;
+                memcpy(p, &R[in->b], (size_t)in->imm);
+            }
+            break;
+        case EOP_NOP: break;
+        case EOP_VPRINTF:
+            if (!do_vprintf(r, t, in)) return false;
+            break;
+        case EOP_ASSERTFAIL: return do_assertfail(r, t, in);
+        case EOP_CPASYNC:
+            if (!do_cp_async(r, t, in)) return false;
+            break;
+        case EOP_CPCOMMIT: t->committed++; break;
+        case EOP_CPWAIT:
+            if (in->sub) { /* wait_all: commit, then wait for everything */
+                t->committed++;
+                if (!cp_complete(r, t, in, UINT32_MAX)) return false;
+            } else if ((uint64_t)in->imm < t->committed &&
+                       !cp_complete(r, t, in, t->committed - (uint32_t)in->imm)) {
+                return false;
+            }
+            break;
+        default: return rfail(r, t, in, "internal: operation %d", in->op);
+        }
+        t->pc++;
+    }
+}
+
+/* ---- collectives ---- */
+
+static bool shfl(run *r, thread *w, const emu_inst *in) {
+    uint64_t out[EMU_WARP];
+    for (uint32_t lane = 0; lane < EMU_WARP; lane++) {
+        const uint64_t *R = w[lane].r;
+        uint32_t mask = (uint32_t)R[in->a], b = (uint32_t)R[in->c] & 31, c = (uint32_t)R[in->imm];
+        if (mask != 0xffffffffu) return rfail(r, &w[lane], in, "a shuffle with member mask %#x (only full warps are emulated)", mask);
+        uint32_t cval = c & 31, segmask = (c >> 8) & 31;
+        uint32_t max_lane = (lane & segmask) | (cval & ~segmask), min_lane = lane & segmask, j;
+        bool ok;
+        switch (in->sub) {
+        case SHFL_UP: j = lane - b, ok = (int32_t)j >= (int32_t)max_lane; break;
+        case SHFL_DOWN: j = lane + b, ok = j <= max_lane; break;
+        case SHFL_BFLY: j = lane ^ b, ok = j <= max_lane; break;
+        default: j = min_lane | (b & ~segmask), ok = j <= max_lane; break;
+        }
+        out[lane] = w[ok ? j : lane].r[in->b];
+    }
+    for (uint32_t lane = 0; lane < EMU_WARP; lane++) w[lane].r[in->dst] = out[lane];
+    return true;
+}
+
+static bool vote(run *r, thread *w, const emu_inst *in) {
+    uint32_t ballot = 0;
+    for (uint32_t lane = 0; lane < EMU_WARP; lane++) {
+        if ((uint32_t)w[lane].r[in->a] != 0xffffffffu) return rfail(r, &w[lane], in, "a vote with a partial member mask");
+        if (w[lane].r[in->b] & 1) ballot |= 1u << lane;
+    }
+    uint64_t v = in->sub == VOTE_BALLOT ? ballot
+                 : in->sub == VOTE_ALL  ? ballot == 0xffffffffu
+                 : in->sub == VOTE_ANY  ? ballot != 0
+                                        : (ballot == 0 || ballot == 0xffffffffu);
+    for (uint32_t lane = 0; lane < EMU_WARP; lane++) w[lane].r[in->dst] = v;
+    return true;
+}
+
+static bool mma(run *r, thread *w, const emu_inst *in) {
+    (void)r;
+    uint32_t regs[EMU_WARP][EMU_MMA_MAX_REGS], out[EMU_WARP][4];
+    const uint32_t *args = r->f->aux + in->aux;
+    for (uint32_t lane = 0; lane < EMU_WARP; lane++)
+        for (uint32_t i = 0; i < in->naux; i++) {
+            const uint32_t *a = args + 3 * i;
+            uint32_t v = 0, bits = (uint32_t)ek_bits[a[2]];
+            for (uint32_t l = 0; l < a[1]; l++) v |= (uint32_t)mask_bits(w[lane].r[a[0] + l], (int)bits) << (l * bits);
+            regs[lane][i] = v;
+        }
+    emu_mma_compute(in->sub, regs, out);
+    for (uint32_t lane = 0; lane < EMU_WARP; lane++)
+        for (uint32_t i = 0; i < 4; i++) w[lane].r[in->dst + i] = out[lane][i];
+    return true;
+}
+
+static bool ldmatrix(run *r, thread *w, const emu_inst *in) {
+    const uint8_t *rows[EMU_WARP] = {0};
+    unsigned count = emu_ldmatrix_count(in->sub);
+    for (uint32_t lane = 0; lane < 8 * count; lane++) {
+        uint64_t p = w[lane].r[in->a];
+        if (p >> REGION_SHIFT != REGION_SHARED) return rfail(r, &w[lane], in, "ldmatrix from outside shared memory");
+        if (!(rows[lane] = mem(r, &w[lane], in, p, 16, 16, ACC_READ))) return false;
+    }
+    uint32_t out[EMU_WARP][4];
+    emu_ldmatrix_compute(in->sub, rows, out);
+    for (uint32_t lane = 0; lane < EMU_WARP; lane++)
+        for (uint32_t i = 0; i < count; i++) w[lane].r[in->dst + i] = out[lane][i];
+    return true;
+}
+
+/* Runs one CTA to its end. */
+static bool run_cta(run *r, uint64_t *tmp) {
+    for (uint32_t i = 0; i < r->nth; i++) {
+        thread *t = &r->th[i];
+        t->pc = 0, t->state = T_RUN, t->ncp = 0, t->committed = 0;
+    }
+    if (r->m->shared_size) memset(r->shared, POISON_BYTE, r->m->shared_size);
+    r->epoch++;
+    for (;;) {
+        for (uint32_t i = 0; i < r->nth; i++)
+            if (r->th[i].state == T_RUN && !run_thread(r, &r->th[i], tmp)) return false;
+        bool progressed = false, all_done = true, warp_waiting = false;
+        for (uint32_t w0 = 0; w0 < r->nth; w0 += EMU_WARP) {
+            thread *w = &r->th[w0];
+            uint32_t n = r->nth - w0 < EMU_WARP ? r->nth - w0 : EMU_WARP;
+            const emu_inst *at = NULL;
+            bool any_warp_op = false;
+            for (uint32_t lane = 0; lane < n; lane++) {
+                if (w[lane].state == T_DONE) continue;
+                all_done = false;
+                const emu_inst *in = &r->f->code[w[lane].pc];
+                if (in->op != EOP_BARRIER) any_warp_op = true;
+            }
+            if (!any_warp_op) continue;
+            warp_waiting = true;
+            for (uint32_t lane = 0; lane < n; lane++) {
+                const emu_inst *in = w[lane].state == T_DONE ? NULL : &r->f->code[w[lane].pc];
+                if (!in) return rfail(r, &w[lane], NULL, "divergence: the thread exited while lanes of its warp wait at a warp collective (%s)",
+                                      "shuffle, vote, mma or ldmatrix");
+                if (!at) at = in;
+                if (in != at)
+                    return rfail(r, &w[lane], in, "divergence: lanes of one warp wait at different collectives (lane 0 of the warp at pc %u, this one at pc %u)",
+                                 (unsigned)(at - r->f->code), (unsigned)(in - r->f->code));
+            }
+            if (n != EMU_WARP) return rfail(r, w, at, "a warp collective in a partial warp");
+            bool ok = true;
+            switch ((eop)at->op) {
+            case EOP_SHFL: ok = shfl(r, w, at); break;
+            case EOP_VOTE: ok = vote(r, w, at); break;
+            case EOP_MMA: ok = mma(r, w, at); break;
+            case EOP_LDMATRIX: ok = ldmatrix(r, w, at); break;
+            default: break; /* bar.warp.sync */
+            }
+            if (!ok) return false;
+            for (uint32_t lane = 0; lane < n; lane++) w[lane].pc++, w[lane].state = T_RUN;
+            progressed = true;
+        }
+        if (all_done) return true;
+        if (progressed) continue;
+        if (warp_waiting) return rfail(r, NULL, NULL, "internal: a warp waits without progress");
+        /* every live thread waits at a barrier: all of them, at the same one */
+        const emu_inst *at = NULL;
+        for (uint32_t i = 0; i < r->nth; i++) {
+            thread *t = &r->th[i];
+            if (t->state == T_DONE)
+                return rfail(r, t, NULL, "divergence: the thread exited while others wait at a barrier");
+            const emu_inst *in = &r->f->code[t->pc];
+            if (!at) at = in;
+            if (in != at)
+                return rfail(r, t, in, "divergence: threads wait at different barriers (thread 0 at pc %u, this one at pc %u)",
+                             (unsigned)(at - r->f->code), (unsigned)(in - r->f->code));
+        }
+        for (uint32_t i = 0; i < r->nth; i++) r->th[i].pc++, r->th[i].state = T_RUN;
+        r->epoch++;
+    }
+}
+
+emu_result emu_run(const emu_module *m, const emu_launch *l, char *err, size_t err_size) {
+    snprintf(err, err_size, "%s", "");
+    const emu_func *f = find_func(m, l->kernel);
+    if (!f) {
+        snprintf(err, err_size, "emulator: no kernel '%s' in the module", l->kernel);
+        return EMU_ERROR;
+    }
+    if (l->nargs != f->nparams) {
+        snprintf(err, err_size, "emulator: kernel '%s' takes %u arguments, %u given", f->name, f->nparams, l->nargs);
+        return EMU_ERROR;
+    }
+    run r;
+    memset(&r, 0, sizeof r);
+    r.m = m, r.f = f, r.l = l, r.nth = f->threads, r.err = err, r.err_size = err_size, r.last_tid = -1;
+    r.th = calloc(r.nth, sizeof *r.th);
+    uint64_t *frames = malloc((size_t)r.nth * f->nwords * sizeof *frames + 8);
+    uint64_t local_stride = (f->local_size + 15) / 16 * 16;
+    uint8_t *locals = calloc(1, (size_t)(r.nth * local_stride) + 16);
+    r.shared = aligned_alloc(256, (size_t)(m->shared_size + 255) / 256 * 256 + 256);
+    r.sh = calloc((size_t)m->shared_size + 1, sizeof *r.sh);
+    uint64_t *tmp = malloc(((size_t)f->nwords + 1) * sizeof *tmp);
+    if (!r.th || !frames || !locals || !r.shared || !r.sh || !tmp) {
+        snprintf(err, err_size, "emulator: out of memory");
+        free(r.th), free(frames), free(locals), free(r.shared), free(r.sh), free(tmp);
+        return EMU_ERROR;
+    }
+    for (uint32_t i = 0; i < r.nth; i++) {
+        thread *t = &r.th[i];
+        t->tid = i;
+        t->r = frames + (size_t)i * f->nwords;
+        t->local = locals + i * local_stride;
+        memcpy(t->r, f->init, f->nwords * sizeof *t->r);
+        for (uint32_t p = 0; p < f->nparams; p++) {
+            const emu_arg *a = &l->args[p];
+            uint64_t v;
+            if (a->is_ptr) {
+                uint64_t bias = a->buffer < l->nbuffers ? (uintptr_t)l->buffers[a->buffer].data % BUFFER_BIAS_MOD : 0;
+                v = make_ptr(a->buffer + 1, bias + a->offset);
+            } else {
+                v = mask_bits(a->bits, ek_bits[f->param_ek[p]]);
+            }
+            t->r[f->param_slot[p]] = v;
+        }
+    }
+    for (uint32_t z = 0; z < l->grid[2] && r.result == EMU_OK; z++)
+        for (uint32_t y = 0; y < l->grid[1] && r.result == EMU_OK; y++)
+            for (uint32_t x = 0; x < l->grid[0] && r.result == EMU_OK; x++) {
+                r.ctaid[0] = x, r.ctaid[1] = y, r.ctaid[2] = z;
+                if (!run_cta(&r, tmp) && r.result == EMU_OK) r.result = EMU_ERROR;
+            }
+    if (r.linelen) emit_text(&r, "\n", 1); /* a last line without its newline */
+    for (uint32_t i = 0; i < r.nth; i++) free(r.th[i].cp);
+    free(r.th), free(frames), free(locals), free(r.shared), free(r.sh), free(tmp);
+    return r.result;
+}
