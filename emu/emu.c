@@ -2123,7 +2123,7 @@ emu_result emu_run(const emu_module *m, const emu_launch *l, char *err, size_t e
     memset(&r, 0, sizeof r);
     r.m = m, r.f = f, r.l = l, r.nth = f->threads, r.err = err, r.err_size = err_size, r.last_tid = -1;
     r.th = calloc(r.nth, sizeof *r.th);
-    uint64_t *frames = malloc((size_t)r.nth * f->nwords * sizeof *frames + 8);
+    uint64_t *frames = calloc((size_t)r.nth * f->nwords + 1, sizeof *frames);
     uint64_t local_stride = (f->local_size + 15) / 16 * 16;
     uint8_t *locals = calloc(1, (size_t)(r.nth * local_stride) + 16);
     r.shared = aligned_alloc(256, (size_t)(m->shared_size + 255) / 256 * 256 + 256);
