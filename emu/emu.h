@@ -21,7 +21,9 @@
  * region's bounds and its instruction's alignment; an access outside, to
  * an unmapped region, or a store to a constant is an error naming the
  * instruction: a code generation bug found. Shared memory also keeps, per
- * byte, who wrote and read it since the last barrier: a read of another
+ * byte, who wrote and read it: a read of a byte no thread of the CTA wrote
+ * (cp.async destinations count from the wait that covers them), and,
+ * between two barriers, a read of another
  * thread's write, a write over another thread's read, or two threads
  * writing different values between barriers is reported as a race (a
  * missing barrier, which sequential execution would otherwise hide).
