@@ -186,8 +186,9 @@ tilec_status tilec_compile(const char *filename, const char *source, size_t len,
         LLVMContextDispose(ctx);
         goto done;
     }
-    if (opt->emit == TILEC_EMIT_LLVM && opt->llvm_optimized && !ptx_optimize(lm, arch, opt->opt_level, &diag)) {
-        status = TILEC_ERR_TOOL;
+    if (opt->emit == TILEC_EMIT_LLVM && opt->llvm_optimized) {
+        if (ptx_optimized_ir(lm, arch, opt->opt_level, &text, &diag)) set_text(out, &text);
+        else status = TILEC_ERR_TOOL;
     } else if (opt->emit == TILEC_EMIT_LLVM) {
         char *s = LLVMPrintModuleToString(lm);
         tc_strbuf_puts(&text, s);

@@ -1248,6 +1248,7 @@ typedef struct run {
     uint8_t *shared;
     shadow *sh;     /* one per shared byte */
     uint32_t epoch; /* grows at every barrier and CTA */
+    uint32_t cta_epoch; /* the epoch the CTA began in */
     uint32_t ctaid[3];
     char *err;
     size_t err_size;
@@ -1330,7 +1331,8 @@ static uint8_t *mem(run *r, thread *t, const emu_inst *in, uint64_t p, uint64_t 
     return base + off;
 }
 
-/* Shared memory between barriers: a byte one thread wrote may not be read
+/* Shared memory starts each CTA undefined: reading a byte no thread of the
+ * CTA wrote is an error. Between barriers, a byte one thread wrote may not be read
  * or written by another (unless it writes the same value: redundant
  * stores of one value are harmless on the GPU), nor written after another
  * read it. Atomics take part in no race. A race is a missing barrier,
@@ -1348,6 +1350,11 @@ static bool race_check(run *r, thread *t, const emu_inst *in, uint64_t off, uint
             else s->wt = me;
             s->wep = r->epoch;
         } else {
+            if (s->wep == 0 || s->wep < r->cta_epoch)
+                return rfail(r, t, in,
+                             "a read of byte %llu of shared memory, which no thread of this CTA wrote (a cp.async "
+                             "writes when a wait covers it)",
+                             (unsigned long long)b);
             if (s->wep == r->epoch && s->wt != me)
                 return rfail(r, t, in, "a data race in shared memory: a read of byte %llu, which %s wrote since the last barrier",
                              (unsigned long long)b, s->wt == RACE_MANY ? "several threads" : "another thread");
@@ -2049,6 +2056,7 @@ static bool run_cta(run *r, uint64_t *tmp) {
     }
     if (r->m->shared_size) memset(r->shared, POISON_BYTE, r->m->shared_size);
     r->epoch++;
+    r->cta_epoch = r->epoch;
     for (;;) {
         for (uint32_t i = 0; i < r->nth; i++)
             if (r->th[i].state == T_RUN && !run_thread(r, &r->th[i], tmp)) return false;
@@ -2123,7 +2131,7 @@ emu_result emu_run(const emu_module *m, const emu_launch *l, char *err, size_t e
     memset(&r, 0, sizeof r);
     r.m = m, r.f = f, r.l = l, r.nth = f->threads, r.err = err, r.err_size = err_size, r.last_tid = -1;
     r.th = calloc(r.nth, sizeof *r.th);
-    uint64_t *frames = malloc((size_t)r.nth * f->nwords * sizeof *frames + 8);
+    uint64_t *frames = calloc((size_t)r.nth * f->nwords + 1, sizeof *frames);
     uint64_t local_stride = (f->local_size + 15) / 16 * 16;
     uint8_t *locals = calloc(1, (size_t)(r.nth * local_stride) + 16);
     r.shared = aligned_alloc(256, (size_t)(m->shared_size + 255) / 256 * 256 + 256);

@@ -20,7 +20,13 @@
  * constant globals (printf formats). Every access is checked against its
  * region's bounds and its instruction's alignment; an access outside, to
  * an unmapped region, or a store to a constant is an error naming the
- * instruction: a code generation bug found.
+ * instruction: a code generation bug found. Shared memory also keeps, per
+ * byte, who wrote and read it: a read of a byte no thread of the CTA wrote
+ * (cp.async destinations count from the wait that covers them), and,
+ * between two barriers, a read of another
+ * thread's write, a write over another thread's read, or two threads
+ * writing different values between barriers is reported as a race (a
+ * missing barrier, which sequential execution would otherwise hide).
  *
  * What it checks: the IR's integer and floating-point semantics (PTX's
  * where LLVM leaves a result undefined: saturating float-to-int, shifts
@@ -35,11 +41,13 @@
  * within PTX's error bounds but need not be the GPU's bits; mma
  * accumulates each output's k products exactly and rounds once.
  *
- * What it cannot check: memory ordering and races between threads of
- * different CTAs or within a CTA between barriers (threads run one after
- * the other, so every access is sequentially consistent), timing and
- * occupancy, and what happens after LLVM: instruction selection, ptxas,
- * SASS (register limits, FMA contraction by ptxas, spills). */
+ * What it cannot check: memory ordering and races in global memory
+ * (between CTAs, or threads of a CTA: threads run one after the other, so
+ * every access is sequentially consistent), poison from nsw/nuw/exact or
+ * `disjoint` flags (values are computed as if the flags were absent),
+ * timing and occupancy, and what happens after LLVM: instruction
+ * selection, ptxas, SASS (register limits, FMA contraction by ptxas,
+ * spills). */
 #ifndef TILEC_EMU_H
 #define TILEC_EMU_H
 

@@ -69,10 +69,30 @@ static bool optimize(LLVMModuleRef m, LLVMTargetMachineRef tm, int opt_level, tc
     return ok;
 }
 
-bool ptx_optimize(LLVMModuleRef m, const char *arch, int opt_level, tc_diag *diag) {
+bool ptx_optimized_ir(LLVMModuleRef m, const char *arch, int opt_level, tc_strbuf *out, tc_diag *diag) {
     LLVMTargetMachineRef tm = target_machine(arch, opt_level, diag);
     if (!tm) return false;
     bool ok = optimize(m, tm, opt_level, diag);
+    if (ok) {
+        char *s = LLVMPrintModuleToString(m);
+        tc_strbuf_puts(out, s);
+        LLVMDisposeMessage(s);
+        /* LLVM 19 caches each module's nvvm.annotations (maxntidx ...) in a
+         * process-wide table keyed by the Module's address, which only the
+         * NVPTX asm printer's finalization clears; a later module at the
+         * same address would be optimized with this one's thread counts
+         * (wrong ranges on tid.x, wrong code). So the module is emitted,
+         * and the PTX dropped. */
+        char *err = NULL;
+        LLVMMemoryBufferRef buf = NULL;
+        if (LLVMTargetMachineEmitToMemoryBuffer(tm, m, LLVMAssemblyFile, &err, &buf)) {
+            tc_error_plain(diag, "PTX emission failed: %s", err ? err : "?");
+            LLVMDisposeMessage(err);
+            ok = false;
+        } else {
+            LLVMDisposeMemoryBuffer(buf);
+        }
+    }
     LLVMDisposeTargetMachine(tm);
     return ok;
 }

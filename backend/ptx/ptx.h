@@ -16,9 +16,10 @@ bool ptx_arch_valid(const char *arch);
  * is consumed only in the sense that it is optimized in place. */
 bool ptx_emit(LLVMModuleRef m, const char *arch, int opt_level, tc_strbuf *out, tc_diag *diag);
 
-/* Only the optimization ptx_emit runs first (the module that ships, for
- * the emulator: emu/emu.h). */
-bool ptx_optimize(LLVMModuleRef m, const char *arch, int opt_level, tc_diag *diag);
+/* The LLVM IR text of m after the optimization ptx_emit runs (the module
+ * that becomes PTX; for the emulator, emu/emu.h). m is consumed: it has
+ * been through PTX emission afterwards (see ptx.c for why). */
+bool ptx_optimized_ir(LLVMModuleRef m, const char *arch, int opt_level, tc_strbuf *out, tc_diag *diag);
 
 /* Finds ptxas: $TILEC_PTXAS if set (that file or none), else
  * $CUDA_HOME/bin/ptxas, then PATH, then /usr/local/cuda/bin.

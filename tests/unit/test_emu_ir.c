@@ -401,8 +401,8 @@ static void test_ldmatrix_feeds_mma(void **state) {
 
 /* ---- cp.async ------------------------------------------------------------------
  * Each thread copies 16 bytes (odd threads: 8, the rest zero-filled) into
- * shared memory; before the wait its destination reads as poison, after
- * wait_group 0 and a barrier every thread reads a neighbour's copy. */
+ * shared memory; after wait_group 0 and a barrier every thread reads a
+ * neighbour's copy. Reading the destination before the wait is an error. */
 static const char cp_async_ir[] =
     "declare void @llvm.nvvm.cp.async.cg.shared.global.16.s(ptr addrspace(3), ptr addrspace(1), i32)\n"
     "declare void @llvm.nvvm.cp.async.commit.group()\n"
@@ -418,9 +418,7 @@ static const char cp_async_ir[] =
     "  %s = getelementptr float, ptr addrspace(1) %src, i32 %e\n"
     "  %d = getelementptr float, ptr addrspace(3) @S, i32 %e\n"
     "  call void @llvm.nvvm.cp.async.cg.shared.global.16.s(ptr addrspace(3) %d, ptr addrspace(1) %s, i32 %n)\n"
-    "  %v = load i32, ptr addrspace(3) %d, align 16\n"
-    "  %pe = getelementptr i32, ptr addrspace(1) %early, i32 %t\n"
-    "  store i32 %v, ptr addrspace(1) %pe, align 4\n"
+    "; EARLY\n"
     "  call void @llvm.nvvm.cp.async.commit.group()\n"
     "  call void @llvm.nvvm.cp.async.wait.group(i32 0)\n"
     "  call void @llvm.nvvm.barrier0()\n"
@@ -440,14 +438,26 @@ static void test_cp_async_groups(void **state) {
     uint32_t early[32];
     for (int i = 0; i < 128; i++) src[i] = rand_small() + 3.0f, out[i] = NAN;
     static char ir[8192];
-    snprintf(ir, sizeof ir, "%s%s", header, cp_async_ir);
+    char err[ERR];
+    emu_buffer bufs[3] = {{src, sizeof src}, {early, sizeof early}, {out, sizeof out}};
+    /* too early */
+    const char *mark = strstr(cp_async_ir, "; EARLY\n");
+    snprintf(ir, sizeof ir, "%s%.*s%s%s", header, (int)(mark - cp_async_ir), cp_async_ir,
+             "  %v = load i32, ptr addrspace(3) %d, align 16\n"
+             "  %pe = getelementptr i32, ptr addrspace(1) %early, i32 %t\n"
+             "  store i32 %v, ptr addrspace(1) %pe, align 4\n",
+             mark);
     annotate(ir, sizeof ir, LANES);
     emu_module *m = load(ir);
-    emu_buffer bufs[3] = {{src, sizeof src}, {early, sizeof early}, {out, sizeof out}};
-    char err[ERR];
+    assert_int_equal(run1(m, bufs, 3, err), EMU_ERROR);
+    if (!strstr(err, "thread 0: a read of byte 0 of shared memory, which no thread of this CTA wrote")) fail_msg("%s", err);
+    emu_module_free(m);
+    /* in order */
+    snprintf(ir, sizeof ir, "%s%s", header, cp_async_ir);
+    annotate(ir, sizeof ir, LANES);
+    m = load(ir);
     if (run1(m, bufs, 3, err) != EMU_OK) fail_msg("%s", err);
     for (int t = 0; t < 32; t++) {
-        assert_int_equal(early[t], 0xffffffffu); /* not there before the wait */
         int from = (t + 1) % 32;
         for (int j = 0; j < 4; j++) {
             float want = (from & 1) && j >= 2 ? 0.0f : src[from * 4 + j];
@@ -610,8 +620,9 @@ static void test_errors_are_reported(void **state) {
 }
 
 /* Thread t writes S[t] and reads its neighbour's S[t ^ 1]: a race without
- * a barrier between, which sequential execution would otherwise hide or
- * turn into reading poison; fine with one. */
+ * a barrier between, which sequential execution would otherwise hide
+ * (thread 0 reads the old value, thread 1 overwrites it); fine with one.
+ * Reading S before any thread of the CTA wrote it is an error too. */
 static void test_shared_memory_races(void **state) {
     (void)state;
     for (int with_barrier = 0; with_barrier < 2; with_barrier++) {
@@ -621,6 +632,8 @@ static void test_shared_memory_races(void **state) {
                  "define void @k(ptr addrspace(1) %%out) {\n"
                  "  %%t = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()\n"
                  "  %%p = getelementptr float, ptr addrspace(3) @S, i32 %%t\n"
+                 "  store float -1.0, ptr addrspace(3) %%p, align 4\n"
+                 "  call void @llvm.nvvm.barrier0()\n"
                  "  %%f = uitofp i32 %%t to float\n"
                  "  store float %%f, ptr addrspace(3) %%p, align 4\n"
                  "%s"
