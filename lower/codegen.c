@@ -741,6 +741,13 @@ static void gen_store(cg *c, const tir_op *op) {
 }
 
 /* A call to an overloaded LLVM intrinsic on type ty. */
+/* A call of the NVVM intrinsic `name`, which has no overloaded types. */
+static LLVMValueRef call_intrinsic(cg *c, const char *name, LLVMValueRef *args, unsigned n) {
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    return LLVMBuildCall2(c->b, LLVMIntrinsicGetType(c->ctx, id, NULL, 0),
+                          LLVMGetIntrinsicDeclaration(c->mod, id, NULL, 0), args, n, "");
+}
+
 static LLVMValueRef intrinsic(cg *c, const char *name, LLVMTypeRef ty, LLVMValueRef *args, unsigned n) {
     unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
     LLVMValueRef fn = LLVMGetIntrinsicDeclaration(c->mod, id, &ty, 1);
@@ -855,11 +862,8 @@ static void gen_erf(cg *c, const tir_op *op) {
  * built as zext, 64-bit mul and lshr instead, LLVM's combiner merged the
  * xors across the halves into 64-bit ones and left 64-bit multiplies. */
 static void mul_halves(cg *c, uint32_t k, LLVMValueRef x, LLVMValueRef *lo, LLVMValueRef *hi) {
-    const char *name = "llvm.nvvm.mulhi.ui";
-    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
     LLVMValueRef args[2] = {x, LLVMConstInt(LLVMInt32TypeInContext(c->ctx), k, false)};
-    LLVMValueRef fn = LLVMGetIntrinsicDeclaration(c->mod, id, NULL, 0);
-    *hi = LLVMBuildCall2(c->b, LLVMIntrinsicGetType(c->ctx, id, NULL, 0), fn, args, 2, "");
+    *hi = call_intrinsic(c, "llvm.nvvm.mulhi.ui", args, 2);
     *lo = LLVMBuildMul(c->b, x, args[1], "");
 }
 
@@ -946,12 +950,7 @@ static LLVMValueRef shuffle_xor(cg *c, tir_elem e, LLVMValueRef v, uint32_t mask
     return shuffle_sync(c, e, v, "bfly", i32c(c, mask), 31);
 }
 
-static void barrier(cg *c) {
-    const char *name = "llvm.nvvm.barrier0";
-    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
-    LLVMBuildCall2(c->b, LLVMIntrinsicGetType(c->ctx, id, NULL, 0), LLVMGetIntrinsicDeclaration(c->mod, id, NULL, 0),
-                   NULL, 0, "");
-}
+static void barrier(cg *c) { call_intrinsic(c, "llvm.nvvm.barrier0", NULL, 0); }
 
 /* The address of byte `offset` of the kernel's shared memory. */
 static LLVMValueRef smem_at(cg *c, LLVMValueRef offset) {
@@ -1606,10 +1605,8 @@ static LLVMValueRef slot_elem(cg *c, const tir_op *op, LLVMValueRef lin) {
 static void cp_async(cg *c, LLVMValueRef dst, LLVMValueRef src, uint32_t bytes, LLVMValueRef src_bytes) {
     char name[64];
     snprintf(name, sizeof name, "llvm.nvvm.cp.async.%s.shared.global.%u.s", bytes == 16 ? "cg" : "ca", bytes);
-    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
-    LLVMValueRef fn = LLVMGetIntrinsicDeclaration(c->mod, id, NULL, 0);
     LLVMValueRef args[3] = {dst, src, src_bytes};
-    LLVMBuildCall2(c->b, LLVMIntrinsicGetType(c->ctx, id, NULL, 0), fn, args, 3, "");
+    call_intrinsic(c, name, args, 3);
 }
 
 static void gen_async_copy(cg *c, const tir_op *op) {
@@ -1662,12 +1659,6 @@ static void gen_local_load(cg *c, const tir_op *op) {
         LLVMSetAlignment(v, scratch_elem_bytes(e));
         out[r] = from_mem(c, e, v);
     }
-}
-
-static void call_intrinsic(cg *c, const char *name, LLVMValueRef *args, unsigned n) {
-    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
-    LLVMBuildCall2(c->b, LLVMIntrinsicGetType(c->ctx, id, NULL, 0), LLVMGetIntrinsicDeclaration(c->mod, id, NULL, 0),
-                   args, n, "");
 }
 
 /* Shared memory the kernel's reductions need at most. */

@@ -42,7 +42,6 @@
 
 typedef struct pl_ctx {
     tir_func *f;
-    tc_arena *arena;
     tir_value **clone; /* by value id: a value's copy in the slice being cloned */
     uint32_t nclone;
 } pl_ctx;
@@ -212,10 +211,14 @@ static void pipeline_loop(pl_ctx *c, tir_op *loop) {
     tir_build_op(&b, TIR_OP_ASYNC_WAIT, 0, NULL, 0, NULL)->attr.axis = 0;
 }
 
+typedef struct loop_list {
+    tir_op *loop[LOWER_MAX_PIPELINED_LOOPS];
+    uint32_t n;
+} loop_list;
+
 static void find_loops(tir_op *op, void *p) {
-    tir_op **list = ((tir_op ***)p)[0];
-    uint32_t *n = ((uint32_t **)p)[1];
-    if (op->code == TIR_OP_FOR && *n < LOWER_MAX_PIPELINED_LOOPS) list[(*n)++] = op;
+    loop_list *l = p;
+    if (op->code == TIR_OP_FOR && l->n < LOWER_MAX_PIPELINED_LOOPS) l->loop[l->n++] = op;
 }
 
 bool lower_pipeline_loops(tir_module *m, const lower_options *opt, tc_diag *diag) {
@@ -223,16 +226,14 @@ bool lower_pipeline_loops(tir_module *m, const lower_options *opt, tc_diag *diag
     (void)diag;
     tc_arena *arena = tc_arena_new();
     for (tir_func *f = m->funcs; f; f = f->next) {
-        tir_op *loops[LOWER_MAX_PIPELINED_LOOPS];
-        uint32_t nloops = 0;
-        void *walk[2] = {loops, &nloops};
-        tir_walk(f, find_loops, walk);
-        pl_ctx c = {f, arena, NULL, 0};
+        loop_list *loops = TC_NEW(arena, loop_list);
+        tir_walk(f, find_loops, loops);
+        pl_ctx c = {f, NULL, 0};
         /* clones are memoized by the ids of values that exist now; the
          * values the pass makes are never cloned */
         c.nclone = f->next_value_id;
         c.clone = TC_NEW_ARRAY(arena, tir_value *, c.nclone + 1);
-        for (uint32_t i = 0; i < nloops; i++) pipeline_loop(&c, loops[i]);
+        for (uint32_t i = 0; i < loops->n; i++) pipeline_loop(&c, loops->loop[i]);
     }
     tc_arena_free(arena);
     return true;
