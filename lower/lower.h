@@ -24,7 +24,12 @@ enum {
                                               (48 KB) leaves beside layout conversions (16 KB
                                               rounds) and reductions, until kernels use
                                               dynamic shared memory */
-    LOWER_MAX_PIPELINED_LOOPS = 256 /* loops of one kernel the pass looks at */
+    LOWER_MAX_PIPELINED_LOOPS = 256, /* loops of one kernel the pass looks at */
+    LOWER_BUFFER_SMEM_BYTES = 30 * 1024, /* all of a kernel's buffers once operands are staged
+                                            (stage_operands): static shared memory (48 KB)
+                                            less a conversion's 16 KB rounds, their spare
+                                            slots and reductions' slots */
+    LOWER_MAX_STAGED_OPERANDS = 256 /* dot operands of one kernel stage_operands looks at */
 };
 
 typedef struct lower_options {
@@ -53,6 +58,7 @@ bool lower_is_pass_name(const char *name);
 bool lower_simplify(tir_module *m, const lower_options *opt, tc_diag *diag); /* fold, dce */
 bool lower_layout(tir_module *m, const lower_options *opt, tc_diag *diag);   /* blocked layouts */
 bool lower_pipeline_loops(tir_module *m, const lower_options *opt, tc_diag *diag); /* loads ahead via cp.async */
+bool lower_stage_operands(tir_module *m, const lower_options *opt, tc_diag *diag); /* dot operands via swizzled smem */
 
 /* Runs every pass with verification after each. */
 bool lower_run_pipeline(tir_module *m, const lower_options *opt, tc_diag *diag);

@@ -11,6 +11,7 @@ const lower_pass lower_passes[] = {
     {"simplify", lower_simplify},
     {"layout", lower_layout},
     {"pipeline_loops", lower_pipeline_loops},
+    {"stage_operands", lower_stage_operands},
     {NULL, NULL},
 };
 

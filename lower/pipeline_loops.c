@@ -4,8 +4,8 @@
  * latency of later trips overlaps the math of this one.
  *
  * A load qualifies when it sits directly in the loop body, its value
- * reaches operand a or b of a dot in the same body (through casts and
- * layout conversions), it has no `other` but zero (the copies fill masked
+ * reaches operand a or b of a dot in the same body (through casts,
+ * transposes and layout conversions), it has no `other` but zero (the copies fill masked
  * elements with zeros), and its pointers and mask are computed from the
  * induction variable and values defined before the loop only, by pure ops
  * (so they can be computed for any trip ahead of time; pointers carried
@@ -60,14 +60,14 @@ static bool ahead_computable(const tir_block *body, const tir_value *v, int dept
 }
 
 /* Whether value v of the body reaches operand a or b of a dot in it,
- * through casts and layout conversions. */
+ * through casts, permutes and layout conversions. */
 static bool feeds_dot(const tir_block *body, const tir_value *v, int depth) {
     if (depth > 8) return false;
     for (const tir_op *op = body->first; op; op = op->next)
         for (uint32_t i = 0; i < op->noperands; i++) {
             if (op->operands[i] != v) continue;
             if ((op->code == TIR_OP_DOT || op->code == TIR_OP_DOT_IEEE) && i < 2) return true;
-            if ((op->code == TIR_OP_CAST || op->code == TIR_OP_CONVERT_LAYOUT) &&
+            if ((op->code == TIR_OP_CAST || op->code == TIR_OP_CONVERT_LAYOUT || op->code == TIR_OP_PERMUTE) &&
                 feeds_dot(body, op->results[0], depth + 1))
                 return true;
         }

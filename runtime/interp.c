@@ -465,6 +465,12 @@ static void do_local_load(interp *in, const tir_op *op) {
     memcpy(s->cells, src, sizeof(cell) * s->n);
 }
 
+static void do_local_store(interp *in, const tir_op *op) {
+    cell *dst = buffer_slot(in, op);
+    if (!dst) return;
+    memcpy(dst, val(in, op->operands[2]), sizeof(cell) * tir_type_numel(op->operands[2]->type));
+}
+
 /* ---- atomics -------------------------------------------------------------
  * Program instances run one after another, so an atomic is a plain
  * read-modify-write here, element by element in row-major order (a
@@ -849,6 +855,7 @@ static void run_op(interp *in, const tir_op *op) {
     case TIR_OP_LOCAL_ALLOC: do_local_alloc(in, op); return;
     case TIR_OP_ASYNC_COPY: do_async_copy(in, op); return;
     case TIR_OP_LOCAL_LOAD: do_local_load(in, op); return;
+    case TIR_OP_LOCAL_STORE: do_local_store(in, op); return;
     case TIR_OP_ASYNC_COMMIT:
     case TIR_OP_ASYNC_WAIT:
     case TIR_OP_BARRIER: return;

@@ -250,6 +250,38 @@ static bool parse_mma_layout(reader *r, unsigned rank, bool dot_op, tir_layout *
     return true;
 }
 
+/* A smem type's `#shared<vec=V, per_phase=P, max_phase=M, ord=[...]>`
+ * over its slot dims (all but the first). */
+static bool parse_shared_layout(reader *r, unsigned rank, tir_layout *l) {
+    int64_t sw[3];
+    static const char *const keys[3] = {"vec", "per_phase", "max_phase"};
+    if (!expect(r, "#shared") || !expect(r, "<")) return false;
+    for (int i = 0; i < 3; i++) {
+        if (!expect(r, keys[i]) || !expect(r, "=") || !number(r, &sw[i]) || !expect(r, ",")) return false;
+        if (sw[i] < 1 || sw[i] > 128 || (sw[i] & (sw[i] - 1))) {
+            error_here(r, "a shared layout's vec, per_phase and max_phase are powers of two up to 128");
+            return false;
+        }
+    }
+    uint16_t ord16[TIR_MAX_RANK];
+    unsigned n;
+    if (!parse_list(r, "ord", ord16, &n, 0) || !expect(r, ">")) return false;
+    if (rank < 2 || n != rank - 1) {
+        error_here(r, "a shared layout's order lists the slot's dims (all but the first)");
+        return false;
+    }
+    uint8_t ord[TIR_MAX_RANK];
+    for (unsigned i = 0; i < n; i++) {
+        if (ord16[i] >= n) {
+            error_here(r, "layout order names a dimension the layout does not have");
+            return false;
+        }
+        ord[i] = (uint8_t)ord16[i];
+    }
+    *l = tir_layout_shared(n, ord, (unsigned)sw[0], (unsigned)sw[1], (unsigned)sw[2]);
+    return true;
+}
+
 static bool parse_type(reader *r, tir_type *t) {
     skip_space(r);
     bool shared = accept(r, "smem");
@@ -295,6 +327,10 @@ static bool parse_type(reader *r, tir_type *t) {
     if (tir_type_numel(*t) > TIR_MAX_TILE_ELEMS) {
         error_here(r, "tile too large");
         return false;
+    }
+    if (shared && accept(r, ",")) {
+        if (!parse_shared_layout(r, rank, &t->layout)) return false;
+        return expect(r, ">");
     }
     if (!shared && accept(r, ",")) {
         tir_layout l = {0};

@@ -103,9 +103,12 @@ typedef enum tir_layout_kind {
     TIR_LAYOUT_MMA,     /* a dot's accumulator in mma.sync's fragments
                            ("mma and dot-operand layouts" below); rank 2,
                            wpc[0] x wpc[1] warps; the other fields unused */
-    TIR_LAYOUT_DOT_OP   /* a dot's a (dot_idx 0) or b (1) in the fragments
+    TIR_LAYOUT_DOT_OP,  /* a dot's a (dot_idx 0) or b (1) in the fragments
                            mma.sync takes, for the MMA layout with the same
                            wpc; dot_kw elements along K per 32-bit register */
+    TIR_LAYOUT_SHARED   /* where a shared-memory buffer's slot keeps each
+                           element ("shared layouts" below); only on smem
+                           types, over the slot's dims (rank = the type's - 1) */
 } tir_layout_kind;
 
 typedef struct tir_layout {
@@ -118,12 +121,33 @@ typedef struct tir_layout {
     uint8_t slice_dim; /* TIR_LAYOUT_SLICE: the parent's dim the tile lacks */
     uint8_t dot_idx;   /* TIR_LAYOUT_DOT_OP: 0 = a, 1 = b */
     uint8_t dot_kw;    /* TIR_LAYOUT_DOT_OP: 2 f16/bf16, 1 tf32, 4 i8 */
+    uint8_t sw_vec, sw_per_phase, sw_max_phase; /* TIR_LAYOUT_SHARED: the swizzle */
 } tir_layout;
 
 /* Where a tile lives: registers (a value of the program), or a buffer in
  * the program instance's shared memory, spelled smem<...>, which only
  * local_alloc makes and only async_copy and local_load use. */
 typedef enum tir_space { TIR_SPACE_REGS, TIR_SPACE_SHARED } tir_space;
+
+/* ---- shared layouts -------------------------------------------------------
+ * A slot of a smem buffer keeps its tile in rows along the slot dim ord[0]
+ * (contiguous), one row per index of the other dim(s), row after row in
+ * ord's order. Without a layout (or with max_phase 1) that is plain
+ * row-major order when ord = [rank-1, ..., 0]. A 2-D slot may be swizzled,
+ * spelled #shared<vec=V, per_phase=P, max_phase=M, ord=[c, r]>: row i
+ * (index along dim r) keeps its chunk j of V elements (index along dim c
+ * divided by V) at chunk j ^ ((i / P) % M). With V elements 16 bytes, P
+ * rows in 128 bytes (the 32 banks) and P M = 8, one chunk from each of 8
+ * consecutive rows (what ldmatrix reads) lands in 8 different 16-byte
+ * bank groups: no bank conflicts (tir_shared_for_dot picks such values). */
+tir_layout tir_layout_shared(unsigned rank, const uint8_t *ord, unsigned vec, unsigned per_phase, unsigned max_phase);
+/* The swizzled layout for a 2-D slot of `shape` with dim `contig`
+ * contiguous and `elem_bytes`-byte elements: 16-byte chunks, P rows per
+ * 128 bytes, as many phases as make 8 rows conflict-free. */
+tir_layout tir_shared_for_dot(const uint32_t *shape, unsigned contig, unsigned elem_bytes);
+/* The element offset, within a slot of `shape`, of the element at
+ * `coord` under shared layout l (kind NONE: row-major). */
+uint32_t tir_shared_offset(const tir_layout *l, unsigned rank, const uint32_t *shape, const uint32_t *coord);
 
 /* A type by value. rank 0 is a scalar. */
 typedef struct tir_type {

@@ -84,6 +84,11 @@ bool tir_layout_eq(const tir_layout *a, const tir_layout *b) {
     if (a->kind == TIR_LAYOUT_NONE) return true;
     if (a->rank != b->rank) return false;
     if (a->kind == TIR_LAYOUT_SLICE && a->slice_dim != b->slice_dim) return false;
+    if (a->kind == TIR_LAYOUT_SHARED) {
+        for (unsigned i = 0; i < a->rank; i++)
+            if (a->ord[i] != b->ord[i]) return false;
+        return a->sw_vec == b->sw_vec && a->sw_per_phase == b->sw_per_phase && a->sw_max_phase == b->sw_max_phase;
+    }
     if (a->kind == TIR_LAYOUT_MMA || a->kind == TIR_LAYOUT_DOT_OP)
         return a->wpc[0] == b->wpc[0] && a->wpc[1] == b->wpc[1] &&
                (a->kind == TIR_LAYOUT_MMA || (a->dot_idx == b->dot_idx && a->dot_kw == b->dot_kw));
@@ -118,6 +123,51 @@ tir_layout tir_layout_permute(const tir_layout *src, const uint8_t *perm) {
         l.ord[i] = inv[src->ord[i]];
     }
     return l;
+}
+
+tir_layout tir_layout_shared(unsigned rank, const uint8_t *ord, unsigned vec, unsigned per_phase, unsigned max_phase) {
+    tir_layout l;
+    memset(&l, 0, sizeof l);
+    l.kind = TIR_LAYOUT_SHARED;
+    l.rank = (uint8_t)rank;
+    for (unsigned i = 0; i < rank; i++) l.ord[i] = ord[i];
+    l.sw_vec = (uint8_t)vec;
+    l.sw_per_phase = (uint8_t)per_phase;
+    l.sw_max_phase = (uint8_t)max_phase;
+    return l;
+}
+
+enum {
+    SHARED_CHUNK_BYTES = 16,   /* what one lane of ldmatrix reads, and the widest shared access */
+    SHARED_BANK_BYTES = 128,   /* 32 banks of 4 bytes */
+    SHARED_ROWS_PER_READ = 8   /* rows of one 8x8 ldmatrix matrix */
+};
+
+tir_layout tir_shared_for_dot(const uint32_t *shape, unsigned contig, unsigned elem_bytes) {
+    uint8_t ord[2] = {(uint8_t)contig, (uint8_t)(1 - contig)};
+    uint32_t row_bytes = shape[contig] * elem_bytes;
+    unsigned vec = SHARED_CHUNK_BYTES / elem_bytes;
+    if (row_bytes < SHARED_CHUNK_BYTES || vec == 0) return tir_layout_shared(2, ord, 1, 1, 1);
+    unsigned per_phase = row_bytes >= SHARED_BANK_BYTES ? 1 : SHARED_BANK_BYTES / row_bytes;
+    unsigned chunks = row_bytes / SHARED_CHUNK_BYTES;
+    unsigned max_phase = SHARED_ROWS_PER_READ / per_phase;
+    if (max_phase > chunks) max_phase = chunks;
+    if (max_phase < 1) max_phase = 1;
+    return tir_layout_shared(2, ord, vec, per_phase, max_phase);
+}
+
+uint32_t tir_shared_offset(const tir_layout *l, unsigned rank, const uint32_t *shape, const uint32_t *coord) {
+    uint8_t ord[TIR_MAX_RANK];
+    for (unsigned k = 0; k < rank; k++) ord[k] = l->kind == TIR_LAYOUT_SHARED ? l->ord[k] : (uint8_t)(rank - 1 - k);
+    uint32_t c = coord[ord[0]];
+    if (l->kind == TIR_LAYOUT_SHARED && rank == 2 && l->sw_max_phase > 1) {
+        uint32_t row = coord[ord[1]], vec = l->sw_vec;
+        uint32_t chunk = (c / vec) ^ ((row / l->sw_per_phase) % l->sw_max_phase);
+        c = chunk * vec + c % vec;
+    }
+    uint32_t off = 0;
+    for (unsigned k = rank; k-- > 1;) off = off * shape[ord[k]] + coord[ord[k]];
+    return off * shape[ord[0]] + c;
 }
 
 bool tir_type_same_shape(tir_type a, tir_type b) {
@@ -168,6 +218,14 @@ void tir_print_type(tc_strbuf *out, tir_type t) {
         tc_strbuf_puts(out, ", ");
         print_list(out, "wpc", l->wpc, l->rank);
         tc_strbuf_puts(out, ", ");
+        print_list(out, "ord", ord, l->rank);
+        tc_strbuf_putc(out, '>');
+    } else if (t.layout.kind == TIR_LAYOUT_SHARED) {
+        const tir_layout *l = &t.layout;
+        uint16_t ord[TIR_MAX_RANK];
+        for (unsigned i = 0; i < l->rank; i++) ord[i] = l->ord[i];
+        tc_strbuf_printf(out, ", #shared<vec=%u, per_phase=%u, max_phase=%u, ", l->sw_vec, l->sw_per_phase,
+                         l->sw_max_phase);
         print_list(out, "ord", ord, l->rank);
         tc_strbuf_putc(out, '>');
     } else if (t.layout.kind == TIR_LAYOUT_MMA || t.layout.kind == TIR_LAYOUT_DOT_OP) {

@@ -98,6 +98,29 @@ static void check_yield(verifier *v, const tir_op *op, const tir_block *blk, con
 
 static void verify_block(verifier *v, const tir_block *blk, bool is_body);
 
+/* A buffer's shared layout: none, or one over its slot dims whose swizzle
+ * keeps every chunk inside its row. */
+static void check_shared_layout(verifier *v, const tir_op *op, tir_type t) {
+    const tir_layout *l = &t.layout;
+    if (l->kind == TIR_LAYOUT_NONE) return;
+    if (l->kind != TIR_LAYOUT_SHARED || l->rank + 1u != t.rank) {
+        fail(v, op, "a buffer's layout is a shared layout over its slot dims");
+        return;
+    }
+    bool seen[TIR_MAX_RANK] = {false};
+    for (unsigned i = 0; i < l->rank; i++) {
+        if (l->ord[i] >= l->rank || seen[l->ord[i]]) {
+            fail(v, op, "a shared layout's order must list each slot dim once");
+            return;
+        }
+        seen[l->ord[i]] = true;
+    }
+    if (!is_pow2(l->sw_vec) || !is_pow2(l->sw_per_phase) || !is_pow2(l->sw_max_phase))
+        fail(v, op, "a shared layout's vec, per_phase and max_phase must be powers of two");
+    else if (l->sw_max_phase > 1 && (l->rank != 2 || (uint64_t)l->sw_vec * l->sw_max_phase > t.shape[1 + l->ord[0]]))
+        fail(v, op, "a swizzled shared layout needs a 2-D slot whose rows hold vec x max_phase elements");
+}
+
 static void check_types(verifier *v, const tir_op *op) {
     const tir_opinfo *info = &tir_ops[op->code];
     tir_value *const *o = op->operands;
@@ -108,12 +131,13 @@ static void check_types(verifier *v, const tir_op *op) {
             if (!(op->code == TIR_OP_STORE || op->code == TIR_OP_LOAD) &&
                 !tir_type_same_shape(o[i]->type, o[0]->type))
                 fail(v, op, "operands of an elementwise op must have one shape");
-    bool buffer_op = op->code == TIR_OP_LOCAL_ALLOC || op->code == TIR_OP_ASYNC_COPY || op->code == TIR_OP_LOCAL_LOAD;
+    bool buffer_op = op->code == TIR_OP_LOCAL_ALLOC || op->code == TIR_OP_ASYNC_COPY || op->code == TIR_OP_LOCAL_LOAD ||
+                     op->code == TIR_OP_LOCAL_STORE;
     for (uint32_t i = 0; i < op->noperands + op->nresults; i++) {
         const tir_value *x = i < op->noperands ? o[i] : op->results[i - op->noperands];
         /* the buffer is local_alloc's result, the others' first operand: index 0 either way */
         if (x->type.space == TIR_SPACE_SHARED && (!buffer_op || i != 0)) {
-            fail(v, op, "only local_alloc makes, and only async_copy and local_load take, shared-memory buffers");
+            fail(v, op, "only local_alloc makes, and only async_copy, local_load and local_store take, shared-memory buffers");
             return;
         }
     }
@@ -125,20 +149,23 @@ static void check_types(verifier *v, const tir_op *op) {
         }
         for (unsigned d = 1; d < r.rank; d++)
             if (!is_pow2(r.shape[d])) fail(v, op, "a buffer's tile dimensions must be powers of two");
+        check_shared_layout(v, op, r);
         break;
-    case TIR_OP_ASYNC_COPY: case TIR_OP_LOCAL_LOAD: {
+    case TIR_OP_ASYNC_COPY: case TIR_OP_LOCAL_LOAD: case TIR_OP_LOCAL_STORE: {
         tir_type buf = o[0]->type, slot = o[1]->type;
         tir_type t = op->code == TIR_OP_LOCAL_LOAD ? r : o[2]->type;
+        bool values = op->code != TIR_OP_ASYNC_COPY; /* local_load and local_store move values, async_copy reads pointers */
         if (buf.space != TIR_SPACE_SHARED || slot.rank || slot.elem != TIR_I32) {
             fail(v, op, "a buffer op takes an smem buffer and an i32 slot");
             break;
         }
         bool same = t.rank + 1 == buf.rank && t.space == TIR_SPACE_REGS &&
-                    (op->code == TIR_OP_LOCAL_LOAD ? t.elem == buf.elem : t.elem == TIR_PTR && t.pointee == buf.elem);
+                    (values ? t.elem == buf.elem : t.elem == TIR_PTR && t.pointee == buf.elem);
         for (unsigned d = 0; same && d < t.rank; d++) same = t.shape[d] == buf.shape[d + 1];
         if (!same)
-            fail(v, op, op->code == TIR_OP_LOCAL_LOAD ? "local_load gives a tile of one slot's shape and element type"
-                                                      : "async_copy needs pointers to the buffer's element type, in one slot's shape");
+            fail(v, op, op->code == TIR_OP_LOCAL_LOAD    ? "local_load gives a tile of one slot's shape and element type"
+                        : op->code == TIR_OP_LOCAL_STORE ? "local_store takes a tile of one slot's shape and element type"
+                                                         : "async_copy needs pointers to the buffer's element type, in one slot's shape");
         else if (op->code == TIR_OP_ASYNC_COPY && op->noperands == 4 &&
                  (o[3]->type.elem != TIR_I1 || !tir_type_same_shape(o[3]->type, t) || !tir_layout_eq(&o[3]->type.layout, &t.layout)))
             fail(v, op, "async_copy's mask is i1 in the pointers' shape and layout");

@@ -196,7 +196,7 @@ static void test_verify_arange_and_layout(void **state) {
     tir_value *r = tir_build_arange(&b, 0, 128);
     r->def->attr.range.hi = 100; /* length no longer a power of two */
     tir_value *s = tir_build_arange(&b, 0, 64);
-    s->type.layout = (tir_layout){TIR_LAYOUT_BLOCKED, 1, {4}, {16}, {4}, {0}, 0, 0, 0}; /* 16 threads a warp */
+    s->type.layout = (tir_layout){.kind = TIR_LAYOUT_BLOCKED, .rank = 1, .spt = {4}, .tpw = {16}, .wpc = {4}}; /* 16 threads a warp */
     tir_build_op(&b, TIR_OP_RETURN, 0, NULL, 0, NULL);
     expect_verify_error(fx, m, "arange length must be a positive power of two");
     expect_verify_error(fx, m, "layout threads per warp must multiply to 32");
