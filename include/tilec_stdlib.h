@@ -149,6 +149,17 @@ TILEC_API trt_status tls_dropout_bwd(trt_device *dev, tls_dtype dt, tls_mem dy, 
 TILEC_API trt_status tls_matmul(trt_device *dev, tls_dtype dt, tls_mem a, tls_mem b, tls_mem c, int64_t M, int64_t N,
                                 int64_t K, int64_t stride_am, int64_t stride_ak, int64_t stride_bk, int64_t stride_bn,
                                 int64_t stride_cm, int64_t stride_cn, const tls_options *opt);
+/* What tls_matmul_epilogue applies to each element of the f32 sum (after
+ * the bias): nothing, ReLU max(x, 0), or GELU's tanh form as tls_gelu. */
+typedef enum tls_activation { TLS_ACT_NONE, TLS_ACT_RELU, TLS_ACT_GELU_TANH } tls_activation;
+/* c = act(a . b + bias), fused into the product's kernel: tls_matmul's
+ * arguments, plus bias (N values of the input type, contiguous, one per
+ * column of c; bias.buffer.handle 0: no bias) added to the f32 sum, then
+ * the activation, then c rounded to the input type. */
+TILEC_API trt_status tls_matmul_epilogue(trt_device *dev, tls_dtype dt, tls_mem a, tls_mem b, tls_mem c, tls_mem bias,
+                                         tls_activation act, int64_t M, int64_t N, int64_t K, int64_t stride_am,
+                                         int64_t stride_ak, int64_t stride_bk, int64_t stride_bn, int64_t stride_cm,
+                                         int64_t stride_cn, const tls_options *opt);
 /* `batch` products c[i] = a[i] . b[i], matrix i of x starting i * stride_xb
  * elements after x's (stride_ab or stride_bb 0: one a or b for every
  * product; c's batches must not overlap). batch up to

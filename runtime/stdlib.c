@@ -551,7 +551,14 @@ static int operand_layout(const matrix *x, int64_t vec) {
     return 0;
 }
 
-static trt_status matmul(const call *c, matrix a, matrix b, matrix x) {
+/* The epilogue of a product: a bias per column (bias.mem.buffer.handle 0:
+ * none) and an activation. */
+typedef struct epilogue {
+    matrix bias; /* 1 x 1 x N, contiguous */
+    tls_activation act;
+} epilogue;
+
+static trt_status matmul(const call *c, matrix a, matrix b, matrix x, const epilogue *epi) {
     trt_status st;
     int64_t batch = a.n[0], M = a.n[1], K = a.n[2], N = b.n[2];
     if ((st = check_dim(c, "batch", batch, TLS_MATMUL_MAX_BATCH)) || (st = check_dim(c, "M", M, TLS_MATMUL_MAX_DIM)) ||
@@ -569,18 +576,24 @@ static trt_status matmul(const call *c, matrix a, matrix b, matrix x) {
     if ((st = check_matrix(c, &a)) || (st = check_matrix(c, &b)) || (st = check_matrix(c, &x)) ||
         (st = check_apart(c, &x)))
         return st;
+    bool has_bias = epi && epi->bias.mem.buffer.handle;
+    if (has_bias && (st = check_matrix(c, &epi->bias))) return st;
+    int act = epi ? (int)epi->act : TLS_ACT_NONE;
+    if (act < TLS_ACT_NONE || act > TLS_ACT_GELU_TANH)
+        return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: activation %d is not a tls_activation", c->op, act);
     int64_t vec = PTR_ALIGN / (int64_t)c->st->size;
     int c_layout = vec_stride(x.s[0], x.n[0], vec) && unit_stride(x.s[2], x.n[2]) && vec_stride(x.s[1], x.n[1], vec);
     bool even = M % cfg->block_m == 0 && N % cfg->block_n == 0 && K % cfg->block_k == 0;
     tilec_define defs[] = {{"BLOCK_M", cfg->block_m},        {"BLOCK_N", cfg->block_n},
                            {"BLOCK_K", cfg->block_k},        {"GROUP_M", cfg->group_m},
                            {"A_LAYOUT", operand_layout(&a, vec)}, {"B_LAYOUT", operand_layout(&b, vec)},
-                           {"C_LAYOUT", c_layout},           {"EVEN", even}};
+                           {"C_LAYOUT", c_layout},           {"EVEN", even},
+                           {"HAS_BIAS", has_bias},           {"ACTIVATION", act}};
     char name[MAX_KERNEL_NAME], spec[128];
     snprintf(name, sizeof name, "matmul_%s%s", c->st->suffix, ieee ? "_ieee" : "");
-    snprintf(spec, sizeof spec, "BLOCK_M %d, BLOCK_N %d, BLOCK_K %d, layouts %lld %lld %lld%s", cfg->block_m,
-             cfg->block_n, cfg->block_k, (long long)defs[4].value, (long long)defs[5].value, (long long)c_layout,
-             even ? ", EVEN" : "");
+    snprintf(spec, sizeof spec, "BLOCK_M %d, BLOCK_N %d, BLOCK_K %d, layouts %lld %lld %lld%s%s, activation %d",
+             cfg->block_m, cfg->block_n, cfg->block_k, (long long)defs[4].value, (long long)defs[5].value,
+             (long long)c_layout, even ? ", EVEN" : "", has_bias ? ", bias" : "", act);
     int warps = main_warps(c) ? main_warps(c) : cfg->num_warps;
     trt_kernel *k;
     if ((st = kernel_with(c, "stdlib/matmul.tile", name, defs, sizeof defs / sizeof defs[0], warps, cfg->num_stages,
@@ -596,7 +609,8 @@ static trt_status matmul(const call *c, matrix a, matrix b, matrix x) {
     }
     trt_arg args[] = {arg_mem(a.mem),  arg_mem(b.mem),  arg_mem(x.mem),  trt_int(M),       trt_int(N),
                       trt_int(K),      trt_int(a.s[1]), trt_int(a.s[2]), trt_int(b.s[1]),  trt_int(b.s[2]),
-                      trt_int(x.s[1]), trt_int(x.s[2]), trt_int(a.s[0]), trt_int(b.s[0]),  trt_int(x.s[0])};
+                      trt_int(x.s[1]), trt_int(x.s[2]), trt_int(a.s[0]), trt_int(b.s[0]),  trt_int(x.s[0]),
+                      arg_mem(has_bias ? epi->bias.mem : x.mem)}; /* without a bias, not read */
     return launch_grid(c, k, tiles, batch, args, sizeof args / sizeof args[0]);
 }
 
@@ -608,7 +622,20 @@ trt_status tls_matmul(trt_device *dev, tls_dtype dt, tls_mem a, tls_mem b, tls_m
     if ((st = begin(&cl, dev, "tls_matmul", dt, opt))) return st;
     matrix ma = {"a", a, {1, M, K}, {0, stride_am, stride_ak}}, mb = {"b", b, {1, K, N}, {0, stride_bk, stride_bn}},
            mc = {"c", c, {1, M, N}, {0, stride_cm, stride_cn}};
-    return matmul(&cl, ma, mb, mc);
+    return matmul(&cl, ma, mb, mc, NULL);
+}
+
+trt_status tls_matmul_epilogue(trt_device *dev, tls_dtype dt, tls_mem a, tls_mem b, tls_mem c, tls_mem bias,
+                               tls_activation act, int64_t M, int64_t N, int64_t K, int64_t stride_am,
+                               int64_t stride_ak, int64_t stride_bk, int64_t stride_bn, int64_t stride_cm,
+                               int64_t stride_cn, const tls_options *opt) {
+    call cl;
+    trt_status st;
+    if ((st = begin(&cl, dev, "tls_matmul_epilogue", dt, opt))) return st;
+    matrix ma = {"a", a, {1, M, K}, {0, stride_am, stride_ak}}, mb = {"b", b, {1, K, N}, {0, stride_bk, stride_bn}},
+           mc = {"c", c, {1, M, N}, {0, stride_cm, stride_cn}};
+    epilogue epi = {{"bias", bias, {1, 1, N}, {0, 0, 1}}, act};
+    return matmul(&cl, ma, mb, mc, &epi);
 }
 
 trt_status tls_matmul_batched(trt_device *dev, tls_dtype dt, tls_mem a, tls_mem b, tls_mem c, int64_t batch, int64_t M,
@@ -621,7 +648,7 @@ trt_status tls_matmul_batched(trt_device *dev, tls_dtype dt, tls_mem a, tls_mem 
     matrix ma = {"a", a, {batch, M, K}, {stride_ab, stride_am, stride_ak}},
            mb = {"b", b, {batch, K, N}, {stride_bb, stride_bk, stride_bn}},
            mc = {"c", c, {batch, M, N}, {stride_cb, stride_cm, stride_cn}};
-    return matmul(&cl, ma, mb, mc);
+    return matmul(&cl, ma, mb, mc, NULL);
 }
 
 size_t tls_num_modules(const trt_device *dev) {

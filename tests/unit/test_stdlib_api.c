@@ -629,6 +629,65 @@ static void test_matmul_transposed(void **state) {
             }
 }
 
+/* c = act(a . b + bias) through tls_matmul_epilogue, against float64:
+ * the product's tolerance (run_matmul's) carried through the activation
+ * (ReLU's slope is at most 1, GELU's at most 1.13: 1.2 covers both), plus
+ * GELU's own error (the GPU's ex2.approx, relative 2^-22 of e, moves
+ * x / (1 + e) by at most |x| 2^-21), plus the rounding to the storage.
+ * A missing or doubled bias is about 1, the activation off or wrong far
+ * more than the tolerance; no bias (handle 0) is checked as well. */
+static double gelu_tanh(double x) { return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))); }
+
+static void run_matmul_epilogue(const dtype *dt, int64_t M, int64_t N, int64_t K, bool with_bias, tls_activation act,
+                                size_t off) {
+    static const char *const acts[] = {"none", "relu", "gelu"};
+    char what[160];
+    snprintf(what, sizeof what, "matmul epilogue %s %lldx%lldx%lld, bias %s, activation %s", dt->name, (long long)M,
+             (long long)N, (long long)K, with_bias ? "yes" : "no", acts[act]);
+    matrix a = make_matrix(dt, 1, M, K, 0, K, 1, off), b = make_matrix(dt, 1, K, N, 0, 1, K, 16),
+           c = make_matrix(dt, 1, M, N, 0, N, 1, off + 16), bias = make_matrix(dt, 1, 1, N, 0, N, 1, 32);
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t k = 0; k < K; k++) mput(&a, 0, i, k, nonzero());
+    for (int64_t k = 0; k < K; k++)
+        for (int64_t j = 0; j < N; j++) mput(&b, 0, k, j, nonzero());
+    for (int64_t j = 0; j < N; j++) mput(&bias, 0, 0, j, nonzero() * 2.0f);
+    msend(&a), msend(&b), msend(&c), msend(&bias);
+    tls_mem bm = with_bias ? mmem(&bias) : tls_mem_of((trt_buffer){0});
+    OK(tls_matmul_epilogue(dev, dt->id, mmem(&a), mmem(&b), mmem(&c), bm, act, M, N, K, K, 1, 1, K, N, 1, NULL));
+    mfetch(&c, what);
+    bool round_tf32 = dt->id == TLS_F32;
+    double u_out = dt->id == TLS_F32 ? 0x1p-24 : dt->id == TLS_F16 ? 0x1p-11 : 0x1p-8;
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+            double sum = with_bias ? mget(&bias, 0, 0, j) : 0, mag = 0;
+            for (int64_t k = 0; k < K; k++) {
+                double x = mget(&a, 0, i, k), y = mget(&b, 0, k, j);
+                if (round_tf32) x = tf32((float)x), y = tf32((float)y);
+                sum += x * y, mag += fabs(x * y);
+            }
+            double want = act == TLS_ACT_RELU ? (sum > 0 ? sum : 0) : act == TLS_ACT_GELU_TANH ? gelu_tanh(sum) : sum;
+            double got = mget(&c, 0, i, j);
+            double tol = 1.2 * (mag * (double)K * 0x1p-23 + fabs(sum) * 0x1p-22) + fabs(sum) * 0x1p-21 +
+                         fabs(want) * u_out + dt->tiny;
+            if (!(fabs(got - want) <= tol))
+                fail_msg("%s: c[%lld][%lld] = %.9g, want %.9g (tol %.3g) on %s", what, (long long)i, (long long)j, got,
+                         want, tol, trt_device_name(dev));
+        }
+    mdrop(&a), mdrop(&b), mdrop(&c), mdrop(&bias);
+}
+
+/* Each activation with and without a bias, each dtype, at edge-masked
+ * and whole-tile sizes (b transposed: a linear layer's weight). */
+static void test_matmul_epilogue(void **state) {
+    (void)state;
+    static const int shapes[][3] = {{7, 16, 31}, {64, 64, 64}, {97, 33, 16}};
+    for (size_t t = 0; t < 3; t++)
+        for (int act = TLS_ACT_NONE; act <= TLS_ACT_GELU_TANH; act++)
+            for (size_t s = 0; s < 3; s++)
+                run_matmul_epilogue(&dtypes[t], shapes[s][0], shapes[s][1], shapes[s][2], (s + (size_t)act) % 3 != 1,
+                                    (tls_activation)act, offset_of(s));
+}
+
 static void test_matmul_batched(void **state) {
     (void)state;
     for (size_t t = 0; t < 3; t++) {
@@ -807,6 +866,11 @@ static void test_matmul_misuse(void **state) {
     EXPECT(tls_matmul(dev, TLS_F16, A, A, C, 16, 16, 16, 16, 1, 16, 1, 16, 1, &ieee), BAD,
            "precision TLS_IEEE is for f32 inputs, not f16");
     EXPECT(tls_matmul(dev, TLS_F32, A, A, C, 16, 16, 16, 16, 1, 16, 1, 16, 1, &odd), BAD, "unknown precision 5");
+    EXPECT(tls_matmul_epilogue(dev, TLS_F32, A, A, C, A, (tls_activation)7, 16, 16, 16, 16, 1, 16, 1, 16, 1, NULL), BAD,
+           "tls_matmul_epilogue: activation 7 is not a tls_activation");
+    EXPECT(tls_matmul_epilogue(dev, TLS_F32, A, A, C, tls_mem_at(a.buf, 1008), TLS_ACT_RELU, 16, 16, 16, 16, 1, 16, 1,
+                               16, 1, NULL),
+           BAD, "bias: the buffer holds 1024 bytes; 1 x 1 x 16 elements with strides 0, 0, 1 need 64 from offset 1008");
     trt_buffer gone;
     OK(trt_alloc(dev, 1024, &gone));
     OK(trt_free(dev, gone));
@@ -855,6 +919,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_matmul),
         cmocka_unit_test(test_matmul_transposed),
         cmocka_unit_test(test_matmul_batched),
+        cmocka_unit_test(test_matmul_epilogue),
         cmocka_unit_test(test_matmul_misuse),
         cmocka_unit_test(test_modules_compile_once),
         cmocka_unit_test(test_options),
