@@ -37,6 +37,9 @@ typedef struct lower_options {
     const char *dump_after; /* pass name, or NULL */
     bool dump_all;          /* dump after every pass */
     tc_strbuf *dump_out;    /* where dumps go; NULL: nowhere */
+    tc_strbuf *notes;       /* where passes explain what they chose
+                               ("file:line:col: note: ..." lines; tilec
+                               --verbose); NULL: nowhere */
 } lower_options;
 
 typedef bool (*lower_pass_fn)(tir_module *m, const lower_options *opt, tc_diag *diag);

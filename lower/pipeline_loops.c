@@ -47,7 +47,12 @@
  * LOWER_DEFAULT_NUM_STAGES; it shrinks (down to 2) until the loop's ring
  * buffers fit LOWER_PIPELINE_SMEM_BYTES (24 KB: static shared memory is
  * 48 KB, and conversions take up to 16 KB beside the rings), and a loop whose buffers do not
- * fit even then is left as it is. One stage means no pipelining. The pass
+ * fit even then is left as it is. Either way a note under --verbose
+ * (lower_options.notes) says so at the loop. This is never an error, not
+ * even for a depth the loop names itself: num_stages is a performance
+ * hint that never changes results, the budget depends on the target and
+ * on what else the kernel keeps in shared memory, and the loop runs
+ * correctly unpipelined. One stage means no pipelining. The pass
  * runs after layout assignment: the copies take the loads' pointer
  * layouts, and local_load gives the load's layout, so everything after it
  * is unchanged. */
@@ -59,6 +64,8 @@ typedef struct pl_ctx {
     tir_func *f;
     tir_value **clone; /* by value id: a value's copy in the slice being cloned */
     uint32_t nclone;
+    tc_strbuf *notes;  /* lower_options.notes: where budget notes go, or NULL */
+    const char *file;  /* the source, for notes */
 } pl_ctx;
 
 /* Whether `v` can be computed for another trip: the induction variable,
@@ -192,6 +199,25 @@ static tir_value *to_i32(tir_builder *b, tir_value *v) {
     return v->type.elem == TIR_I32 ? v : tir_build_cast(b, v, TIR_I32);
 }
 
+/* Under --verbose: the loop gets `stages` stages (0: none) instead of the
+ * `asked` ones, because the ring buffers of `asked` (or of 2) stages would
+ * not fit the budget. */
+static void note_budget(const pl_ctx *c, const tir_op *loop, int asked, int stages, uint64_t slot_bytes) {
+    if (!c->notes) return;
+    const char *file = c->file ? c->file : "<input>";
+    if (loop->loc.line) tc_strbuf_printf(c->notes, "%s:%u:%u: note: ", file, loop->loc.line, loop->loc.col);
+    else tc_strbuf_printf(c->notes, "%s: note: ", file); /* IR read without locations */
+    if (stages)
+        tc_strbuf_printf(c->notes, "software pipelining: %d stages instead of %d: the ring buffers of %d stages "
+                                   "need %llu bytes of shared memory (budget %d)\n",
+                         stages, asked, asked, (unsigned long long)(slot_bytes * (uint64_t)asked),
+                         (int)LOWER_PIPELINE_SMEM_BYTES);
+    else
+        tc_strbuf_printf(c->notes, "software pipelining dropped (%d stages asked): even the ring buffers of 2 "
+                                   "stages need %llu bytes of shared memory (budget %d)\n",
+                         asked, (unsigned long long)(slot_bytes * 2u), (int)LOWER_PIPELINE_SMEM_BYTES);
+}
+
 static void pipeline_loop(pl_ctx *c, tir_op *loop) {
     tir_block *body = loop->body;
     tir_op *loads[TIR_MAX_OPERANDS];
@@ -204,9 +230,12 @@ static void pipeline_loop(pl_ctx *c, tir_op *loop) {
             slot_bytes += tir_type_numel(t) * ((tir_elem_bits((tir_elem)t.elem) + 7) / 8);
         }
     if (!n) return;
-    int stages = loop->num_stages ? loop->num_stages : c->f->num_stages ? c->f->num_stages : LOWER_DEFAULT_NUM_STAGES;
+    int asked = loop->num_stages ? loop->num_stages : c->f->num_stages ? c->f->num_stages : LOWER_DEFAULT_NUM_STAGES;
+    int stages = asked;
     while (stages > 2 && (uint64_t)stages * slot_bytes > LOWER_PIPELINE_SMEM_BYTES) stages--;
-    if (stages < 2 || (uint64_t)stages * slot_bytes > LOWER_PIPELINE_SMEM_BYTES) return;
+    bool fits = (uint64_t)stages * slot_bytes <= LOWER_PIPELINE_SMEM_BYTES;
+    if (asked >= 2 && (stages != asked || !fits)) note_budget(c, loop, asked, fits ? stages : 0, slot_bytes);
+    if (stages < 2 || !fits) return;
 
     tir_builder b = {0};
     b.module = c->f->module;
@@ -281,13 +310,12 @@ static void find_loops(tir_op *op, void *p) {
 }
 
 bool lower_pipeline_loops(tir_module *m, const lower_options *opt, tc_diag *diag) {
-    (void)opt;
     (void)diag;
     tc_arena *arena = tc_arena_new();
     for (tir_func *f = m->funcs; f; f = f->next) {
         loop_list *loops = TC_NEW(arena, loop_list);
         tir_walk(f, find_loops, loops);
-        pl_ctx c = {f, NULL, 0};
+        pl_ctx c = {f, NULL, 0, opt->notes, m->source_name};
         /* clones are memoized by the ids of values that exist now; the
          * values the pass makes are never cloned */
         c.nclone = f->next_value_id;
