@@ -147,6 +147,7 @@ tilec_status tilec_compile(const char *filename, const char *source, size_t len,
         .dump_after = opt->dump_after,
         .dump_all = opt->dump_all,
         .dump_out = &dumps,
+        .notes = opt->verbose ? &info : NULL, /* the passes' notes, before ptxas's report */
     };
     bool from_tir = ends_with(src.name, ".tir");
     if (!lower_run_pipeline(m, &lopt, &diag)) {

@@ -57,7 +57,7 @@ typedef struct tilec_options {
     const char *dump_after;      /* pass name: IR after it goes to `dumps` */
     bool dump_all;
     bool print_locs;             /* loc(...) on --emit=tir */
-    bool verbose;                /* ptxas -v report into `info` */
+    bool verbose;                /* the passes' notes and ptxas -v report into `info` */
     bool sidecar;                /* with LLVM, PTX or cubin: also return the kernels' tile
                                     IR (signatures, num_warps, source lines) in
                                     `sidecar`, which trt_load reads */

@@ -15,7 +15,17 @@
  * none), that operand contributes only gcd(divisibility, new run length):
  * arange(0, 8) is divisible by 2^30 at element 0 but by 1 at element 1.
  * Integer arithmetic is assumed not to wrap inside a run (as Triton does):
- * index arithmetic that overflows i32 is out of bounds anyway. */
+ * index arithmetic that overflows i32 is out of bounds anyway.
+ *
+ * A value carried around a loop is unknown, except a carried induction
+ * value (lower_carried_step: `p = p + d` each trip, d invariant): on trip t
+ * it is init + t*d, which has the facts of `init + x` for an x with d's
+ * constancy and divisibility (t*d is no longer contiguous). d is usually
+ * computed in the body, after the loop's arguments are analyzed, so the
+ * walk runs twice: the second takes d's facts from the first. Facts from
+ * the first walk are sound (a step not yet analyzed counts as unknown),
+ * only weaker where they depend on carried values, so the second walk's,
+ * which replace them, are sound too. */
 #include "lower/lower.h"
 
 enum { AXIS_MAX_DIVISIBILITY = 1 << 30 }; /* what "divisible by anything" becomes (0) */
@@ -68,13 +78,41 @@ static void set(lower_axis_map *map, const tir_value *v, lower_axis_info i) {
     if (v->id < map->n) map->info[v->id] = i;
 }
 
+/* add, sub, addptr of a and b (`op` gives the kind and the pointee). */
+static lower_axis_info sum_facts(const tir_op *op, lower_axis_info a, lower_axis_info b) {
+    lower_axis_info out;
+    int64_t scale = 1; /* offsets count elements; pointer facts count bytes */
+    if (op->code == TIR_OP_ADDPTR) scale = (tir_elem_bits((tir_elem)op->operands[0]->type.pointee) + 7) / 8;
+    /* a run stays contiguous when the other side is constant across it */
+    out.contiguity = max64(min64(a.contiguity, b.constancy), op->code == TIR_OP_SUB ? 1 : min64(b.contiguity, a.constancy));
+    out.constancy = gcd64(a.constancy, b.constancy);
+    int64_t run = max64(out.contiguity, 1);
+    out.divisibility = gcd64(div_at(a, run, scale), div_at(b, run, 1) * scale);
+    return out;
+}
+
+/* The loop's carried induction values: init + t*d on trip t. */
+static void carried_facts(lower_axis_map *map, const tir_op *loop) {
+    for (uint32_t i = 1; i < loop->body->nargs; i++) {
+        const tir_value *d = lower_carried_step(loop, i);
+        if (!d) continue;
+        const tir_value *init = loop->operands[2 + i];
+        const tir_op *next = loop->body->last->operands[i - 1]->def;
+        lower_axis_info di = lower_axis_get(map, d);
+        lower_axis_info td = {1, di.constancy, div_at(di, 1, 1)}; /* t*d, for any t */
+        set(map, loop->body->args[i], sum_facts(next, lower_axis_get(map, init), td));
+    }
+}
+
 static void analyze(tir_op *op, void *p) {
     lower_axis_map *map = p;
     if (op->code == TIR_OP_FOR) {
-        /* iv = lo + k * step: divisible by what divides both; values carried
-         * around the loop stay unknown (1, 1, 1), which is always safe */
+        /* iv = lo + k * step: divisible by what divides both; other values
+         * carried around the loop stay unknown (1, 1, 1), which is always
+         * safe, except carried induction values */
         lower_axis_info lo = lower_axis_get(map, op->operands[0]), st = lower_axis_get(map, op->operands[2]);
         set(map, op->body->args[0], (lower_axis_info){1, 1, gcd64(lo.divisibility, st.divisibility)});
+        carried_facts(map, op);
         return;
     }
     if (op->nresults != 1) return;
@@ -94,16 +132,7 @@ static void analyze(tir_op *op, void *p) {
     case TIR_OP_NUM_PROGRAMS: out = (lower_axis_info){1, 1, 1}; break;
     case TIR_OP_ADD:
     case TIR_OP_SUB:
-    case TIR_OP_ADDPTR: {
-        int64_t scale = 1; /* offsets count elements; pointer facts count bytes */
-        if (op->code == TIR_OP_ADDPTR) scale = (tir_elem_bits((tir_elem)op->operands[0]->type.pointee) + 7) / 8;
-        /* a run stays contiguous when the other side is constant across it */
-        out.contiguity = max64(min64(a.contiguity, b.constancy), op->code == TIR_OP_SUB ? 1 : min64(b.contiguity, a.constancy));
-        out.constancy = gcd64(a.constancy, b.constancy);
-        int64_t run = max64(out.contiguity, 1);
-        out.divisibility = gcd64(div_at(a, run, scale), div_at(b, run, 1) * scale);
-        break;
-    }
+    case TIR_OP_ADDPTR: out = sum_facts(op, a, b); break;
     case TIR_OP_MUL: /* no runs survive (x * 1 is folded away by simplify) */
         out.constancy = gcd64(a.constancy, b.constancy);
         out.divisibility = min64(div_at(a, 1, 1) * div_at(b, 1, 1), AXIS_MAX_DIVISIBILITY);
@@ -181,5 +210,38 @@ lower_axis_map *lower_axis_analyze(tir_func *f, tc_arena *arena) {
         set(map, p, info);
     }
     tir_walk(f, analyze, map);
+    tir_walk(f, analyze, map); /* carried induction values with their steps' facts */
     return map;
+}
+
+enum { AXIS_MAX_INVARIANT_DEPTH = 64 }; /* longer chains count as varying, which is always safe */
+
+static bool invariant_at(const tir_block *body, const tir_value *v, int depth) {
+    if (depth > AXIS_MAX_INVARIANT_DEPTH) return false;
+    if (!v->def) return v->block != body; /* the body's arguments vary */
+    if (v->def->parent != body) return true; /* defined before the loop */
+    const tir_op *op = v->def;
+    if (!(tir_ops[op->code].flags & TIR_F_PURE) || op->body || op->code == TIR_OP_LOCAL_ALLOC) return false;
+    for (uint32_t i = 0; i < op->noperands; i++)
+        if (!invariant_at(body, op->operands[i], depth + 1)) return false;
+    return true;
+}
+
+bool lower_loop_invariant(const tir_block *body, const tir_value *v) { return invariant_at(body, v, 0); }
+
+tir_value *lower_carried_step(const tir_op *loop, uint32_t arg) {
+    const tir_block *body = loop->body;
+    if (loop->code != TIR_OP_FOR || arg == 0 || arg >= body->nargs || !body->last ||
+        body->last->code != TIR_OP_YIELD || body->last->noperands != body->nargs - 1)
+        return NULL;
+    const tir_value *v = body->args[arg];
+    const tir_op *next = body->last->operands[arg - 1]->def;
+    if (!next || next->parent != body || next->noperands != 2) return NULL;
+    /* float additions round: k of them are not one add of k*d */
+    if (next->code != TIR_OP_ADDPTR && !(next->code == TIR_OP_ADD && tir_elem_is_int((tir_elem)v->type.elem)))
+        return NULL;
+    tir_value *d = next->operands[0] == v ? next->operands[1]
+                   : next->code == TIR_OP_ADD && next->operands[1] == v ? next->operands[0]
+                                                                         : NULL;
+    return d && lower_loop_invariant(body, d) ? d : NULL;
 }

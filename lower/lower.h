@@ -42,6 +42,9 @@ typedef struct lower_options {
     const char *dump_after; /* pass name, or NULL */
     bool dump_all;          /* dump after every pass */
     tc_strbuf *dump_out;    /* where dumps go; NULL: nowhere */
+    tc_strbuf *notes;       /* where passes explain what they chose
+                               ("file:line:col: note: ..." lines; tilec
+                               --verbose); NULL: nowhere */
 } lower_options;
 
 typedef bool (*lower_pass_fn)(tir_module *m, const lower_options *opt, tc_diag *diag);
@@ -85,5 +88,19 @@ typedef struct lower_axis_info {
 typedef struct lower_axis_map lower_axis_map;
 lower_axis_map *lower_axis_analyze(tir_func *f, tc_arena *arena);
 lower_axis_info lower_axis_get(const lower_axis_map *map, const tir_value *v);
+
+/* Loop facts (lower/axisinfo.c), shared by the axis analysis and
+ * pipeline_loops. A value is invariant in a `for` body when it is defined
+ * outside the body, or by a pure op of the body (no region, not
+ * local_alloc) on invariant values only: the same on every trip. */
+bool lower_loop_invariant(const tir_block *body, const tir_value *v);
+/* Body argument `arg` (1 .. nargs-1; 0 is the induction variable) of `for`
+ * op `loop` is a carried induction value when the value its body yields
+ * for it is `addptr v, d`, or `add v, d` or `add d, v` on integers, with
+ * d invariant: every trip advances it by the same d, so k trips after a
+ * trip where it is v it is v + k*d (float additions round, so k of them
+ * are not one of k*d). Returns d, or NULL when the argument is not such a
+ * value. */
+tir_value *lower_carried_step(const tir_op *loop, uint32_t arg);
 
 #endif

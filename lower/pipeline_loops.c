@@ -7,10 +7,9 @@
  * reaches operand a or b of a dot in the same body (through casts,
  * transposes and layout conversions), it has no `other` but zero (the copies fill masked
  * elements with zeros), and its pointers and mask are computed from the
- * induction variable and values defined before the loop only, by pure ops
- * (so they can be computed for any trip ahead of time; pointers carried
- * from trip to trip are not handled yet). With S stages, each such load
- * gets a buffer of S slots, and:
+ * induction variable, carried induction values and values defined before
+ * the loop only, by pure ops (so they can be computed for any trip ahead
+ * of time). With S stages, each such load gets a buffer of S slots, and:
  *
  *   before the loop   buf = local_alloc : smem<S x shape>
  *                     for s in 0 .. S-2: copy trip s into slot s, commit
@@ -28,11 +27,32 @@
  * Counting groups: before trip t, S-1 + t groups are committed, one per
  * trip in order; trip t needs the first t+1 done, so S-2 may be in flight.
  *
+ * Carried induction values (lower_carried_step): a value the loop carries
+ * whose yielded next value is `addptr v, d`, `add v, d` or `add d, v`, d
+ * invariant in the loop (defined before it, or computed in the body by
+ * pure ops from such values: `16 * stride` splat to the tile), as
+ * Triton's tutorials advance `a_ptrs += BLOCK_K * stride_ak` or a k offset.
+ * Its value k trips after a trip where it is v is v + k*d, so a clone for
+ * trip s of the prologue uses init + s*d (init itself for s = 0), and the
+ * copy in trip t for trip t + S-1 uses v + (S-1)*d, d's pure ops cloned
+ * with the rest (the multiply for pointers in i64: S-1 times a 32-bit
+ * step must not wrap where the trips' own 64-bit address additions do
+ * not). The loop keeps carrying and updating the value; only the copies
+ * read the clones. Not handled (the load stays as it is): a value advanced
+ * by `sub`, by a step that changes from trip to trip, through another
+ * carried value, or by several ops (`p = p + d1 + d2`); carried values of
+ * `while` loops.
+ *
  * The depth is the loop's num_stages, else the kernel's, else
  * LOWER_DEFAULT_NUM_STAGES; it shrinks (down to 2) until the loop's ring
  * buffers fit LOWER_PIPELINE_SMEM_BYTES (24 KB: static shared memory is
  * 48 KB, and conversions take up to 16 KB beside the rings), and a loop whose buffers do not
- * fit even then is left as it is. One stage means no pipelining. The pass
+ * fit even then is left as it is. Either way a note under --verbose
+ * (lower_options.notes) says so at the loop. This is never an error, not
+ * even for a depth the loop names itself: num_stages is a performance
+ * hint that never changes results, the budget depends on the target and
+ * on what else the kernel keeps in shared memory, and the loop runs
+ * correctly unpipelined. One stage means no pipelining. The pass
  * runs after layout assignment: the copies take the loads' pointer
  * layouts, and local_load gives the load's layout, so everything after it
  * is unchanged. */
@@ -44,13 +64,16 @@ typedef struct pl_ctx {
     tir_func *f;
     tir_value **clone; /* by value id: a value's copy in the slice being cloned */
     uint32_t nclone;
+    tc_strbuf *notes;  /* lower_options.notes: where budget notes go, or NULL */
+    const char *file;  /* the source, for notes */
 } pl_ctx;
 
 /* Whether `v` can be computed for another trip: the induction variable,
- * a value from before the loop, or a pure op of the body on such values. */
+ * a carried induction value, a value from before the loop, or a pure op of
+ * the body on such values. */
 static bool ahead_computable(const tir_block *body, const tir_value *v, int depth) {
     if (depth > 64) return false; /* deep chains: not worth cloning */
-    if (!v->def) return v->block != body || v == body->args[0];
+    if (!v->def) return v->block != body || v == body->args[0] || lower_carried_step(body->parent, v->index);
     if (v->def->parent != body) return true; /* defined before the loop */
     const tir_op *op = v->def;
     if (!(tir_ops[op->code].flags & TIR_F_PURE) || op->body || op->code == TIR_OP_LOCAL_ALLOC) return false;
@@ -88,15 +111,56 @@ static bool qualifies(const tir_block *body, const tir_op *op) {
     return feeds_dot(body, op->results[0], 0);
 }
 
-/* The copy of v for the trip whose induction variable is `iv`: the body's
- * pure ops that v depends on, rebuilt at the builder. */
-static tir_value *clone_for_trip(pl_ctx *c, tir_builder *b, const tir_block *body, tir_value *v, tir_value *iv) {
-    if (v == body->args[0]) return iv;
-    if (!v->def || v->def->parent != body) return v;
+/* The trip a clone computes values for: its induction variable, and the
+ * carried values (by body argument - 1) of the trip `ahead` trips before
+ * it, from which its carried induction values follow. */
+typedef struct trip_ref {
+    tir_value *iv;
+    tir_value *const *base;
+    int ahead;
+} trip_ref;
+
+static tir_value *clone_for_trip(pl_ctx *c, tir_builder *b, const tir_block *body, tir_value *v,
+                                 const trip_ref *trip);
+
+/* Carried induction value `v` (body argument i) at the trip: base + ahead*d,
+ * built as the body's own step is (addptr or add, same operand order).
+ * Pointer steps are widened to i64 before the multiply, so that ahead*d
+ * cannot wrap where the trips' own additions, in 64-bit addresses, do
+ * not; an integer's wraps the same as `ahead` additions would. */
+static tir_value *carried_ahead(pl_ctx *c, tir_builder *b, const tir_block *body, tir_value *v,
+                                const trip_ref *trip) {
+    tir_value *base = trip->base[v->index - 1];
+    if (!trip->ahead) return base;
+    tir_value *dk = clone_for_trip(c, b, body, lower_carried_step(body->parent, v->index), trip);
+    const tir_op *step = body->last->operands[v->index - 1]->def;
+    if (trip->ahead > 1) {
+        if (step->code == TIR_OP_ADDPTR && tir_elem_bits((tir_elem)dk->type.elem) < 64) dk = tir_build_cast(b, dk, TIR_I64);
+        dk = tir_build_binary(b, TIR_OP_MUL, dk, tir_build_const_int(b, dk->type, trip->ahead));
+    }
+    tir_value *ops[2] = {base, dk};
+    if (step->operands[0] != v) ops[0] = dk, ops[1] = base; /* add d, v */
+    tir_value *r = tir_build1(b, step->code, v->type, 2, ops);
+    r->name = v->name;
+    return r;
+}
+
+/* The copy of v for the trip: the body's pure ops that v depends on,
+ * rebuilt at the builder. */
+static tir_value *clone_for_trip(pl_ctx *c, tir_builder *b, const tir_block *body, tir_value *v,
+                                 const trip_ref *trip) {
+    if (v == body->args[0]) return trip->iv;
+    if (!v->def && v->block != body) return v; /* from before the loop */
+    if (v->def && v->def->parent != body) return v;
     if (v->id < c->nclone && c->clone[v->id]) return c->clone[v->id];
+    if (!v->def) { /* a carried induction value (qualifies checked) */
+        tir_value *r = carried_ahead(c, b, body, v, trip);
+        if (v->id < c->nclone) c->clone[v->id] = r;
+        return r;
+    }
     const tir_op *op = v->def;
     tir_value *ops[TIR_MAX_OPERANDS];
-    for (uint32_t i = 0; i < op->noperands; i++) ops[i] = clone_for_trip(c, b, body, op->operands[i], iv);
+    for (uint32_t i = 0; i < op->noperands; i++) ops[i] = clone_for_trip(c, b, body, op->operands[i], trip);
     tir_type types[1] = {v->type};
     tir_op *n = tir_build_op(b, op->code, op->noperands, ops, 1, types);
     n->attr = op->attr;
@@ -105,14 +169,14 @@ static tir_value *clone_for_trip(pl_ctx *c, tir_builder *b, const tir_block *bod
     return n->results[0];
 }
 
-/* async_copy of load `ld` for the trip at `iv` into `slot` of `buf`, the
- * mask cut to trips that exist (in_range: iv < hi). */
+/* async_copy of load `ld` for the trip into `slot` of `buf`, the mask cut
+ * to trips that exist (in_range: iv < hi). */
 static void copy_trip(pl_ctx *c, tir_builder *b, const tir_op *loop, const tir_op *ld, tir_value *buf,
-                      tir_value *slot, tir_value *iv, tir_value *in_range) {
+                      tir_value *slot, const trip_ref *trip, tir_value *in_range) {
     const tir_block *body = loop->body;
-    tir_value *ptrs = clone_for_trip(c, b, body, ld->operands[0], iv);
+    tir_value *ptrs = clone_for_trip(c, b, body, ld->operands[0], trip);
     tir_value *mask = tir_build_splat(b, in_range, tir_with_elem(ptrs->type, in_range->type));
-    if (ld->noperands > 1) mask = tir_build_binary(b, TIR_OP_AND, clone_for_trip(c, b, body, ld->operands[1], iv), mask);
+    if (ld->noperands > 1) mask = tir_build_binary(b, TIR_OP_AND, clone_for_trip(c, b, body, ld->operands[1], trip), mask);
     tir_value *ops[4] = {buf, slot, ptrs, mask};
     tir_build_op(b, TIR_OP_ASYNC_COPY, 4, ops, 0, NULL);
 }
@@ -135,6 +199,25 @@ static tir_value *to_i32(tir_builder *b, tir_value *v) {
     return v->type.elem == TIR_I32 ? v : tir_build_cast(b, v, TIR_I32);
 }
 
+/* Under --verbose: the loop gets `stages` stages (0: none) instead of the
+ * `asked` ones, because the ring buffers of `asked` (or of 2) stages would
+ * not fit the budget. */
+static void note_budget(const pl_ctx *c, const tir_op *loop, int asked, int stages, uint64_t slot_bytes) {
+    if (!c->notes) return;
+    const char *file = c->file ? c->file : "<input>";
+    if (loop->loc.line) tc_strbuf_printf(c->notes, "%s:%u:%u: note: ", file, loop->loc.line, loop->loc.col);
+    else tc_strbuf_printf(c->notes, "%s: note: ", file); /* IR read without locations */
+    if (stages)
+        tc_strbuf_printf(c->notes, "software pipelining: %d stages instead of %d: the ring buffers of %d stages "
+                                   "need %llu bytes of shared memory (budget %d)\n",
+                         stages, asked, asked, (unsigned long long)(slot_bytes * (uint64_t)asked),
+                         (int)LOWER_PIPELINE_SMEM_BYTES);
+    else
+        tc_strbuf_printf(c->notes, "software pipelining dropped (%d stages asked): even the ring buffers of 2 "
+                                   "stages need %llu bytes of shared memory (budget %d)\n",
+                         asked, (unsigned long long)(slot_bytes * 2u), (int)LOWER_PIPELINE_SMEM_BYTES);
+}
+
 static void pipeline_loop(pl_ctx *c, tir_op *loop) {
     tir_block *body = loop->body;
     tir_op *loads[TIR_MAX_OPERANDS];
@@ -147,9 +230,12 @@ static void pipeline_loop(pl_ctx *c, tir_op *loop) {
             slot_bytes += tir_type_numel(t) * ((tir_elem_bits((tir_elem)t.elem) + 7) / 8);
         }
     if (!n) return;
-    int stages = loop->num_stages ? loop->num_stages : c->f->num_stages ? c->f->num_stages : LOWER_DEFAULT_NUM_STAGES;
+    int asked = loop->num_stages ? loop->num_stages : c->f->num_stages ? c->f->num_stages : LOWER_DEFAULT_NUM_STAGES;
+    int stages = asked;
     while (stages > 2 && (uint64_t)stages * slot_bytes > LOWER_PIPELINE_SMEM_BYTES) stages--;
-    if (stages < 2 || (uint64_t)stages * slot_bytes > LOWER_PIPELINE_SMEM_BYTES) return;
+    bool fits = (uint64_t)stages * slot_bytes <= LOWER_PIPELINE_SMEM_BYTES;
+    if (asked >= 2 && (stages != asked || !fits)) note_budget(c, loop, asked, fits ? stages : 0, slot_bytes);
+    if (stages < 2 || !fits) return;
 
     tir_builder b = {0};
     b.module = c->f->module;
@@ -173,8 +259,9 @@ static void pipeline_loop(pl_ctx *c, tir_op *loop) {
                                              tir_build_binary(&b, TIR_OP_MUL, step, tir_build_const_int(&b, lo->type, s)))
                           : lo;
         reset_clones(c);
+        trip_ref trip = {iv, loop->operands + 3, s}; /* carried values: the inits, s trips before */
         tir_value *in_range = tir_build_binary(&b, TIR_OP_LT, iv, loop->operands[1]), *slot = i32c(&b, s);
-        for (uint32_t j = 0; j < n; j++) copy_trip(c, &b, loop, loads[j], bufs[j], slot, iv, in_range);
+        for (uint32_t j = 0; j < n; j++) copy_trip(c, &b, loop, loads[j], bufs[j], slot, &trip, in_range);
         tir_build_op(&b, TIR_OP_ASYNC_COMMIT, 0, NULL, 0, NULL);
     }
 
@@ -199,8 +286,9 @@ static void pipeline_loop(pl_ctx *c, tir_op *loop) {
     tir_value *next_iv = tir_build_binary(&b, TIR_OP_ADD, iv,
                                           tir_build_binary(&b, TIR_OP_MUL, step, tir_build_const_int(&b, lo->type, stages - 1)));
     reset_clones(c);
+    trip_ref next = {next_iv, body->args + 1, stages - 1}; /* carried values: this trip's */
     tir_value *next_in_range = tir_build_binary(&b, TIR_OP_LT, next_iv, loop->operands[1]);
-    for (uint32_t j = 0; j < n; j++) copy_trip(c, &b, loop, loads[j], bufs[j], wslot, next_iv, next_in_range);
+    for (uint32_t j = 0; j < n; j++) copy_trip(c, &b, loop, loads[j], bufs[j], wslot, &next, next_in_range);
     tir_build_op(&b, TIR_OP_ASYNC_COMMIT, 0, NULL, 0, NULL);
     for (uint32_t j = 0; j < n; j++) tir_op_remove(loads[j]);
     remove_dead(c->f, body);
@@ -222,13 +310,12 @@ static void find_loops(tir_op *op, void *p) {
 }
 
 bool lower_pipeline_loops(tir_module *m, const lower_options *opt, tc_diag *diag) {
-    (void)opt;
     (void)diag;
     tc_arena *arena = tc_arena_new();
     for (tir_func *f = m->funcs; f; f = f->next) {
         loop_list *loops = TC_NEW(arena, loop_list);
         tir_walk(f, find_loops, loops);
-        pl_ctx c = {f, NULL, 0};
+        pl_ctx c = {f, NULL, 0, opt->notes, m->source_name};
         /* clones are memoized by the ids of values that exist now; the
          * values the pass makes are never cloned */
         c.nclone = f->next_value_id;

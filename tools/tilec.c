@@ -44,7 +44,8 @@ static const char usage[] =
     "  --no-sidecar          with -o FILE and --emit=ptx|cubin, do not write FILE.tir\n"
     "                        (the kernels' signatures and IR, which the runtime's\n"
     "                        trt_load reads next to the cubin)\n"
-    "  -v, --verbose         print ptxas's resource report to stderr\n"
+    "  -v, --verbose         print notes (a loop's software pipelining cut to fit\n"
+    "                        shared memory) and ptxas's resource report to stderr\n"
     "  --help                show this help\n"
     "  --version             show the version\n";
 

@@ -323,11 +323,63 @@ static void test_mixed_soundness(void **state) {
     check_sound(mixed_tir);
 }
 
+/* Values a loop carries: one advanced by the same step every trip (a
+ * carried induction value, init + t*d on trip t) keeps what init and d
+ * have in common, with the step's facts found although it is computed in
+ * the body; one advanced by a step that changes (the induction variable)
+ * stays unknown. */
+static const char carried_tir[] =
+    "kernel @k(%x: ptr<f16>, %n: i32, %s: i32) {\n"
+    "  %r = arange 0, 64 : tile<64xi32>\n"
+    "  %xs = splat %x : tile<64xptr<f16>>\n"
+    "  %p0 = addptr %xs, %r : tile<64xptr<f16>>\n"
+    "  %lo = const 0 : i32\n"
+    "  %one = const 1 : i32\n"
+    "  %pe, %qe, %ue = for %lo, %n, %one, %p0, %p0, %p0 : tile<64xptr<f16>>, tile<64xptr<f16>>, tile<64xptr<f16>> {\n"
+    "  ^(%i: i32, %p: tile<64xptr<f16>>, %q: tile<64xptr<f16>>, %u: tile<64xptr<f16>>):\n"
+    "    %c16 = const 16 : i32\n"
+    "    %c2 = const 2 : i32\n"
+    "    %c32 = mul %c16, %c2 : i32\n"
+    "    %d = splat %c32 : tile<64xi32>\n"
+    "    %pn = addptr %p, %d : tile<64xptr<f16>>\n"
+    "    %ds = splat %s : tile<64xi32>\n"
+    "    %qn = addptr %q, %ds : tile<64xptr<f16>>\n"
+    "    %di = splat %i : tile<64xi32>\n"
+    "    %un = addptr %u, %di : tile<64xptr<f16>>\n"
+    "    yield %pn, %qn, %un\n"
+    "  }\n"
+    "  return\n"
+    "}\n";
+
+static void test_carried_induction_values(void **state) {
+    (void)state;
+    fx f;
+    tir_func *fn = parse(&f, carried_tir);
+    lower_axis_map *map = lower_axis_analyze(fn, f.arena);
+    tir_op *loop = fn->body->first;
+    while (loop && loop->code != TIR_OP_FOR) loop = loop->next;
+    assert_non_null(loop);
+    assert_non_null(lower_carried_step(loop, 1));
+    assert_non_null(lower_carried_step(loop, 2));
+    assert_null(lower_carried_step(loop, 3)); /* the step is the induction variable */
+    lower_axis_info p = lower_axis_get(map, loop->body->args[1]);
+    assert_int_equal(p.contiguity, 64);
+    assert_int_equal(p.divisibility, 16); /* init 16, each step 64 bytes */
+    lower_axis_info q = lower_axis_get(map, loop->body->args[2]);
+    assert_int_equal(q.contiguity, 64);
+    assert_int_equal(q.divisibility, 2); /* a run-time step: only the element size */
+    lower_axis_info u = lower_axis_get(map, loop->body->args[3]);
+    assert_int_equal(u.contiguity, 1);
+    assert_int_equal(u.divisibility, 1);
+    done(&f);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_vadd_pointer),         cmocka_unit_test(test_compare_constancy),
         cmocka_unit_test(test_strided_divisibility), cmocka_unit_test(test_widening_cast),
         cmocka_unit_test(test_mixed_soundness),
+        cmocka_unit_test(test_carried_induction_values),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1326,6 +1326,93 @@ static void test_dot_result_uses(void **state) {
     }
 }
 
+/* ---- pipelined matmul with carried pointers ------------------------------
+ * Triton's tutorial matmul: the K loop advances its pointers (`a_ptrs +=
+ * BK * stride_ak`) and a k offset used in the masks from trip to trip,
+ * which software pipelining (lower/pipeline_loops.c) stages through
+ * shared-memory rings S-1 trips ahead. M, N and K are odd, so every
+ * block's edges and the last trip's tail are masked. Two forms: the
+ * strides as run-time arguments (the copies go element by element: nothing
+ * is known about their alignment), and padded leading dims given at
+ * compile time with unit steps along k and n (16-byte cp.async copies,
+ * falling back to elements where a run's mask lanes differ). The cpu
+ * device runs the loop unpipelined (the interpreter takes the IR before
+ * the passes; test_runtime_interp checks the pipelined IR there); the emu
+ * and cuda devices run the pipelined code. The reference
+ * sums the exact products of the f16 inputs in float64; tolerance: f32
+ * accumulation of K terms in any order, K 2^-23 sum_k |a_ik b_kj|. */
+static const char carried_mm_src[] =
+    "kernel mm(a: *f16, b: *f16, c: *f32, M: i32, N: i32, K: i32, %s,\n"
+    "          const BM: i32 = 32, const BN: i32 = 32, const BK: i32 = 16, const S: i32 = 3) {\n"
+    "    let offs_am = program_id(0) * BM + arange(0, BM);\n"
+    "    let offs_bn = program_id(1) * BN + arange(0, BN);\n"
+    "    let offs_k = arange(0, BK);\n"
+    "    var a_ptrs = a + offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak;\n"
+    "    var b_ptrs = b + offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn;\n"
+    "    var k0 = 0;\n"
+    "    var acc = zeros((BM, BN), f32);\n"
+    "    for k in range(0, cdiv(K, BK), num_stages = S) {\n"
+    "        let x = load(a_ptrs, (offs_am[:, None] < M) & ((k0 + offs_k)[None, :] < K), other = 0.0);\n"
+    "        let y = load(b_ptrs, (offs_k[:, None] < K - k * BK) & (offs_bn[None, :] < N), other = 0.0);\n"
+    "        acc = dot(x, y, acc);\n"
+    "        a_ptrs = a_ptrs + BK * stride_ak;\n"
+    "        b_ptrs = b_ptrs + BK * stride_bk;\n"
+    "        k0 = k0 + BK;\n"
+    "    }\n"
+    "    store(c + offs_am[:, None] * N + offs_bn[None, :], acc, (offs_am[:, None] < M) & (offs_bn[None, :] < N));\n"
+    "}\n";
+
+static void run_carried_mm(bool const_strides, int bm, int bn, int bk, int stages) {
+    const int M = 2 * bm + 3, N = bn + 5, K = 5 * bk + 7;
+    const int lda = const_strides ? (K + 7) / 8 * 8 : K, ldb = const_strides ? (N + 7) / 8 * 8 : N;
+    char src[sizeof carried_mm_src + 256];
+    snprintf(src, sizeof src, carried_mm_src,
+             const_strides ? "const stride_am: i32 = 0, const stride_ak: i32 = 1, const stride_bk: i32 = 0, "
+                             "const stride_bn: i32 = 1"
+                           : "stride_am: i32, stride_ak: i32, stride_bk: i32, stride_bn: i32");
+    float *a = malloc(sizeof(float) * (size_t)(M * lda)), *b = malloc(sizeof(float) * (size_t)(K * ldb));
+    uint16_t *ha = malloc(2 * (size_t)(M * lda)), *hb = malloc(2 * (size_t)(K * ldb));
+    float *c = poison_f32s(M * N);
+    /* random non-zero f16 values in (-1, 1), padding included */
+    for (int i = 0; i < M * lda; i++) put_f16(ha, (size_t)i, rand_f32() / 1000.0f), a[i] = get_f16(ha, (size_t)i);
+    for (int i = 0; i < K * ldb; i++) put_f16(hb, (size_t)i, rand_f32() / 1000.0f), b[i] = get_f16(hb, (size_t)i);
+    tilec_define d[6] = {{"BM", bm}, {"BN", bn}, {"BK", bk}, {"S", stages}, {"stride_am", lda}, {"stride_bk", ldb}};
+    prog p;
+    trt_kernel *k = compile_text(&p, "carried.tile", src, "mm", d, const_strides ? 6 : 4);
+    trt_buffer ba = upload(ha, 2 * (size_t)(M * lda)), bb = upload(hb, 2 * (size_t)(K * ldb)),
+               bc = upload(c, sizeof(float) * (size_t)(M * N));
+    trt_arg args[10] = {trt_buf(ba), trt_buf(bb), trt_buf(bc), trt_int(M), trt_int(N), trt_int(K),
+                        trt_int(lda),  trt_int(1),    trt_int(ldb),  trt_int(1)};
+    launch(k, cdiv(M, bm), cdiv(N, bn), 1, args, const_strides ? 6 : 10);
+    download(bc, c, sizeof(float) * (size_t)(M * N));
+    trt_free(dev, ba), trt_free(dev, bb);
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double want = 0, mag = 0;
+            for (int kk = 0; kk < K; kk++) {
+                double prod = (double)a[i * lda + kk] * b[kk * ldb + j];
+                want += prod;
+                mag += fabs(prod);
+            }
+            double tol = K * ldexp(1.0, -23) * mag, got = c[i * N + j];
+            if (!(fabs(got - want) <= tol))
+                fail_msg("carried-pointer matmul %dx%dx%d, S=%d, %s strides: c[%d][%d] = %.9g, want %.9g "
+                         "(tolerance %.3g) on %s",
+                         bm, bn, bk, stages, const_strides ? "compile-time" : "run-time", i, j, got, want, tol,
+                         trt_device_name(dev));
+        }
+    free(a), free(b), free(ha), free(hb), free(c);
+    drop(&p);
+}
+
+static void test_pipelined_carried_pointers(void **state) {
+    (void)state;
+    run_carried_mm(false, 32, 32, 16, 3);
+    run_carried_mm(false, 16, 16, 16, 4);
+    run_carried_mm(true, 32, 32, 16, 2);
+    run_carried_mm(true, 64, 32, 32, 4);
+}
+
 /* Rank 3, integer tiles: a permutation, reshapes, a reduction along the
  * middle dim, and a maximum broadcast back over the dim it removed. */
 static void test_tiles_3d(void **state) {
@@ -3121,6 +3208,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_tiles_3d),
         cmocka_unit_test(test_dot),
         cmocka_unit_test(test_dot_result_uses),
+        cmocka_unit_test(test_pipelined_carried_pointers),
         cmocka_unit_test(test_argmax_argmin),
         cmocka_unit_test(test_while_and_if_on_scalars),
         cmocka_unit_test(test_control_flow_on_tiles),
