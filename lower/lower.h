@@ -54,6 +54,13 @@ bool lower_simplify(tir_module *m, const lower_options *opt, tc_diag *diag); /* 
 bool lower_layout(tir_module *m, const lower_options *opt, tc_diag *diag);   /* blocked layouts */
 bool lower_pipeline_loops(tir_module *m, const lower_options *opt, tc_diag *diag); /* loads ahead via cp.async */
 
+/* The most shared memory (bytes) one CTA may use on `arch` ("sm_80",
+ * "sm_90a"; NULL or unknown: sm_80's), with the dynamic opt-in
+ * (cuFuncSetAttribute); lower/target.c. Codegen gives a kernel that needs
+ * at most 48 KB a static array, and one that needs more the dynamic
+ * (extern) array, whose size the launch passes (tir_func.dynamic_smem). */
+uint32_t lower_smem_limit(const char *arch);
+
 /* Runs every pass with verification after each. */
 bool lower_run_pipeline(tir_module *m, const lower_options *opt, tc_diag *diag);
 
