@@ -20,10 +20,10 @@ enum {
     LOWER_ASSUMED_PTR_ALIGN = 16, /* bytes; pointer parameters are assumed this
                                     aligned (docs/language.md; the runtime checks) */
     LOWER_DEFAULT_NUM_STAGES = 3, /* software pipelining of loops that name no depth (Triton's default) */
-    LOWER_PIPELINE_SMEM_BYTES = 24 * 1024, /* one loop's ring buffers: what static shared memory
-                                              (48 KB) leaves beside layout conversions (16 KB
-                                              rounds) and reductions, until kernels use
-                                              dynamic shared memory */
+    LOWER_PIPELINE_SMEM_RESERVE = 24 * 1024, /* shared memory kept out of a kernel's ring buffers
+                                                for what codegen puts beside them: a layout
+                                                conversion's 16 KB round plus a spare slot per
+                                                thread (up to 8 KB), reductions' partials */
     LOWER_MAX_PIPELINED_LOOPS = 256 /* loops of one kernel the pass looks at */
 };
 
