@@ -163,19 +163,6 @@ tilec_status tilec_compile(const char *filename, const char *source, size_t len,
         goto done;
     }
 
-    if (opt->sidecar) {
-        /* what the runtime needs to check and run loaded kernels */
-        tc_strbuf side;
-        tc_strbuf_init(&side);
-        tc_strbuf_printf(&side,
-                         "// tilec %s sidecar: the kernels' tile IR, read by trt_load\n// source: %s\n"
-                         "// target: %s %s\n",
-                         TILEC_VERSION, src.name,
-                         opt->emit == TILEC_EMIT_PTX ? "ptx" : opt->emit == TILEC_EMIT_LLVM ? "llvm" : "cubin", arch);
-        tir_print_module(&side, m, TIR_PRINT_LOCS);
-        out->sidecar = tc_strbuf_take(&side);
-    }
-
     double t1 = tc_now_ms();
     LLVMContextRef ctx = LLVMContextCreate();
     bool over_limit;
@@ -186,6 +173,19 @@ tilec_status tilec_compile(const char *filename, const char *source, size_t len,
         status = from_tir || over_limit ? TILEC_ERR_SOURCE : TILEC_ERR_INTERNAL;
         LLVMContextDispose(ctx);
         goto done;
+    }
+    if (opt->sidecar) {
+        /* what the runtime needs to check and run loaded kernels; after
+         * codegen, which sets each kernel's dynamic_smem */
+        tc_strbuf side;
+        tc_strbuf_init(&side);
+        tc_strbuf_printf(&side,
+                         "// tilec %s sidecar: the kernels' tile IR, read by trt_load\n// source: %s\n"
+                         "// target: %s %s\n",
+                         TILEC_VERSION, src.name,
+                         opt->emit == TILEC_EMIT_PTX ? "ptx" : opt->emit == TILEC_EMIT_LLVM ? "llvm" : "cubin", arch);
+        tir_print_module(&side, m, TIR_PRINT_LOCS);
+        out->sidecar = tc_strbuf_take(&side);
     }
     if (opt->emit == TILEC_EMIT_LLVM && opt->llvm_optimized) {
         if (ptx_optimized_ir(lm, arch, opt->opt_level, &text, &diag)) set_text(out, &text);

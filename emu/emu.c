@@ -33,8 +33,11 @@ enum {
     BUFFER_BIAS_MOD = 4096, /* a buffer's offsets start at its address mod this, so alignment is the host's */
     MAX_BITCAST_BYTES = 128,
     MAX_PRINTF_TEXT = 4096,
-    CP_ASYNC_MAX_PENDING = 256,
-    POISON_BYTE = 0xff
+    CP_ASYNC_MAX_PENDING = 4096, /* a thread's copies in flight: a runaway guard, above what
+                                    deep rings give (4 stages of 128x32 f32 tiles whose layout
+                                    repeats each element: 160 copies a stage) */
+    POISON_BYTE = 0xff,
+    DYNAMIC_SMEM_ALIGN = 16 /* where the dynamic shared array starts (codegen aligns it to 16) */
 };
 #define OFFSET_MASK ((UINT64_C(1) << REGION_SHIFT) - 1)
 
@@ -189,7 +192,7 @@ struct emu_module {
     LLVMTargetDataRef td;
     uint8_t *consts; /* constant globals */
     uint64_t consts_size;
-    uint64_t shared_size;
+    uint64_t shared_size;  /* static shared memory; the dynamic array starts here */
     LLVMValueRef *globals; /* every global variable, and its tagged address */
     uint64_t *global_addr;
     uint32_t nglobals;
@@ -488,7 +491,10 @@ static bool const_bytes(xlate *x, LLVMValueRef v, uint8_t *out) {
 }
 
 /* Places every global: addrspace 3 in the shared region, the others (with
- * initializers) in the constant region. */
+ * initializers) in the constant region. An addrspace 3 global without an
+ * initializer is the dynamic shared array (extern __shared__): all of them
+ * start after the static ones, 16-byte aligned, at the same address, and
+ * the launch says how many bytes it has (emu_launch.dynamic_smem). */
 static bool place_globals(xlate *x) {
     emu_module *m = x->m;
     uint32_t n = 0;
@@ -503,7 +509,9 @@ static bool place_globals(xlate *x) {
         uint64_t align = LLVMGetAlignment(g) ? LLVMGetAlignment(g) : LLVMABIAlignmentOfType(m->td, ty);
         unsigned space = LLVMGetPointerAddressSpace(LLVMTypeOf(g));
         m->globals[m->nglobals] = g;
-        if (space == 3) {
+        if (space == 3 && !LLVMGetInitializer(g)) {
+            m->global_addr[m->nglobals++] = 0; /* placed below, after the static ones */
+        } else if (space == 3) {
             m->shared_size = (m->shared_size + align - 1) / align * align;
             m->global_addr[m->nglobals++] = make_ptr(REGION_SHARED, m->shared_size);
             m->shared_size += size;
@@ -516,6 +524,20 @@ static bool place_globals(xlate *x) {
             m->global_addr[m->nglobals++] = make_ptr(REGION_CONST, cend);
             cend += size;
         }
+    }
+    bool aligned = false;
+    for (uint32_t i = 0; i < m->nglobals; i++) {
+        LLVMValueRef g = m->globals[i];
+        if (LLVMGetPointerAddressSpace(LLVMTypeOf(g)) != 3 || LLVMGetInitializer(g)) continue;
+        if (!aligned) { /* the static part's exact end stays checked in modules without one */
+            m->shared_size = (m->shared_size + DYNAMIC_SMEM_ALIGN - 1) / DYNAMIC_SMEM_ALIGN * DYNAMIC_SMEM_ALIGN;
+            aligned = true;
+        }
+        if (LLVMGetAlignment(g) > DYNAMIC_SMEM_ALIGN) {
+            xfail(x, g, "a dynamic shared array aligned to more than %d bytes", DYNAMIC_SMEM_ALIGN);
+            return false;
+        }
+        m->global_addr[i] = make_ptr(REGION_SHARED, m->shared_size);
     }
     m->consts_size = cend;
     m->consts = calloc(1, cend + 16);
@@ -1246,6 +1268,7 @@ typedef struct run {
     thread *th;
     uint32_t nth;
     uint8_t *shared;
+    uint64_t shared_size; /* the module's static shared memory and the launch's dynamic */
     shadow *sh;     /* one per shared byte */
     uint32_t epoch; /* grows at every barrier and CTA */
     uint32_t cta_epoch; /* the epoch the CTA began in */
@@ -1288,7 +1311,7 @@ static uint8_t *mem(run *r, thread *t, const emu_inst *in, uint64_t p, uint64_t 
     uint8_t *base;
     const char *what;
     switch (region) {
-    case REGION_SHARED: base = r->shared, hi = r->m->shared_size, what = "shared memory"; break;
+    case REGION_SHARED: base = r->shared, hi = r->shared_size, what = "shared memory"; break;
     case REGION_LOCAL: base = t->local, hi = r->f->local_size, what = "local memory"; break;
     case REGION_CONST:
         if (write) return rfail(r, t, in, "a store to constant memory (%#llx)", (unsigned long long)p), NULL;
@@ -2054,7 +2077,7 @@ static bool run_cta(run *r, uint64_t *tmp) {
         thread *t = &r->th[i];
         t->pc = 0, t->state = T_RUN, t->ncp = 0, t->committed = 0;
     }
-    if (r->m->shared_size) memset(r->shared, POISON_BYTE, r->m->shared_size);
+    if (r->shared_size) memset(r->shared, POISON_BYTE, r->shared_size);
     r->epoch++;
     r->cta_epoch = r->epoch;
     for (;;) {
@@ -2127,15 +2150,21 @@ emu_result emu_run(const emu_module *m, const emu_launch *l, char *err, size_t e
         snprintf(err, err_size, "emulator: kernel '%s' takes %u arguments, %u given", f->name, f->nparams, l->nargs);
         return EMU_ERROR;
     }
+    if (l->dynamic_smem > EMU_MAX_DYNAMIC_SMEM) {
+        snprintf(err, err_size, "emulator: %u bytes of dynamic shared memory asked for (no GPU has more than %d)",
+                 l->dynamic_smem, EMU_MAX_DYNAMIC_SMEM);
+        return EMU_ERROR;
+    }
     run r;
     memset(&r, 0, sizeof r);
     r.m = m, r.f = f, r.l = l, r.nth = f->threads, r.err = err, r.err_size = err_size, r.last_tid = -1;
+    r.shared_size = m->shared_size + l->dynamic_smem;
     r.th = calloc(r.nth, sizeof *r.th);
     uint64_t *frames = calloc((size_t)r.nth * f->nwords + 1, sizeof *frames);
     uint64_t local_stride = (f->local_size + 15) / 16 * 16;
     uint8_t *locals = calloc(1, (size_t)(r.nth * local_stride) + 16);
-    r.shared = aligned_alloc(256, (size_t)(m->shared_size + 255) / 256 * 256 + 256);
-    r.sh = calloc((size_t)m->shared_size + 1, sizeof *r.sh);
+    r.shared = aligned_alloc(256, (size_t)(r.shared_size + 255) / 256 * 256 + 256);
+    r.sh = calloc((size_t)r.shared_size + 1, sizeof *r.sh);
     uint64_t *tmp = malloc(((size_t)f->nwords + 1) * sizeof *tmp);
     if (!r.th || !frames || !locals || !r.shared || !r.sh || !tmp) {
         snprintf(err, err_size, "emulator: out of memory");

@@ -15,8 +15,9 @@
  *
  * Memory: a pointer is a tagged 64-bit value, region << 40 | byte offset,
  * where the region is a launch buffer (global memory), the CTA's shared
- * memory (addrspace 3 globals, laid out with their alignment, poisoned
- * with 0xff bytes before each CTA), the thread's allocas, or the module's
+ * memory (addrspace 3 globals, laid out with their alignment, then the
+ * dynamic array of emu_launch.dynamic_smem bytes that external addrspace 3
+ * globals name; poisoned with 0xff bytes before each CTA), the thread's allocas, or the module's
  * constant globals (printf formats). Every access is checked against its
  * region's bounds and its instruction's alignment; an access outside, to
  * an unmapped region, or a store to a constant is an error naming the
@@ -58,7 +59,8 @@
 enum {
     EMU_WARP = 32,
     EMU_MAX_ARGS = 64,
-    EMU_MAX_THREADS = 1024
+    EMU_MAX_THREADS = 1024,
+    EMU_MAX_DYNAMIC_SMEM = 1 << 20 /* bytes a launch may give the dynamic shared array */
 };
 
 typedef struct emu_module emu_module;
@@ -97,6 +99,10 @@ typedef struct emu_launch {
     /* where printed lines go (text ends in '\n'); NULL: stdout */
     void (*print)(void *user, const char *text, size_t len);
     void *print_user;
+    /* bytes of dynamic shared memory each CTA gets: what the module's
+     * external addrspace(3) arrays (extern __shared__) address, after
+     * its static shared memory */
+    uint32_t dynamic_smem;
 } emu_launch;
 
 typedef enum emu_result { EMU_OK, EMU_ERROR, EMU_ASSERT } emu_result;

@@ -52,7 +52,8 @@ enum {
     CG_MAX_SPT = 64,
     CG_SMEM_SLOT_BYTES = 8, /* one reduction partial per warp, any element type */
     CG_MAX_LAYOUTS = 32,    /* layouts whose thread bases are kept (more are recomputed) */
-    CG_MAX_STATIC_SMEM = 48 * 1024, /* static shared memory of one CTA on every target */
+    CG_MAX_STATIC_SMEM = 48 * 1024, /* static shared memory of one CTA on every target; a kernel
+                                       needing more gets the dynamic array (see gen_func) */
     CG_MOVE_ROUND_BYTES = 16 * 1024, /* a larger tile changes layout through scratch in rounds of this
                                         size (a 128x128 f32 accumulator in 4), which leaves room
                                         for other shared memory */
@@ -86,6 +87,8 @@ typedef struct cg {
     } bases[CG_MAX_LAYOUTS];
     uint32_t nbases;
     bool over_limit;                        /* the error is the kernel's: it needs more than the target has */
+    uint32_t smem_limit;                    /* shared memory one CTA may have on the target (lower_smem_limit) */
+    const char *arch;                       /* the target, for messages */
     LLVMValueRef str_true, str_false;       /* print's i1 texts (module constants), made when first needed */
     bool ok;
 } cg;
@@ -1827,6 +1830,8 @@ typedef struct smem_need {
     uint32_t slots;   /* rank-1 reductions: one slot each */
     uint32_t scratch; /* the largest layout change, general reduction or scan */
     const tir_op *largest; /* the op that needs `scratch` */
+    const tir_op *largest_buffer; /* the largest local_alloc */
+    uint32_t largest_buffer_bytes;
 } smem_need;
 
 static void count_smem(tir_op *op, void *p) {
@@ -1843,7 +1848,9 @@ static void count_smem(tir_op *op, void *p) {
     } else if (is_atomic(op->code)) {
         s = atomic_scratch(n->f, op);
     } else if (op->code == TIR_OP_LOCAL_ALLOC) {
-        n->buffers += buffer_bytes(&op->results[0]->type);
+        uint32_t b = buffer_bytes(&op->results[0]->type);
+        n->buffers += b;
+        if (b > n->largest_buffer_bytes) n->largest_buffer_bytes = b, n->largest_buffer = op;
     } else if (op->nresults == 1 && op->noperands == 1) {
         s = move_scratch(op);
     }
@@ -2500,26 +2507,48 @@ static bool gen_func(cg *c, tir_func *f) {
     }
     c->tid = sreg(c, "llvm.nvvm.read.ptx.sreg.tid.x");
     memset(c->tid_times, 0, sizeof c->tid_times);
-    smem_need need = {f, 0, 0, 0, NULL};
+    smem_need need = {f, 0, 0, 0, NULL, NULL, 0};
     tir_walk(f, count_smem, &need);
     c->buffer_next = (need.slots + 15) & ~15u;
     c->scratch = c->buffer_next + need.buffers;
     uint32_t smem_bytes = need.scratch ? c->scratch + need.scratch : need.buffers ? c->scratch : need.slots;
-    if (smem_bytes > CG_MAX_STATIC_SMEM) {
-        /* moves are not split into rounds yet: say which op, not ptxas */
-        char what[200];
-        snprintf(what, sizeof what,
-                 "this needs %u bytes of shared memory to move or reduce a tile across threads (limit is %d); "
-                 "use smaller tiles",
-                 smem_bytes, CG_MAX_STATIC_SMEM);
-        cg_error(c, need.largest, what);
+    if (smem_bytes > c->smem_limit) {
+        /* say which op, not ptxas or the launch */
+        char what[300];
+        bool buffers = need.buffers > need.scratch;
+        if (!buffers)
+            snprintf(what, sizeof what,
+                     "this needs %u bytes of shared memory to move or reduce a tile across threads (limit is %u on %s); "
+                     "use smaller tiles",
+                     smem_bytes, c->smem_limit, c->arch);
+        else
+            snprintf(what, sizeof what,
+                     "the kernel's shared-memory buffers need %u bytes (limit is %u on %s); use smaller tiles or fewer "
+                     "stages",
+                     smem_bytes, c->smem_limit, c->arch);
+        cg_error(c, buffers ? need.largest_buffer : need.largest, what);
         c->over_limit = true;
         return false;
     }
     c->smem = NULL;
     c->smem_used = 0;
     c->nbases = 0;
-    if (smem_bytes) {
+    f->dynamic_smem = 0;
+    if (smem_bytes > CG_MAX_STATIC_SMEM) {
+        /* the extern __shared__ array: one per module, shared by its
+         * kernels (each CTA has its own); the launch gives it
+         * f->dynamic_smem bytes, which reach the runtime with the kernel's
+         * tile IR (the sidecar) */
+        static const char dyn_name[] = "tilec$dynamic_smem"; /* no kernel can have this name */
+        c->smem = LLVMGetNamedGlobal(c->mod, dyn_name);
+        if (!c->smem) {
+            c->smem = LLVMAddGlobalInAddressSpace(c->mod, LLVMArrayType2(LLVMInt8TypeInContext(c->ctx), 0), dyn_name,
+                                                  NVPTX_ADDRSPACE_SHARED);
+            LLVMSetLinkage(c->smem, LLVMExternalLinkage);
+            LLVMSetAlignment(c->smem, 16);
+        }
+        f->dynamic_smem = smem_bytes;
+    } else if (smem_bytes) {
         char name[300];
         snprintf(name, sizeof name, "%s.smem", f->name);
         LLVMTypeRef ty = LLVMArrayType2(LLVMInt8TypeInContext(c->ctx), smem_bytes);
@@ -2540,7 +2569,8 @@ LLVMModuleRef lower_codegen(tir_module *m, LLVMContextRef ctx, const lower_optio
     LLVMSetDataLayout(mod, "e-i64:64-i128:128-v16:16-v32:32-n16:32:64");
     tc_arena *arena = tc_arena_new();
     cg c = {.ctx = ctx, .mod = mod, .b = LLVMCreateBuilderInContext(ctx), .arena = arena, .diag = diag,
-            .file = m->source_name ? m->source_name : "<tir>", .ok = true};
+            .file = m->source_name ? m->source_name : "<tir>", .ok = true,
+            .arch = opt && opt->arch ? opt->arch : "sm_80", .smem_limit = lower_smem_limit(opt ? opt->arch : NULL)};
     for (tir_func *f = m->funcs; f && c.ok; f = f->next) {
         c.f = f;
         if (!f->num_warps) {

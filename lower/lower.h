@@ -20,15 +20,12 @@ enum {
     LOWER_ASSUMED_PTR_ALIGN = 16, /* bytes; pointer parameters are assumed this
                                     aligned (docs/language.md; the runtime checks) */
     LOWER_DEFAULT_NUM_STAGES = 3, /* software pipelining of loops that name no depth (Triton's default) */
-    LOWER_PIPELINE_SMEM_BYTES = 24 * 1024, /* one loop's ring buffers: what static shared memory
-                                              (48 KB) leaves beside layout conversions (16 KB
-                                              rounds) and reductions, until kernels use
-                                              dynamic shared memory */
+    LOWER_PIPELINE_SMEM_RESERVE = 24 * 1024, /* shared memory kept out of a kernel's buffers (rings,
+                                                staged operands) for what codegen puts beside
+                                                them: a layout conversion's 16 KB round plus a
+                                                spare slot per thread (up to 8 KB), reductions'
+                                                partials */
     LOWER_MAX_PIPELINED_LOOPS = 256, /* loops of one kernel the pass looks at */
-    LOWER_BUFFER_SMEM_BYTES = 30 * 1024, /* all of a kernel's buffers once operands are staged
-                                            (stage_operands): static shared memory (48 KB)
-                                            less a conversion's 16 KB rounds, their spare
-                                            slots and reductions' slots */
     LOWER_MAX_STAGED_OPERANDS = 256 /* dot operands of one kernel stage_operands looks at */
 };
 
@@ -62,6 +59,13 @@ bool lower_simplify(tir_module *m, const lower_options *opt, tc_diag *diag); /* 
 bool lower_layout(tir_module *m, const lower_options *opt, tc_diag *diag);   /* blocked layouts */
 bool lower_pipeline_loops(tir_module *m, const lower_options *opt, tc_diag *diag); /* loads ahead via cp.async */
 bool lower_stage_operands(tir_module *m, const lower_options *opt, tc_diag *diag); /* dot operands via swizzled smem */
+
+/* The most shared memory (bytes) one CTA may use on `arch` ("sm_80",
+ * "sm_90a"; NULL or unknown: sm_80's), with the dynamic opt-in
+ * (cuFuncSetAttribute); lower/target.c. Codegen gives a kernel that needs
+ * at most 48 KB a static array, and one that needs more the dynamic
+ * (extern) array, whose size the launch passes (tir_func.dynamic_smem). */
+uint32_t lower_smem_limit(const char *arch);
 
 /* Runs every pass with verification after each. */
 bool lower_run_pipeline(tir_module *m, const lower_options *opt, tc_diag *diag);

@@ -45,14 +45,18 @@
  *
  * The depth is the loop's num_stages, else the kernel's, else
  * LOWER_DEFAULT_NUM_STAGES; it shrinks (down to 2) until the loop's ring
- * buffers fit LOWER_PIPELINE_SMEM_BYTES (24 KB: static shared memory is
- * 48 KB, and conversions take up to 16 KB beside the rings), and a loop whose buffers do not
- * fit even then is left as it is. Either way a note under --verbose
- * (lower_options.notes) says so at the loop. This is never an error, not
- * even for a depth the loop names itself: num_stages is a performance
- * hint that never changes results, the budget depends on the target and
- * on what else the kernel keeps in shared memory, and the loop runs
- * correctly unpipelined. One stage means no pipelining. The pass
+ * buffers fit what is left of the kernel's budget, and a loop whose
+ * buffers do not fit even then is left as it is. Every buffer has its own
+ * shared memory for the whole kernel (lower/codegen.c), so the budget is
+ * the kernel's, shared by its loops in order: the target's shared memory
+ * per CTA (lower_smem_limit, with dynamic shared memory) less
+ * LOWER_PIPELINE_SMEM_RESERVE for conversions and reductions beside the
+ * rings, less buffers the kernel already has. Either way a note under
+ * --verbose (lower_options.notes) says so at the loop. This is never an
+ * error, not even for a depth the loop names itself: num_stages is a
+ * performance hint that never changes results, the budget depends on the
+ * target and on what else the kernel keeps in shared memory, and the loop
+ * runs correctly unpipelined. One stage means no pipelining. The pass
  * runs after layout assignment: the copies take the loads' pointer
  * layouts, and local_load gives the load's layout, so everything after it
  * is unchanged. */
@@ -66,7 +70,27 @@ typedef struct pl_ctx {
     uint32_t nclone;
     tc_strbuf *notes;  /* lower_options.notes: where budget notes go, or NULL */
     const char *file;  /* the source, for notes */
+    uint64_t smem_left; /* bytes of the kernel's ring budget not yet given to a loop */
 } pl_ctx;
+
+/* Shared memory of a buffer of `t`'s elements, as codegen lays buffers out
+ * (each 16-byte aligned). */
+static uint64_t smem_buffer_bytes(tir_type t, uint64_t slots) {
+    uint64_t eb = t.elem == TIR_PTR ? 8 : (tir_elem_bits((tir_elem)t.elem) + 7) / 8;
+    return (slots * tir_type_numel(t) * eb + 15) & ~(uint64_t)15;
+}
+
+/* The rings of `n` loads at `stages` slots each. */
+static uint64_t ring_bytes(tir_op *const *loads, uint32_t n, int stages) {
+    uint64_t total = 0;
+    for (uint32_t j = 0; j < n; j++) total += smem_buffer_bytes(loads[j]->results[0]->type, (uint64_t)stages);
+    return total;
+}
+
+/* Buffers the kernel has before this pass (hand-written IR, earlier passes). */
+static void count_buffers(tir_op *op, void *p) {
+    if (op->code == TIR_OP_LOCAL_ALLOC) *(uint64_t *)p += smem_buffer_bytes(op->results[0]->type, 1);
+}
 
 /* Whether `v` can be computed for another trip: the induction variable,
  * a carried induction value, a value from before the loop, or a pure op of
@@ -202,40 +226,37 @@ static tir_value *to_i32(tir_builder *b, tir_value *v) {
 /* Under --verbose: the loop gets `stages` stages (0: none) instead of the
  * `asked` ones, because the ring buffers of `asked` (or of 2) stages would
  * not fit the budget. */
-static void note_budget(const pl_ctx *c, const tir_op *loop, int asked, int stages, uint64_t slot_bytes) {
+static void note_budget(const pl_ctx *c, const tir_op *loop, int asked, int stages, tir_op *const *loads,
+                        uint32_t n) {
     if (!c->notes) return;
     const char *file = c->file ? c->file : "<input>";
     if (loop->loc.line) tc_strbuf_printf(c->notes, "%s:%u:%u: note: ", file, loop->loc.line, loop->loc.col);
     else tc_strbuf_printf(c->notes, "%s: note: ", file); /* IR read without locations */
     if (stages)
         tc_strbuf_printf(c->notes, "software pipelining: %d stages instead of %d: the ring buffers of %d stages "
-                                   "need %llu bytes of shared memory (budget %d)\n",
-                         stages, asked, asked, (unsigned long long)(slot_bytes * (uint64_t)asked),
-                         (int)LOWER_PIPELINE_SMEM_BYTES);
+                                   "need %llu bytes of shared memory (budget %llu)\n",
+                         stages, asked, asked, (unsigned long long)ring_bytes(loads, n, asked),
+                         (unsigned long long)c->smem_left);
     else
         tc_strbuf_printf(c->notes, "software pipelining dropped (%d stages asked): even the ring buffers of 2 "
-                                   "stages need %llu bytes of shared memory (budget %d)\n",
-                         asked, (unsigned long long)(slot_bytes * 2u), (int)LOWER_PIPELINE_SMEM_BYTES);
+                                   "stages need %llu bytes of shared memory (budget %llu)\n",
+                         asked, (unsigned long long)ring_bytes(loads, n, 2), (unsigned long long)c->smem_left);
 }
 
 static void pipeline_loop(pl_ctx *c, tir_op *loop) {
     tir_block *body = loop->body;
     tir_op *loads[TIR_MAX_OPERANDS];
     uint32_t n = 0;
-    uint64_t slot_bytes = 0;
     for (tir_op *op = body->first; op && n < TIR_MAX_OPERANDS; op = op->next)
-        if (qualifies(body, op)) {
-            loads[n++] = op;
-            tir_type t = op->results[0]->type;
-            slot_bytes += tir_type_numel(t) * ((tir_elem_bits((tir_elem)t.elem) + 7) / 8);
-        }
+        if (qualifies(body, op)) loads[n++] = op;
     if (!n) return;
     int asked = loop->num_stages ? loop->num_stages : c->f->num_stages ? c->f->num_stages : LOWER_DEFAULT_NUM_STAGES;
     int stages = asked;
-    while (stages > 2 && (uint64_t)stages * slot_bytes > LOWER_PIPELINE_SMEM_BYTES) stages--;
-    bool fits = (uint64_t)stages * slot_bytes <= LOWER_PIPELINE_SMEM_BYTES;
-    if (asked >= 2 && (stages != asked || !fits)) note_budget(c, loop, asked, fits ? stages : 0, slot_bytes);
+    while (stages > 2 && ring_bytes(loads, n, stages) > c->smem_left) stages--;
+    bool fits = ring_bytes(loads, n, stages) <= c->smem_left;
+    if (asked >= 2 && (stages != asked || !fits)) note_budget(c, loop, asked, fits ? stages : 0, loads, n);
     if (stages < 2 || !fits) return;
+    c->smem_left -= ring_bytes(loads, n, stages);
 
     tir_builder b = {0};
     b.module = c->f->module;
@@ -311,11 +332,15 @@ static void find_loops(tir_op *op, void *p) {
 
 bool lower_pipeline_loops(tir_module *m, const lower_options *opt, tc_diag *diag) {
     (void)diag;
+    uint64_t limit = lower_smem_limit(opt ? opt->arch : NULL);
+    uint64_t budget = limit > LOWER_PIPELINE_SMEM_RESERVE ? limit - LOWER_PIPELINE_SMEM_RESERVE : 0;
     tc_arena *arena = tc_arena_new();
     for (tir_func *f = m->funcs; f; f = f->next) {
         loop_list *loops = TC_NEW(arena, loop_list);
         tir_walk(f, find_loops, loops);
-        pl_ctx c = {f, NULL, 0, opt->notes, m->source_name};
+        uint64_t have = 0;
+        tir_walk(f, count_buffers, &have);
+        pl_ctx c = {f, NULL, 0, opt->notes, m->source_name, budget > have ? budget - have : 0};
         /* clones are memoized by the ids of values that exist now; the
          * values the pass makes are never cloned */
         c.nclone = f->next_value_id;

@@ -25,8 +25,9 @@
  *         local_store buf, 0, x
  *         barrier
  *         y = local_load buf, 0 : the dot_op layout
- *     while all the kernel's buffers fit LOWER_BUFFER_SMEM_BYTES; past it
- *     the conversion stays as it is.
+ *     while all the kernel's buffers fit its budget, the target's shared
+ *     memory (lower_smem_limit) less LOWER_PIPELINE_SMEM_RESERVE, as the
+ *     rings do; past it the conversion stays as it is.
  *
  * The swizzle (tir_shared_for_dot) keeps 16-byte chunks together and
  * xors their position in a row with the row's index, so the 8 rows of an
@@ -39,6 +40,7 @@
 typedef struct stage_ctx {
     tir_func *f;
     uint64_t buffer_bytes; /* the kernel's local_alloc buffers so far */
+    uint64_t budget;       /* what they may take */
 } stage_ctx;
 
 static unsigned elem_bytes(tir_elem e) { return (tir_elem_bits(e) + 7) / 8; }
@@ -186,7 +188,7 @@ static bool stage_through_buffer(stage_ctx *c, tir_op *cv) {
     tir_value *x = cv->operands[0];
     tir_type xt = x->type;
     if (xt.rank != 2 || xt.elem == TIR_PTR || xt.elem == TIR_I1) return false;
-    if (c->buffer_bytes + smem_bytes(xt) > LOWER_BUFFER_SMEM_BYTES) return false;
+    if (c->buffer_bytes + smem_bytes(xt) > c->budget) return false;
     c->buffer_bytes += smem_bytes(xt);
     tir_builder b = {0};
     b.module = c->f->module;
@@ -241,11 +243,12 @@ static void add_buffer(tir_op *op, void *p) {
 }
 
 bool lower_stage_operands(tir_module *m, const lower_options *opt, tc_diag *diag) {
-    (void)opt;
     (void)diag;
+    uint32_t limit = lower_smem_limit(opt->arch);
+    uint64_t budget = limit > LOWER_PIPELINE_SMEM_RESERVE ? limit - LOWER_PIPELINE_SMEM_RESERVE : 0;
     tc_arena *arena = tc_arena_new();
     for (tir_func *f = m->funcs; f; f = f->next) {
-        stage_ctx c = {f, 0};
+        stage_ctx c = {f, 0, budget};
         tir_walk(f, add_buffer, &c.buffer_bytes);
         conv_list *l = TC_NEW(arena, conv_list);
         tir_walk(f, find_conversions, l);

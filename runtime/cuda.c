@@ -18,6 +18,8 @@ typedef uint64_t CUdeviceptr;
 typedef void *CUcontext, *CUmodule, *CUfunction, *CUstream;
 
 enum { CU_ATTR_CC_MAJOR = 75, CU_ATTR_CC_MINOR = 76, CU_ATTR_SM_COUNT = 16, CU_ERROR_NO_DEVICE = 100, CU_ERROR_ASSERT = 710 };
+/* CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
+enum { CU_ATTR_SMEM_OPTIN = 97, CU_FUNC_ATTR_MAX_DYNAMIC_SMEM = 8 };
 enum { CU_PTR_CONTEXT = 1, CU_PTR_MEMORY_TYPE = 2, CU_PTR_RANGE_START = 11, CU_PTR_RANGE_SIZE = 12, CU_MEM_DEVICE = 2 };
 
 typedef struct cuda_api {
@@ -44,6 +46,7 @@ typedef struct cuda_api {
     CUresult (*cuModuleLoadData)(CUmodule *, const void *);
     CUresult (*cuModuleUnload)(CUmodule);
     CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
+    CUresult (*cuFuncSetAttribute)(CUfunction, int, int);
     CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                                CUstream, void **, void **);
     CUresult (*cuGetErrorName)(CUresult, const char **);
@@ -58,6 +61,7 @@ struct rt_cuda {
     char name[160];
     char arch[32]; /* "sm_%d%d": room for any two ints */
     int sms;       /* multiprocessors; 0 if the driver would not say */
+    int smem_optin; /* shared memory a block may opt in to; 0 if the driver would not say */
     bool asserted; /* a call answered CUDA_ERROR_ASSERT: the context is lost */
 };
 
@@ -105,6 +109,7 @@ bool rt_cuda_open(rt_cuda **out, char *why, size_t n) {
         SYM(cuCtxSetCurrent), SYM(cuCtxSynchronize), SYM(cuMemAlloc_v2), SYM(cuMemFree_v2), SYM(cuPointerGetAttributes), SYM(cuMemcpyHtoD_v2),
         SYM(cuMemcpyDtoH_v2), SYM(cuMemcpyHtoDAsync_v2), SYM(cuMemcpyDtoHAsync_v2), SYM(cuStreamCreate),
         SYM(cuStreamSynchronize), SYM(cuStreamDestroy_v2), SYM(cuModuleLoadData), SYM(cuModuleUnload), SYM(cuModuleGetFunction),
+        SYM(cuFuncSetAttribute),
         SYM(cuLaunchKernel), SYM(cuGetErrorName), SYM(cuGetErrorString),
 #undef SYM
     };
@@ -144,6 +149,9 @@ bool rt_cuda_open(rt_cuda **out, char *why, size_t n) {
     }
     snprintf(c->arch, sizeof c->arch, "sm_%d%d", major, minor);
     if (c->api.cuDeviceGetAttribute(&c->sms, CU_ATTR_SM_COUNT, c->dev) != 0) c->sms = 0; /* only a tuning hint */
+    /* checked at load against what kernels need; unknown: the opt-in call says */
+    if (c->api.cuDeviceGetAttribute(&c->smem_optin, CU_ATTR_SMEM_OPTIN, c->dev) != 0 || c->smem_optin < 0)
+        c->smem_optin = 0;
     char devname[100] = "?";
     c->api.cuDeviceGetName(devname, sizeof devname, c->dev);
     snprintf(c->name, sizeof c->name, "cuda: %s (%s)", devname, c->arch);
@@ -169,6 +177,7 @@ void rt_cuda_close(rt_cuda *c) {
 const char *rt_cuda_name(const rt_cuda *c) { return c->name; }
 const char *rt_cuda_arch(const rt_cuda *c) { return c->arch; }
 int rt_cuda_sm_count(const rt_cuda *c) { return c->sms; }
+uint32_t rt_cuda_smem_optin(const rt_cuda *c) { return (uint32_t)c->smem_optin; }
 bool rt_cuda_asserted(const rt_cuda *c) { return c && c->asserted; }
 
 bool rt_cuda_alloc(rt_cuda *c, size_t bytes, uint64_t *dptr, char *err, size_t n) {
@@ -226,10 +235,15 @@ bool rt_cuda_function(rt_cuda *c, void *module, const char *name, void **fn, cha
            check(c, c->api.cuModuleGetFunction((CUfunction *)fn, module, name), "cuModuleGetFunction", err, n);
 }
 
-bool rt_cuda_launch(rt_cuda *c, void *fn, const uint32_t grid[3], uint32_t block_x, void **params, void *stream,
-                    char *err, size_t n) {
-    return enter(c, err, n) && check(c, c->api.cuLaunchKernel(fn, grid[0], grid[1], grid[2], block_x, 1, 1, 0, stream,
-                                                              params, NULL),
+bool rt_cuda_allow_dynamic_smem(rt_cuda *c, void *fn, uint32_t bytes, char *err, size_t n) {
+    return enter(c, err, n) && check(c, c->api.cuFuncSetAttribute(fn, CU_FUNC_ATTR_MAX_DYNAMIC_SMEM, (int)bytes),
+                                     "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", err, n);
+}
+
+bool rt_cuda_launch(rt_cuda *c, void *fn, const uint32_t grid[3], uint32_t block_x, uint32_t dynamic_smem,
+                    void **params, void *stream, char *err, size_t n) {
+    return enter(c, err, n) && check(c, c->api.cuLaunchKernel(fn, grid[0], grid[1], grid[2], block_x, 1, 1, dynamic_smem,
+                                                              stream, params, NULL),
                                      "cuLaunchKernel", err, n);
 }
 

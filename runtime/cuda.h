@@ -18,6 +18,9 @@ void rt_cuda_close(rt_cuda *c);
 const char *rt_cuda_name(const rt_cuda *c); /* "cuda: NVIDIA H100 80GB HBM3 (sm_90)" */
 const char *rt_cuda_arch(const rt_cuda *c); /* "sm_90" */
 int rt_cuda_sm_count(const rt_cuda *c);     /* 132 on an H100 SXM; 0 if unknown */
+/* The most shared memory one block may have with the dynamic opt-in
+ * (232448 bytes on an H100); 0 if the driver would not say. */
+uint32_t rt_cuda_smem_optin(const rt_cuda *c);
 /* Whether a call failed with CUDA_ERROR_ASSERT (a kernel's assert fired):
  * from then on the context refuses everything. */
 bool rt_cuda_asserted(const rt_cuda *c);
@@ -33,9 +36,13 @@ bool rt_cuda_read(rt_cuda *c, void *dst, uint64_t src, size_t bytes, void *strea
 bool rt_cuda_load(rt_cuda *c, const void *image, void **module, char *err, size_t n);
 void rt_cuda_unload(rt_cuda *c, void *module);
 bool rt_cuda_function(rt_cuda *c, void *module, const char *name, void **fn, char *err, size_t n);
-/* stream NULL: the legacy default stream, which waits for the others */
-bool rt_cuda_launch(rt_cuda *c, void *fn, const uint32_t grid[3], uint32_t block_x, void **params, void *stream,
-                    char *err, size_t n);
+/* Lets launches of fn give it up to `bytes` of dynamic shared memory (over
+ * the 48 KB a kernel gets without asking). */
+bool rt_cuda_allow_dynamic_smem(rt_cuda *c, void *fn, uint32_t bytes, char *err, size_t n);
+/* stream NULL: the legacy default stream, which waits for the others;
+ * dynamic_smem: bytes of dynamic shared memory each block gets */
+bool rt_cuda_launch(rt_cuda *c, void *fn, const uint32_t grid[3], uint32_t block_x, uint32_t dynamic_smem,
+                    void **params, void *stream, char *err, size_t n);
 bool rt_cuda_sync(rt_cuda *c, char *err, size_t n);
 bool rt_cuda_stream_create(rt_cuda *c, void **stream, char *err, size_t n);
 bool rt_cuda_stream_sync(rt_cuda *c, void *stream, char *err, size_t n);

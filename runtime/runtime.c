@@ -325,6 +325,24 @@ trt_status trt_read_async(trt_stream *s, trt_buffer src, size_t offset, void *ds
 
 /* ---- modules ----------------------------------------------------------- */
 
+/* A kernel with more than 48 KB of shared memory has it as the dynamic
+ * array (lower/codegen.c), whose size its tile IR says (dynamic_smem):
+ * checked against what the GPU allows a block, then opted in to once per
+ * loaded function; every launch passes that size. False with the message
+ * in d->err. */
+static bool allow_dynamic_smem(trt_device *d, trt_kernel *k) {
+    uint32_t need = k->func->dynamic_smem, most = rt_cuda_smem_optin(d->cuda);
+    if (!need) return true;
+    if (most && need > most) {
+        snprintf(d->err, sizeof d->err,
+                 "kernel '%s' needs %u bytes of shared memory per block, and this GPU (%s) allows at most %u; "
+                 "compile it for this GPU's arch, with smaller tiles or fewer stages",
+                 k->func->name, need, rt_cuda_arch(d->cuda), most);
+        return false;
+    }
+    return rt_cuda_allow_dynamic_smem(d->cuda, k->cu_function, need, d->err, sizeof d->err);
+}
+
 trt_status rt_module_make(trt_device *d, const char *file, const char *tir, const void *image, trt_module **out) {
     trt_status st = TRT_OK;
     trt_module *m = calloc(1, sizeof *m);
@@ -365,7 +383,8 @@ trt_status rt_module_make(trt_device *d, const char *file, const char *tir, cons
         bool ok = rt_cuda_load(d->cuda, image, &m->cu_module, d->err, sizeof d->err);
         for (uint32_t k = 0; ok && k < m->nkernels; k++)
             ok = rt_cuda_function(d->cuda, m->cu_module, m->kernels[k].func->name, &m->kernels[k].cu_function, d->err,
-                                  sizeof d->err);
+                                  sizeof d->err) &&
+                 allow_dynamic_smem(d, &m->kernels[k]);
         if (!ok) {
             if (m->cu_module) rt_cuda_unload(d->cuda, m->cu_module);
             tc_arena_free(m->arena);
@@ -555,7 +574,8 @@ static trt_status emu_launch_on(trt_device *d, trt_kernel *k, uint32_t gx, uint3
     if (!bufs) return rt_fail(d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
     for (uint32_t i = 0; i < d->nbufs; i++)
         bufs[i] = (emu_buffer){d->bufs[i].live ? d->bufs[i].data : NULL, d->bufs[i].live ? d->bufs[i].size : 0};
-    emu_launch l = {k->func->name, {gx, gy, gz}, ea, nargs, bufs, d->nbufs, d->print, d->print_user};
+    emu_launch l = {k->func->name, {gx, gy, gz}, ea, nargs, bufs, d->nbufs, d->print, d->print_user,
+                    k->func->dynamic_smem};
     emu_result res = m->emu_ops->run(m->emu, &l, d->err, sizeof d->err);
     free(bufs);
     return res == EMU_OK ? TRT_OK : res == EMU_ASSERT ? TRT_ERR_ASSERT : TRT_ERR_LAUNCH;
@@ -626,7 +646,7 @@ static trt_status launch(trt_kernel *k, void *cu_stream, uint32_t gx, uint32_t g
         for (uint32_t i = 0; i < nargs; i++) cu_params[i] = &cu_store[i];
         uint32_t grid[3] = {gx, gy, gz};
         if (!rt_cuda_launch(d->cuda, k->cu_function, grid, 32u * (uint32_t)(f->num_warps ? f->num_warps : 4),
-                            cu_params, cu_stream, d->err, sizeof d->err))
+                            f->dynamic_smem, cu_params, cu_stream, d->err, sizeof d->err))
             return cuda_failure(d);
         return TRT_OK;
     }

@@ -668,6 +668,15 @@ static bool parse_kernel(reader *r) {
         f->num_warps = (int)w;
     }
     if (accept(r, "num_stages") && !stages(r, &f->num_stages)) return false;
+    if (accept(r, "dynamic_smem")) {
+        int64_t bytes;
+        if (!expect(r, "(") || !number(r, &bytes) || !expect(r, ")")) return false;
+        if (bytes < 0 || bytes > TIR_MAX_DYNAMIC_SMEM) {
+            error_here(r, "dynamic_smem out of range");
+            return false;
+        }
+        f->dynamic_smem = (uint32_t)bytes;
+    }
     if (!parse_loc(r, &f->loc) || !expect(r, "{")) return false;
     tir_builder b = {0};
     tir_builder_at_end(&b, f->body);

@@ -14,8 +14,11 @@
  * Every op with a result ends in `: result type`; operands' types come from
  * their definitions. Tile types may carry a layout after a comma:
  *   tile<1024xf32, #blocked<spt=[4], tpw=[32], wpc=[4], ord=[0]>>
+ * A kernel may carry `num_stages(N)` after num_warps, and, once codegen
+ * has run (the sidecar the runtime reads), `dynamic_smem(BYTES)`: the
+ * dynamic shared memory each launch must provide.
  * A loop (`num_stages(N)` after the types when the source asked for a
- * software-pipelining depth; a kernel may carry one after num_warps):
+ * software-pipelining depth):
  *   %a, %b = for %lo, %hi, %step, %a0, %b0 : tile<128xf32>, f32 {
  *   ^(%i: i32, %x: tile<128xf32>, %y: f32):
  *     ...
@@ -68,6 +71,8 @@ enum {
     TIR_MAX_OPERANDS = 64,    /* operands of one op (loop-carried values) */
     TIR_MAX_TILE_ELEMS = 1 << 20, /* elements in one tile */
     TIR_MAX_NUM_STAGES = 8,   /* software-pipelining depth a kernel or loop may ask for */
+    TIR_MAX_DYNAMIC_SMEM = 1 << 20, /* bytes of dynamic shared memory a kernel may say it needs
+                                       (above every GPU's 227 KB; bounds what a sidecar may ask) */
     TIR_VARIADIC = -1
 };
 
@@ -325,6 +330,9 @@ struct tir_func {
     int num_warps;       /* 0: not chosen yet */
     int num_stages;      /* software-pipelining depth of its loops that
                             name none; 0: the compiler's choice */
+    uint32_t dynamic_smem; /* bytes of dynamic shared memory a launch must give
+                              it: set by codegen for kernels over 48 KB of
+                              shared memory (lower/codegen.c), 0 otherwise */
     tc_loc loc;
     uint32_t next_value_id;
     tir_func *next;

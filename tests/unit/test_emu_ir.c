@@ -45,7 +45,7 @@ static emu_module *load(const char *ir) {
 static emu_result run1(emu_module *m, emu_buffer *bufs, uint32_t n, char *err) {
     emu_arg args[8];
     for (uint32_t i = 0; i < n; i++) args[i] = (emu_arg){true, i, 0, 0};
-    emu_launch l = {"k", {1, 1, 1}, args, n, bufs, n, NULL, NULL};
+    emu_launch l = {"k", {1, 1, 1}, args, n, bufs, n, NULL, NULL, 0};
     return emu_run(m, &l, err, ERR);
 }
 
@@ -619,6 +619,64 @@ static void test_errors_are_reported(void **state) {
     assert_non_null(strstr(err, "inline asm the emulator does not know"));
 }
 
+/* The dynamic shared array (an external addrspace(3) global, as codegen
+ * makes for kernels over 48 KB): the launch gives it its size, it lies
+ * after the static arrays (thread t writes D[t], threads 0-3 S[t], and
+ * each reads D[t + 1] and S[t % 4]: any overlap would change the sums
+ * and be reported as a race), and an access past the launch's size is
+ * out of bounds. */
+static void test_dynamic_shared_array(void **state) {
+    (void)state;
+    static char ir[4096];
+    snprintf(ir, sizeof ir,
+             "%s@S = internal addrspace(3) global [4 x i32] undef, align 16\n"
+             "@D = external addrspace(3) global [0 x i8], align 16\n"
+             "define void @k(ptr addrspace(1) %%out) {\n"
+             "  %%t = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()\n"
+             "  %%p = getelementptr i32, ptr addrspace(3) @D, i32 %%t\n"
+             "  store i32 %%t, ptr addrspace(3) %%p, align 4\n"
+             "  %%lo = icmp ult i32 %%t, 4\n  br i1 %%lo, label %%st, label %%sync\n"
+             "st:\n"
+             "  %%sp = getelementptr i32, ptr addrspace(3) @S, i32 %%t\n"
+             "  %%h = add i32 %%t, 100\n"
+             "  store i32 %%h, ptr addrspace(3) %%sp, align 4\n  br label %%sync\n"
+             "sync:\n"
+             "  call void @llvm.nvvm.barrier0()\n"
+             "  %%n = add i32 %%t, 1\n  %%w = and i32 %%n, 31\n"
+             "  %%q = getelementptr i32, ptr addrspace(3) @D, i32 %%w\n"
+             "  %%a = load i32, ptr addrspace(3) %%q, align 4\n"
+             "  %%i = and i32 %%t, 3\n"
+             "  %%sq = getelementptr i32, ptr addrspace(3) @S, i32 %%i\n"
+             "  %%b = load i32, ptr addrspace(3) %%sq, align 4\n"
+             "  %%v = add i32 %%a, %%b\n"
+             "  %%o = getelementptr i32, ptr addrspace(1) %%out, i32 %%t\n"
+             "  store i32 %%v, ptr addrspace(1) %%o, align 4\n"
+             "  ret void\n}\n",
+             header);
+    annotate(ir, sizeof ir, 32);
+    emu_module *m = load(ir);
+    int32_t out[32];
+    emu_buffer bufs[1] = {{out, sizeof out}};
+    emu_arg arg = {true, 0, 0, 0};
+    emu_launch l = {"k", {1, 1, 1}, &arg, 1, bufs, 1, NULL, NULL, 32 * 4};
+    char err[ERR];
+    memset(out, 0xa5, sizeof out);
+    if (emu_run(m, &l, err, sizeof err) != EMU_OK) fail_msg("%s", err);
+    for (int t = 0; t < 32; t++) assert_int_equal(out[t], (t + 1) % 32 + 100 + t % 4);
+    /* one i32 short: thread 31's store is out of bounds */
+    l.dynamic_smem = 31 * 4;
+    assert_int_equal(emu_run(m, &l, err, sizeof err), EMU_ERROR);
+    if (!strstr(err, "thread 31") || !strstr(err, "shared memory") || !strstr(err, "out of bounds"))
+        fail_msg("unexpected error: %s", err);
+    /* none given: the first access is out of bounds */
+    l.dynamic_smem = 0;
+    assert_int_equal(emu_run(m, &l, err, sizeof err), EMU_ERROR);
+    if (!strstr(err, "shared memory") || !strstr(err, "out of bounds")) fail_msg("unexpected error: %s", err);
+    l.dynamic_smem = EMU_MAX_DYNAMIC_SMEM + 1;
+    assert_int_equal(emu_run(m, &l, err, sizeof err), EMU_ERROR);
+    emu_module_free(m);
+}
+
 /* Thread t writes S[t] and reads its neighbour's S[t ^ 1]: a race without
  * a barrier between, which sequential execution would otherwise hide
  * (thread 0 reads the old value, thread 1 overwrites it); fine with one.
@@ -714,7 +772,7 @@ static void test_printf_and_assert(void **state) {
     emu_module *m = load(ir);
     lines got = {""};
     emu_arg arg = {false, 0, 0, 99};
-    emu_launch l = {"k", {1, 1, 1}, &arg, 1, NULL, 0, collect, &got};
+    emu_launch l = {"k", {1, 1, 1}, &arg, 1, NULL, 0, collect, &got, 0};
     char err[ERR];
     if (emu_run(m, &l, err, sizeof err) != EMU_OK) fail_msg("%s", err);
     assert_string_equal(got.text, "t 0: 2.500 -12345678901    ab|Z\nt 1: 2.500 -12345678901    ab|Z\n");
@@ -735,6 +793,7 @@ int main(void) {
         cmocka_unit_test(test_f2tf32_and_predicated_asm),
         cmocka_unit_test(test_errors_are_reported),
         cmocka_unit_test(test_shared_memory_races),
+        cmocka_unit_test(test_dynamic_shared_array),
         cmocka_unit_test(test_printf_and_assert),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -3172,6 +3172,70 @@ static void test_launch_after_close(void **state) {
     trt_module_free(mod); /* the device's memory goes with its last module */
 }
 
+/* ---- dynamic shared memory ------------------------------------------------ */
+
+/* A kernel needing more than the 48 KB of static shared memory: a
+ * 128x128x32 f16 matmul tile pipelined four stages deep has 64 KB of
+ * rings (tests/golden/codegen/dynamic-smem.tile shows such kernels take
+ * the dynamic array), so on the GPU and the emulator it runs only if the
+ * launch gives it its dynamic shared memory, and the emulator checks
+ * every access against that size. K spans five trips, so the rings wrap;
+ * M and N end inside a tile. */
+static const char dynsmem_src[] =
+    "kernel mm(a: *f16, b: *f16, c: *f32, M: i32, N: i32, K: i32) {\n"
+    "    let rm = program_id(0) * 128 + arange(0, 128);\n"
+    "    let rn = program_id(1) * 128 + arange(0, 128);\n"
+    "    let rk = arange(0, 32);\n"
+    "    var acc = zeros((128, 128), f32);\n"
+    "    for k in range(0, K, 32, num_stages = 4) {\n"
+    "        let x = load(a + rm[:, None] * K + (k + rk)[None, :], rm[:, None] < M & (k + rk)[None, :] < K, other = 0.0);\n"
+    "        let y = load(b + (k + rk)[:, None] * N + rn[None, :], (k + rk)[:, None] < K & rn[None, :] < N, other = 0.0);\n"
+    "        acc = dot(x, y, acc);\n"
+    "    }\n"
+    "    store(c + rm[:, None] * N + rn[None, :], acc, rm[:, None] < M & rn[None, :] < N);\n"
+    "}\n";
+
+static void test_dynamic_shared_memory(void **state) {
+    (void)state;
+    const int M = 128 + 5, N = 128 + 3, K = 4 * 32 + 7;
+    float *a = malloc(sizeof(float) * (size_t)(M * K)), *b = malloc(sizeof(float) * (size_t)(K * N));
+    uint16_t *ha = malloc(2 * (size_t)(M * K)), *hb = malloc(2 * (size_t)(K * N));
+    for (int i = 0; i < M * K; i++) {
+        put_f16(ha, (size_t)i, rand_f32() / 1000.0f);
+        if (!ha[i]) put_f16(ha, (size_t)i, 0.5f);
+        a[i] = get_f16(ha, (size_t)i);
+    }
+    for (int i = 0; i < K * N; i++) {
+        put_f16(hb, (size_t)i, rand_f32() / 1000.0f);
+        if (!hb[i]) put_f16(hb, (size_t)i, -0.25f);
+        b[i] = get_f16(hb, (size_t)i);
+    }
+    float *c = poison_f32s(M * N);
+    prog p;
+    trt_kernel *k = compile_text(&p, "dynsmem.tile", dynsmem_src, "mm", NULL, 0);
+    trt_buffer ba = upload(ha, 2 * (size_t)(M * K)), bb = upload(hb, 2 * (size_t)(K * N)),
+               bc = upload(c, sizeof(float) * (size_t)(M * N));
+    trt_arg args[6] = {trt_buf(ba), trt_buf(bb), trt_buf(bc), trt_int(M), trt_int(N), trt_int(K)};
+    launch(k, cdiv(M, 128), cdiv(N, 128), 1, args, 6);
+    download(bc, c, sizeof(float) * (size_t)(M * N));
+    OK(trt_free(dev, ba));
+    OK(trt_free(dev, bb));
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double want = 0, mag = 0;
+            for (int kk = 0; kk < K; kk++) {
+                want += (double)a[i * K + kk] * b[kk * N + j];
+                mag += fabs((double)a[i * K + kk] * b[kk * N + j]);
+            }
+            double tol = K * ldexp(1.0, -23) * mag; /* f16 products are exact in f32; K f32 adds */
+            if (!(fabs(c[i * N + j] - want) <= tol))
+                fail_msg("dynamic shared memory matmul: c[%d][%d] = %.9g, want %.9g (tolerance %.3g) on %s", i, j,
+                         c[i * N + j], want, tol, trt_device_name(dev));
+        }
+    free(a), free(b), free(ha), free(hb), free(c);
+    drop(&p);
+}
+
 int main(int argc, char **argv) {
     const char *which = argc > 1 ? argv[1] : "cpu";
     if (!strcmp(which, "cpu")) kind = TRT_DEVICE_CPU;
@@ -3209,6 +3273,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_dot),
         cmocka_unit_test(test_dot_result_uses),
         cmocka_unit_test(test_pipelined_carried_pointers),
+        cmocka_unit_test(test_dynamic_shared_memory),
         cmocka_unit_test(test_argmax_argmin),
         cmocka_unit_test(test_while_and_if_on_scalars),
         cmocka_unit_test(test_control_flow_on_tiles),

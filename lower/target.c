@@ -1,0 +1,30 @@
+/* target.c - what each NVPTX target allows a kernel: the shared memory of
+ * one CTA.
+ *
+ * Static shared memory is at most 48 KB on every target; more needs the
+ * dynamic (extern) array and the launch's opt-in
+ * (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES), up to the "maximum
+ * amount of shared memory per thread block" of the CUDA C++ Programming
+ * Guide's table of compute capabilities, which is also what
+ * CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN reports (an SM's
+ * shared memory less the 1 KB the system keeps per block). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "lower/lower.h"
+
+enum {
+    SMEM_LIMIT_SM80 = 163 * 1024, /* 8.0 (A100) and 8.7: 164 KB an SM */
+    SMEM_LIMIT_SM86 = 99 * 1024,  /* 8.6 and 8.9 (consumer Ampere, Ada): 100 KB an SM */
+    SMEM_LIMIT_SM90 = 227 * 1024  /* 9.0 (H100, H200): 228 KB an SM */
+};
+
+uint32_t lower_smem_limit(const char *arch) {
+    if (!arch || strncmp(arch, "sm_", 3) != 0) return SMEM_LIMIT_SM80;
+    long cc = strtol(arch + 3, NULL, 10); /* "sm_90a": 90 */
+    switch (cc) {
+    case 86: case 89: return SMEM_LIMIT_SM86;
+    case 90: return SMEM_LIMIT_SM90;
+    default: return SMEM_LIMIT_SM80; /* 80, 87, and targets not in the table */
+    }
+}
