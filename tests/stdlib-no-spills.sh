@@ -86,15 +86,23 @@ for cfg in $configs; do
     table+=("$rows")
     checked=$((checked + $(grep -c "Function properties for" "$tmp/log")))
     bad=$(awk '/Function properties for/ {k=$NF} /spill stores/ {if ($5 != 0 || $9 != 0) print k ": " $0}' "$tmp/log")
-    # Known and reported, not gated yet: the mma path converts a and b
-    # through shared memory on every K step (no ldmatrix staging), which
-    # spills at the larger tiles and for dot_ieee (issue 5's note). The
-    # table below gives the figures; compile failures above still fail.
-    if [ -n "$bad" ]; then echo "KNOWN, NOT GATED: matmul.tile ($what) spills:"; echo "$bad"; matmul_spills=$((matmul_spills + 1)); fi
+    # Gated since operands are staged through swizzled shared memory
+    # (stage_operands): f16, bf16 and tf32 at every configuration's fast
+    # paths and at 64x64 and 32x32 on the general path. Known and
+    # reported, not gated: dot_ieee (the FMA path holds whole rows of a
+    # and columns of b per thread) and the 128x128 general path and tf32
+    # (64 f32 accumulators a thread beside element-by-element copies).
+    if [ -n "$bad" ]; then
+      known=$(awk -v bm="$bm" -v lay="$la$lb$lc" '{k=$1; sub(":", "", k)
+        if (k == "matmul_f32_ieee" || (bm == 128 && (lay == "000" || k == "matmul_f32"))) next; print}' <<<"$bad")
+      if [ -n "$known" ]; then echo "FAIL: matmul.tile ($what) spills:"; echo "$known"; fail=1; fi
+      echo "KNOWN, NOT GATED: matmul.tile ($what) spills (dot_ieee, or 128x128 general path / tf32):"; echo "$bad"
+      matmul_spills=$((matmul_spills + 1))
+    fi
   done
 done
 if [ "$matmul_spills" -gt 0 ]; then
-  echo "NOT CHECKED: stdlib/matmul.tile spills in $matmul_spills configurations (reported above, not gated until operand staging lands)"
+  echo "NOT GATED: stdlib/matmul.tile spills in $matmul_spills configurations (reported above: dot_ieee, the 128x128 general path, 128x128 tf32)"
 fi
 if [ "$matmul_skipped" -gt 0 ]; then
   echo "SKIPPED (partly): stdlib/matmul.tile NOT CHECKED for spills ($matmul_skipped configurations): $not_yet"
