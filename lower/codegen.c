@@ -1609,7 +1609,7 @@ static LLVMValueRef slot_addr_at(cg *c, const tir_op *op, LLVMValueRef const *co
     const tir_layout *l = &bt->layout;
     unsigned rank = bt->rank - 1u;
     const uint32_t *shape = &bt->shape[1];
-    uint8_t ord[TIR_MAX_RANK];
+    uint8_t ord[TIR_MAX_RANK] = {0};
     for (unsigned k = 0; k < rank; k++) ord[k] = l->kind == TIR_LAYOUT_SHARED ? l->ord[k] : (uint8_t)(rank - 1 - k);
     LLVMValueRef col = coord[ord[0]];
     if (l->kind == TIR_LAYOUT_SHARED && rank == 2 && l->sw_max_phase > 1) {

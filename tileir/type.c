@@ -157,7 +157,7 @@ tir_layout tir_shared_for_dot(const uint32_t *shape, unsigned contig, unsigned e
 }
 
 uint32_t tir_shared_offset(const tir_layout *l, unsigned rank, const uint32_t *shape, const uint32_t *coord) {
-    uint8_t ord[TIR_MAX_RANK];
+    uint8_t ord[TIR_MAX_RANK] = {0};
     for (unsigned k = 0; k < rank; k++) ord[k] = l->kind == TIR_LAYOUT_SHARED ? l->ord[k] : (uint8_t)(rank - 1 - k);
     uint32_t c = coord[ord[0]];
     if (l->kind == TIR_LAYOUT_SHARED && rank == 2 && l->sw_max_phase > 1) {
