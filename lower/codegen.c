@@ -1586,9 +1586,7 @@ static void gen_atomic(cg *c, const tir_op *op) {
  * the run is narrower than 4 bytes or not known aligned, the thread copies
  * element by element with plain loads and shared stores, which have landed
  * by the barrier that must follow the wait anyway. */
-static uint32_t buffer_bytes(const tir_type *t) {
-    return ((uint32_t)tir_type_numel(*t) * scratch_elem_bytes((tir_elem)t->elem) + 15u) & ~15u;
-}
+static uint32_t buffer_bytes(const tir_type *t) { return (uint32_t)lower_buffer_bytes(*t); }
 
 static void gen_local_alloc(cg *c, const tir_op *op) {
     new_regs(c, op->results[0])[0] = smem_at(c, i32c(c, c->buffer_next));

@@ -66,6 +66,13 @@ bool lower_stage_operands(tir_module *m, const lower_options *opt, tc_diag *diag
  * at most 48 KB a static array, and one that needs more the dynamic
  * (extern) array, whose size the launch passes (tir_func.dynamic_smem). */
 uint32_t lower_smem_limit(const char *arch);
+/* What a kernel's buffers (local_alloc) may take on `arch`, all together:
+ * lower_smem_limit less LOWER_PIPELINE_SMEM_RESERVE; what one buffer of
+ * type t takes (16-byte aligned, as codegen lays buffers out); what f's
+ * buffers take now. */
+uint64_t lower_buffer_budget(const char *arch);
+uint64_t lower_buffer_bytes(tir_type t);
+uint64_t lower_func_buffer_bytes(tir_func *f);
 
 /* Runs every pass with verification after each. */
 bool lower_run_pipeline(tir_module *m, const lower_options *opt, tc_diag *diag);

@@ -73,23 +73,16 @@ typedef struct pl_ctx {
     uint64_t smem_left; /* bytes of the kernel's ring budget not yet given to a loop */
 } pl_ctx;
 
-/* Shared memory of a buffer of `t`'s elements, as codegen lays buffers out
- * (each 16-byte aligned). */
-static uint64_t smem_buffer_bytes(tir_type t, uint64_t slots) {
-    uint64_t eb = t.elem == TIR_PTR ? 8 : (tir_elem_bits((tir_elem)t.elem) + 7) / 8;
-    return (slots * tir_type_numel(t) * eb + 15) & ~(uint64_t)15;
-}
-
 /* The rings of `n` loads at `stages` slots each. */
 static uint64_t ring_bytes(tir_op *const *loads, uint32_t n, int stages) {
     uint64_t total = 0;
-    for (uint32_t j = 0; j < n; j++) total += smem_buffer_bytes(loads[j]->results[0]->type, (uint64_t)stages);
+    for (uint32_t j = 0; j < n; j++) {
+        tir_type t = loads[j]->results[0]->type;
+        uint32_t shape[TIR_MAX_RANK] = {(uint32_t)stages};
+        for (unsigned d = 0; d < t.rank; d++) shape[d + 1] = t.shape[d];
+        total += lower_buffer_bytes(tir_smem(tir_element_of(t), t.rank + 1u, shape));
+    }
     return total;
-}
-
-/* Buffers the kernel has before this pass (hand-written IR, earlier passes). */
-static void count_buffers(tir_op *op, void *p) {
-    if (op->code == TIR_OP_LOCAL_ALLOC) *(uint64_t *)p += smem_buffer_bytes(op->results[0]->type, 1);
 }
 
 /* Whether `v` can be computed for another trip: the induction variable,
@@ -332,14 +325,12 @@ static void find_loops(tir_op *op, void *p) {
 
 bool lower_pipeline_loops(tir_module *m, const lower_options *opt, tc_diag *diag) {
     (void)diag;
-    uint64_t limit = lower_smem_limit(opt ? opt->arch : NULL);
-    uint64_t budget = limit > LOWER_PIPELINE_SMEM_RESERVE ? limit - LOWER_PIPELINE_SMEM_RESERVE : 0;
+    uint64_t budget = lower_buffer_budget(opt ? opt->arch : NULL);
     tc_arena *arena = tc_arena_new();
     for (tir_func *f = m->funcs; f; f = f->next) {
         loop_list *loops = TC_NEW(arena, loop_list);
         tir_walk(f, find_loops, loops);
-        uint64_t have = 0;
-        tir_walk(f, count_buffers, &have);
+        uint64_t have = lower_func_buffer_bytes(f);
         pl_ctx c = {f, NULL, 0, opt->notes, m->source_name, budget > have ? budget - have : 0};
         /* clones are memoized by the ids of values that exist now; the
          * values the pass makes are never cloned */

@@ -45,8 +45,6 @@ typedef struct stage_ctx {
 
 static unsigned elem_bytes(tir_elem e) { return (tir_elem_bits(e) + 7) / 8; }
 
-static uint64_t smem_bytes(tir_type t) { return tir_type_numel(t) * elem_bytes((tir_elem)t.elem); }
-
 /* The single user op of v (NULL when v has none or several), counting
  * each use: an op using v twice is two uses. */
 typedef struct use_count {
@@ -188,8 +186,8 @@ static bool stage_through_buffer(stage_ctx *c, tir_op *cv) {
     tir_value *x = cv->operands[0];
     tir_type xt = x->type;
     if (xt.rank != 2 || xt.elem == TIR_PTR || xt.elem == TIR_I1) return false;
-    if (c->buffer_bytes + smem_bytes(xt) > c->budget) return false;
-    c->buffer_bytes += smem_bytes(xt);
+    if (c->buffer_bytes + lower_buffer_bytes(xt) > c->budget) return false;
+    c->buffer_bytes += lower_buffer_bytes(xt);
     tir_builder b = {0};
     b.module = c->f->module;
     b.func = c->f;
@@ -238,18 +236,12 @@ static void find_conversions(tir_op *op, void *p) {
     }
 }
 
-static void add_buffer(tir_op *op, void *p) {
-    if (op->code == TIR_OP_LOCAL_ALLOC) *(uint64_t *)p += smem_bytes(op->results[0]->type);
-}
-
 bool lower_stage_operands(tir_module *m, const lower_options *opt, tc_diag *diag) {
     (void)diag;
-    uint32_t limit = lower_smem_limit(opt->arch);
-    uint64_t budget = limit > LOWER_PIPELINE_SMEM_RESERVE ? limit - LOWER_PIPELINE_SMEM_RESERVE : 0;
+    uint64_t budget = lower_buffer_budget(opt->arch);
     tc_arena *arena = tc_arena_new();
     for (tir_func *f = m->funcs; f; f = f->next) {
-        stage_ctx c = {f, 0, budget};
-        tir_walk(f, add_buffer, &c.buffer_bytes);
+        stage_ctx c = {f, lower_func_buffer_bytes(f), budget};
         conv_list *l = TC_NEW(arena, conv_list);
         tir_walk(f, find_conversions, l);
         for (uint32_t i = 0; i < l->n; i++) {

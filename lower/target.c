@@ -7,7 +7,9 @@
  * amount of shared memory per thread block" of the CUDA C++ Programming
  * Guide's table of compute capabilities, which is also what
  * CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN reports (an SM's
- * shared memory less the 1 KB the system keeps per block). */
+ * shared memory less the 1 KB the system keeps per block). The passes
+ * that add shared-memory buffers (pipeline_loops, stage_operands) share
+ * one budget per kernel, this limit less LOWER_PIPELINE_SMEM_RESERVE. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,6 +20,26 @@ enum {
     SMEM_LIMIT_SM86 = 99 * 1024,  /* 8.6 and 8.9 (consumer Ampere, Ada): 100 KB an SM */
     SMEM_LIMIT_SM90 = 227 * 1024  /* 9.0 (H100, H200): 228 KB an SM */
 };
+
+uint64_t lower_buffer_bytes(tir_type t) {
+    uint64_t eb = t.elem == TIR_PTR ? 8 : (tir_elem_bits((tir_elem)t.elem) + 7) / 8;
+    return (tir_type_numel(t) * eb + 15) & ~(uint64_t)15;
+}
+
+static void add_buffer(tir_op *op, void *p) {
+    if (op->code == TIR_OP_LOCAL_ALLOC) *(uint64_t *)p += lower_buffer_bytes(op->results[0]->type);
+}
+
+uint64_t lower_func_buffer_bytes(tir_func *f) {
+    uint64_t n = 0;
+    tir_walk(f, add_buffer, &n);
+    return n;
+}
+
+uint64_t lower_buffer_budget(const char *arch) {
+    uint32_t limit = lower_smem_limit(arch);
+    return limit > LOWER_PIPELINE_SMEM_RESERVE ? limit - LOWER_PIPELINE_SMEM_RESERVE : 0;
+}
 
 uint32_t lower_smem_limit(const char *arch) {
     if (!arch || strncmp(arch, "sm_", 3) != 0) return SMEM_LIMIT_SM80;
