@@ -27,7 +27,8 @@
  *     from the rank above). Within a rank, every class whose first
  *     satisfiable wish has a decided source takes it, until none can; then
  *     the first undecided class in program order that waits on no other
- *     takes the default blocked layout for the largest shape in it;
+ *     takes the default blocked layout for the smallest shape in it
+ *     (per dim, ignoring broadcast sources' dims of 1);
  *     repeat. A class holding an
  *     expand_dims result stays blocked.
  *  3b. MMA regions. A dot on tensor cores (`dot`; see dot_uses_mma)
@@ -538,14 +539,23 @@ static void layout_func(tir_func *f, int num_warps) {
     if (!c.widest_bytes) c.widest_bytes = 4; /* no memory access: any size will do */
     tir_walk(f, collect, &c);
     tir_walk(f, collect_wishes, &c);
-    /* each class's rank and largest shape */
+    /* each class's rank and fitting shape: per dim the smallest size over
+     * 1 among its tiles (1 where all are 1). Tiles of one class differ only
+     * where broadcasts join them: an edge mask `rows[:, None] < M` both
+     * A's 128x32 tile and C's 128x128 use. A layout sized for the largest
+     * would wrap over the smaller tiles, giving each of their elements to
+     * several threads (4 times over for A: 4 times the loads and
+     * registers); one sized for the smallest only repeats over the larger,
+     * each element still on one thread. */
     for (uint32_t i = 0; i < c.n; i++) {
         const tir_value *v = c.value[i];
         if (!v || !v->type.rank) continue;
         uint32_t r = find(&c, i);
         c.rank[r] = v->type.rank;
-        for (unsigned d = 0; d < v->type.rank; d++)
-            if (v->type.shape[d] > c.shape[r * TIR_MAX_RANK + d]) c.shape[r * TIR_MAX_RANK + d] = v->type.shape[d];
+        for (unsigned d = 0; d < v->type.rank; d++) {
+            uint32_t *fit = &c.shape[r * TIR_MAX_RANK + d], s = v->type.shape[d];
+            if (*fit == 0 || (s > 1 && (*fit == 1 || s < *fit))) *fit = s;
+        }
     }
     for (unsigned rank = TIR_MAX_RANK; rank >= 1; rank--) decide_rank(&c, rank);
     for (uint32_t i = 0; i < c.n; i++)
