@@ -613,6 +613,17 @@ static void predicated_store(cg *c, tir_elem e, LLVMValueRef p, LLVMValueRef v, 
     LLVMPositionBuilderAtEnd(c->b, next);
 }
 
+/* The address of register r of a tile of pointers whose runs of `vec`
+ * registers are consecutive elements (vec_width): the run's first
+ * address plus r's place in it. A slow path lane by lane then needs only
+ * the pointers the fast path uses, not a live register for every element
+ * (32 of 64 bits each for a 128x32 operand tile a thread copies). */
+static LLVMValueRef lane_ptr(cg *c, const tir_value *ptrs, uint32_t r, uint32_t vec) {
+    if (vec <= 1 || r % vec == 0) return reg(c, ptrs, r);
+    LLVMValueRef at = i32c(c, r % vec);
+    return LLVMBuildGEP2(c->b, mem_type(c, (tir_elem)ptrs->type.pointee), reg(c, ptrs, r - r % vec), &at, 1, "");
+}
+
 /* Plain (unmasked) vector load of `vec` registers starting at r. */
 static void vector_load(cg *c, const tir_value *ptrs, tir_elem e, uint32_t r, uint32_t vec, LLVMValueRef *out) {
     LLVMTypeRef ty = mem_type(c, e);
@@ -651,6 +662,90 @@ static void split_on(cg *c, LLVMValueRef all, LLVMBasicBlockRef *fast, LLVMBasic
     LLVMPositionBuilderAtEnd(c->b, *fast);
 }
 
+/* The number of leading true lanes, as an i32, of the run of `vec`
+ * registers from r of i1 tile m, when the run is proven a prefix pattern
+ * (true up to some lane, false after); NULL when it is not. Proven: a run
+ * the axis analysis finds constant (vec or 0); `x < y` and `x <= y` (or
+ * `y > x`, `y >= x`) on integers where x is consecutive along the run and
+ * y constant over it (y - x0 lanes, clamped to 0..vec: the K tail and
+ * the edge columns of a tile); `and` and `or` of such runs (the shorter
+ * and the longer prefix); a broadcast that keeps the last dim (the run's
+ * lanes are its operand's). So a masked async_copy issues one cp.async per
+ * run, src-size covering the prefix and the rest zero-filled, where the
+ * lane-by-lane path would need every lane's mask and pointer live. */
+static LLVMValueRef run_count(cg *c, const tir_value *m, uint32_t r, uint32_t vec, int depth) {
+    if (lower_axis_get(c->axis, m).constancy >= vec)
+        return LLVMBuildSelect(c->b, reg(c, m, r), i32c(c, vec), i32c(c, 0), "");
+    const tir_op *op = m->def;
+    if (!op || depth > LOWER_MAX_MASK_DEPTH || m->type.layout.kind != TIR_LAYOUT_BLOCKED) return NULL;
+    switch (op->code) {
+    case TIR_OP_AND:
+    case TIR_OP_OR: {
+        LLVMValueRef a = run_count(c, op->operands[0], r, vec, depth + 1);
+        LLVMValueRef b = a ? run_count(c, op->operands[1], r, vec, depth + 1) : NULL;
+        if (!b) return NULL;
+        LLVMValueRef a_less = LLVMBuildICmp(c->b, LLVMIntULT, a, b, "");
+        return op->code == TIR_OP_AND ? LLVMBuildSelect(c->b, a_less, a, b, "") : LLVMBuildSelect(c->b, a_less, b, a, "");
+    }
+    case TIR_OP_BROADCAST: {
+        const tir_value *x = op->operands[0];
+        if (x->type.shape[x->type.rank - 1] != m->type.shape[m->type.rank - 1] ||
+            x->type.layout.kind != TIR_LAYOUT_BLOCKED)
+            return NULL;
+        view vx = view_of(&x->type), vm = view_of(&m->type);
+        uint32_t rd[TIR_MAX_RANK];
+        reg_split(&vm, r, rd);
+        for (unsigned d = 0; d < vx.rank; d++)
+            if (vx.shape[d] == 1) rd[d] = 0;
+        return run_count(c, x, reg_join(&vx, rd), vec, depth + 1);
+    }
+    case TIR_OP_LT: case TIR_OP_LE: case TIR_OP_GT: case TIR_OP_GE: {
+        const tir_value *x = op->operands[0], *y = op->operands[1];
+        if (!tir_elem_is_int((tir_elem)x->type.elem) || x->type.elem == TIR_I1) return NULL;
+        bool lt = op->code == TIR_OP_LT || op->code == TIR_OP_GT;
+        if (op->code == TIR_OP_GT || op->code == TIR_OP_GE) { /* y > x: x < y */
+            const tir_value *t = x;
+            x = y, y = t;
+        }
+        if (lower_axis_get(c->axis, x).contiguity < vec || lower_axis_get(c->axis, y).constancy < vec) return NULL;
+        /* lanes x0 + i < y0 (or <=) for i < vec: y0 - x0 of them (+1),
+         * none when x0 >= y0 (>); the difference, unsigned, cannot wrap
+         * where it is used */
+        LLVMValueRef x0 = reg(c, x, r), y0 = reg(c, y, r);
+        LLVMValueRef some = LLVMBuildICmp(c->b, lt ? LLVMIntSLT : LLVMIntSLE, x0, y0, "");
+        LLVMValueRef diff = LLVMBuildSub(c->b, y0, x0, "");
+        LLVMTypeRef ty = LLVMTypeOf(diff);
+        LLVMValueRef cap = LLVMConstInt(ty, lt ? vec : vec - 1, false);
+        LLVMValueRef n = LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntULT, diff, cap, ""), diff, cap, "");
+        n = LLVMBuildIntCast2(c->b, n, LLVMInt32TypeInContext(c->ctx), false, "");
+        if (!lt) n = LLVMBuildAdd(c->b, n, i32c(c, 1), "");
+        return LLVMBuildSelect(c->b, some, n, i32c(c, 0), "");
+    }
+    default: return NULL;
+    }
+}
+
+/* The lanes of mask tile `mask` over an access in runs of `vec` registers
+ * (vec_width): where every run has a prefix count (run_count), lane r is
+ * r's place in its run below the count, so one value per run stays live
+ * rather than every lane, and count[r] holds the count at each run's
+ * first register r (a run's last lane on then means all of it is); else
+ * the mask's own registers, and count[0] is NULL. */
+static LLVMValueRef *mask_lanes(cg *c, const tir_value *mask, uint32_t n, uint32_t vec, LLVMValueRef *count) {
+    LLVMValueRef *lane = TC_NEW_ARRAY(c->arena, LLVMValueRef, n);
+    count[0] = NULL;
+    bool all = vec > 1;
+    for (uint32_t r = 0; r < n && all; r += vec) all = (count[r] = run_count(c, mask, r, vec, 0)) != NULL;
+    if (all) {
+        for (uint32_t r = 0; r < n; r += vec)
+            for (uint32_t i = 0; i < vec; i++) lane[r + i] = LLVMBuildICmp(c->b, LLVMIntULT, i32c(c, i), count[r], "");
+        return lane;
+    }
+    count[0] = NULL;
+    for (uint32_t r = 0; r < n; r++) lane[r] = reg(c, mask, r);
+    return lane;
+}
+
 static void gen_load(cg *c, const tir_op *op) {
     const tir_value *ptrs = op->operands[0], *res = op->results[0];
     const tir_value *mask = op->noperands > 1 ? op->operands[1] : NULL;
@@ -670,8 +765,12 @@ static void gen_load(cg *c, const tir_op *op) {
         for (uint32_t r = 0; r < n; r++) out[r] = predicated_load(c, e, reg(c, ptrs, r), reg(c, mask, r), other[r]);
         return;
     }
+    LLVMValueRef *count = TC_NEW_ARRAY(c->arena, LLVMValueRef, n);
+    LLVMValueRef *m = mask ? mask_lanes(c, mask, n, vec, count) : NULL;
+    bool prefix = m && count[0];
     LLVMValueRef all = check_align ? groups_aligned(c, ptrs, n, vec) : NULL;
-    for (uint32_t r = 0; mask && r < n; r++) all = all ? LLVMBuildAnd(c->b, all, reg(c, mask, r), "") : reg(c, mask, r);
+    for (uint32_t r = prefix ? vec - 1 : 0; m && r < n; r += prefix ? vec : 1)
+        all = all ? LLVMBuildAnd(c->b, all, m[r], "") : m[r];
     LLVMBasicBlockRef fast, slow, join;
     split_on(c, all, &fast, &slow, &join);
     LLVMValueRef *vals = TC_NEW_ARRAY(c->arena, LLVMValueRef, n);
@@ -680,8 +779,14 @@ static void gen_load(cg *c, const tir_op *op) {
     LLVMPositionBuilderAtEnd(c->b, slow);
     LLVMValueRef *lanes = TC_NEW_ARRAY(c->arena, LLVMValueRef, n);
     for (uint32_t r = 0; r < n; r++) {
-        if (mask) lanes[r] = predicated_load(c, e, reg(c, ptrs, r), reg(c, mask, r), other[r]);
-        else vector_load(c, ptrs, e, r, 1, lanes + r);
+        LLVMValueRef p = lane_ptr(c, ptrs, r, vec);
+        if (mask) {
+            lanes[r] = predicated_load(c, e, p, m[r], other[r]);
+        } else {
+            LLVMValueRef v = LLVMBuildLoad2(c->b, mem_type(c, e), p, "");
+            LLVMSetAlignment(v, (tir_elem_bits(e) + 7) / 8);
+            lanes[r] = from_mem(c, e, v);
+        }
     }
     LLVMBasicBlockRef slow_end = LLVMGetInsertBlock(c->b);
     LLVMBuildBr(c->b, join);
@@ -715,9 +820,12 @@ static void gen_store(cg *c, const tir_op *op) {
     uint32_t vec = vec_width(c, ptrs, &check_align);
     uint32_t n = reg_count(&ptrs->type);
     LLVMValueRef owner = element_owner(c, &ptrs->type);
+    LLVMValueRef *count = TC_NEW_ARRAY(c->arena, LLVMValueRef, n);
+    LLVMValueRef *lanes = mask ? mask_lanes(c, mask, n, vec, count) : NULL;
+    bool prefix = lanes && count[0];
     LLVMValueRef *m = TC_NEW_ARRAY(c->arena, LLVMValueRef, n);
     for (uint32_t r = 0; r < n; r++) {
-        m[r] = mask ? reg(c, mask, r) : NULL;
+        m[r] = lanes ? lanes[r] : NULL;
         if (owner) m[r] = m[r] ? LLVMBuildAnd(c->b, m[r], owner, "") : owner;
     }
     if (!m[0] && !check_align) {
@@ -729,15 +837,20 @@ static void gen_store(cg *c, const tir_op *op) {
         return;
     }
     LLVMValueRef all = check_align ? groups_aligned(c, ptrs, n, vec) : NULL;
-    for (uint32_t r = 0; m[0] && r < n; r++) all = all ? LLVMBuildAnd(c->b, all, m[r], "") : m[r];
+    for (uint32_t r = prefix ? vec - 1 : 0; m[0] && r < n; r += prefix ? vec : 1)
+        all = all ? LLVMBuildAnd(c->b, all, m[r], "") : m[r];
     LLVMBasicBlockRef fast, slow, join;
     split_on(c, all, &fast, &slow, &join);
     for (uint32_t r = 0; r < n; r += vec) vector_store(c, ptrs, val, r, vec);
     LLVMBuildBr(c->b, join);
     LLVMPositionBuilderAtEnd(c->b, slow);
     for (uint32_t r = 0; r < n; r++) {
-        if (m[r]) predicated_store(c, e, reg(c, ptrs, r), reg(c, val, r), m[r]);
-        else vector_store(c, ptrs, val, r, 1);
+        LLVMValueRef p = lane_ptr(c, ptrs, r, vec);
+        if (m[r]) {
+            predicated_store(c, e, p, reg(c, val, r), m[r]);
+        } else {
+            LLVMSetAlignment(LLVMBuildStore(c->b, to_mem(c, e, reg(c, val, r)), p), (tir_elem_bits(e) + 7) / 8);
+        }
     }
     LLVMBuildBr(c->b, join);
     LLVMPositionBuilderAtEnd(c->b, join);
@@ -1672,30 +1785,39 @@ static void gen_async_copy(cg *c, const tir_op *op) {
     if (vec > slot_run(op, &ptrs->type)) vec = slot_run(op, &ptrs->type);
     LLVMValueRef *dst = TC_NEW_ARRAY(c->arena, LLVMValueRef, n);
     for (uint32_t r = 0; r < n; r++) dst[r] = slot_addr(c, op, &ptrs->type, r);
+    LLVMValueRef *count = TC_NEW_ARRAY(c->arena, LLVMValueRef, n);
+    LLVMValueRef *m = mask ? mask_lanes(c, mask, n, vec, count) : NULL;
+    bool prefix = m && count[0];
     LLVMBasicBlockRef join = NULL;
-    if (vec * eb >= 4 && !check_align) {
-        /* runs whose mask lanes agree go as one cp.async; else the slow path */
-        LLVMValueRef uniform = NULL;
-        for (uint32_t r = 0; mask && vec > 1 && r < n; r += vec)
+    if (vec * eb >= LOWER_CP_ASYNC_MIN_BYTES) {
+        /* one cp.async per run: src-size the run's mask prefix (the rest
+         * zero-fills), or all or nothing where its mask lanes agree; where
+         * that is not proven, nor that the runs are aligned, a check picks
+         * between that and the lane-by-lane path */
+        LLVMValueRef cond = check_align ? groups_aligned(c, ptrs, n, vec) : NULL;
+        for (uint32_t r = 0; m && !prefix && vec > 1 && r < n; r += vec)
             for (uint32_t i = 1; i < vec; i++) {
-                LLVMValueRef same = LLVMBuildICmp(c->b, LLVMIntEQ, reg(c, mask, r), reg(c, mask, r + i), "");
-                uniform = uniform ? LLVMBuildAnd(c->b, uniform, same, "") : same;
+                LLVMValueRef same = LLVMBuildICmp(c->b, LLVMIntEQ, m[r], m[r + i], "");
+                cond = cond ? LLVMBuildAnd(c->b, cond, same, "") : same;
             }
         LLVMBasicBlockRef fast = NULL, slow = NULL;
-        if (uniform) split_on(c, uniform, &fast, &slow, &join);
+        if (cond) split_on(c, cond, &fast, &slow, &join);
         for (uint32_t r = 0; r < n; r += vec) {
             LLVMValueRef full = i32c(c, vec * eb);
-            LLVMValueRef size = mask ? LLVMBuildSelect(c->b, reg(c, mask, r), full, i32c(c, 0), "") : full;
+            LLVMValueRef size = !m      ? full
+                                : prefix ? LLVMBuildMul(c->b, count[r], i32c(c, eb), "")
+                                         : LLVMBuildSelect(c->b, m[r], full, i32c(c, 0), "");
             cp_async(c, dst[r], reg(c, ptrs, r), vec * eb, size);
         }
-        if (!uniform) return;
+        if (!cond) return;
         LLVMBuildBr(c->b, join);
         LLVMPositionBuilderAtEnd(c->b, slow);
     }
     LLVMTypeRef ty = mem_type(c, e);
     for (uint32_t r = 0; r < n; r++) {
-        LLVMValueRef v = mask ? predicated_load(c, e, reg(c, ptrs, r), reg(c, mask, r), LLVMConstNull(elem_type(c, e)))
-                              : from_mem(c, e, LLVMBuildLoad2(c->b, ty, reg(c, ptrs, r), ""));
+        LLVMValueRef p = lane_ptr(c, ptrs, r, vec);
+        LLVMValueRef v = m ? predicated_load(c, e, p, m[r], LLVMConstNull(elem_type(c, e)))
+                           : from_mem(c, e, LLVMBuildLoad2(c->b, ty, p, ""));
         LLVMSetAlignment(LLVMBuildStore(c->b, to_mem(c, e, v), dst[r]), eb);
     }
     if (join) {

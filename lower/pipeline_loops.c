@@ -6,7 +6,8 @@
  * A load qualifies when it sits directly in the loop body, its value
  * reaches operand a or b of a dot in the same body (through casts,
  * transposes and layout conversions), it has no `other` but zero (the copies fill masked
- * elements with zeros), and its pointers and mask are computed from the
+ * elements with zeros), its copies can be cp.async of 4 bytes or more
+ * (copy_run_bytes), and its pointers and mask are computed from the
  * induction variable, carried induction values and values defined before
  * the loop only, by pure ops (so they can be computed for any trip ahead
  * of time). With S stages, each such load gets a buffer of S slots, and:
@@ -71,6 +72,7 @@ typedef struct pl_ctx {
     tc_strbuf *notes;  /* lower_options.notes: where budget notes go, or NULL */
     const char *file;  /* the source, for notes */
     uint64_t smem_left; /* bytes of the kernel's ring budget not yet given to a loop */
+    const lower_axis_map *axis; /* the kernel's, before the pass: what its loads' copies could issue */
 } pl_ctx;
 
 /* The rings of `n` loads at `stages` slots each. */
@@ -119,10 +121,36 @@ static bool is_zero(const tir_value *v) {
     return tir_elem_is_float((tir_elem)v->type.elem) ? v->def->attr.fval == 0.0 : v->def->attr.ival == 0;
 }
 
-static bool qualifies(const tir_block *body, const tir_op *op) {
+/* The bytes of each cp.async that copies the tile of pointers `ptrs`:
+ * the thread's run of registers along the last dim (its layout's fastest),
+ * as far as the axis analysis proves it consecutive, at most 16 bytes;
+ * what codegen's async_copy issues where the runs are aligned (which it
+ * checks when the analysis cannot prove it: a row stride of K elements).
+ * A layout other than blocked is given the benefit of the doubt (16). */
+static uint32_t copy_run_bytes(const lower_axis_map *axis, const tir_value *ptrs) {
+    const tir_type *t = &ptrs->type;
+    if (t->layout.kind != TIR_LAYOUT_BLOCKED) return LOWER_CP_ASYNC_MAX_BYTES;
+    unsigned last = t->rank - 1u;
+    int64_t eb = (tir_elem_bits((tir_elem)t->pointee) + 7) / 8;
+    if (t->layout.ord[0] != last) return (uint32_t)eb;
+    lower_axis_info ai = lower_axis_get(axis, ptrs);
+    int64_t run = t->layout.spt[last] < t->shape[last] ? t->layout.spt[last] : t->shape[last];
+    if (ai.contiguity < run) run = ai.contiguity;
+    if (LOWER_CP_ASYNC_MAX_BYTES / eb < run) run = LOWER_CP_ASYNC_MAX_BYTES / eb;
+    uint32_t p = 1;
+    while ((int64_t)p * 2 <= run) p *= 2;
+    return p * (uint32_t)eb;
+}
+
+static bool qualifies(const tir_block *body, const tir_op *op, const lower_axis_map *axis) {
     if (op->code != TIR_OP_LOAD || op->results[0]->type.rank == 0 || op->results[0]->type.rank >= TIR_MAX_RANK)
         return false;
     if (op->noperands > 2 && !is_zero(op->operands[2])) return false;
+    /* cp.async copies 4, 8 or 16 bytes; narrower runs (f16 at unknown
+     * strides) would be plain loads whose shared stores wait for them right
+     * there: no overlap, only the registers of the pointers of trips ahead
+     * (as Triton, which pipelines only copies of 32 bits and more) */
+    if (copy_run_bytes(axis, op->operands[0]) < LOWER_CP_ASYNC_MIN_BYTES) return false;
     for (uint32_t i = 0; i < op->noperands && i < 2; i++)
         if (!ahead_computable(body, op->operands[i], 0)) return false;
     return feeds_dot(body, op->results[0], 0);
@@ -241,7 +269,7 @@ static void pipeline_loop(pl_ctx *c, tir_op *loop) {
     tir_op *loads[TIR_MAX_OPERANDS];
     uint32_t n = 0;
     for (tir_op *op = body->first; op && n < TIR_MAX_OPERANDS; op = op->next)
-        if (qualifies(body, op)) loads[n++] = op;
+        if (qualifies(body, op, c->axis)) loads[n++] = op;
     if (!n) return;
     int asked = loop->num_stages ? loop->num_stages : c->f->num_stages ? c->f->num_stages : LOWER_DEFAULT_NUM_STAGES;
     int stages = asked;
@@ -331,7 +359,8 @@ bool lower_pipeline_loops(tir_module *m, const lower_options *opt, tc_diag *diag
         loop_list *loops = TC_NEW(arena, loop_list);
         tir_walk(f, find_loops, loops);
         uint64_t have = lower_func_buffer_bytes(f);
-        pl_ctx c = {f, NULL, 0, opt->notes, m->source_name, budget > have ? budget - have : 0};
+        pl_ctx c = {f, NULL, 0, opt->notes, m->source_name, budget > have ? budget - have : 0,
+                    lower_axis_analyze(f, arena)};
         /* clones are memoized by the ids of values that exist now; the
          * values the pass makes are never cloned */
         c.nclone = f->next_value_id;
