@@ -181,6 +181,17 @@ static uint32_t reg_join(const view *v, const uint32_t *rd) {
     return r;
 }
 
+/* The register of broadcast operand type xt that register r of its
+ * result type rt repeats (the operand's dims of 1 at index 0). */
+static uint32_t broadcast_source_reg(const tir_type *xt, const tir_type *rt, uint32_t r) {
+    view vx = view_of(xt), vr = view_of(rt);
+    uint32_t rd[TIR_MAX_RANK];
+    reg_split(&vr, r, rd);
+    for (unsigned d = 0; d < vx.rank; d++)
+        if (vx.shape[d] == 1) rd[d] = 0;
+    return reg_join(&vx, rd);
+}
+
 /* The view dim of a tile dim. */
 static unsigned view_dim(const view *v, unsigned td) { return v->sliced >= 0 && (int)td >= v->sliced ? td + 1 : td; }
 
@@ -692,12 +703,7 @@ static LLVMValueRef run_count(cg *c, const tir_value *m, uint32_t r, uint32_t ve
         if (x->type.shape[x->type.rank - 1] != m->type.shape[m->type.rank - 1] ||
             x->type.layout.kind != TIR_LAYOUT_BLOCKED)
             return NULL;
-        view vx = view_of(&x->type), vm = view_of(&m->type);
-        uint32_t rd[TIR_MAX_RANK];
-        reg_split(&vm, r, rd);
-        for (unsigned d = 0; d < vx.rank; d++)
-            if (vx.shape[d] == 1) rd[d] = 0;
-        return run_count(c, x, reg_join(&vx, rd), vec, depth + 1);
+        return run_count(c, x, broadcast_source_reg(&x->type, &m->type, r), vec, depth + 1);
     }
     case TIR_OP_LT: case TIR_OP_LE: case TIR_OP_GT: case TIR_OP_GE: {
         const tir_value *x = op->operands[0], *y = op->operands[1];
@@ -733,7 +739,6 @@ static LLVMValueRef run_count(cg *c, const tir_value *m, uint32_t r, uint32_t ve
  * the mask's own registers, and count[0] is NULL. */
 static LLVMValueRef *mask_lanes(cg *c, const tir_value *mask, uint32_t n, uint32_t vec, LLVMValueRef *count) {
     LLVMValueRef *lane = TC_NEW_ARRAY(c->arena, LLVMValueRef, n);
-    count[0] = NULL;
     bool all = vec > 1;
     for (uint32_t r = 0; r < n && all; r += vec) all = (count[r] = run_count(c, mask, r, vec, 0)) != NULL;
     if (all) {
@@ -1524,15 +1529,8 @@ static void gen_rename(cg *c, const tir_op *op) {
  * with the same indices, 0 along the operand's dims of size 1. */
 static void gen_broadcast(cg *c, const tir_op *op) {
     const tir_value *x = op->operands[0], *res = op->results[0];
-    view vx = view_of(&x->type), vr = view_of(&res->type);
     LLVMValueRef *out = new_regs(c, res);
-    for (uint32_t r = 0; r < c->nregs[res->id]; r++) {
-        uint32_t rd[TIR_MAX_RANK];
-        reg_split(&vr, r, rd);
-        for (unsigned d = 0; d < vx.rank; d++)
-            if (vx.shape[d] == 1) rd[d] = 0;
-        out[r] = reg(c, x, reg_join(&vx, rd));
-    }
+    for (uint32_t r = 0; r < c->nregs[res->id]; r++) out[r] = reg(c, x, broadcast_source_reg(&x->type, &res->type, r));
 }
 
 /* ---- atomics ------------------------------------------------------------------
