@@ -53,9 +53,12 @@
  *     and a branch's yields take the layout of what they feed.
  *
  * Default blocked layouts: each thread's run along the last dim is 16
- * bytes of the widest element the kernel loads or stores (4 f32, 8 f16),
- * which lets codegen use 16-byte accesses; it shrinks when the tile is too
- * small to give every thread that many. Lanes then warps go to dims
+ * bytes of the narrowest element the class's own tile loads and stores
+ * move (4 f32, 8 f16: an f16 row computed in f32 still gets 8, as
+ * Triton's coalescing gives it), so codegen can use 16-byte accesses for
+ * every one of them; a class with none takes 16 bytes of the widest
+ * element the kernel loads or stores. The run shrinks when the tile is
+ * too small to give every thread that many. Lanes then warps go to dims
  * fastest first, as far as each dim has elements for them; what is left
  * replicates. For rank 1 that is the layout the kernels of issue 3/4 were
  * tuned with.
@@ -92,12 +95,13 @@ typedef struct layout_ctx {
     tir_func *f;
     tc_arena *arena;
     int num_warps;
-    unsigned widest_bytes;
+    unsigned widest_bytes; /* of any load or store: for classes without tile accesses */
     uint32_t n;           /* values */
     uint32_t *parent;     /* union-find over value ids */
     tir_value **value;    /* by id */
     /* per class root: */
-    uint32_t *shape;      /* max shape, TIR_MAX_RANK per root */
+    uint32_t *shape;      /* fitting shape, TIR_MAX_RANK per root */
+    uint8_t *access_bytes; /* narrowest element its tile loads and stores move; 0: none */
     uint8_t *rank;        /* 0: not a tile */
     uint8_t *decided;
     uint8_t *must_block;  /* holds an expand_dims result */
@@ -265,8 +269,9 @@ static void collect_wishes(tir_op *op, void *p) {
     }
 }
 
-/* The default blocked layout for a shape. */
-static tir_layout default_blocked(const layout_ctx *c, unsigned rank, const uint32_t *shape) {
+/* The default blocked layout for a shape whose narrowest memory element
+ * is elem_bytes wide. */
+static tir_layout default_blocked(const layout_ctx *c, unsigned rank, const uint32_t *shape, unsigned elem_bytes) {
     tir_layout l;
     memset(&l, 0, sizeof l);
     l.kind = TIR_LAYOUT_BLOCKED;
@@ -279,7 +284,7 @@ static tir_layout default_blocked(const layout_ctx *c, unsigned rank, const uint
     }
     unsigned last = rank - 1;
     uint32_t threads = 32u * (uint32_t)c->num_warps;
-    uint32_t spt = LAYOUT_ACCESS_BYTES / c->widest_bytes;
+    uint32_t spt = LAYOUT_ACCESS_BYTES / elem_bytes;
     while (spt > 1 && (uint64_t)spt * threads > numel) spt /= 2;
     if (spt > shape[last]) spt = shape[last];
     l.spt[last] = (uint16_t)spt;
@@ -351,7 +356,10 @@ static bool decide(layout_ctx *c, uint32_t root, bool use_default) {
         got = try_wish(c, root, w, &l);
     }
     if (!got && !use_default) return false;
-    if (!got) l = default_blocked(c, c->rank[root], &c->shape[root * TIR_MAX_RANK]);
+    if (!got) {
+        unsigned bytes = c->access_bytes[root] ? c->access_bytes[root] : c->widest_bytes;
+        l = default_blocked(c, c->rank[root], &c->shape[root * TIR_MAX_RANK], bytes);
+    }
     c->layout[root] = l;
     c->decided[root] = 1;
     return true;
@@ -417,7 +425,7 @@ static void repair(tir_op *op, void *p) {
         tir_value *x = op->operands[0], *r = op->results[0];
         if (!r->type.rank) break; /* to a scalar: any operand layout */
         if (x->type.layout.kind != TIR_LAYOUT_BLOCKED) {
-            tir_layout want = default_blocked(c, x->type.rank, x->type.shape);
+            tir_layout want = default_blocked(c, x->type.rank, x->type.shape, c->widest_bytes);
             op->operands[0] = x = convert(c, op, x, want);
         }
         tir_layout want = tir_layout_slice(&x->type.layout, (unsigned)op->attr.axis);
@@ -516,6 +524,18 @@ static void find_widest(tir_op *op, void *p) {
     if (bytes > c->widest_bytes) c->widest_bytes = bytes;
 }
 
+/* After the classes are joined: each class's narrowest element among the
+ * tile loads and stores of its pointers. */
+static void find_access_bytes(tir_op *op, void *p) {
+    layout_ctx *c = p;
+    if (op->code != TIR_OP_LOAD && op->code != TIR_OP_STORE) return;
+    const tir_value *ptrs = op->operands[0];
+    if (!ptrs->type.rank) return;
+    unsigned bytes = (tir_elem_bits((tir_elem)ptrs->type.pointee) + 7) / 8;
+    uint8_t *a = &c->access_bytes[find(c, ptrs->id)];
+    if (!*a || bytes < *a) *a = (uint8_t)bytes;
+}
+
 static void layout_func(tir_func *f, int num_warps) {
     tc_arena *arena = tc_arena_new();
     layout_ctx c;
@@ -528,6 +548,7 @@ static void layout_func(tir_func *f, int num_warps) {
     c.value = TC_NEW_ARRAY(arena, tir_value *, c.n + 1);
     c.shape = TC_NEW_ARRAY(arena, uint32_t, (c.n + 1) * TIR_MAX_RANK);
     c.rank = TC_NEW_ARRAY(arena, uint8_t, c.n + 1);
+    c.access_bytes = TC_NEW_ARRAY(arena, uint8_t, c.n + 1);
     c.decided = TC_NEW_ARRAY(arena, uint8_t, c.n + 1);
     c.must_block = TC_NEW_ARRAY(arena, uint8_t, c.n + 1);
     c.layout = TC_NEW_ARRAY(arena, tir_layout, c.n + 1);
@@ -557,6 +578,7 @@ static void layout_func(tir_func *f, int num_warps) {
             if (*fit == 0 || (s > 1 && (*fit == 1 || s < *fit))) *fit = s;
         }
     }
+    tir_walk(f, find_access_bytes, &c);
     for (unsigned rank = TIR_MAX_RANK; rank >= 1; rank--) decide_rank(&c, rank);
     for (uint32_t i = 0; i < c.n; i++)
         if (c.value[i] && c.value[i]->type.rank) c.value[i]->type.layout = c.layout[find(&c, i)];
