@@ -57,6 +57,7 @@ class TlsMem(ctypes.Structure):  # tls_mem: a trt_buffer and a byte offset
 
 
 TLS_DTYPE = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}  # tls_dtype
+COLSUM_BLOCK = 32  # the column-sum kernels' default BLOCK (stdlib/layernorm.tile, runtime/stdlib.c)
 
 
 class Tilec:
@@ -451,7 +452,15 @@ def sweep(tc):
                 dbp = torch.empty(groups, cols, device="cuda")
                 ms = median_ms(tc.launcher(kb, groups, x, x, dx, w, mean, rstd, dwp, dbp, rows, cols, cols, per))
                 out.append(("layernorm bwd f16 %d (dx part)" % cols, nw, per, 6 * rows * cols / ms / 1e6))
-        del x, y, dx
+        # the column sums alone, over the partial sums of 2 groups per SM
+        groups = 2 * sms
+        dwp, dbp = torch.randn(groups, cols, device="cuda"), torch.randn(groups, cols, device="cuda")
+        dw, db = torch.empty_like(w), torch.empty_like(b)
+        for bl, gr, nw in ((32, 64, 8), (32, 64, 4), (32, 32, 4), (32, 128, 8), (64, 64, 8), (64, 32, 8), (16, 64, 4)):
+            ks = tc.kernel("stdlib/layernorm.tile", "layernorm_dwdb_f16", num_warps=nw, BLOCK=bl, GROUPS=gr)
+            ms = median_ms(tc.launcher(ks, triton.cdiv(cols, bl), dwp, dbp, dw, db, groups, cols))
+            out.append(("layernorm dwdb f16 %d (%dx%d)" % (cols, gr, bl), nw, groups, 8 * groups * cols / ms / 1e6))
+        del x, y, dx, dwp, dbp
     print()
     print("== tilec sweep (tilec only; GB/s, median of do_bench, L2 flushed)")
     print("%-34s %9s %9s %9s" % ("kernel", "num_warps", "rows/prog", "GB/s"))
@@ -531,7 +540,7 @@ def main():
         block = triton.next_power_of_2(cols)
         kf = tc.kernel("stdlib/layernorm.tile", "layernorm_f16", BLOCK=block)
         kb = tc.kernel("stdlib/layernorm.tile", "layernorm_bwd_f16", BLOCK=block)
-        ks = tc.kernel("stdlib/layernorm.tile", "layernorm_dwdb_f16")  # its default BLOCK, 64
+        ks = tc.kernel("stdlib/layernorm.tile", "layernorm_dwdb_f16")  # its default BLOCK, COLSUM_BLOCK
         x = torch.randn(rows, cols, device="cuda", dtype=h) + 1
         w = torch.rand(cols, device="cuda", dtype=h) + 0.5
         b = torch.randn(cols, device="cuda", dtype=h)
@@ -549,7 +558,7 @@ def main():
 
         run_f = tc.launcher(kf, rows, x, y, w, b, mean, rstd, cols, cols, eps)
         run_b = tc.launcher(kb, groups, x, dy, dx, w, mean, rstd, dwp, dbp, rows, cols, cols, per)
-        run_s = tc.launcher(ks, triton.cdiv(cols, 64), dwp, dbp, dw, db, groups, cols)
+        run_s = tc.launcher(ks, triton.cdiv(cols, COLSUM_BLOCK), dwp, dbp, dw, db, groups, cols)
 
         def run_bwd():
             run_b()
@@ -588,7 +597,7 @@ def main():
         block = triton.next_power_of_2(cols)
         kf = tc.kernel("stdlib/rmsnorm.tile", "rmsnorm_f16", BLOCK=block)
         kb = tc.kernel("stdlib/rmsnorm.tile", "rmsnorm_bwd_f16", BLOCK=block)
-        ks = tc.kernel("stdlib/rmsnorm.tile", "rmsnorm_dw_f16")  # its default BLOCK, 64
+        ks = tc.kernel("stdlib/rmsnorm.tile", "rmsnorm_dw_f16")  # its default BLOCK, COLSUM_BLOCK
         x = torch.randn(rows, cols, device="cuda", dtype=h) + 1
         w = torch.rand(cols, device="cuda", dtype=h) + 0.5
         dy = torch.randn(rows, cols, device="cuda", dtype=h) / 10
@@ -602,7 +611,7 @@ def main():
 
         run_f = tc.launcher(kf, rows, x, y, w, rstd, cols, cols, eps)
         run_b = tc.launcher(kb, groups, x, dy, dx, w, rstd, dwp, rows, cols, cols, per)
-        run_s = tc.launcher(ks, triton.cdiv(cols, 64), dwp, dw, groups, cols)
+        run_s = tc.launcher(ks, triton.cdiv(cols, COLSUM_BLOCK), dwp, dw, groups, cols)
 
         def run_bwd():
             run_b()

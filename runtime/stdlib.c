@@ -39,7 +39,7 @@
 
 enum {
     ELEMENTWISE_BLOCK = 1024, /* the bench's (and Triton's tutorials') block for elementwise kernels */
-    COLSUM_BLOCK = 64,        /* the column-sum kernels' default: many small programs (bench/RESULTS.md) */
+    COLSUM_BLOCK = 32,        /* the column-sum kernels' default: many small programs, GROUPS rows a trip */
     CPU_GROUPS = 4,           /* the interpreter runs programs one by one: few groups, but more than one,
                                  so that the CPU runs the same partial sums as the GPU */
     GPU_GROUPS_PER_SM = 2,    /* rows_per_program = cdiv(rows, 2 * SMs), as bench/gpu_bench.py times it */
