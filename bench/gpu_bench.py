@@ -47,9 +47,9 @@ class Define(ctypes.Structure):  # tilec_define
     _fields_ = [("name", ctypes.c_char_p), ("value", ctypes.c_int64)]
 
 
-class CompileOptions(ctypes.Structure):  # trt_compile_options
+class CompileOptions(ctypes.Structure):  # trt_compile_options: every field, in order
     _fields_ = [("arch", ctypes.c_char_p), ("num_warps", ctypes.c_int), ("defines", ctypes.POINTER(Define)),
-                ("ndefines", ctypes.c_size_t)]
+                ("ndefines", ctypes.c_size_t), ("no_asserts", ctypes.c_bool), ("num_stages", ctypes.c_int)]
 
 
 class TlsMem(ctypes.Structure):  # tls_mem: a trt_buffer and a byte offset
@@ -86,10 +86,10 @@ class Tilec:
         if status != 0:
             sys.exit("tilec: %s failed: %s" % (what, self.lib.trt_last_error(self.dev).decode()))
 
-    def kernel(self, path, name, num_warps=0, source=None, **defines):
+    def kernel(self, path, name, num_warps=0, source=None, num_stages=0, **defines):
         src = source.encode() if source else open(os.path.join(ROOT, path), "rb").read()
         defs = (Define * max(1, len(defines)))(*[Define(k.encode(), v) for k, v in defines.items()])
-        opt = CompileOptions(None, num_warps, defs, len(defines))
+        opt = CompileOptions(None, num_warps, defs, len(defines), False, num_stages)
         mod, k = ctypes.c_void_p(), ctypes.c_void_p()
         self.check(self.lib.trt_compile(self.dev, path.encode(), src, len(src), ctypes.byref(opt), ctypes.byref(mod)),
                    "compiling " + path)
@@ -418,9 +418,47 @@ def torch_rms_norm(x, w, eps):
     return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
 
 
+# matmul tile configurations the sweep times: BLOCK_M, BLOCK_N, BLOCK_K,
+# num_warps, num_stages (the first is runtime/stdlib.c's large-shape row;
+# the others Triton's tutorial list for recent GPUs)
+MATMUL_SWEEP = [(128, 128, 32, 4, 4), (128, 128, 64, 4, 3), (128, 256, 64, 8, 3), (256, 128, 64, 8, 3),
+                (128, 256, 32, 8, 4), (64, 256, 32, 4, 4), (128, 64, 32, 4, 4), (64, 128, 32, 4, 4)]
+
+
+def matmul_sweep(tc):
+    """stdlib matmul_f16 (row-major, EVEN) over MATMUL_SWEEP at 4096^3 and
+    8192^3, each checked, then timed with cuBLAS in the same run."""
+    print()
+    print("== tilec matmul sweep (f16, row-major; TFLOP/s, median of do_bench)")
+    print("%-16s %-18s %9s %9s %9s" % ("shape", "config", "tilec", "cublas", "ratio"))
+    for n in (4096, 8192):
+        a = torch.randn(n, n, device="cuda", dtype=torch.float16)
+        b = torch.randn(n, n, device="cuda", dtype=torch.float16)
+        c = torch.empty(n, n, device="cuda", dtype=torch.float16)
+        ref = torch.matmul(a.float(), b.float())
+        flops = 2.0 * n * n * n
+        cublas = flops / median_ms(lambda: torch.matmul(a, b, out=c)) / 1e9
+        for bm, bn, bk, nw, ns in MATMUL_SWEEP:
+            k = tc.kernel("stdlib/matmul.tile", "matmul_f16", num_warps=nw, num_stages=ns, BLOCK_M=bm, BLOCK_N=bn,
+                          BLOCK_K=bk, A_LAYOUT=1, B_LAYOUT=1, C_LAYOUT=1, EVEN=1)
+            grid = triton.cdiv(n, bm) * triton.cdiv(n, bn)
+            run = tc.launcher(k, grid, a, b, c, n, n, n, n, 1, n, 1, n, 1, 0, 0, 0, c)
+            c.fill_(float("nan"))
+            run()
+            torch.cuda.synchronize()
+            err = (c.float() - ref).abs().max().item()
+            if not err <= 4e-3 * ref.abs().max().item():
+                sys.exit("WRONG: matmul sweep %dx%dx%d %d warps %d stages at %d^3: off by %g" % (bm, bn, bk, nw, ns, n, err))
+            t = flops / median_ms(run) / 1e9
+            print("%-16s %-18s %9.0f %9.0f %9.3f" % ("%d^3" % n, "%dx%dx%d w%d s%d" % (bm, bn, bk, nw, ns), t, cublas,
+                                                    t / cublas))
+        del a, b, c, ref
+
+
 def sweep(tc):
     """tilec's row kernels over num_warps (and rows per program), to choose
     the defaults from measurements: a table of GB/s per configuration."""
+    matmul_sweep(tc)
     out = []
     rows = 4096
     x = torch.randn(rows, 16384, device="cuda")

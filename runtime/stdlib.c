@@ -447,7 +447,7 @@ typedef struct matmul_config {
 
 static const matmul_config matmul_configs[] = {
     /* min_m, min_n, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages */
-    {128, 128, 128, 128, 32, 8, 4, 4}, /* large: 64 f32 accumulators a thread */
+    {128, 128, 128, 128, 32, 8, 4, 4}, /* large: 128 f32 accumulators a thread */
     {64, 64, 64, 64, 32, 8, 4, 4},
     {1, 1, 32, 32, 32, 8, 2, 4}, /* skinny or small: less padding past the edges */
 };

@@ -134,7 +134,7 @@ if python3 -c 'import torch, triton' 2>/dev/null; then
   # shellcheck disable=SC2086 # TILEC_BENCH_ARGS: extra options, e.g. --sweep
   bench_out=$(PYTHONUNBUFFERED=1 python3 "$root/bench/gpu_bench.py" --lib "$build/libtilec.so" ${TILEC_BENCH_ARGS:-} 2>&1); brc=$?
   printf '%s\n' "$bench_out" >>"$log"
-  bench_table=$(printf '%s\n' "$bench_out" | sed -n '/^== tilec sweep/,/^$/p;/^== tilec GPU bench/,$p')
+  bench_table=$(printf '%s\n' "$bench_out" | sed -n '/^== tilec matmul sweep/,/^$/p;/^== tilec sweep/,/^$/p;/^== tilec GPU bench/,$p')
   if [ $brc -eq 0 ] && [ -n "$bench_table" ]; then row "bench (bench/gpu_bench.py)" ok "table above"
   else row "bench (bench/gpu_bench.py)" FAIL "rc=$brc: $(printf '%s\n' "$bench_out" | tail -1)"; printf '%s\n' "$bench_out" | tail -20; fi
 else
