@@ -7,7 +7,8 @@ Run by scripts/gpu-check.sh on the GPU machine (it needs torch and triton,
 which the users of tilec do not: this is the only Python in the project,
 and it exists to compare with those peers). tilec kernels are compiled at
 run time and launched through the C runtime API (include/tilec_rt.h) over
-ctypes, on the same torch tensors as the peers (trt_wrap), on the default
+ctypes (layernorm and rmsnorm through their stdlib entry points,
+include/tilec_stdlib.h, with the library's own launch choices), on the same torch tensors as the peers (trt_wrap), on the default
 stream that torch also uses. Every operation is checked against torch
 before it is timed. Times are medians of triton.testing.do_bench, which
 flushes the L2 cache before every run; GB/s counts each input read once
@@ -57,7 +58,6 @@ class TlsMem(ctypes.Structure):  # tls_mem: a trt_buffer and a byte offset
 
 
 TLS_DTYPE = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}  # tls_dtype
-COLSUM_BLOCK = 32  # the column-sum kernels' default BLOCK (stdlib/layernorm.tile, runtime/stdlib.c)
 
 
 class Tilec:
@@ -75,6 +75,13 @@ class Tilec:
         L.trt_wrap.argtypes = [vp, u64, sz, ctypes.POINTER(u64)]
         L.trt_launch.argtypes = [vp, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32, ctypes.POINTER(Arg), sz]
         L.tls_matmul.argtypes = [vp, ctypes.c_int, TlsMem, TlsMem, TlsMem] + [ctypes.c_int64] * 9 + [vp]
+        i64, f32, ws = ctypes.c_int64, ctypes.c_float, [vp, ctypes.c_int64, ctypes.c_int64, ctypes.POINTER(sz)]
+        L.tls_layernorm.argtypes = [vp, ctypes.c_int] + [TlsMem] * 6 + [i64] * 3 + [f32, vp]
+        L.tls_layernorm_bwd_workspace.argtypes = ws
+        L.tls_layernorm_bwd.argtypes = [vp, ctypes.c_int] + [TlsMem] * 8 + [i64] * 3 + [TlsMem, vp]
+        L.tls_rmsnorm.argtypes = [vp, ctypes.c_int] + [TlsMem] * 4 + [i64] * 3 + [f32, vp]
+        L.tls_rmsnorm_bwd_workspace.argtypes = ws
+        L.tls_rmsnorm_bwd.argtypes = [vp, ctypes.c_int] + [TlsMem] * 6 + [i64] * 3 + [TlsMem, vp]
         why = ctypes.create_string_buffer(512)
         self.dev = vp()
         if L.trt_open(DEVICE_CUDA, ctypes.byref(self.dev), why, 512) != 0:
@@ -103,6 +110,24 @@ class Tilec:
             self.check(self.lib.trt_wrap(self.dev, key[0], key[1], ctypes.byref(h)), "wrapping a tensor")
             self.buffers[key] = h.value
         return self.buffers[key]
+
+    def entry(self, name, dtype, *args):
+        """A function that calls the stdlib entry point `name` (tls_*) for
+        tensors of dtype with args: tensors pass as tls_mem, the rest as
+        they are (its argtypes convert them); default options."""
+        f, dev, dt = getattr(self.lib, name), self.dev, TLS_DTYPE[dtype]
+        conv = [TlsMem(self.buf(a), 0) if isinstance(a, torch.Tensor) else a for a in args]
+
+        def run():
+            if f(dev, dt, *conv, None) != 0:
+                sys.exit("tilec: %s failed: %s" % (name, self.lib.trt_last_error(dev).decode()))
+        return run
+
+    def workspace(self, name, rows, cols):
+        """The workspace a stdlib backward pass asks for, as a byte tensor."""
+        n = ctypes.c_size_t()
+        self.check(getattr(self.lib, name)(self.dev, rows, cols, ctypes.byref(n)), name)
+        return torch.empty(max(n.value, 1), device="cuda", dtype=torch.uint8)
 
     def matmul(self, a, b, c):
         """A function that runs tls_matmul: c = a . b (2-D tensors, any strides)."""
@@ -576,9 +601,6 @@ def main():
     for cols in ([4096] if opt.quick else [1024, 4096, 8192]):
         rows, eps, h = 4096, 1e-5, torch.float16
         block = triton.next_power_of_2(cols)
-        kf = tc.kernel("stdlib/layernorm.tile", "layernorm_f16", BLOCK=block)
-        kb = tc.kernel("stdlib/layernorm.tile", "layernorm_bwd_f16", BLOCK=block)
-        ks = tc.kernel("stdlib/layernorm.tile", "layernorm_dwdb_f16")  # its default BLOCK, COLSUM_BLOCK
         x = torch.randn(rows, cols, device="cuda", dtype=h) + 1
         w = torch.rand(cols, device="cuda", dtype=h) + 0.5
         b = torch.randn(cols, device="cuda", dtype=h)
@@ -594,13 +616,11 @@ def main():
         dw = torch.empty_like(w)
         db = torch.empty_like(b)
 
-        run_f = tc.launcher(kf, rows, x, y, w, b, mean, rstd, cols, cols, eps)
-        run_b = tc.launcher(kb, groups, x, dy, dx, w, mean, rstd, dwp, dbp, rows, cols, cols, per)
-        run_s = tc.launcher(ks, triton.cdiv(cols, COLSUM_BLOCK), dwp, dbp, dw, db, groups, cols)
-
-        def run_bwd():
-            run_b()
-            run_s()
+        # tilec through its C entry points: what a user calls, with the
+        # library's own choices (BLOCK, num_warps, rows per program)
+        run_f = tc.entry("tls_layernorm", h, x, y, w, b, mean, rstd, rows, cols, cols, eps)
+        run_bwd = tc.entry("tls_layernorm_bwd", h, x, dy, dx, w, mean, rstd, dw, db, rows, cols, cols,
+                           tc.workspace("tls_layernorm_bwd_workspace", rows, cols))
         ry, rmean, rrstd = torch.ops.aten.native_layer_norm(x, [cols], w, b, eps)
         run_f(); run_bwd(); torch.cuda.synchronize()
         near(y.float(), ry.float(), "layernorm_f16 %dx%d" % (rows, cols), rtol=1e-2, atol=1e-2)
@@ -633,9 +653,6 @@ def main():
     for cols in ([4096] if opt.quick else [1024, 4096, 8192]):
         rows, eps, h = 4096, 1e-5, torch.float16
         block = triton.next_power_of_2(cols)
-        kf = tc.kernel("stdlib/rmsnorm.tile", "rmsnorm_f16", BLOCK=block)
-        kb = tc.kernel("stdlib/rmsnorm.tile", "rmsnorm_bwd_f16", BLOCK=block)
-        ks = tc.kernel("stdlib/rmsnorm.tile", "rmsnorm_dw_f16")  # its default BLOCK, COLSUM_BLOCK
         x = torch.randn(rows, cols, device="cuda", dtype=h) + 1
         w = torch.rand(cols, device="cuda", dtype=h) + 0.5
         dy = torch.randn(rows, cols, device="cuda", dtype=h) / 10
@@ -647,13 +664,9 @@ def main():
         dx = torch.full_like(x, float("nan"))
         dw = torch.empty_like(w)
 
-        run_f = tc.launcher(kf, rows, x, y, w, rstd, cols, cols, eps)
-        run_b = tc.launcher(kb, groups, x, dy, dx, w, rstd, dwp, rows, cols, cols, per)
-        run_s = tc.launcher(ks, triton.cdiv(cols, COLSUM_BLOCK), dwp, dw, groups, cols)
-
-        def run_bwd():
-            run_b()
-            run_s()
+        run_f = tc.entry("tls_rmsnorm", h, x, y, w, rstd, rows, cols, cols, eps)
+        run_bwd = tc.entry("tls_rmsnorm_bwd", h, x, dy, dx, w, rstd, dw, rows, cols, cols,
+                           tc.workspace("tls_rmsnorm_bwd_workspace", rows, cols))
         run_f(); run_bwd(); torch.cuda.synchronize()
         # the reference in f32 from the same f16 inputs, its gradients by autograd
         xr = x.float().requires_grad_()

@@ -14,8 +14,9 @@
  *   - the grid: a program per row, per ELEMENTWISE_BLOCK elements, per
  *     COLSUM_BLOCK columns, or per group of rows for the norms' backward
  *     passes, which take cdiv(rows, groups) rows each with groups
- *     GPU_GROUPS_PER_SM per multiprocessor on the GPU (the bench's
- *     measured choice) and CPU_GROUPS on the CPU.
+ *     GPU_GROUPS_PER_SM per multiprocessor on the GPU (4 for rows of up
+ *     to NARROW_COLS; the bench's measured choices) and CPU_GROUPS on the
+ *     CPU.
  * Matrix products (tls_matmul*) pick instead a row of matmul_configs by
  * shape (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps) and the layout
  * specializations the strides allow (matmul.tile's header), and launch
@@ -42,7 +43,12 @@ enum {
     COLSUM_BLOCK = 32,        /* the column-sum kernels' default: many small programs, GROUPS rows a trip */
     CPU_GROUPS = 4,           /* the interpreter runs programs one by one: few groups, but more than one,
                                  so that the CPU runs the same partial sums as the GPU */
-    GPU_GROUPS_PER_SM = 2,    /* rows_per_program = cdiv(rows, 2 * SMs), as bench/gpu_bench.py times it */
+    GPU_GROUPS_PER_SM = 2,    /* rows_per_program = cdiv(rows, 2 * SMs) ... */
+    GPU_GROUPS_PER_SM_NARROW = 4, /* ... or 4 * SMs for rows of NARROW_COLS or fewer: short rows leave a
+                                     program mostly waiting on latency, and more programs hide it (1024
+                                     f16 columns: dx 38% faster at 8 rows a program than at 16, in the
+                                     2026-11-22 sweep, bench/RESULTS.md) */
+    NARROW_COLS = 1024,
     FALLBACK_SMS = 132,       /* when the driver does not say (an H100 SXM's count) */
     WORKSPACE_ALIGN = 64,     /* layernorm's db partials start this aligned after dw's */
     PTR_ALIGN = 16,           /* what the compiler assumes of pointers (trt_launch checks it too) */
@@ -245,7 +251,8 @@ typedef struct row_groups {
 
 static trt_status plan_groups(const call *c, int64_t rows, int64_t cols, row_groups *g) {
     int sms = c->d->cuda ? rt_cuda_sm_count(c->d->cuda) : 0;
-    int64_t target = c->d->cuda ? GPU_GROUPS_PER_SM * (int64_t)(sms > 0 ? sms : FALLBACK_SMS) : CPU_GROUPS;
+    int per_sm = cols <= NARROW_COLS ? GPU_GROUPS_PER_SM_NARROW : GPU_GROUPS_PER_SM;
+    int64_t target = c->d->cuda ? per_sm * (int64_t)(sms > 0 ? sms : FALLBACK_SMS) : CPU_GROUPS;
     g->per = cdiv(rows, target);
     g->groups = cdiv(rows, g->per);
     /* the kernels index rows and partial sums in i32 */
