@@ -450,13 +450,19 @@ typedef struct matmul_config {
      * kernel's num_stages; the compiler lowers it where the rings would not
      * fit its shared-memory budget (lower/pipeline_loops.c) */
     int num_stages;
+    /* num_warps instead for f32 inputs (tf32: 32-bit fragments, b loaded
+     * element by element from shared memory) and for the general path
+     * (an operand of any strides: 64-bit offsets): where num_warps would
+     * spill (ptxas -v, tests/stdlib-no-spills.sh), the same tile on more
+     * warps, fewer accumulators a thread */
+    int wide_warps;
 } matmul_config;
 
 static const matmul_config matmul_configs[] = {
-    /* min_m, min_n, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages */
-    {128, 128, 128, 128, 32, 8, 4, 4}, /* large: 128 f32 accumulators a thread */
-    {64, 64, 64, 64, 32, 8, 4, 4},
-    {1, 1, 32, 32, 32, 8, 2, 4}, /* skinny or small: less padding past the edges */
+    /* min_m, min_n, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages, wide_warps */
+    {128, 128, 128, 128, 32, 8, 4, 4, 8}, /* large: 128 f32 accumulators a thread (64 on 8 warps) */
+    {64, 64, 64, 64, 32, 8, 4, 4, 4},
+    {1, 1, 32, 32, 32, 8, 2, 4, 2}, /* skinny or small: less padding past the edges */
 };
 
 static const matmul_config *matmul_config_for(int64_t M, int64_t N) {
@@ -601,7 +607,8 @@ static trt_status matmul(const call *c, matrix a, matrix b, matrix x, const epil
     snprintf(spec, sizeof spec, "BLOCK_M %d, BLOCK_N %d, BLOCK_K %d, layouts %lld %lld %lld%s%s, activation %d",
              cfg->block_m, cfg->block_n, cfg->block_k, (long long)defs[4].value, (long long)defs[5].value,
              (long long)c_layout, even ? ", EVEN" : "", has_bias ? ", bias" : "", act);
-    int warps = main_warps(c) ? main_warps(c) : cfg->num_warps;
+    bool wide = c->st == &storages[TLS_F32] || defs[4].value == 0 || defs[5].value == 0;
+    int warps = main_warps(c) ? main_warps(c) : wide ? cfg->wide_warps : cfg->num_warps;
     trt_kernel *k;
     if ((st = kernel_with(c, "stdlib/matmul.tile", name, defs, sizeof defs / sizeof defs[0], warps, cfg->num_stages,
                           spec, &k)))

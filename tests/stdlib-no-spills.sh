@@ -52,60 +52,67 @@ for f in "$root"/stdlib/*.tile; do
 done
 # stdlib/matmul.tile at each row of matmul_configs in runtime/stdlib.c (read
 # from there, so that the two cannot drift apart: min_m, min_n, BLOCK_M,
-# BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages), each with the layouts
-# of the fast path (operands and C row-major, no masks: what the bench
-# times), of both operands transposed, of row-major operands at a shape
-# that needs masks (what most calls take), and of the general path (any
-# strides, masks). Until GPU code for dot exists (issue 5) every compile
-# fails with the message below: reported loudly as not checked, and
-# checked like the rest as soon as it compiles.
+# BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages, wide_warps), each with
+# the layouts of the fast path (operands and C row-major, no masks: what
+# the bench times), of both operands transposed, of row-major operands at
+# a shape that needs masks (what most calls take), and of the general path
+# (any strides, masks); each kernel on the warps tls_matmul gives it:
+# wide_warps for f32 inputs and for the general path, num_warps for the
+# rest. Until GPU code for dot exists (issue 5) every compile fails with
+# the message below: reported loudly as not checked, and checked like the
+# rest as soon as it compiles.
 not_yet="dot has no GPU code generation yet"
 configs=$(sed -n '/matmul_configs\[\] = {/,/^};/p' "$root/runtime/stdlib.c" | grep -o '^ *{[0-9, ]*}' | tr -d '{ }')
 [ -n "$configs" ] || { echo "FAIL: no matmul_configs rows found in runtime/stdlib.c"; fail=1; }
 table=() matmul_skipped=0 matmul_spills=0
 for cfg in $configs; do
-  IFS=, read -r _ _ bm bn bk gm warps stages <<<"$cfg"
+  IFS=, read -r _ _ bm bn bk gm warps stages wide <<<"$cfg"
+  [ -n "$wide" ] || { echo "FAIL: matmul_configs row {$cfg} has no wide_warps"; fail=1; continue; }
   for layouts in "1 1 1 1" "2 2 1 1" "1 1 1 0" "0 0 0 0"; do
     read -r la lb lc even <<<"$layouts"
-    args=(-D "BLOCK_M=$bm" -D "BLOCK_N=$bn" -D "BLOCK_K=$bk" -D "GROUP_M=$gm" -D "A_LAYOUT=$la" -D "B_LAYOUT=$lb"
-          -D "C_LAYOUT=$lc" -D "EVEN=$even" --num-warps="$warps" --num-stages="$stages")
-    what="${bm}x${bn}x${bk} w$warps s$stages layouts $la$lb$lc even $even"
-    if ! "$tilec" "$root/stdlib/matmul.tile" "${args[@]}" --arch=sm_90 -v -o "$tmp/k.cubin" >"$tmp/log" 2>&1; then
-      if grep -q "$not_yet" "$tmp/log"; then matmul_skipped=$((matmul_skipped + 1)); continue; fi
-      echo "FAIL: matmul.tile ($what) does not compile:"; cat "$tmp/log"; fail=1; continue
-    fi
-    # ptxas knows the static shared memory only; the dynamic bytes a
-    # launch gives a kernel over 48 KB are in the sidecar (dynamic_smem)
-    sed -n 's/^kernel @\([A-Za-z0-9_]*\)(.*dynamic_smem(\([0-9]*\)).*/\1 \2/p' "$tmp/k.cubin.tir" >"$tmp/dyn" 2>/dev/null
-    rows=$(awk -v what="$what" '
-      FILENAME == ARGV[1] {dyn[$1] = $2; next}
-      /Function properties for/ {k=$NF; st=0; ld=0}
-      /spill stores/ {st=$5; ld=$9}
-      /Used [0-9]+ registers/ {r=0; sm=0
-        for (i = 1; i <= NF; i++) { if ($i ~ /^registers/) r=$(i-1); if ($i == "smem") sm=$(i-2) }
-        printf "%-16s %-32s %9s %10s %9s %12s %11s\n", k, what, r, sm, (k in dyn) ? dyn[k] : 0, st, ld}' "$tmp/dyn" "$tmp/log")
-    table+=("$rows")
-    checked=$((checked + $(grep -c "Function properties for" "$tmp/log")))
-    bad=$(awk '/Function properties for/ {k=$NF} /spill stores/ {if ($5 != 0 || $9 != 0) print k ": " $0}' "$tmp/log")
-    # Gated: f16 and bf16 at every configuration and layout but the
-    # 128x128 general path; tf32 at 64x64 and 32x32. Known and reported,
-    # not gated: dot_ieee (the FMA path holds whole rows of a and columns
-    # of b per thread); at 128x128, tf32 (64 f32 accumulators a thread
-    # beside 32-bit fragments, b's loaded element by element from shared
-    # memory where ldmatrix cannot transpose 32-bit elements) and the f16
-    # and bf16 general path (every stride unknown: 2-byte copies, which
-    # cp.async cannot pipeline, with 64-bit offsets).
-    if [ -n "$bad" ]; then
-      known=$(awk -v bm="$bm" -v lay="$la$lb$lc$even" '{k=$1; sub(":", "", k)
-        if (k == "matmul_f32_ieee" || (bm == 128 && (lay == "0000" || k == "matmul_f32"))) next; print}' <<<"$bad")
-      if [ -n "$known" ]; then echo "FAIL: matmul.tile ($what) spills:"; echo "$known"; fail=1; fi
-      echo "KNOWN, NOT GATED: matmul.tile ($what) spills (dot_ieee, or at 128x128 tf32 / the general path):"; echo "$bad"
-      matmul_spills=$((matmul_spills + 1))
-    fi
+    nw16=$warps # f16 and bf16: num_warps, or wide_warps on the general path
+    if [ "$la" = 0 ] || [ "$lb" = 0 ]; then nw16=$wide; fi
+    for nw in $(printf '%s\n' "$nw16" "$wide" | sort -u); do
+      # the kernels this compile stands for
+      kernels=""
+      [ "$nw" = "$nw16" ] && kernels="matmul_f16 matmul_bf16"
+      [ "$nw" = "$wide" ] && kernels="$kernels matmul_f32 matmul_f32_ieee"
+      args=(-D "BLOCK_M=$bm" -D "BLOCK_N=$bn" -D "BLOCK_K=$bk" -D "GROUP_M=$gm" -D "A_LAYOUT=$la" -D "B_LAYOUT=$lb"
+            -D "C_LAYOUT=$lc" -D "EVEN=$even" --num-warps="$nw" --num-stages="$stages")
+      what="${bm}x${bn}x${bk} w$nw s$stages layouts $la$lb$lc even $even"
+      if ! "$tilec" "$root/stdlib/matmul.tile" "${args[@]}" --arch=sm_90 -v -o "$tmp/k.cubin" >"$tmp/log" 2>&1; then
+        if grep -q "$not_yet" "$tmp/log"; then matmul_skipped=$((matmul_skipped + 1)); continue; fi
+        echo "FAIL: matmul.tile ($what) does not compile:"; cat "$tmp/log"; fail=1; continue
+      fi
+      # ptxas knows the static shared memory only; the dynamic bytes a
+      # launch gives a kernel over 48 KB are in the sidecar (dynamic_smem)
+      sed -n 's/^kernel @\([A-Za-z0-9_]*\)(.*dynamic_smem(\([0-9]*\)).*/\1 \2/p' "$tmp/k.cubin.tir" >"$tmp/dyn" 2>/dev/null
+      rows=$(awk -v what="$what" -v kernels=" $kernels " '
+        FILENAME == ARGV[1] {dyn[$1] = $2; next}
+        /Function properties for/ {k=$NF; st=0; ld=0}
+        /spill stores/ {st=$5; ld=$9}
+        /Used [0-9]+ registers/ {r=0; sm=0
+          if (index(kernels, " " k " ") == 0) next
+          for (i = 1; i <= NF; i++) { if ($i ~ /^registers/) r=$(i-1); if ($i == "smem") sm=$(i-2) }
+          printf "%-16s %-32s %9s %10s %9s %12s %11s\n", k, what, r, sm, (k in dyn) ? dyn[k] : 0, st, ld}' "$tmp/dyn" "$tmp/log")
+      table+=("$rows")
+      bad=$(awk -v kernels=" $kernels " '/Function properties for/ {k=$NF}
+        /spill stores/ {if (index(kernels, " " k " ") && ($5 != 0 || $9 != 0)) print k ": " $0}' "$tmp/log")
+      checked=$((checked + $(wc -w <<<"$kernels")))
+      # Gated: every kernel but dot_ieee (matmul_f32_ieee: the FMA path
+      # holds whole rows of a and columns of b per thread), known and
+      # reported.
+      if [ -n "$bad" ]; then
+        known=$(awk '{k=$1; sub(":", "", k); if (k == "matmul_f32_ieee") next; print}' <<<"$bad")
+        if [ -n "$known" ]; then echo "FAIL: matmul.tile ($what) spills:"; echo "$known"; fail=1; fi
+        echo "KNOWN, NOT GATED: matmul.tile ($what) spills (dot_ieee):"; echo "$bad"
+        matmul_spills=$((matmul_spills + 1))
+      fi
+    done
   done
 done
 if [ "$matmul_spills" -gt 0 ]; then
-  echo "NOT GATED: stdlib/matmul.tile spills in $matmul_spills configurations (reported above: dot_ieee; at 128x128 tf32 and the f16/bf16 general path)"
+  echo "NOT GATED: stdlib/matmul.tile spills in $matmul_spills configurations (reported above: dot_ieee)"
 fi
 if [ "$matmul_skipped" -gt 0 ]; then
   echo "SKIPPED (partly): stdlib/matmul.tile NOT CHECKED for spills ($matmul_skipped configurations): $not_yet"
