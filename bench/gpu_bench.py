@@ -446,8 +446,9 @@ def torch_rms_norm(x, w, eps):
 # matmul tile configurations the sweep times: BLOCK_M, BLOCK_N, BLOCK_K,
 # num_warps, num_stages (the first is runtime/stdlib.c's large-shape row;
 # the others Triton's tutorial list for recent GPUs)
-MATMUL_SWEEP = [(128, 128, 32, 4, 4), (128, 128, 64, 4, 3), (128, 256, 64, 8, 3), (256, 128, 64, 8, 3),
-                (128, 256, 32, 8, 4), (64, 256, 32, 4, 4), (128, 64, 32, 4, 4), (64, 128, 32, 4, 4)]
+MATMUL_SWEEP = [(128, 128, 32, 4, 4), (128, 128, 32, 8, 4), (128, 128, 64, 4, 3), (128, 256, 64, 8, 3),
+                (256, 128, 64, 8, 3), (128, 256, 32, 8, 4), (64, 256, 32, 4, 4), (128, 64, 32, 4, 4),
+                (64, 128, 32, 4, 4)]
 
 
 def matmul_sweep(tc):
