@@ -1635,8 +1635,10 @@ static double ratio(const emu_smem_count *c) { return c->ideal ? (double)c->wave
 
 size_t emu_smem_report(const emu_smem_stats *s, unsigned top, char *buf, size_t size) {
     size_t n = 0;
-#define OUT(...) (n += (size_t)snprintf(buf + (n < size ? n : size), n < size ? size - n : 0, __VA_ARGS__))
-    OUT("shared memory: kind, warp-level accesses, wavefronts / ideal\n");
+#define OUT(...) (n += (size_t)snprintf(n < size ? buf + n : NULL, n < size ? size - n : 0, __VA_ARGS__))
+    bool any = false;
+    for (int k = 0; k < EMU_SMEM_KINDS; k++) any = any || s->total[k].instances;
+    OUT("shared memory: %s\n", any ? "kind, warp-level accesses, wavefronts / ideal" : "no accesses");
     for (int k = 0; k < EMU_SMEM_KINDS; k++) {
         const emu_smem_count *c = &s->total[k];
         if (!c->instances) continue;
