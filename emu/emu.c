@@ -1457,10 +1457,11 @@ static int cmp_u64(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-/* Wavefronts for one group: n accesses of `bytes` each at addr[]: the
- * most distinct 4-byte words any bank holds among those touched. */
+/* Wavefronts for one group: n (at most a warp) accesses of `bytes` (at
+ * most SMEM_MAX_ACCESS) each at addr[]: the most distinct 4-byte words any
+ * bank holds among those touched. */
 static uint32_t group_wavefronts(const uint64_t *addr, uint32_t n, uint32_t bytes) {
-    uint64_t words[EMU_WARP * SMEM_MAX_ACCESS / SMEM_WORD];
+    uint64_t words[EMU_WARP * (SMEM_MAX_ACCESS / SMEM_WORD + 1)]; /* + 1: an access not word-aligned */
     uint32_t nw = 0;
     for (uint32_t i = 0; i < n; i++)
         for (uint64_t w = addr[i] / SMEM_WORD; w <= (addr[i] + bytes - 1) / SMEM_WORD; w++) words[nw++] = w;

@@ -102,9 +102,9 @@ static void expect(const emu_smem_site *s, emu_smem_kind kind, uint64_t instance
                  (unsigned long long)ideal);
 }
 
-/* A load or store of type `ty` (`bytes` wide) by each lane at byte
- * lane * stride + base of @S. */
-static void access_case(int threads, bool store, const char *ty, int bytes, int stride, int base, emu_smem_kind kind,
+/* A load or store of type `ty` (aligned to `align` bytes) by each lane at
+ * byte lane * stride + base of @S. */
+static void access_case(int threads, bool store, const char *ty, int align, int stride, int base, emu_smem_kind kind,
                         uint64_t instances, uint64_t wavefronts, uint64_t ideal) {
     static char body[2048], ir[IR_SIZE];
     snprintf(body, sizeof body,
@@ -113,10 +113,10 @@ static void access_case(int threads, bool store, const char *ty, int bytes, int 
              stride, base);
     if (store)
         snprintf(body + strlen(body), sizeof body - strlen(body),
-                 "  store %s zeroinitializer, ptr addrspace(3) %%probe_p, align %d\n", ty, bytes);
+                 "  store %s zeroinitializer, ptr addrspace(3) %%probe_p, align %d\n", ty, align);
     else
         snprintf(body + strlen(body), sizeof body - strlen(body),
-                 "  %%probe = load %s, ptr addrspace(3) %%probe_p, align %d\n", ty, bytes);
+                 "  %%probe = load %s, ptr addrspace(3) %%probe_p, align %d\n", ty, align);
     kernel(ir, threads, body);
     emu_smem_stats st;
     run_counted(ir, &st);
@@ -157,6 +157,9 @@ static void test_vectors(void **state) {
     access_case(32, false, "i64", 8, 16, 0, EMU_SMEM_LOAD, 1, 4, 2);
     /* every lane on the same 16 bytes: a broadcast in each quarter */
     access_case(32, false, "<4 x i32>", 16, 0, 32, EMU_SMEM_LOAD, 1, 4, 4);
+    /* 16 bytes one byte past each lane's 16 (align 1): 5 words a lane, so
+     * a quarter-warp's 8 lanes reach word 32, bank 0's second: 8 of 4 */
+    access_case(32, false, "<4 x i32>", 1, 16, 1, EMU_SMEM_LOAD, 1, 8, 4);
 }
 
 /* Lanes that do not execute an access take no part: lanes 0-15 in a
