@@ -42,6 +42,39 @@
  * within PTX's error bounds but need not be the GPU's bits; mma
  * accumulates each output's k products exactly and rounds once.
  *
+ * Shared-memory bank accounting (opt-in: emu_launch.smem_stats; off, it
+ * costs a NULL test per shared access). It counts, for every warp-level
+ * shared-memory access, the wavefronts (shared-memory transactions) the
+ * hardware needs and the ideal minimum, by NVIDIA's rules for sm_70 and
+ * later (32 banks of 4-byte words; what Nsight Compute's
+ * l1tex__data_bank_conflicts_pipe_lsu_mem_shared counts as the excess):
+ *   - A warp-level instance is the k-th execution, by each lane of a warp,
+ *     of one static instruction, k counted from the warp's last
+ *     synchronization (a barrier, or a warp collective: shuffle, vote,
+ *     bar.warp.sync, mma, ldmatrix). Threads run one after another, so the
+ *     lanes' addresses are collected per (warp, instruction, k); an
+ *     instance is complete when every thread of the warp has reported, or
+ *     at the warp's next synchronization or the CTA's end (lanes that did
+ *     not execute it, masked off or exited, do not take part).
+ *   - Plain loads and stores to shared memory, the shared side of cp.async
+ *     (at its issue) and shared atomics, of w bytes a lane: the lanes are
+ *     split into groups that move at most 128 bytes: w <= 4, the warp;
+ *     w = 8, half-warps; w = 16, quarter-warps (w > 16, which the backend
+ *     splits into 16-byte accesses, counts as w/16 such accesses). In a
+ *     group, wavefronts = the largest number, over the 32 banks (bank =
+ *     byte address / 4 % 32), of DISTINCT 4-byte words of that bank the
+ *     group touches (lanes on one word are a broadcast, counted once; a
+ *     w-byte access touches the words its bytes cover). Ideal: 1 per
+ *     group with an active lane.
+ *   - ldmatrix .x1/.x2/.x4 (.trans or not): matrix i's 8 row addresses
+ *     (lanes 8i..8i+7, 16 bytes each) are one group, counted by the same
+ *     rule; ideal: 1 per matrix.
+ * The model leaves out what it cannot see: sm_7x's faster uniform-address
+ * pairs for 16-byte loads, same-address atomics serializing (they count
+ * as one word here), and anything ptxas changes (it may merge or split
+ * accesses). Totals go per kind and per static instruction (with its LLVM
+ * text), so a report (emu_smem_report) can name the worst instructions.
+ *
  * What it cannot check: memory ordering and races in global memory
  * (between CTAs, or threads of a CTA: threads run one after the other, so
  * every access is sequentially consistent), poison from nsw/nuw/exact or
@@ -89,6 +122,48 @@ typedef struct emu_arg {
     uint64_t bits;
 } emu_arg;
 
+/* Shared-memory bank accounting (see the header comment). */
+typedef enum emu_smem_kind {
+    EMU_SMEM_LOAD,
+    EMU_SMEM_STORE,
+    EMU_SMEM_CP_ASYNC, /* the shared write of a cp.async */
+    EMU_SMEM_LDMATRIX,
+    EMU_SMEM_ATOMIC,
+    EMU_SMEM_KINDS
+} emu_smem_kind;
+
+typedef struct emu_smem_count {
+    uint64_t instances;  /* warp-level accesses */
+    uint64_t wavefronts; /* shared-memory transactions they need */
+    uint64_t ideal;      /* the fewest their bytes could take */
+} emu_smem_count;
+
+/* One static instruction that accessed shared memory. */
+typedef struct emu_smem_site {
+    char *kernel;
+    uint32_t pc; /* its index in the emulator's translation of the kernel */
+    emu_smem_kind kind;
+    uint32_t bytes; /* per lane (ldmatrix: 16, a row) */
+    emu_smem_count count;
+    char *text; /* the LLVM instruction */
+} emu_smem_site;
+
+/* What emu_run adds up when emu_launch.smem_stats points here: zero it
+ * before the first launch (launches add to it), free its sites with
+ * emu_smem_stats_free. */
+typedef struct emu_smem_stats {
+    emu_smem_count total[EMU_SMEM_KINDS];
+    emu_smem_site *sites;
+    uint32_t nsites, capsites;
+} emu_smem_stats;
+
+void emu_smem_stats_free(emu_smem_stats *s);
+const char *emu_smem_kind_name(emu_smem_kind k);
+/* Formats the per-kind totals and the `top` sites with the most excess
+ * wavefronts (wavefronts - ideal; none without excess) into buf, as lines;
+ * returns the length it needed (as snprintf). */
+size_t emu_smem_report(const emu_smem_stats *s, unsigned top, char *buf, size_t size);
+
 typedef struct emu_launch {
     const char *kernel;
     uint32_t grid[3];
@@ -103,6 +178,8 @@ typedef struct emu_launch {
      * external addrspace(3) arrays (extern __shared__) address, after
      * its static shared memory */
     uint32_t dynamic_smem;
+    /* NULL: no bank accounting; else where it adds its counts */
+    emu_smem_stats *smem_stats;
 } emu_launch;
 
 typedef enum emu_result { EMU_OK, EMU_ERROR, EMU_ASSERT } emu_result;

@@ -575,7 +575,7 @@ static trt_status emu_launch_on(trt_device *d, trt_kernel *k, uint32_t gx, uint3
     for (uint32_t i = 0; i < d->nbufs; i++)
         bufs[i] = (emu_buffer){d->bufs[i].live ? d->bufs[i].data : NULL, d->bufs[i].live ? d->bufs[i].size : 0};
     emu_launch l = {k->func->name, {gx, gy, gz}, ea, nargs, bufs, d->nbufs, d->print, d->print_user,
-                    k->func->dynamic_smem};
+                    k->func->dynamic_smem, NULL};
     emu_result res = m->emu_ops->run(m->emu, &l, d->err, sizeof d->err);
     free(bufs);
     return res == EMU_OK ? TRT_OK : res == EMU_ASSERT ? TRT_ERR_ASSERT : TRT_ERR_LAUNCH;
