@@ -1423,6 +1423,24 @@ static void gen_scan(cg *c, const tir_op *op) {
 
 /* ---- moving elements between layouts and shapes ----------------------------- */
 
+/* Elements of padding after each row (the operand's last dim) of the
+ * scratch area in a move through it whose rounds hold `chunk` elements.
+ * An mma accumulator's stores write, per warp instruction, 8 rows at 4
+ * consecutive words each: rows a multiple of 32 bytes long put rows g and
+ * g + 128 / row_bytes on the same banks (8-way conflicts for rows of 128
+ * bytes and more). 16 bytes more a row make the row pitch 4 words more
+ * than a multiple of 8, which puts the 8 rows on 8 different 4-bank
+ * groups, and keep rows 16-byte aligned for vector reads. 0 for other
+ * rows, where a round holds less than a row, and for elements over 2
+ * bytes (f32 accumulators store one word a lane at every other word of a
+ * row, 2-way at best, and the index arithmetic made tf32's general path
+ * spill). */
+static uint32_t move_row_pad(const tir_type *x, uint32_t chunk) {
+    uint32_t eb = scratch_elem_bytes((tir_elem)x->elem), n = x->rank >= 2 ? x->shape[x->rank - 1u] : 0;
+    if (n == 0 || chunk < n || (n * eb) % 32 != 0 || eb > 2) return 0;
+    return 16 / eb;
+}
+
 /* Whether an op moves data through the scratch area (else registers are
  * renamed), and how many bytes it needs there. */
 static uint32_t move_scratch(const tir_op *op) {
@@ -1440,18 +1458,28 @@ static uint32_t move_scratch(const tir_op *op) {
     case TIR_OP_RESHAPE: break;
     default: return 0;
     }
-    uint32_t eb = scratch_elem_bytes((tir_elem)x->elem), bytes = (uint32_t)tir_type_numel(*x) * eb;
+    uint32_t eb = scratch_elem_bytes((tir_elem)x->elem), numel = (uint32_t)tir_type_numel(*x);
     /* in rounds of CG_MOVE_ROUND_BYTES, plus a spare slot per thread where
-     * the elements of other rounds go (see gen_move_scratch) */
+     * the elements of other rounds go (see gen_move_scratch); rows padded */
     uint32_t threads = 32u * (uint32_t)(op->parent && op->parent->func->num_warps ? op->parent->func->num_warps
                                                                                    : LOWER_MAX_NUM_WARPS);
-    return bytes > CG_MOVE_ROUND_BYTES ? CG_MOVE_ROUND_BYTES + eb * threads : bytes;
+    uint32_t chunk = numel * eb > CG_MOVE_ROUND_BYTES ? CG_MOVE_ROUND_BYTES / eb : numel;
+    uint32_t bytes = (chunk + move_row_pad(x, chunk) * (chunk / x->shape[x->rank - 1u])) * eb;
+    return numel * eb > CG_MOVE_ROUND_BYTES ? bytes + eb * threads : bytes;
+}
+
+/* The scratch slot of the element at row-major index lin within its
+ * round of `chunk` elements, rows of n padded by `pad`. */
+static LLVMValueRef padded_slot(cg *c, LLVMValueRef lin, uint32_t chunk, uint32_t n, uint32_t pad) {
+    LLVMValueRef i = LLVMBuildAnd(c->b, lin, i32c(c, chunk - 1), "");
+    if (!pad) return i;
+    return LLVMBuildAdd(c->b, i, LLVMBuildMul(c->b, LLVMBuildLShr(c->b, i, i32c(c, log2u(n)), ""), i32c(c, pad), ""), "");
 }
 
 /* Through the scratch area: every thread writes its registers at their
- * row-major index in the operand, a barrier, and every thread reads the
- * elements its result registers hold. Copies of an element write the same
- * value to the same place. */
+ * row-major index in the operand (rows padded: move_row_pad), a barrier,
+ * and every thread reads the elements its result registers hold. Copies
+ * of an element write the same value to the same place. */
 static void gen_move_scratch(cg *c, const tir_op *op) {
     const tir_value *x = op->operands[0], *res = op->results[0];
     tir_elem e = (tir_elem)x->type.elem;
@@ -1482,16 +1510,18 @@ static void gen_move_scratch(cg *c, const tir_op *op) {
      * values to one place between barriers). */
     uint32_t rounds = numel * eb > CG_MOVE_ROUND_BYTES ? numel * eb / CG_MOVE_ROUND_BYTES : 1;
     uint32_t chunk = numel / rounds;
-    LLVMValueRef spare = rounds > 1 ? LLVMBuildAdd(c->b, c->tid, i32c(c, chunk), "") : NULL;
+    /* each row of a round padded (move_row_pad): slot i at i + (i / n) pad */
+    uint32_t pad = move_row_pad(&x->type, chunk), n = x->type.rank ? x->type.shape[x->type.rank - 1u] : 1;
+    LLVMValueRef spare = rounds > 1 ? LLVMBuildAdd(c->b, c->tid, i32c(c, chunk + pad * (chunk / n)), "") : NULL;
     LLVMValueRef *out = new_regs(c, res);
     for (uint32_t q = 0; q < rounds; q++) {
         barrier(c); /* the scratch area's last readers are done */
         for (uint32_t r = 0; r < nx; r++) {
-            LLVMValueRef slot = lin_x[r];
+            LLVMValueRef slot = padded_slot(c, lin_x[r], chunk, n, pad);
             if (rounds > 1) {
                 LLVMValueRef in = LLVMBuildICmp(c->b, LLVMIntEQ, LLVMBuildLShr(c->b, lin_x[r], i32c(c, log2u(chunk)), ""),
                                                 i32c(c, q), "");
-                slot = LLVMBuildSelect(c->b, in, LLVMBuildAnd(c->b, lin_x[r], i32c(c, chunk - 1), ""), spare, "");
+                slot = LLVMBuildSelect(c->b, in, slot, spare, "");
             }
             LLVMValueRef at = LLVMBuildAdd(c->b, i32c(c, c->scratch), LLVMBuildMul(c->b, slot, i32c(c, eb), ""), "");
             LLVMValueRef st = LLVMBuildStore(c->b, e == TIR_PTR ? reg(c, x, r) : to_mem(c, e, reg(c, x, r)), smem_at(c, at));
@@ -1499,10 +1529,10 @@ static void gen_move_scratch(cg *c, const tir_op *op) {
         }
         barrier(c);
         for (uint32_t r = 0; r < nr; r++) {
-            LLVMValueRef slot = lin_r[r], in = NULL;
+            LLVMValueRef slot = padded_slot(c, lin_r[r], chunk, n, pad), in = NULL;
             if (rounds > 1) {
                 in = LLVMBuildICmp(c->b, LLVMIntEQ, LLVMBuildLShr(c->b, lin_r[r], i32c(c, log2u(chunk)), ""), i32c(c, q), "");
-                slot = LLVMBuildSelect(c->b, in, LLVMBuildAnd(c->b, lin_r[r], i32c(c, chunk - 1), ""), spare, "");
+                slot = LLVMBuildSelect(c->b, in, slot, spare, "");
             }
             LLVMValueRef at = LLVMBuildAdd(c->b, i32c(c, c->scratch), LLVMBuildMul(c->b, slot, i32c(c, eb), ""), "");
             LLVMValueRef v = LLVMBuildLoad2(c->b, ty, smem_at(c, at), "");

@@ -5,8 +5,9 @@
  * by ldmatrix without bank conflicts (lower/stage_operands.c). For
  * matmul_f16 and matmul_bf16 at the runtime's tile configurations
  * (runtime/stdlib.c's matmul_configs) and every pair of fast-path operand
- * layouts, one CTA's product must have ldmatrix wavefronts == ideal and
- * cp.async shared writes wavefronts == ideal; the results are checked
+ * layouts, one CTA's product must have ldmatrix wavefronts == ideal,
+ * cp.async shared writes wavefronts == ideal, and the epilogue's 2-byte
+ * stores of the accumulator into the scratch area wavefronts == ideal; the results are checked
  * against a double reference too, so the counted run is a correct one.
  * The plain shared loads and stores (the epilogue's layout conversion,
  * matmul_f32's element-wise tf32 operand loads) are printed, not gated.
@@ -277,6 +278,16 @@ static void check_case(const mm_case *c, tally *t) {
                    emu_smem_kind_name(gated[g]), k->what);
             case_ok = false;
         }
+    }
+    /* the epilogue's conversion of the accumulator to C's layout: its
+     * 2-byte stores into the scratch area (rows padded by codegen's
+     * move_row_pad; 8-way conflicts without) */
+    for (uint32_t i = 0; i < st.nsites; i++) {
+        const emu_smem_site *site = &st.sites[i];
+        if (site->kind != EMU_SMEM_STORE || site->bytes != 2 || site->count.wavefronts == site->count.ideal) continue;
+        printf("  FAILED: epilogue store conflicted: %llu wavefronts, ideal %llu, pc %u: %s\n",
+               (unsigned long long)site->count.wavefronts, (unsigned long long)site->count.ideal, site->pc, site->text);
+        case_ok = false;
     }
     if (conflicted_plain) print_plain_conflicts(&st);
     if (!case_ok || case_known) {
