@@ -1441,6 +1441,13 @@ static uint32_t move_row_pad(const tir_type *x, uint32_t chunk) {
     return 16 / eb;
 }
 
+/* Elements of a tile of type x that one round of a move through scratch
+ * holds: all of them, or CG_MOVE_ROUND_BYTES' worth for larger tiles. */
+static uint32_t move_chunk(const tir_type *x) {
+    uint32_t eb = scratch_elem_bytes((tir_elem)x->elem), numel = (uint32_t)tir_type_numel(*x);
+    return numel * eb > CG_MOVE_ROUND_BYTES ? CG_MOVE_ROUND_BYTES / eb : numel;
+}
+
 /* Whether an op moves data through the scratch area (else registers are
  * renamed), and how many bytes it needs there. */
 static uint32_t move_scratch(const tir_op *op) {
@@ -1463,9 +1470,9 @@ static uint32_t move_scratch(const tir_op *op) {
      * the elements of other rounds go (see gen_move_scratch); rows padded */
     uint32_t threads = 32u * (uint32_t)(op->parent && op->parent->func->num_warps ? op->parent->func->num_warps
                                                                                    : LOWER_MAX_NUM_WARPS);
-    uint32_t chunk = numel * eb > CG_MOVE_ROUND_BYTES ? CG_MOVE_ROUND_BYTES / eb : numel;
+    uint32_t chunk = move_chunk(x);
     uint32_t bytes = (chunk + move_row_pad(x, chunk) * (chunk / x->shape[x->rank - 1u])) * eb;
-    return numel * eb > CG_MOVE_ROUND_BYTES ? bytes + eb * threads : bytes;
+    return chunk < numel ? bytes + eb * threads : bytes;
 }
 
 /* The scratch slot of the element at row-major index lin within its
@@ -1508,8 +1515,7 @@ static void gen_move_scratch(cg *c, const tir_op *op) {
      * and read from the thread's own spare slot past the chunk, branch-free
      * (one spare slot for all would be a race: threads writing different
      * values to one place between barriers). */
-    uint32_t rounds = numel * eb > CG_MOVE_ROUND_BYTES ? numel * eb / CG_MOVE_ROUND_BYTES : 1;
-    uint32_t chunk = numel / rounds;
+    uint32_t chunk = move_chunk(&x->type), rounds = numel / chunk;
     /* each row of a round padded (move_row_pad): slot i at i + (i / n) pad */
     uint32_t pad = move_row_pad(&x->type, chunk), n = x->type.rank ? x->type.shape[x->type.rank - 1u] : 1;
     LLVMValueRef spare = rounds > 1 ? LLVMBuildAdd(c->b, c->tid, i32c(c, chunk + pad * (chunk / n)), "") : NULL;

@@ -30,6 +30,7 @@
 
 #include "emu/emu.h"
 #include "half_float.h"
+#include "support/support.h"
 #include "tilec.h"
 
 enum {
@@ -85,17 +86,9 @@ static float rand_nonzero(void) { /* +-[1/256, 4], exact in f16 and bf16 */
 }
 
 static char *read_source(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) fail_msg("cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    assert_non_null(s);
-    assert_int_equal(fread(s, 1, (size_t)n, f), (size_t)n);
-    s[n] = 0;
-    fclose(f);
-    *len = (size_t)n;
+    char *s;
+    const char *err;
+    if (!tc_read_file(path, &s, len, &err)) fail_msg("cannot read %s: %s", path, err);
     return s;
 }
 
