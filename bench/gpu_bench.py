@@ -60,30 +60,37 @@ class TlsMem(ctypes.Structure):  # tls_mem: a trt_buffer and a byte offset
 TLS_DTYPE = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}  # tls_dtype
 
 
+def declare(L):
+    """The argument and result types of every C function the bench calls,
+    on the ctypes library L (checked against the headers by
+    tests/bench-abi.py, which runs in CI)."""
+    vp, u64, sz = ctypes.c_void_p, ctypes.c_uint64, ctypes.c_size_t
+    L.trt_open.argtypes = [ctypes.c_int, ctypes.POINTER(vp), ctypes.c_char_p, sz]
+    L.trt_last_error.argtypes = [vp]
+    L.trt_last_error.restype = ctypes.c_char_p
+    L.trt_device_name.argtypes = [vp]
+    L.trt_device_name.restype = ctypes.c_char_p
+    L.trt_compile.argtypes = [vp, ctypes.c_char_p, ctypes.c_char_p, sz, ctypes.POINTER(CompileOptions),
+                              ctypes.POINTER(vp)]
+    L.trt_get_kernel.argtypes = [vp, ctypes.c_char_p, ctypes.POINTER(vp)]
+    L.trt_wrap.argtypes = [vp, u64, sz, ctypes.POINTER(u64)]
+    L.trt_launch.argtypes = [vp, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32, ctypes.POINTER(Arg), sz]
+    L.tls_matmul.argtypes = [vp, ctypes.c_int, TlsMem, TlsMem, TlsMem] + [ctypes.c_int64] * 9 + [vp]
+    i64, f32, ws = ctypes.c_int64, ctypes.c_float, [vp, ctypes.c_int64, ctypes.c_int64, ctypes.POINTER(sz)]
+    L.tls_layernorm.argtypes = [vp, ctypes.c_int] + [TlsMem] * 6 + [i64] * 3 + [f32, vp]
+    L.tls_layernorm_bwd_workspace.argtypes = ws
+    L.tls_layernorm_bwd.argtypes = [vp, ctypes.c_int] + [TlsMem] * 8 + [i64] * 3 + [TlsMem, vp]
+    L.tls_rmsnorm.argtypes = [vp, ctypes.c_int] + [TlsMem] * 4 + [i64] * 3 + [f32, vp]
+    L.tls_rmsnorm_bwd_workspace.argtypes = ws
+    L.tls_rmsnorm_bwd.argtypes = [vp, ctypes.c_int] + [TlsMem] * 6 + [i64] * 3 + [TlsMem, vp]
+
+
 class Tilec:
     def __init__(self, lib_path):
         self.lib = L = ctypes.CDLL(lib_path)
-        vp, u64, sz = ctypes.c_void_p, ctypes.c_uint64, ctypes.c_size_t
-        L.trt_open.argtypes = [ctypes.c_int, ctypes.POINTER(vp), ctypes.c_char_p, sz]
-        L.trt_last_error.argtypes = [vp]
-        L.trt_last_error.restype = ctypes.c_char_p
-        L.trt_device_name.argtypes = [vp]
-        L.trt_device_name.restype = ctypes.c_char_p
-        L.trt_compile.argtypes = [vp, ctypes.c_char_p, ctypes.c_char_p, sz, ctypes.POINTER(CompileOptions),
-                                  ctypes.POINTER(vp)]
-        L.trt_get_kernel.argtypes = [vp, ctypes.c_char_p, ctypes.POINTER(vp)]
-        L.trt_wrap.argtypes = [vp, u64, sz, ctypes.POINTER(u64)]
-        L.trt_launch.argtypes = [vp, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32, ctypes.POINTER(Arg), sz]
-        L.tls_matmul.argtypes = [vp, ctypes.c_int, TlsMem, TlsMem, TlsMem] + [ctypes.c_int64] * 9 + [vp]
-        i64, f32, ws = ctypes.c_int64, ctypes.c_float, [vp, ctypes.c_int64, ctypes.c_int64, ctypes.POINTER(sz)]
-        L.tls_layernorm.argtypes = [vp, ctypes.c_int] + [TlsMem] * 6 + [i64] * 3 + [f32, vp]
-        L.tls_layernorm_bwd_workspace.argtypes = ws
-        L.tls_layernorm_bwd.argtypes = [vp, ctypes.c_int] + [TlsMem] * 8 + [i64] * 3 + [TlsMem, vp]
-        L.tls_rmsnorm.argtypes = [vp, ctypes.c_int] + [TlsMem] * 4 + [i64] * 3 + [f32, vp]
-        L.tls_rmsnorm_bwd_workspace.argtypes = ws
-        L.tls_rmsnorm_bwd.argtypes = [vp, ctypes.c_int] + [TlsMem] * 6 + [i64] * 3 + [TlsMem, vp]
+        declare(L)
         why = ctypes.create_string_buffer(512)
-        self.dev = vp()
+        self.dev = ctypes.c_void_p()
         if L.trt_open(DEVICE_CUDA, ctypes.byref(self.dev), why, 512) != 0:
             sys.exit("tilec: cannot open the GPU: " + why.value.decode())
         self.name = L.trt_device_name(self.dev).decode()

@@ -1,0 +1,31 @@
+/* abi_layout.c - prints, for tests/bench/abi_check.py, the C side of what
+ * bench/gpu_bench.py declares over ctypes: each struct's size and field
+ * offsets, and the enum values it hard-codes. One line per struct or enum:
+ *   struct NAME SIZE FIELD=OFFSET ...
+ *   enum NAME VALUE */
+#include <stddef.h>
+#include <stdio.h>
+
+#include "tilec_rt.h"
+#include "tilec_stdlib.h"
+
+#define FIELD(T, f) printf(" %s=%zu", #f, offsetof(T, f))
+
+int main(void) {
+    printf("struct trt_arg %zu", sizeof(trt_arg));
+    FIELD(trt_arg, kind), FIELD(trt_arg, buffer), FIELD(trt_arg, offset), FIELD(trt_arg, i), FIELD(trt_arg, f);
+    printf("\nstruct tilec_define %zu", sizeof(tilec_define));
+    FIELD(tilec_define, name), FIELD(tilec_define, value);
+    printf("\nstruct trt_compile_options %zu", sizeof(trt_compile_options));
+    FIELD(trt_compile_options, arch), FIELD(trt_compile_options, num_warps), FIELD(trt_compile_options, defines);
+    FIELD(trt_compile_options, ndefines), FIELD(trt_compile_options, no_asserts);
+    FIELD(trt_compile_options, num_stages);
+    printf("\nstruct tls_mem %zu", sizeof(tls_mem));
+    FIELD(tls_mem, buffer), FIELD(tls_mem, offset);
+    printf("\n");
+    printf("enum TRT_DEVICE_CUDA %d\n", (int)TRT_DEVICE_CUDA);
+    printf("enum TRT_ARG_BUFFER %d\nenum TRT_ARG_INT %d\nenum TRT_ARG_FLOAT %d\n", (int)TRT_ARG_BUFFER,
+           (int)TRT_ARG_INT, (int)TRT_ARG_FLOAT);
+    printf("enum TLS_F32 %d\nenum TLS_F16 %d\nenum TLS_BF16 %d\n", (int)TLS_F32, (int)TLS_F16, (int)TLS_BF16);
+    return 0;
+}
