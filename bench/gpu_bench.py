@@ -10,7 +10,10 @@ run time and launched through the C runtime API (include/tilec_rt.h) over
 ctypes (layernorm and rmsnorm through their stdlib entry points,
 include/tilec_stdlib.h, with the library's own launch choices), on the same torch tensors as the peers (trt_wrap), on the default
 stream that torch also uses. Every operation is checked against torch
-before it is timed. Times are medians of triton.testing.do_bench, which
+before it is timed; one that fails or is wrong is left out of the tables
+and listed after them as FAILED (exit status 1), and the run goes on with
+the next section (matrix products last: a kernel that faults leaves the
+CUDA context unusable for everything after it). Times are medians of triton.testing.do_bench, which
 flushes the L2 cache before every run; GB/s counts each input read once
 and each output written once. The table ends with each tilec row's ratio
 to the faster peer. Peers are measured in the same run.
@@ -31,6 +34,12 @@ import triton
 import triton.language as tl
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+B = 1024  # BLOCK of the 1-D kernels, tilec's and Triton's
+
+
+class Failed(Exception):
+    """A tilec call failed or a result is wrong: its section's rows are
+    left out and listed as failed, and the run goes on."""
 
 
 # ---- the tilec runtime over ctypes -------------------------------------------
@@ -98,7 +107,7 @@ class Tilec:
 
     def check(self, status, what):
         if status != 0:
-            sys.exit("tilec: %s failed: %s" % (what, self.lib.trt_last_error(self.dev).decode()))
+            raise Failed("tilec: %s failed: %s" % (what, self.lib.trt_last_error(self.dev).decode()))
 
     def kernel(self, path, name, num_warps=0, source=None, num_stages=0, **defines):
         src = source.encode() if source else open(os.path.join(ROOT, path), "rb").read()
@@ -127,7 +136,7 @@ class Tilec:
 
         def run():
             if f(dev, dt, *conv, None) != 0:
-                sys.exit("tilec: %s failed: %s" % (name, self.lib.trt_last_error(dev).decode()))
+                raise Failed("tilec: %s failed: %s" % (name, self.lib.trt_last_error(dev).decode()))
         return run
 
     def workspace(self, name, rows, cols):
@@ -146,15 +155,9 @@ class Tilec:
 
         def run():
             if call(dev, dt, ma, mb, mc, M, N, K, *strides, None) != 0:
-                sys.exit("tilec: tls_matmul failed: " + self.lib.trt_last_error(dev).decode())
-        # GPU code for dot is new (issue 5): a build without it says so, and
-        # the matmul rows then time the peers only, saying why
-        if call(dev, dt, ma, mb, mc, M, N, K, *strides, None) != 0:
-            why = self.lib.trt_last_error(dev).decode()
-            if "no GPU code generation yet" in why:
-                return None, why
-            sys.exit("tilec: tls_matmul failed: " + why)
-        return run, None
+                raise Failed("tilec: tls_matmul failed: " + self.lib.trt_last_error(dev).decode())
+        run()
+        return run
 
     def launcher(self, k, grid, *args):
         """A function that launches k with args (tensors, ints, floats)."""
@@ -170,7 +173,7 @@ class Tilec:
 
         def run():
             if launch(k, grid, 1, 1, arr, n) != 0:
-                sys.exit("tilec: launch failed: " + self.lib.trt_last_error(dev).decode())
+                raise Failed("tilec: launch failed: " + self.lib.trt_last_error(dev).decode())
         return run
 
 
@@ -377,37 +380,38 @@ def tt_matmul_run(a, b, c):
                                    c.stride(0), c.stride(1), **cfg)
 
 
-def matmul_bench(tc, quick):
+def matmul_bench(tc, quick, rows, failed):
     """tilec's tls_matmul against cuBLAS and Triton: f16 and bf16, square
     sizes and M = N = 8192 with K from 512 up; each result checked against
-    an f32 product first. Returns the rows of the TFLOP/s table."""
+    an f32 product first. Appends the rows of the TFLOP/s table to rows; a
+    shape whose tilec product fails or is wrong goes to failed instead."""
     squares = [(n, n, n) for n in ((4096,) if quick else (1024, 2048, 4096, 8192))]
     ks = [] if quick else [(8192, 8192, k) for k in (512, 1024, 2048, 4096)]
-    rows = []
     for dt, name, rel in ((torch.float16, "f16", 4e-3), (torch.bfloat16, "bf16", 2e-2)):
         for M, N, K in squares + ks:
             a = torch.randn(M, K, device="cuda", dtype=dt)
             b = torch.randn(K, N, device="cuda", dtype=dt)
             c = torch.full((M, N), float("nan"), device="cuda", dtype=dt)
-            run, why = tc.matmul(a, b, c)  # runs it once
-            torch.cuda.synchronize()
-            if run:
+            try:
+                run = tc.matmul(a, b, c)  # runs it once
+                torch.cuda.synchronize()
                 # within rel of the largest |c|: the storage's rounding (f16
                 # 2^-11, bf16 2^-8) with room for f32 sums in another order
                 ref = torch.matmul(a.float(), b.float())
                 err = (c.float() - ref).abs().max().item()
                 if not err <= rel * ref.abs().max().item():
-                    sys.exit("WRONG: matmul %s %dx%dx%d differs from torch by %g" % (name, M, N, K, err))
+                    raise Failed("WRONG: differs from torch by %g (largest |c| %g)" % (err, ref.abs().max().item()))
                 del ref
-            else:
-                print("SKIPPED: tilec matmul %s %dx%dx%d NOT TIMED: %s" % (name, M, N, K, why), file=sys.stderr)
+            except Failed as e:
+                print("FAILED: matmul %s %dx%dx%d: %s" % (name, M, N, K, e), file=sys.stderr)
+                failed.append(("matmul %s %dx%dx%d" % (name, M, N, K), str(e)))
+                continue
             tt = tt_matmul_run(a, b, c)
-            t = {"tilec": median_ms(run) if run else None,
+            t = {"tilec": median_ms(run),
                  "cublas": median_ms(lambda: torch.matmul(a, b, out=c)),
                  "triton": peer_ms(tt, "triton matmul")}
             rows.append(("matmul %s" % name, (M, N, K), t))
             del a, b, c
-    return rows
 
 
 def tt_softmax_warps(block):  # the tutorial's choice
@@ -433,13 +437,13 @@ def peer_ms(fn, what):
 def near(a, b, what, rtol=1e-5, atol=1e-7):
     if not torch.allclose(a, b, rtol=rtol, atol=atol):
         bad = (~torch.isclose(a, b, rtol=rtol, atol=atol)).nonzero()[:3].tolist()
-        sys.exit("WRONG: %s differs from torch at %s" % (what, bad))
+        raise Failed("WRONG: %s differs from torch at %s" % (what, bad))
 
 
 def close(a, b, what):
     if not torch.equal(a, b):
         bad = (a != b).nonzero()[:3].flatten().tolist()
-        sys.exit("WRONG: %s differs from torch at %s" % (what, bad))
+        raise Failed("WRONG: %s differs from torch at %s" % (what, bad))
 
 
 def torch_rms_norm(x, w, eps):
@@ -464,6 +468,7 @@ def matmul_sweep(tc):
     print()
     print("== tilec matmul sweep (f16, row-major; TFLOP/s, median of do_bench)")
     print("%-16s %-18s %9s %9s %9s" % ("shape", "config", "tilec", "cublas", "ratio"))
+    wrong = 0
     for n in (4096, 8192):
         a = torch.randn(n, n, device="cuda", dtype=torch.float16)
         b = torch.randn(n, n, device="cuda", dtype=torch.float16)
@@ -472,26 +477,35 @@ def matmul_sweep(tc):
         flops = 2.0 * n * n * n
         cublas = flops / median_ms(lambda: torch.matmul(a, b, out=c)) / 1e9
         for bm, bn, bk, nw, ns in MATMUL_SWEEP:
-            k = tc.kernel("stdlib/matmul.tile", "matmul_f16", num_warps=nw, num_stages=ns, BLOCK_M=bm, BLOCK_N=bn,
-                          BLOCK_K=bk, A_LAYOUT=1, B_LAYOUT=1, C_LAYOUT=1, EVEN=1)
-            grid = triton.cdiv(n, bm) * triton.cdiv(n, bn)
-            run = tc.launcher(k, grid, a, b, c, n, n, n, n, 1, n, 1, n, 1, 0, 0, 0, c)
-            c.fill_(float("nan"))
-            run()
-            torch.cuda.synchronize()
+            config = "%dx%dx%d w%d s%d" % (bm, bn, bk, nw, ns)
+            try:
+                k = tc.kernel("stdlib/matmul.tile", "matmul_f16", num_warps=nw, num_stages=ns, BLOCK_M=bm, BLOCK_N=bn,
+                              BLOCK_K=bk, A_LAYOUT=1, B_LAYOUT=1, C_LAYOUT=1, EVEN=1)
+                grid = triton.cdiv(n, bm) * triton.cdiv(n, bn)
+                run = tc.launcher(k, grid, a, b, c, n, n, n, n, 1, n, 1, n, 1, 0, 0, 0, c)
+                c.fill_(float("nan"))
+                run()
+                torch.cuda.synchronize()
+            except Failed as e:
+                print("%-16s %-18s FAILED: %s" % ("%d^3" % n, config, e))
+                wrong += 1
+                continue
             err = (c.float() - ref).abs().max().item()
             if not err <= 4e-3 * ref.abs().max().item():
-                sys.exit("WRONG: matmul sweep %dx%dx%d %d warps %d stages at %d^3: off by %g" % (bm, bn, bk, nw, ns, n, err))
+                print("%-16s %-18s WRONG: off by %g" % ("%d^3" % n, config, err))
+                wrong += 1
+                continue
             t = flops / median_ms(run) / 1e9
-            print("%-16s %-18s %9.0f %9.0f %9.3f" % ("%d^3" % n, "%dx%dx%d w%d s%d" % (bm, bn, bk, nw, ns), t, cublas,
-                                                    t / cublas))
+            print("%-16s %-18s %9.0f %9.0f %9.3f" % ("%d^3" % n, config, t, cublas, t / cublas))
         del a, b, c, ref
+    print()
+    if wrong:
+        raise Failed("%d matmul sweep rows failed or were wrong (in its table)" % wrong)
 
 
 def sweep(tc):
     """tilec's row kernels over num_warps (and rows per program), to choose
     the defaults from measurements: a table of GB/s per configuration."""
-    matmul_sweep(tc)
     out = []
     rows = 4096
     x = torch.randn(rows, 16384, device="cuda")
@@ -539,20 +553,9 @@ def sweep(tc):
         print("%-34s %9d %9s %9.0f" % (name, nw, per, gbs))
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--lib", default=os.path.join(ROOT, "build-gpu", "libtilec.so"))
-    ap.add_argument("--quick", action="store_true", help="one size, fewer runs")
-    ap.add_argument("--sweep", action="store_true", help="also time tilec's row kernels over num_warps")
-    opt = ap.parse_args()
-    tc = Tilec(opt.lib)
-    if opt.sweep:
-        sweep(tc)
-    torch.manual_seed(0)
-    B = 1024
-    table = []  # (op, elements or rows, bytes moved, {impl: ms})
-
-    sizes = [1 << 24] if opt.quick else [1 << 20, 1 << 24, 1 << 26]
+def bench_elementwise(tc, quick, table):
+    """add, scale and fill over 1-D f32 arrays, and torch's copy: the bandwidth ceiling of the run."""
+    sizes = [1 << 24] if quick else [1 << 20, 1 << 24, 1 << 26]
     stdlib = "stdlib/elementwise.tile"
     k_add, k_scale, k_fill = (tc.kernel(stdlib, name) for name in ("add_f32", "scale_f32", "fill_f32"))
     for n in sizes:
@@ -587,8 +590,12 @@ def main():
         table.append(("fill f32", n, 4 * n, t))
         del x, y, out, z
 
+
+
+def bench_softmax(tc, quick, table):
+    """softmax_f32 over rows."""
     # softmax over rows: one program per row, the row in one tile
-    widths = [4096] if opt.quick else [1024, 4096, 16384, 32768]
+    widths = [4096] if quick else [1024, 4096, 16384, 32768]
     for cols in widths:
         rows = 4096
         block = triton.next_power_of_2(cols)
@@ -604,9 +611,13 @@ def main():
         table.append(("softmax f32 %dx%d" % (rows, cols), rows * cols, 2 * rows * cols * 4, t))
         del x, out
 
+
+
+def bench_layernorm(tc, quick, table):
+    """layernorm f16, forward and backward, through tls_layernorm*."""
     # layernorm fp16, forward and backward
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    for cols in ([4096] if opt.quick else [1024, 4096, 8192]):
+    for cols in ([4096] if quick else [1024, 4096, 8192]):
         rows, eps, h = 4096, 1e-5, torch.float16
         block = triton.next_power_of_2(cols)
         x = torch.randn(rows, cols, device="cuda", dtype=h) + 1
@@ -657,8 +668,13 @@ def main():
         table.append(("layernorm bwd f16 %dx%d" % (rows, cols), rows * cols, 6 * rows * cols, t))
         del x, y, dy, dx, dwp, dbp
 
+
+
+def bench_rmsnorm(tc, quick, table):
+    """rmsnorm f16, forward and backward, through tls_rmsnorm*."""
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
     # rmsnorm fp16, forward and backward
-    for cols in ([4096] if opt.quick else [1024, 4096, 8192]):
+    for cols in ([4096] if quick else [1024, 4096, 8192]):
         rows, eps, h = 4096, 1e-5, torch.float16
         block = triton.next_power_of_2(cols)
         x = torch.randn(rows, cols, device="cuda", dtype=h) + 1
@@ -708,8 +724,12 @@ def main():
         table.append(("rmsnorm bwd f16 %dx%d" % (rows, cols), rows * cols, 6 * rows * cols, t))
         del x, y, dy, dx, dwp, xg, wg, yg
 
+
+
+def bench_gelu(tc, quick, table):
+    """gelu (tanh form) f16 and f32, forward and backward."""
     # GELU (tanh form), forward and backward, elementwise
-    for n in ([1 << 24] if opt.quick else [1 << 24, 1 << 26]):
+    for n in ([1 << 24] if quick else [1 << 24, 1 << 26]):
         for dt, name, tol in ((torch.float16, "f16", 1e-2), (torch.float32, "f32", 1e-4)):
             size = torch.finfo(dt).bits // 8
             grid = triton.cdiv(n, B)
@@ -736,8 +756,12 @@ def main():
             table.append(("gelu bwd %s" % name, n, 3 * size * n, t))
             del x, dy, y, dx
 
+
+
+def bench_dropout(tc, quick, table):
+    """dropout f16 and f32."""
     # dropout, elementwise; the mask from (seed, offset), as Triton's
-    for n in ([1 << 24] if opt.quick else [1 << 24, 1 << 26]):
+    for n in ([1 << 24] if quick else [1 << 24, 1 << 26]):
         for dt, name in ((torch.float16, "f16"), (torch.float32, "f32")):
             size = torch.finfo(dt).bits // 8
             grid = triton.cdiv(n, B)
@@ -751,7 +775,7 @@ def main():
             frac = kept.float().mean().item()
             sd = (p * (1 - p) / n) ** 0.5
             if abs(frac - (1 - p)) > 5 * sd:
-                sys.exit("WRONG: dropout_%s kept %.6f of %d, expected %.2f" % (name, frac, n, 1 - p))
+                raise Failed("WRONG: dropout_%s kept %.6f of %d, expected %.2f" % (name, frac, n, 1 - p))
             near(y[kept].float(), x[kept].float() / (1 - p), "dropout_%s %d" % (name, n),
                  rtol=1e-5 if name == "f32" else 1e-3, atol=0)
             t = {"tilec": median_ms(run),
@@ -760,9 +784,37 @@ def main():
             table.append(("dropout %s p=%g" % (name, p), n, 2 * size * n, t))
             del x, y
 
-    # matrix products (TFLOP/s, a table of their own)
-    mm_rows = matmul_bench(tc, opt.quick)
 
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lib", default=os.path.join(ROOT, "build-gpu", "libtilec.so"))
+    ap.add_argument("--quick", action="store_true", help="one size, fewer runs")
+    ap.add_argument("--sweep", action="store_true", help="also time tilec's row kernels over num_warps")
+    opt = ap.parse_args()
+    tc = Tilec(opt.lib)
+    torch.manual_seed(0)
+    failed = []  # (what, why): a failure costs its own rows, not the run's
+
+    def guarded(what, fn, *args):
+        try:
+            fn(*args)
+        except Exception as e:  # noqa: BLE001 - Failed, or torch / CUDA errors
+            why = str(e).splitlines()[0] if str(e) else type(e).__name__
+            print("FAILED: %s: %s" % (what, why), file=sys.stderr)
+            failed.append((what, why))
+
+    # kernels new to the GPU go last: a kernel that faults leaves the CUDA
+    # context unusable for everything after it
+    table = []  # (op, elements or rows, bytes moved, {impl: ms})
+    for section in (bench_elementwise, bench_softmax, bench_layernorm, bench_rmsnorm, bench_gelu, bench_dropout):
+        guarded(section.__name__, section, tc, opt.quick, table)
+    # matrix products (TFLOP/s, a table of their own)
+    mm_rows = []
+    guarded("matmul_bench", matmul_bench, tc, opt.quick, mm_rows, failed)
+    if opt.sweep:
+        guarded("sweep", sweep, tc)
+        guarded("matmul_sweep", matmul_sweep, tc)
     gpu = torch.cuda.get_device_name()
     print()
     print("== tilec GPU bench: %s, %s; GB/s (median of do_bench, L2 flushed)" % (gpu, tc.name))
@@ -784,7 +836,13 @@ def main():
         cells = ["%9.1f" % tf[k] if k in tf else "%9s" % "-" for k in ("tilec", "cublas", "triton")]
         ratio = "%12.3f" % (tf["tilec"] / tf["cublas"]) if "tilec" in tf else "%12s" % "- (no dot)"
         print("%-12s %20s %s %s" % (op, "%dx%dx%d" % (M, N, K), " ".join(cells), ratio))
+    if failed:
+        print()
+        print("== FAILED (not in the tables above): %d" % len(failed))
+        for what, why in failed:
+            print("%-27s %s" % (what, why))
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -239,6 +239,7 @@ def check_calls(bench, root, declared, problems):
                 counts[what] += 1
             elif what == "kernel":
                 path, name = (literal(a) for a in (args + [None, None])[:2])
+                kernels.pop(assigned.get(id(call)), None)  # the variable holds another kernel now
                 if path is None or name is None:
                     continue
                 if not os.path.exists(os.path.join(root, path)):
