@@ -27,6 +27,7 @@ with each tilec row's ratio to cuBLAS.
 import argparse
 import ctypes
 import os
+import signal
 import sys
 
 import torch
@@ -35,6 +36,11 @@ import triton.language as tl
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 B = 1024  # BLOCK of the 1-D kernels, tilec's and Triton's
+
+
+class OutOfTime(BaseException):
+    """SIGTERM (scripts/gpu-check.sh's time budget ran out): stop timing
+    and print the tables so far."""
 
 
 class Failed(Exception):
@@ -804,17 +810,23 @@ def main():
             print("FAILED: %s: %s" % (what, why), file=sys.stderr)
             failed.append((what, why))
 
+    def out_of_time(signum, frame):
+        raise OutOfTime()
+    signal.signal(signal.SIGTERM, out_of_time)
+
     # kernels new to the GPU go last: a kernel that faults leaves the CUDA
     # context unusable for everything after it
     table = []  # (op, elements or rows, bytes moved, {impl: ms})
-    for section in (bench_elementwise, bench_softmax, bench_layernorm, bench_rmsnorm, bench_gelu, bench_dropout):
-        guarded(section.__name__, section, tc, opt.quick, table)
-    # matrix products (TFLOP/s, a table of their own)
-    mm_rows = []
-    guarded("matmul_bench", matmul_bench, tc, opt.quick, mm_rows, failed)
-    if opt.sweep:
-        guarded("sweep", sweep, tc)
-        guarded("matmul_sweep", matmul_sweep, tc)
+    mm_rows = []  # matrix products (TFLOP/s, a table of their own)
+    try:
+        for section in (bench_elementwise, bench_softmax, bench_layernorm, bench_rmsnorm, bench_gelu, bench_dropout):
+            guarded(section.__name__, section, tc, opt.quick, table)
+        guarded("matmul_bench", matmul_bench, tc, opt.quick, mm_rows, failed)
+        if opt.sweep:
+            guarded("sweep", sweep, tc)
+            guarded("matmul_sweep", matmul_sweep, tc)
+    except OutOfTime:
+        failed.append(("(the rest)", "out of time: SIGTERM; rows not in the tables were not timed"))
     gpu = torch.cuda.get_device_name()
     print()
     print("== tilec GPU bench: %s, %s; GB/s (median of do_bench, L2 flushed)" % (gpu, tc.name))

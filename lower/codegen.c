@@ -48,7 +48,6 @@
 #include "lower/lower.h"
 
 enum {
-    CG_MAX_ACCESS_BYTES = 16,
     CG_MAX_SPT = 64,
     CG_SMEM_SLOT_BYTES = 8, /* one reduction partial per warp, any element type */
     CG_MAX_LAYOUTS = 32,    /* layouts whose thread bases are kept (more are recomputed) */
@@ -502,7 +501,7 @@ static uint32_t vec_width(cg *c, const tir_value *ptrs, bool *check_align) {
     if ((int)fast == vw.sliced || view_dim(&vw, ptrs->type.rank - 1) != fast) return 1;
     int64_t v = vw.l.spt[fast] < vw.nreg[fast] ? vw.l.spt[fast] : vw.nreg[fast];
     if (ai.contiguity < v) v = ai.contiguity;
-    if (CG_MAX_ACCESS_BYTES / eb < v) v = CG_MAX_ACCESS_BYTES / eb;
+    if (LOWER_MAX_ACCESS_BYTES / eb < v) v = LOWER_MAX_ACCESS_BYTES / eb;
     uint32_t contiguous = floor_pow2(v), proven = floor_pow2(ai.divisibility / eb < v ? ai.divisibility / eb : v);
     *check_align = proven < contiguous;
     return contiguous;
@@ -1793,7 +1792,7 @@ static uint32_t slot_run(const tir_op *op, const tir_type *t) {
     if (fast != slot_contig_dim(bt)) return 1;
     uint32_t w = v.l.spt[fast] < v.nreg[fast] ? v.l.spt[fast] : v.nreg[fast];
     uint32_t eb = scratch_elem_bytes((tir_elem)bt->elem);
-    if (w > CG_MAX_ACCESS_BYTES / eb) w = CG_MAX_ACCESS_BYTES / eb;
+    if (w > LOWER_MAX_ACCESS_BYTES / eb) w = LOWER_MAX_ACCESS_BYTES / eb;
     if (bt->layout.kind == TIR_LAYOUT_SHARED && bt->layout.sw_max_phase > 1 && w > bt->layout.sw_vec) w = bt->layout.sw_vec;
     return floor_pow2(w);
 }

@@ -78,8 +78,6 @@
 
 #include "lower/lower.h"
 
-enum { LAYOUT_ACCESS_BYTES = 16 };
-
 typedef struct wish {
     uint32_t from;   /* value id whose class's layout this derives from */
     uint8_t kind;    /* WISH_* */
@@ -284,7 +282,7 @@ static tir_layout default_blocked(const layout_ctx *c, unsigned rank, const uint
     }
     unsigned last = rank - 1;
     uint32_t threads = 32u * (uint32_t)c->num_warps;
-    uint32_t spt = LAYOUT_ACCESS_BYTES / elem_bytes;
+    uint32_t spt = LOWER_MAX_ACCESS_BYTES / elem_bytes;
     while (spt > 1 && (uint64_t)spt * threads > numel) spt /= 2;
     if (spt > shape[last]) spt = shape[last];
     l.spt[last] = (uint16_t)spt;

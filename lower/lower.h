@@ -25,8 +25,9 @@ enum {
                                                 them: a layout conversion's 16 KB round plus a
                                                 spare slot per thread (up to 8 KB), reductions'
                                                 partials */
+    LOWER_MAX_ACCESS_BYTES = 16,   /* the widest access of one thread: ld/st.v4.b32 and
+                                      cp.async; layouts give threads runs of this size */
     LOWER_CP_ASYNC_MIN_BYTES = 4,  /* cp.async copies 4, 8 or 16 bytes */
-    LOWER_CP_ASYNC_MAX_BYTES = 16,
     LOWER_MAX_MASK_DEPTH = 16,     /* ops codegen looks through to prove a mask run a prefix */
     LOWER_MAX_PIPELINED_LOOPS = 256, /* loops of one kernel the pass looks at */
     LOWER_MAX_STAGED_OPERANDS = 256 /* dot operands of one kernel stage_operands looks at */

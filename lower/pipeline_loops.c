@@ -129,14 +129,14 @@ static bool is_zero(const tir_value *v) {
  * A layout other than blocked is given the benefit of the doubt (16). */
 static uint32_t copy_run_bytes(const lower_axis_map *axis, const tir_value *ptrs) {
     const tir_type *t = &ptrs->type;
-    if (t->layout.kind != TIR_LAYOUT_BLOCKED) return LOWER_CP_ASYNC_MAX_BYTES;
+    if (t->layout.kind != TIR_LAYOUT_BLOCKED) return LOWER_MAX_ACCESS_BYTES;
     unsigned last = t->rank - 1u;
     int64_t eb = (tir_elem_bits((tir_elem)t->pointee) + 7) / 8;
     if (t->layout.ord[0] != last) return (uint32_t)eb;
     lower_axis_info ai = lower_axis_get(axis, ptrs);
     int64_t run = t->layout.spt[last] < t->shape[last] ? t->layout.spt[last] : t->shape[last];
     if (ai.contiguity < run) run = ai.contiguity;
-    if (LOWER_CP_ASYNC_MAX_BYTES / eb < run) run = LOWER_CP_ASYNC_MAX_BYTES / eb;
+    if (LOWER_MAX_ACCESS_BYTES / eb < run) run = LOWER_MAX_ACCESS_BYTES / eb;
     uint32_t p = 1;
     while ((int64_t)p * 2 <= run) p *= 2;
     return p * (uint32_t)eb;

@@ -13,7 +13,16 @@
 # kernels against PyTorch and Triton (bench/gpu_bench.py), and prints the
 # timing table and then the summary table last. The full log goes to $OUT/gpu-check.log when OUT is set.
 # Exit status 0 when every row passed.
+#
+# Time: the device tool kills a call at 600 s, which would lose the tables.
+# Every step runs under `timeout` with what is left of TILEC_GPU_CHECK_BUDGET
+# seconds (default 560), so a hung kernel costs its own row, later steps are
+# rows saying they were out of time, and the tables still print.
 set -u
+start=$(date +%s)
+budget=${TILEC_GPU_CHECK_BUDGET:-560}
+left() { echo $((start + budget - $(date +%s))); }
+limit() { local l; l=$(left); echo $((l > 1 ? l : 1)); } # for timeout, where 0 means none
 root=$(cd "$(dirname "$0")/.." && pwd)
 kit=${TILEC_GPU_KIT:-$root/.gpu-kit}
 build=$root/build-gpu
@@ -27,14 +36,16 @@ row() { # row NAME ok|FAIL|SKIP DETAIL
   rows+=("$(printf '%-44s %-5s %s' "$1" "$2" "${3:0:90}")")
   case $2 in ok) passes=$((passes + 1)) ;; FAIL) fails=$((fails + 1)) ;; *) skips=$((skips + 1)) ;; esac
 }
-run() { # run NAME COMMAND...: a row from its exit status and last line
+run() { # run NAME COMMAND...: a row from its exit status and last line, within the budget
   local name=$1; shift
   echo "== $name: $*" >>"$log"
+  if [ "$(left)" -le 10 ]; then row "$name" SKIP "out of time (TILEC_GPU_CHECK_BUDGET=$budget s)"; return 1; fi
   local out rc
-  out=$("$@" 2>&1); rc=$?
+  out=$(timeout -k 5 "$(limit)" "$@" 2>&1); rc=$?
   printf '%s\n' "$out" >>"$log"
   local last
   last=$(printf '%s\n' "$out" | grep -v '^\s*$' | tail -1)
+  [ $rc -eq 124 ] && last="timed out at the budget's end; $last"
   if [ $rc -eq 0 ]; then row "$name" ok "$last"
   else row "$name" FAIL "rc=$rc: $last"; printf '%s\n' "$out" | tail -25; fi
   return $rc
@@ -82,8 +93,11 @@ fi
 # (golden tests need FileCheck, which that machine lacks; they test no GPU
 # code and run in CI.) A ctest summary line plus the names of what failed.
 export TILEC_TEST_REQUIRE_CUDA=1
-ctest_out=$(cd "$build" && ctest -j"$(nproc)" --output-on-failure 2>&1)
+# (a test that hangs fails at 240 s instead of taking the budget)
+ctest_out=$(cd "$build" && timeout -k 5 "$(limit)" ctest -j"$(nproc)" --timeout 240 --output-on-failure 2>&1)
 ctest_rc=$?
+[ $ctest_rc -eq 124 ] && ctest_out="$ctest_out
+ctest: timed out at the budget's end"
 printf '%s\n' "$ctest_out" >>"$log"
 summary=$(printf '%s\n' "$ctest_out" | grep -E 'tests passed|tests failed' | tail -1)
 failed=$(printf '%s\n' "$ctest_out" | sed -n 's/^.*[0-9]* - \(.*\) (.*)$/\1/p' | tr '\n' ' ')
@@ -100,7 +114,8 @@ for t in unit/test_runtime_devices/cuda unit/test_runtime_api samples/vadd_runti
   esac
 done
 # the approximate functions' error on this GPU, as the test printed it
-worst=$("$build/tests/test_runtime_devices" cuda 2>&1 | grep -o 'worst error / tolerance: .*')
+worst=$(timeout -k 5 "$(($(limit) > 60 ? 60 : $(limit)))" "$build/tests/test_runtime_devices" cuda 2>&1 |
+        grep -o 'worst error / tolerance: .*')
 [ -n "$worst" ] && row "  transcendentals (error / tolerance)" ok "${worst#worst error / tolerance: }"
 
 # ---- compute-sanitizer memcheck over the GPU programs ------------------------------
@@ -121,7 +136,7 @@ fi
 # below (tests/stdlib-no-spills.sh also runs in ctest above, which fails on
 # a spill; this is only its table)
 echo "== matmul ptxas -v: tests/stdlib-no-spills.sh" >>"$log"
-spill_out=$(bash "$root/tests/stdlib-no-spills.sh" "$build/tilec" "$root" 2>&1)
+spill_out=$(timeout -k 5 "$(limit)" bash "$root/tests/stdlib-no-spills.sh" "$build/tilec" "$root" 2>&1)
 printf '%s\n' "$spill_out" >>"$log"
 matmul_ptxas=$(printf '%s\n' "$spill_out" | sed -n '/^== stdlib matmul, ptxas -v/,/kernel compilations checked/p' | sed '$d')
 if [ -n "$matmul_ptxas" ]; then row "matmul ptxas -v (sm_90)" ok "table above"
@@ -132,7 +147,11 @@ bench_table=""
 if python3 -c 'import torch, triton' 2>/dev/null; then
   echo "== bench: python3 bench/gpu_bench.py" >>"$log"
   # shellcheck disable=SC2086 # TILEC_BENCH_ARGS: extra options, e.g. --sweep
-  bench_out=$(PYTHONUNBUFFERED=1 python3 "$root/bench/gpu_bench.py" --lib "$build/libtilec.so" ${TILEC_BENCH_ARGS:-} 2>&1); brc=$?
+  # SIGTERM at the budget's end: the bench prints what it has (-k: 15 s for that)
+  bench_out=$(PYTHONUNBUFFERED=1 timeout -k 15 "$(($(limit) > 20 ? $(limit) - 15 : 1))" python3 "$root/bench/gpu_bench.py" --lib "$build/libtilec.so" \
+               ${TILEC_BENCH_ARGS:-} 2>&1); brc=$?
+  [ $brc -eq 124 ] && bench_out="$bench_out
+bench: timed out at the budget's end"
   printf '%s\n' "$bench_out" >>"$log"
   bench_table=$(printf '%s\n' "$bench_out" | sed -n '/^== tilec matmul sweep/,/^$/p;/^== tilec sweep/,/^$/p;/^== tilec GPU bench/,$p')
   if [ $brc -eq 0 ] && [ -n "$bench_table" ]; then row "bench (bench/gpu_bench.py)" ok "table above"

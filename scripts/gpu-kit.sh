@@ -18,23 +18,37 @@
 # The kit holds tools only: gpu-check.sh builds tilec itself from the
 # working tree the call carries. .gpu-kit is ignored by git.
 #
-#   scripts/gpu-kit.sh --stamp   only (re)writes .gpu-kit/COMMIT, the commit
+#   scripts/gpu-kit.sh --stamp   (re)writes .gpu-kit/COMMIT, the commit
 #                                (and whether the tree differs from it) that
 #                                the check's table names: the GPU machine's
-#                                copy of the tree has no usable git history
+#                                copy of the tree has no usable git history.
+#                                A kit whose libLLVM lacks an LLVM C function
+#                                that tilec now calls is made again first
+#                                (else the build there fails to link).
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 kit="$root/.gpu-kit"
+build="$root/build"
 stamp() {
   local c
   c=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')
   [ -z "$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null)" ] || c="$c+ (uncommitted changes)"
   echo "$c" >"$kit/COMMIT"
 }
+# The LLVM C functions tilec needs, into $1: what libtilec.so (every stage) imports.
+llvm_imports() {
+  [ -f "$build/build.ninja" ] || cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  ninja -C "$build" libtilec.so >/dev/null  # the path: "tilec" is the CLI
+  nm -D --undefined-only "$build/libtilec.so" | awk '$2 ~ /^LLVM/ {sub(/@.*/, "", $2); print $2}' | sort -u >"$1"
+}
 if [ "${1:-}" = --stamp ]; then
   [ -d "$kit" ] || { echo "gpu-kit: no kit yet: run scripts/gpu-kit.sh" >&2; exit 1; }
-  stamp
-  exit 0
+  now=$(mktemp)
+  llvm_imports "$now"
+  stale=$(comm -23 "$now" "$kit/lib/SYMBOLS" 2>/dev/null || echo '(no lib/SYMBOLS)')
+  rm -f "$now"
+  if [ -z "$stale" ]; then stamp; exit 0; fi
+  echo "gpu-kit: the kit's libLLVM lacks what tilec now calls ($(echo $stale)): making it again" >&2
 fi
 "$root/scripts/deps.sh"
 llvm_config=$(command -v llvm-config-19 || echo /usr/lib/llvm-19/bin/llvm-config)
@@ -43,11 +57,7 @@ trap 'rm -rf "$work"' EXIT
 rm -rf "$kit"
 mkdir -p "$kit/bin" "$kit/lib" "$kit/include" "$kit/share"
 
-# The LLVM C functions tilec needs: what libtilec.so (every stage) imports.
-build="$root/build"
-[ -f "$build/build.ninja" ] || cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-ninja -C "$build" libtilec.so >/dev/null  # the path: "tilec" is the CLI
-nm -D --undefined-only "$build/libtilec.so" | awk '$2 ~ /^LLVM/ {sub(/@.*/, "", $2); print $2}' | sort -u >"$work/syms"
+llvm_imports "$work/syms"
 [ -s "$work/syms" ] || { echo "gpu-kit: found no LLVM symbols in libtilec.so" >&2; exit 1; }
 version=$(nm -D --undefined-only "$build/libtilec.so" | awk '$2 ~ /^LLVM/ {sub(/^[^@]*@+/, "", $2); print $2; exit}')
 {
@@ -68,6 +78,7 @@ strip "$work/libLLVM.so.19.1"
 missing=$(comm -23 "$work/syms" <(nm -D --defined-only "$work/libLLVM.so.19.1" | awk '{sub(/@.*/, "", $3); print $3}' | sort -u))
 [ -z "$missing" ] || { echo "gpu-kit: the slim libLLVM lacks: $missing" >&2; exit 1; }
 xz -T0 -6 -c "$work/libLLVM.so.19.1" >"$kit/lib/libLLVM.so.19.1.xz"
+cp "$work/syms" "$kit/lib/SYMBOLS"  # what it exports: --stamp compares
 cp -rL "$("$llvm_config" --includedir)/llvm-c" "$kit/include/"
 mkdir -p "$kit/include/llvm"   # llvm-c/Target.h includes llvm/Config/*
 cp -rL "$("$llvm_config" --includedir)/llvm/Config" "$kit/include/llvm/"
