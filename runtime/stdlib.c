@@ -439,36 +439,31 @@ trt_status tls_dropout_bwd(trt_device *dev, tls_dtype dt, tls_mem dy, tls_mem dx
 
 /* ---- matrix products -------------------------------------------------------------- */
 
-/* A tile configuration of stdlib/matmul.tile: the first row of
- * matmul_configs whose minimums the shape (M, N) meets. Taken from the
- * configurations of Triton's matmul tutorial (its autotuner's list for
- * f16 on recent GPUs), not yet measured here: GPU code for dot is new. */
-typedef struct matmul_config {
-    int64_t min_m, min_n;
-    int block_m, block_n, block_k, group_m, num_warps;
-    /* the software-pipelining depth Triton uses with it, passed as the
-     * kernel's num_stages; the compiler lowers it where the rings would not
-     * fit its shared-memory budget (lower/pipeline_loops.c) */
-    int num_stages;
-    /* num_warps instead for f32 inputs (tf32: 32-bit fragments, b loaded
-     * element by element from shared memory) and for the general path
-     * (an operand of any strides: 64-bit offsets): where num_warps would
-     * spill (ptxas -v, tests/stdlib-no-spills.sh), the same tile on more
-     * warps, fewer accumulators a thread */
-    int wide_warps;
-} matmul_config;
-
-static const matmul_config matmul_configs[] = {
+/* The tile configurations of stdlib/matmul.tile, largest first, taken
+ * from Triton's matmul tutorial (its autotuner's list for f16 on recent
+ * GPUs); not yet measured here: GPU code for dot is new.
+ * rt_matmul_config_for takes the first row whose minimums the shape
+ * (M, N) meets and whose tiles, on a GPU, fill its multiprocessors (at
+ * least one a multiprocessor): a product of fewer tiles than SMs leaves
+ * SMs idle, and one tile takes about as long as it is large, so smaller
+ * tiles finish sooner there (1024 x 1024: 64 tiles of 128 x 128 on 132
+ * SMs, 256 of 64 x 64). No row fills them: the last, smallest. */
+static const rt_matmul_config matmul_configs[] = {
     /* min_m, min_n, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages, wide_warps */
     {128, 128, 128, 128, 32, 8, 4, 4, 8}, /* large: 128 f32 accumulators a thread (64 on 8 warps) */
     {64, 64, 64, 64, 32, 8, 4, 4, 4},
     {1, 1, 32, 32, 32, 8, 2, 4, 2}, /* skinny or small: less padding past the edges */
 };
 
-static const matmul_config *matmul_config_for(int64_t M, int64_t N) {
+const rt_matmul_config *rt_matmul_config_for(int64_t M, int64_t N, int64_t batch, int sms) {
     size_t n = sizeof matmul_configs / sizeof matmul_configs[0];
-    for (size_t i = 0; i < n - 1; i++)
-        if (M >= matmul_configs[i].min_m && N >= matmul_configs[i].min_n) return &matmul_configs[i];
+    for (size_t i = 0; i < n - 1; i++) {
+        const rt_matmul_config *r = &matmul_configs[i];
+        if (M < r->min_m || N < r->min_n) continue;
+        /* in double: M and N up to TLS_MATMUL_MAX_DIM, batch too, need not fit a product of int64 */
+        double tiles = (double)cdiv(M, r->block_m) * (double)cdiv(N, r->block_n) * (double)batch;
+        if (sms <= 0 || tiles >= sms) return r;
+    }
     return &matmul_configs[n - 1];
 }
 
@@ -581,7 +576,8 @@ static trt_status matmul(const call *c, matrix a, matrix b, matrix x, const epil
     if (ieee && c->st != &storages[TLS_F32])
         return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: precision TLS_IEEE is for f32 inputs, not %s", c->op,
                        c->st->suffix);
-    const matmul_config *cfg = matmul_config_for(M, N);
+    int sms = c->d->cuda ? rt_cuda_sm_count(c->d->cuda) : 0;
+    const rt_matmul_config *cfg = rt_matmul_config_for(M, N, batch, c->d->cuda && sms <= 0 ? FALLBACK_SMS : sms);
     int64_t tiles = cdiv(M, cfg->block_m) * cdiv(N, cfg->block_n);
     if (tiles > INT32_MAX)
         return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: %lld x %lld needs %lld tiles of %d x %d; at most %d fit a grid",

@@ -1,0 +1,66 @@
+/* The stdlib matmul's choice of tile configuration (runtime/stdlib.c,
+ * rt_matmul_config_for): by the shape's minimums, and on a GPU the largest
+ * tile whose count fills the multiprocessors. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "runtime/internal.h"
+
+enum { H100_SMS = 132 };
+
+static int tile(int64_t M, int64_t N, int64_t batch, int sms) {
+    const rt_matmul_config *c = rt_matmul_config_for(M, N, batch, sms);
+    assert_non_null(c);
+    assert_int_equal(c->block_m, c->block_n); /* the table's tiles are square: one number says which */
+    return c->block_m;
+}
+
+static void test_large_products_take_the_largest_tile(void **state) {
+    (void)state;
+    assert_int_equal(tile(4096, 4096, 1, H100_SMS), 128);
+    assert_int_equal(tile(8192, 8192, 1, H100_SMS), 128);
+    assert_int_equal(tile(2048, 2048, 1, H100_SMS), 128); /* 256 tiles */
+    assert_int_equal(tile(8192, 8192, 1, 0), 128);
+}
+
+static void test_the_shape_minimums_hold(void **state) {
+    (void)state;
+    assert_int_equal(tile(100, 100, 1, 0), 64);
+    assert_int_equal(tile(4096, 100, 1, 0), 64);
+    assert_int_equal(tile(4096, 63, 1, 0), 32);
+    assert_int_equal(tile(1, 1, 1, 0), 32);
+    assert_int_equal(tile(1, 1, 1, H100_SMS), 32);
+}
+
+static void test_tiles_fill_the_multiprocessors(void **state) {
+    (void)state;
+    /* 64 tiles of 128 would leave half of 132 SMs idle: 256 of 64 */
+    assert_int_equal(tile(1024, 1024, 1, H100_SMS), 64);
+    assert_int_equal(tile(1024, 1024, 1, 0), 128); /* not a GPU: by the shape alone */
+    assert_int_equal(tile(1024, 1024, 1, 64), 128); /* exactly one tile a multiprocessor */
+    assert_int_equal(tile(1024, 1024, 1, 65), 64);
+    /* a batch counts: 4 x 64 tiles of 128 */
+    assert_int_equal(tile(1024, 1024, 4, H100_SMS), 128);
+    /* 1536 x 512: 12 x 4 = 48 tiles of 128, 24 x 8 = 192 of 64 */
+    assert_int_equal(tile(1536, 512, 1, H100_SMS), 64);
+    /* no row fills them: the smallest (256 x 256: 16 tiles of 64, 64 of 32) */
+    assert_int_equal(tile(256, 256, 1, H100_SMS), 32);
+}
+
+static void test_huge_shapes_do_not_overflow(void **state) {
+    (void)state;
+    assert_int_equal(tile(INT64_C(1) << 40, INT64_C(1) << 40, INT64_C(1) << 40, H100_SMS), 128);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_large_products_take_the_largest_tile),
+        cmocka_unit_test(test_the_shape_minimums_hold),
+        cmocka_unit_test(test_tiles_fill_the_multiprocessors),
+        cmocka_unit_test(test_huge_shapes_do_not_overflow),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
