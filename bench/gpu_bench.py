@@ -468,21 +468,29 @@ MATMUL_SWEEP = [(128, 128, 32, 4, 4), (128, 128, 32, 8, 4), (128, 128, 64, 4, 3)
                 (64, 128, 32, 4, 4)]
 
 
+# and at 1024^3 and 2048^3, runtime/stdlib.c's three rows: whether a tile
+# count below the SMs' (64 tiles of 128 x 128 at 1024^2) is worth a
+# smaller tile, as rt_matmul_config_for assumes
+MATMUL_SWEEP_SMALL = [(128, 128, 32, 4, 4), (64, 64, 32, 4, 4), (32, 32, 32, 2, 4)]
+
+
 def matmul_sweep(tc):
     """stdlib matmul_f16 (row-major, EVEN) over MATMUL_SWEEP at 4096^3 and
-    8192^3, each checked, then timed with cuBLAS in the same run."""
+    8192^3 and MATMUL_SWEEP_SMALL at 1024^3 and 2048^3, each checked, then
+    timed with cuBLAS in the same run."""
     print()
     print("== tilec matmul sweep (f16, row-major; TFLOP/s, median of do_bench)")
     print("%-16s %-18s %9s %9s %9s" % ("shape", "config", "tilec", "cublas", "ratio"))
     wrong = 0
-    for n in (4096, 8192):
+    for n, configs in ((1024, MATMUL_SWEEP_SMALL), (2048, MATMUL_SWEEP_SMALL), (4096, MATMUL_SWEEP),
+                       (8192, MATMUL_SWEEP)):
         a = torch.randn(n, n, device="cuda", dtype=torch.float16)
         b = torch.randn(n, n, device="cuda", dtype=torch.float16)
         c = torch.empty(n, n, device="cuda", dtype=torch.float16)
         ref = torch.matmul(a.float(), b.float())
         flops = 2.0 * n * n * n
         cublas = flops / median_ms(lambda: torch.matmul(a, b, out=c)) / 1e9
-        for bm, bn, bk, nw, ns in MATMUL_SWEEP:
+        for bm, bn, bk, nw, ns in configs:
             config = "%dx%dx%d w%d s%d" % (bm, bn, bk, nw, ns)
             try:
                 k = tc.kernel("stdlib/matmul.tile", "matmul_f16", num_warps=nw, num_stages=ns, BLOCK_M=bm, BLOCK_N=bn,
