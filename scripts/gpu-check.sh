@@ -160,6 +160,14 @@ else
   row "bench" SKIP "python3 with torch and triton not found"
 fi
 
+# ---- memcheck over the stdlib's entry points and samples (after the bench: ---------
+# with the time left, so that they cannot cost the tables)
+if command -v compute-sanitizer >/dev/null; then
+  cs "test_stdlib_api cuda" "$build/tests/test_stdlib_api" cuda
+  cs "matmul 1000 768 520 cuda" "$build/samples/matmul" 1000 768 520 cuda
+  cs "stdlib_layernorm 4096 4096 cuda" "$build/samples/stdlib_layernorm" 4096 4096 cuda
+fi
+
 [ -n "$matmul_ptxas" ] && printf '\n%s\n' "$matmul_ptxas"
 [ -n "$bench_table" ] && printf '\n%s\n' "$bench_table"
 table
