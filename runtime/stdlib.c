@@ -249,10 +249,17 @@ typedef struct row_groups {
     size_t part_bytes;
 } row_groups;
 
+/* The multiprocessors of the call's GPU (FALLBACK_SMS where the driver
+ * would not say); 0 on the CPU and the emulator. */
+static int gpu_sms(const call *c) {
+    if (!c->d->cuda) return 0;
+    int sms = rt_cuda_sm_count(c->d->cuda);
+    return sms > 0 ? sms : FALLBACK_SMS;
+}
+
 static trt_status plan_groups(const call *c, int64_t rows, int64_t cols, row_groups *g) {
-    int sms = c->d->cuda ? rt_cuda_sm_count(c->d->cuda) : 0;
     int per_sm = cols <= NARROW_COLS ? GPU_GROUPS_PER_SM_NARROW : GPU_GROUPS_PER_SM;
-    int64_t target = c->d->cuda ? per_sm * (int64_t)(sms > 0 ? sms : FALLBACK_SMS) : CPU_GROUPS;
+    int64_t target = c->d->cuda ? per_sm * (int64_t)gpu_sms(c) : CPU_GROUPS;
     g->per = cdiv(rows, target);
     g->groups = cdiv(rows, g->per);
     /* the kernels index rows and partial sums in i32 */
@@ -576,8 +583,7 @@ static trt_status matmul(const call *c, matrix a, matrix b, matrix x, const epil
     if (ieee && c->st != &storages[TLS_F32])
         return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: precision TLS_IEEE is for f32 inputs, not %s", c->op,
                        c->st->suffix);
-    int sms = c->d->cuda ? rt_cuda_sm_count(c->d->cuda) : 0;
-    const rt_matmul_config *cfg = rt_matmul_config_for(M, N, batch, c->d->cuda && sms <= 0 ? FALLBACK_SMS : sms);
+    const rt_matmul_config *cfg = rt_matmul_config_for(M, N, batch, gpu_sms(c));
     int64_t tiles = cdiv(M, cfg->block_m) * cdiv(N, cfg->block_n);
     if (tiles > INT32_MAX)
         return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: %lld x %lld needs %lld tiles of %d x %d; at most %d fit a grid",
