@@ -21,7 +21,7 @@ typedef enum builtin_id {
     B_EXPAND_DIMS, B_BROADCAST_TO, B_RESHAPE, B_PERMUTE, B_TRANS, B_ARGMAX, B_ARGMIN,
     B_ERF, B_RAND, B_RANDINT, B_CUMSUM, B_DOT,
     B_ATOMIC_ADD, B_ATOMIC_MAX, B_ATOMIC_MIN, B_ATOMIC_XCHG, B_ATOMIC_CAS,
-    B_ASSERT
+    B_ASSERT, B_MULTIPLE_OF
 } builtin_id;
 
 typedef struct builtin {
@@ -79,6 +79,7 @@ static const builtin builtins[] = {
     {"atomic_xchg", B_ATOMIC_XCHG, 3, 2, {"ptr", "val", "mask"}},
     {"atomic_cas", B_ATOMIC_CAS, 4, 3, {"ptr", "cmp", "val", "mask"}},
     {"assert", B_ASSERT, 3, 2, {"cond", "message", "mask"}},
+    {"multiple_of", B_MULTIPLE_OF, 2, 2, {"x", "n"}},
 };
 
 /* Fills slots[] from the call's arguments; false after reporting. */
@@ -1093,6 +1094,41 @@ static operand check_assert(lang_ctx *c, const ast_expr *call, const ast_expr **
     return lang_poison(call->span);
 }
 
+/* multiple_of(x, n): x, a scalar integer the program promises is a
+ * multiple of n (a power of two), so that the compiler can prove alignments
+ * and masks from it (a row start row * stride whose stride is a multiple of
+ * 8 f16 elements is 16-byte aligned). A constant x is checked here, a
+ * run-time one by the interpreter; on the GPU a broken promise is undefined
+ * (as Triton's), since a check there would cost what the promise saves. */
+static operand check_multiple_of(lang_ctx *c, const ast_expr *call, const ast_expr **a) {
+    int64_t n;
+    operand x = lang_check_expr(c, a[0]);
+    if (!const_int_arg(c, a[1], "multiple_of's n must be a compile-time integer constant", &n) ||
+        x.kind == OPND_POISON)
+        return lang_poison(call->span);
+    if (n < 1 || n > TIR_MULTIPLE_OF_MAX || (n & (n - 1))) {
+        lang_error(c, a[1]->span, "multiple_of's n must be a power of two from 1 to 2^30, not %lld", (long long)n);
+        return lang_poison(call->span);
+    }
+    tir_type t = lang_operand_type(&x);
+    if (x.kind == OPND_FLOATLIT || t.rank != 0 || !tir_elem_is_int((tir_elem)t.elem) || t.elem == TIR_I1) {
+        lang_error(c, a[0]->span, "multiple_of takes a scalar integer, not %s", lang_operand_str(c, &x));
+        return lang_poison(call->span);
+    }
+    if (x.kind == OPND_INTLIT || x.kind == OPND_CONST) {
+        if (x.ival % n) {
+            lang_error(c, a[0]->span, "%lld is not a multiple of %lld", (long long)x.ival, (long long)n);
+            return lang_poison(call->span);
+        }
+        return x;
+    }
+    tir_value *v = lang_materialize(c, &x, (tir_elem)t.elem);
+    lang_set_loc(c, call->span);
+    tir_value *r = tir_build_unary(&c->b, TIR_OP_MULTIPLE_OF, v);
+    r->def->attr.axis = n;
+    return lang_value(r, call->span);
+}
+
 operand lang_check_call(lang_ctx *c, const ast_expr *e) {
     const char *name = e->u.call.callee.str;
     bool whole_stmt = c->stmt_call;
@@ -1164,6 +1200,7 @@ operand lang_check_call(lang_ctx *c, const ast_expr *e) {
     case B_ATOMIC_XCHG: return check_atomic(c, e, slots, TIR_OP_ATOMIC_XCHG);
     case B_ATOMIC_CAS: return check_atomic(c, e, slots, TIR_OP_ATOMIC_CAS);
     case B_ASSERT: return check_assert(c, e, slots);
+    case B_MULTIPLE_OF: return check_multiple_of(c, e, slots);
     }
     return lang_poison(e->span);
 }

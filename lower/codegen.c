@@ -2359,6 +2359,9 @@ static void gen_op(cg *c, const tir_op *op) {
         return;
     case TIR_OP_EXPAND_DIMS: gen_rename(c, op); return;
     case TIR_OP_BROADCAST: gen_broadcast(c, op); return;
+    case TIR_OP_MULTIPLE_OF: /* a scalar: the promise is for the axis analysis, codegen passes it on */
+        new_regs(c, res)[0] = reg(c, op->operands[0], 0);
+        return;
     case TIR_OP_SPLAT: {
         LLVMValueRef *r = new_regs(c, res);
         for (uint32_t i = 0; i < c->nregs[res->id]; i++) r[i] = reg(c, op->operands[0], i);

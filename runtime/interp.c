@@ -776,6 +776,17 @@ static void run_op(interp *in, const tir_op *op) {
     }
     case TIR_OP_BROADCAST:
     case TIR_OP_PERMUTE: do_move(in, op); return;
+    case TIR_OP_MULTIPLE_OF: { /* the reference semantics check the promise */
+        const cell *x = val(in, op->operands[0]);
+        if (x->i % op->attr.axis) {
+            char detail[96];
+            snprintf(detail, sizeof detail, "%lld is not a multiple of %lld", (long long)x->i, (long long)op->attr.axis);
+            run_error(in, op, "multiple_of: %s", detail);
+            return;
+        }
+        out_slot(in, res)->cells[0] = *x;
+        return;
+    }
     case TIR_OP_EXPAND_DIMS: /* row-major order is unchanged by these */
     case TIR_OP_RESHAPE:
     case TIR_OP_CONVERT_LAYOUT: {

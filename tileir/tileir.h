@@ -277,6 +277,7 @@ const char *tir_atomic_types(tir_opcode code);
  * -> f32; i8 -> i32), or TIR_ELEM_COUNT where dot does not take `in`. */
 tir_elem tir_dot_acc_elem(tir_elem in);
 enum { TIR_DOT_MIN_DIM = 16 }; /* each of M, N, K: the smallest mma tile's */
+enum { TIR_MULTIPLE_OF_MAX = 1 << 30 }; /* multiple_of's largest divisor: what an i32 can be a multiple of */
 
 typedef struct tir_op tir_op;
 typedef struct tir_block tir_block;

@@ -328,6 +328,12 @@ static void check_types(verifier *v, const tir_op *op) {
             !tir_type_eq(tir_element_of(o[2]->type), tir_element_of(r)))
             fail(v, op, "select values and result must have one type");
         break;
+    case TIR_OP_MULTIPLE_OF:
+        if (o[0]->type.rank != 0 || !integer(o[0]->type) || o[0]->type.elem == TIR_I1 || !tir_type_eq(o[0]->type, r))
+            fail(v, op, "multiple_of takes a scalar integer and gives it back");
+        if (op->attr.axis < 1 || op->attr.axis > TIR_MULTIPLE_OF_MAX || !is_pow2((uint64_t)op->attr.axis))
+            fail(v, op, "multiple_of needs a power of two from 1 to 2^30");
+        break;
     case TIR_OP_ADDPTR:
         if (o[0]->type.elem != TIR_PTR || !integer(o[1]->type) || o[1]->type.elem == TIR_I1)
             fail(v, op, "addptr takes a pointer and an integer offset");

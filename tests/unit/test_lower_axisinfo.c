@@ -112,6 +112,7 @@ static void eval_func(eval *e, tir_func *fn, int64_t pid) {
             case TIR_OP_OR: v = x | y; break;
             case TIR_OP_XOR: v = x ^ y; break;
             case TIR_OP_CAST: v = x; break; /* widening integer casts only */
+            case TIR_OP_MULTIPLE_OF: v = x - x % op->attr.axis; break; /* a program that keeps the promise */
             case TIR_OP_SELECT: v = x ? y : e->vals[op->operands[2]->id][i]; break;
             case TIR_OP_ADDPTR: v = x + y * elem_bytes(op->operands[0]->type); break;
             case TIR_OP_EQ: case TIR_OP_NE: case TIR_OP_LT: case TIR_OP_LE: case TIR_OP_GT: case TIR_OP_GE:
@@ -194,6 +195,42 @@ static void test_vadd_pointer(void **state) {
     assert_int_equal(lower_axis_get(map, fn->params[1]).divisibility, 1); /* int params: nothing known */
     done(&f);
     check_sound(vadd_tir);
+}
+
+/* A row of f16 at row * stride, masked by cols < n, with n and stride
+ * promised multiples of 8 and 16 (multiple_of): the row start is 16-byte
+ * aligned, and the mask one value over each run of 8. */
+static const char promised_tir[] =
+    "kernel @rows(%x: ptr<f16>, %n: i32, %stride: i64) {\n"
+    "  %m = multiple_of 8, %n : i32\n"
+    "  %s = multiple_of 16, %stride : i64\n"
+    "  %pid = program_id 0 : i32\n"
+    "  %row = cast %pid : i64\n"
+    "  %off = mul %row, %s : i64\n"
+    "  %base = addptr %x, %off : ptr<f16>\n"
+    "  %cols = arange 0, 256 : tile<256xi32>\n"
+    "  %ms = splat %m : tile<256xi32>\n"
+    "  %live = lt %cols, %ms : tile<256xi1>\n"
+    "  %bs = splat %base : tile<256xptr<f16>>\n"
+    "  %p = addptr %bs, %cols : tile<256xptr<f16>>\n"
+    "  %v = load %p, %live : tile<256xf16>\n"
+    "  return\n"
+    "}\n";
+
+static void test_multiple_of_promise(void **state) {
+    (void)state;
+    fx f;
+    tir_func *fn = parse(&f, promised_tir);
+    lower_axis_map *map = lower_axis_analyze(fn, f.arena);
+    assert_int_equal(lower_axis_get(map, named(fn, "m")).divisibility, 8);
+    assert_int_equal(lower_axis_get(map, named(fn, "off")).divisibility, 16);
+    assert_int_equal(lower_axis_get(map, named(fn, "live")).constancy, 8);
+    lower_axis_info p = lower_axis_get(map, named(fn, "p"));
+    assert_int_equal(p.contiguity, 256);
+    assert_int_equal(p.divisibility, 16); /* bytes: the pointer's 16 and 16 f16 of the row */
+    assert_int_equal(lower_axis_get(map, fn->params[1]).divisibility, 1); /* the parameter itself: still unknown */
+    done(&f);
+    check_sound(promised_tir);
 }
 
 /* arange(0, 1024) + 1 < 1024 is true except at the last element: the
@@ -376,7 +413,8 @@ static void test_carried_induction_values(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_vadd_pointer),         cmocka_unit_test(test_compare_constancy),
+        cmocka_unit_test(test_vadd_pointer),           cmocka_unit_test(test_multiple_of_promise),
+        cmocka_unit_test(test_compare_constancy),
         cmocka_unit_test(test_strided_divisibility), cmocka_unit_test(test_widening_cast),
         cmocka_unit_test(test_mixed_soundness),
         cmocka_unit_test(test_carried_induction_values),

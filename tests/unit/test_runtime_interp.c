@@ -187,6 +187,28 @@ static void test_integer_semantics(void **state) {
     drop(&p);
 }
 
+/* multiple_of's promise is checked by the reference semantics: kept, the
+ * value passes through; broken, the launch fails at the call, naming both
+ * numbers. */
+static void test_multiple_of_checks_its_promise(void **state) {
+    (void)state;
+    prog p;
+    build(&p, "m.tile",
+          "kernel k(a: *i64, n: i32, s: i64) {\n"
+          "    store(a, cast(multiple_of(n, 16), i64) + multiple_of(s, 1024));\n}\n");
+    int64_t a[1] = {0};
+    rt_buffer bufs[1] = {{a, sizeof a}};
+    rt_arg args[3] = {ptr_arg(0), int_arg(-48), int_arg(1 << 20)};
+    rt_launch l = {p.m->funcs, "m.tile", bufs, 1, args, 3, {1, 1, 1}};
+    assert_true(rt_interp_run(&l, &p.diag));
+    assert_int_equal(a[0], -48 + (1 << 20));
+    args[2] = int_arg(1 << 20 | 512);
+    assert_false(rt_interp_run(&l, &p.diag));
+    assert_non_null(strstr(p.diag.out.data, "m.tile:2:"));
+    assert_non_null(strstr(p.diag.out.data, "multiple_of: 1049088 is not a multiple of 1024"));
+    drop(&p);
+}
+
 static void test_division_by_zero_is_an_error(void **state) {
     (void)state;
     prog p;
@@ -612,6 +634,7 @@ int main(void) {
         cmocka_unit_test(test_argument_checks),
         cmocka_unit_test(test_f16_arithmetic_rounds_like_f16),
         cmocka_unit_test(test_integer_semantics),
+        cmocka_unit_test(test_multiple_of_checks_its_promise),
         cmocka_unit_test(test_division_by_zero_is_an_error),
         cmocka_unit_test(test_loop_sum_and_grid_axes),
         cmocka_unit_test(test_for_loop_from_source),
