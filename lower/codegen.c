@@ -507,6 +507,22 @@ static uint32_t vec_width(cg *c, const tir_value *ptrs, bool *check_align) {
     return contiguous;
 }
 
+/* How many consecutive registers of v (from multiples of that number)
+ * hold one value, by the axis analysis: its constancy along the last dim,
+ * where that dim is the layout's fastest (a thread's registers along it
+ * are then consecutive elements); a power of two, 1 when unknown. */
+static uint32_t equal_run(cg *c, const tir_value *v) {
+    if (v->type.rank == 0 || (v->type.layout.kind != TIR_LAYOUT_BLOCKED && v->type.layout.kind != TIR_LAYOUT_SLICE))
+        return 1;
+    view vw = view_of(&v->type);
+    unsigned fast = vw.l.ord[0];
+    if ((int)fast == vw.sliced || view_dim(&vw, v->type.rank - 1) != fast) return 1;
+    int64_t k = vw.l.spt[fast] < vw.nreg[fast] ? vw.l.spt[fast] : vw.nreg[fast];
+    int64_t constancy = lower_axis_get(c->axis, v).constancy;
+    constancy &= -constancy; /* runs start at multiples of their length: a power of two dividing it keeps that */
+    return floor_pow2(constancy < k ? constancy : k);
+}
+
 /* True when the address of every group of `vec` registers is aligned to the
  * group's size. */
 static LLVMValueRef groups_aligned(cg *c, const tir_value *ptrs, uint32_t n, uint32_t vec) {
@@ -769,6 +785,28 @@ static void gen_load(cg *c, const tir_op *op) {
         for (uint32_t r = 0; r < n; r++) out[r] = predicated_load(c, e, reg(c, ptrs, r), reg(c, mask, r), other[r]);
         return;
     }
+    if (mask && !check_align && equal_run(c, mask) >= vec) {
+        /* the mask is one bit per access: each access under its own branch,
+         * which ptxas turns into a predicated vector load */
+        for (uint32_t r = 0; r < n; r += vec) {
+            LLVMBasicBlockRef from = LLVMGetInsertBlock(c->b), ld = new_block(c, "ld.run"), next = new_block(c, "ld.next");
+            LLVMBuildCondBr(c->b, reg(c, mask, r), ld, next);
+            LLVMPositionBuilderAtEnd(c->b, ld);
+            LLVMValueRef vals[LOWER_MAX_ACCESS_BYTES];
+            vector_load(c, ptrs, e, r, vec, vals);
+            LLVMBasicBlockRef ld_end = LLVMGetInsertBlock(c->b);
+            LLVMBuildBr(c->b, next);
+            LLVMPositionBuilderAtEnd(c->b, next);
+            for (uint32_t i = 0; i < vec; i++) {
+                LLVMValueRef phi = LLVMBuildPhi(c->b, ty, "");
+                LLVMValueRef in_v[2] = {vals[i], other[r + i]};
+                LLVMBasicBlockRef in_b[2] = {ld_end, from};
+                LLVMAddIncoming(phi, in_v, in_b, 2);
+                out[r + i] = phi;
+            }
+        }
+        return;
+    }
     LLVMValueRef *count = TC_NEW_ARRAY(c->arena, LLVMValueRef, n);
     LLVMValueRef *m = mask ? mask_lanes(c, mask, n, vec, count) : NULL;
     bool prefix = m && count[0];
@@ -824,6 +862,19 @@ static void gen_store(cg *c, const tir_op *op) {
     uint32_t vec = vec_width(c, ptrs, &check_align);
     uint32_t n = reg_count(&ptrs->type);
     LLVMValueRef owner = element_owner(c, &ptrs->type);
+    if (mask && !check_align && vec > 1 && equal_run(c, mask) >= vec) { /* as in gen_load */
+        for (uint32_t r = 0; r < n; r += vec) {
+            LLVMValueRef on = reg(c, mask, r);
+            if (owner) on = LLVMBuildAnd(c->b, on, owner, "");
+            LLVMBasicBlockRef st = new_block(c, "st.run"), next = new_block(c, "st.next");
+            LLVMBuildCondBr(c->b, on, st, next);
+            LLVMPositionBuilderAtEnd(c->b, st);
+            vector_store(c, ptrs, val, r, vec);
+            LLVMBuildBr(c->b, next);
+            LLVMPositionBuilderAtEnd(c->b, next);
+        }
+        return;
+    }
     LLVMValueRef *count = TC_NEW_ARRAY(c->arena, LLVMValueRef, n);
     LLVMValueRef *lanes = mask ? mask_lanes(c, mask, n, vec, count) : NULL;
     bool prefix = lanes && count[0];
@@ -2439,8 +2490,12 @@ static void gen_op(cg *c, const tir_op *op) {
     if ((info->flags & TIR_F_ELEMENTWISE) && op->noperands == 2) {
         tir_elem e = (tir_elem)op->operands[0]->type.elem;
         LLVMValueRef *r = new_regs(c, res);
+        /* a comparison the analysis finds constant over runs of k registers
+         * (cols < n with n a multiple of 8) is made once per run: LLVM
+         * cannot see that the other k - 1 give the same answer */
+        uint32_t k = (info->flags & TIR_F_COMPARE) ? equal_run(c, res) : 1;
         for (uint32_t i = 0; i < c->nregs[res->id]; i++)
-            r[i] = gen_binary(c, op->code, e, reg(c, op->operands[0], i), reg(c, op->operands[1], i));
+            r[i] = i % k ? r[i - i % k] : gen_binary(c, op->code, e, reg(c, op->operands[0], i), reg(c, op->operands[1], i));
         return;
     }
     cg_error(c, op, "unsupported op");
