@@ -53,7 +53,8 @@ enum {
     WORKSPACE_ALIGN = 64,     /* layernorm's db partials start this aligned after dw's */
     PTR_ALIGN = 16,           /* what the compiler assumes of pointers (trt_launch checks it too) */
     MAX_NUM_WARPS = 32,       /* the compiler's limit: 1024 threads a program */
-    MAX_KERNEL_NAME = 64
+    MAX_KERNEL_NAME = 64,
+    MAX_ALIGN = 16            /* the row kernels' largest ALIGN: 16 elements is a 16-byte access even of bytes */
 };
 
 _Static_assert((long long)TLS_MAX_ELEMENTS + ELEMENTWISE_BLOCK - 1 <= INT32_MAX,
@@ -174,15 +175,24 @@ static trt_status kernel_with(const call *c, const char *file, const char *name,
     return trt_get_kernel(m, name, k);
 }
 
-/* The kernel `base`_<dtype> of the embedded `file` with BLOCK = block,
- * compiled (once) with num_warps. */
-static trt_status kernel_for(const call *c, const char *file, const char *base, int block, int num_warps,
+/* The kernel `base`_<dtype> of the embedded `file` with BLOCK = block and,
+ * unless align is 0, ALIGN = align, compiled (once) with num_warps. */
+static trt_status kernel_for(const call *c, const char *file, const char *base, int block, int align, int num_warps,
                              trt_kernel **k) {
-    tilec_define def = {"BLOCK", block};
-    char name[MAX_KERNEL_NAME], spec[32];
+    tilec_define defs[2] = {{"BLOCK", block}, {"ALIGN", align}};
+    char name[MAX_KERNEL_NAME], spec[48];
     snprintf(name, sizeof name, "%s_%s", base, c->st->suffix);
-    snprintf(spec, sizeof spec, "BLOCK %d", block);
-    return kernel_with(c, file, name, &def, 1, num_warps, 0, spec, k);
+    snprintf(spec, sizeof spec, "BLOCK %d, ALIGN %d", block, align);
+    return kernel_with(c, file, name, defs, align ? 2 : 1, num_warps, 0, spec, k);
+}
+
+/* The ALIGN of the row kernels: the largest power of two up to MAX_ALIGN
+ * that divides the row length and the strides (each a multiple_of promise
+ * in the kernel; stdlib/softmax.tile). */
+static int row_align(int64_t cols, int64_t stride_a, int64_t stride_b) {
+    int a = MAX_ALIGN;
+    while (a > 1 && ((cols | stride_a | stride_b) & (a - 1))) a /= 2;
+    return a;
 }
 
 static int main_warps(const call *c) { return c->o ? c->o->num_warps : 0; }
@@ -212,7 +222,8 @@ trt_status tls_softmax(trt_device *dev, tls_dtype dt, tls_mem x, tls_mem y, int6
         (st = check_stride(&c, "x_stride", x_stride, cols)) || (st = check_stride(&c, "y_stride", y_stride, cols)) ||
         (st = check_mem(&c, "x", x, rows, cols, x_stride, c.st->size)) ||
         (st = check_mem(&c, "y", y, rows, cols, y_stride, c.st->size)) ||
-        (st = kernel_for(&c, "stdlib/softmax.tile", "softmax", next_pow2(cols), main_warps(&c), &k)))
+        (st = kernel_for(&c, "stdlib/softmax.tile", "softmax", next_pow2(cols), row_align(cols, x_stride, y_stride),
+                            main_warps(&c), &k)))
         return st;
     trt_arg a[] = {arg_mem(x), arg_mem(y), trt_int(cols), trt_int(x_stride), trt_int(y_stride)};
     return launch(&c, k, rows, a, sizeof a / sizeof a[0]);
@@ -227,7 +238,8 @@ trt_status tls_softmax_bwd(trt_device *dev, tls_dtype dt, tls_mem y, tls_mem dy,
         (st = check_stride(&c, "stride", stride, cols)) || (st = check_mem(&c, "y", y, rows, cols, stride, c.st->size)) ||
         (st = check_mem(&c, "dy", dy, rows, cols, stride, c.st->size)) ||
         (st = check_mem(&c, "dx", dx, rows, cols, stride, c.st->size)) ||
-        (st = kernel_for(&c, "stdlib/softmax.tile", "softmax_bwd", next_pow2(cols), main_warps(&c), &k)))
+        (st = kernel_for(&c, "stdlib/softmax.tile", "softmax_bwd", next_pow2(cols), row_align(cols, stride, stride),
+                            main_warps(&c), &k)))
         return st;
     trt_arg a[] = {arg_mem(y), arg_mem(dy), arg_mem(dx), trt_int(cols), trt_int(stride)};
     return launch(&c, k, rows, a, sizeof a / sizeof a[0]);
@@ -295,7 +307,8 @@ trt_status tls_layernorm(trt_device *dev, tls_dtype dt, tls_mem x, tls_mem y, tl
         (st = check_mem(&c, "y", y, rows, cols, stride, c.st->size)) ||
         (st = check_vector(&c, "w", w, cols, c.st->size)) || (st = check_vector(&c, "b", b, cols, c.st->size)) ||
         (st = check_vector(&c, "mean", mean, rows, 4)) || (st = check_vector(&c, "rstd", rstd, rows, 4)) ||
-        (st = kernel_for(&c, "stdlib/layernorm.tile", "layernorm", next_pow2(cols), main_warps(&c), &k)))
+        (st = kernel_for(&c, "stdlib/layernorm.tile", "layernorm", next_pow2(cols), row_align(cols, stride, stride),
+                            main_warps(&c), &k)))
         return st;
     trt_arg a[] = {arg_mem(x),    arg_mem(y),       arg_mem(w),     arg_mem(b),     arg_mem(mean),
                    arg_mem(rstd), trt_int(cols), trt_int(stride), trt_float(eps)};
@@ -322,8 +335,9 @@ trt_status tls_layernorm_bwd(trt_device *dev, tls_dtype dt, tls_mem x, tls_mem d
         (st = check_vector(&c, "rstd", rstd, rows, 4)) || (st = check_vector(&c, "dw", dw, cols, c.st->size)) ||
         (st = check_vector(&c, "db", db, cols, c.st->size)) ||
         (st = check_vector(&c, "workspace", ws, (int64_t)(2 * g.part_bytes), 1)) ||
-        (st = kernel_for(&c, "stdlib/layernorm.tile", "layernorm_bwd", next_pow2(cols), main_warps(&c), &kb)) ||
-        (st = kernel_for(&c, "stdlib/layernorm.tile", "layernorm_dwdb", COLSUM_BLOCK, 0, &ks)))
+        (st = kernel_for(&c, "stdlib/layernorm.tile", "layernorm_bwd", next_pow2(cols), row_align(cols, stride, stride),
+                            main_warps(&c), &kb)) ||
+        (st = kernel_for(&c, "stdlib/layernorm.tile", "layernorm_dwdb", COLSUM_BLOCK, row_align(cols, cols, cols), 0, &ks)))
         return st;
     tls_mem dw_part = ws, db_part = tls_mem_at(ws.buffer, ws.offset + g.part_bytes);
     trt_arg ab[] = {arg_mem(x),       arg_mem(dy),      arg_mem(dx),   arg_mem(w),    arg_mem(mean),   arg_mem(rstd),
@@ -343,7 +357,8 @@ trt_status tls_rmsnorm(trt_device *dev, tls_dtype dt, tls_mem x, tls_mem y, tls_
         (st = check_mem(&c, "x", x, rows, cols, stride, c.st->size)) ||
         (st = check_mem(&c, "y", y, rows, cols, stride, c.st->size)) ||
         (st = check_vector(&c, "w", w, cols, c.st->size)) || (st = check_vector(&c, "rstd", rstd, rows, 4)) ||
-        (st = kernel_for(&c, "stdlib/rmsnorm.tile", "rmsnorm", next_pow2(cols), main_warps(&c), &k)))
+        (st = kernel_for(&c, "stdlib/rmsnorm.tile", "rmsnorm", next_pow2(cols), row_align(cols, stride, stride),
+                            main_warps(&c), &k)))
         return st;
     trt_arg a[] = {arg_mem(x),    arg_mem(y),      arg_mem(w),    arg_mem(rstd),
                    trt_int(cols), trt_int(stride), trt_float(eps)};
@@ -369,8 +384,9 @@ trt_status tls_rmsnorm_bwd(trt_device *dev, tls_dtype dt, tls_mem x, tls_mem dy,
         (st = check_vector(&c, "w", w, cols, c.st->size)) || (st = check_vector(&c, "rstd", rstd, rows, 4)) ||
         (st = check_vector(&c, "dw", dw, cols, c.st->size)) ||
         (st = check_vector(&c, "workspace", ws, (int64_t)g.part_bytes, 1)) ||
-        (st = kernel_for(&c, "stdlib/rmsnorm.tile", "rmsnorm_bwd", next_pow2(cols), main_warps(&c), &kb)) ||
-        (st = kernel_for(&c, "stdlib/rmsnorm.tile", "rmsnorm_dw", COLSUM_BLOCK, 0, &ks)))
+        (st = kernel_for(&c, "stdlib/rmsnorm.tile", "rmsnorm_bwd", next_pow2(cols), row_align(cols, stride, stride),
+                            main_warps(&c), &kb)) ||
+        (st = kernel_for(&c, "stdlib/rmsnorm.tile", "rmsnorm_dw", COLSUM_BLOCK, row_align(cols, cols, cols), 0, &ks)))
         return st;
     trt_arg ab[] = {arg_mem(x),    arg_mem(dy),   arg_mem(dx),     arg_mem(w),     arg_mem(rstd),
                     arg_mem(ws),   trt_int(rows), trt_int(cols),   trt_int(stride), trt_int(g.per)};
@@ -390,7 +406,7 @@ static trt_status elementwise(const call *c, const char *file, const char *base,
     if ((st = check_elements(c, n))) return st;
     for (size_t i = 0; i < nmems; i++)
         if ((st = check_vector(c, names[i], mems[i], n, c->st->size))) return st;
-    if ((st = kernel_for(c, file, base, ELEMENTWISE_BLOCK, main_warps(c), &k))) return st;
+    if ((st = kernel_for(c, file, base, ELEMENTWISE_BLOCK, 0, main_warps(c), &k))) return st;
     trt_arg a[6];
     size_t na = 0;
     for (size_t i = 0; i < nmems; i++) a[na++] = arg_mem(mems[i]);

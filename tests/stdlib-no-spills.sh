@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # stdlib-no-spills.sh TILEC ROOT: no stdlib kernel spills to local memory,
-# as ptxas -v reports it for sm_90, at its default sizes, and the row
-# kernels also at the row widths the bench times (BLOCK below), and
-# stdlib/matmul.tile at each tile configuration runtime/stdlib.c picks
+# as ptxas -v reports it for sm_90, at its default sizes, the row kernels
+# also at the row widths the bench times (BLOCK below; ALIGN 1 and 16),
+# and stdlib/matmul.tile at each tile configuration runtime/stdlib.c picks
 # from, whose ptxas -v figures it prints as a table (scripts/gpu-check.sh
 # shows it). Exits 77 (skipped) without ptxas.
 set -u
@@ -34,20 +34,21 @@ row_widths() {
 fail=0 checked=0
 for f in "$root"/stdlib/*.tile; do
   [ "$(basename "$f")" = matmul.tile ] && continue # below, at its tile configurations
-  runs=("default all")
-  for k in $(row_kernels "$f"); do for b in $(row_widths "$f"); do runs+=("$b $k"); done; done
+  runs=("default 1 all")
+  # at ALIGN 1 (any shape) and 16 (the bench's shapes: runtime/stdlib.c's row_align)
+  for k in $(row_kernels "$f"); do for b in $(row_widths "$f"); do runs+=("$b 1 $k" "$b 16 $k"); done; done
   for run in "${runs[@]}"; do
-    read -r block kernel <<<"$run"
+    read -r block align kernel <<<"$run"
     args=()
-    [ "$block" = default ] || args=(-D "BLOCK=$block" --kernel "$kernel")
+    [ "$block" = default ] || args=(-D "BLOCK=$block" -D "ALIGN=$align" --kernel "$kernel")
     if ! "$tilec" "$f" "${args[@]}" --arch=sm_90 -v -o "$tmp/k.cubin" >"$tmp/log" 2>&1; then
-      echo "FAIL: $f (BLOCK $block, $kernel) does not compile:"; cat "$tmp/log"; fail=1; continue
+      echo "FAIL: $f (BLOCK $block, ALIGN $align, $kernel) does not compile:"; cat "$tmp/log"; fail=1; continue
     fi
     # "Function properties for K" then "N bytes stack frame, S bytes spill stores, L bytes spill loads"
     bad=$(awk '/Function properties for/ {k=$NF} /spill stores/ {if ($5 != 0 || $9 != 0) print k ": " $0}' "$tmp/log")
     n=$(grep -c "Function properties for" "$tmp/log")
     checked=$((checked + n))
-    if [ -n "$bad" ]; then echo "FAIL: $(basename "$f") BLOCK $block ($kernel) spills:"; echo "$bad"; fail=1; fi
+    if [ -n "$bad" ]; then echo "FAIL: $(basename "$f") BLOCK $block ALIGN $align ($kernel) spills:"; echo "$bad"; fail=1; fi
   done
 done
 # stdlib/matmul.tile at each row of matmul_configs in runtime/stdlib.c (read

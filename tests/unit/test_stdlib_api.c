@@ -113,10 +113,13 @@ static void drop(tensor *t) {
     free(t->host);
 }
 
-/* The shapes of the row tests: rows, cols, and a padding of the stride. */
+/* The shapes of the row tests: rows, cols, and a padding of the stride.
+ * They give the kernels every ALIGN (runtime/stdlib.c's row_align): 1
+ * (cols 1, odd paddings), 4, 8, and 16 at 2000 (a partial row: the last
+ * columns' accesses masked off whole) and 4096 (full rows). */
 static const int row_shapes[][3] = {{1, 1, 0},    {7, 1, 3},     {33, 1, 0},    {1, 100, 4},  {7, 100, 0},
                                     {33, 100, 1}, {1, 1000, 0},  {7, 1000, 24}, {33, 1000, 3}, {1, 5000, 8},
-                                    {7, 5000, 0}, {33, 5000, 5}};
+                                    {7, 5000, 0}, {33, 5000, 5}, {5, 2000, 16}, {3, 4096, 0}};
 enum { NSHAPES = sizeof row_shapes / sizeof row_shapes[0] };
 /* a byte offset of a tensor in its buffer, varying with the shape */
 static size_t offset_of(size_t s) { return 16 * (s % 3); }
@@ -190,7 +193,8 @@ static float weight(int64_t r, int64_t i) { return (void)r, (void)i, 1 + rand_f3
  * 2e-6 relative (f32 sums, the GPU's approximate rsqrt); y the storage's
  * rounding relative to |y| + 1; dx the storage's rounding plus 1e-5,
  * relative to 4 rstd max |w dy| (what cancels in w dy - (xhat c1 + c2));
- * dw and db the same relative to the sums of |dy xhat| + |dy|. */
+ * dw and db the same relative to the sums of |dy xhat| + |dy|; near zero,
+ * the storage's tiny (f16 dw of 2e-6 is subnormal: steps of 2^-24). */
 static void run_layernorm(const dtype *dt, int rows, int cols, int pad, size_t off) {
     char what[96];
     snprintf(what, sizeof what, "layernorm %s %dx%d stride %d", dt->name, rows, cols, cols + pad);
@@ -238,13 +242,13 @@ static void run_layernorm(const dtype *dt, int rows, int cols, int pad, size_t o
         for (int i = 0; i < cols; i++) {
             double wdy = get(&w, 0, i) * get(&dy, r, i);
             double want = (wdy - (xh[i] * c1 + c2)) * rs, got = get(&dx, r, i);
-            double tol = (dt->tol + 1e-5) * (scale * 4 * rs) + 1e-12;
+            double tol = (dt->tol + 1e-5) * (scale * 4 * rs) + dt->tiny;
             if (!(fabs(got - want) <= tol))
                 fail_msg("%s: dx[%d][%d] = %.8g, want %.8g (tol %.3g) on %s", what, r, i, got, want, tol, where);
         }
     }
     for (int i = 0; i < cols; i++) {
-        double tol = (dt->tol + 1e-5) * adw[i] + 1e-12;
+        double tol = (dt->tol + 1e-5) * adw[i] + dt->tiny;
         if (!(fabs(get(&dw, 0, i) - rdw[i]) <= tol) || !(fabs(get(&db, 0, i) - rdb[i]) <= tol))
             fail_msg("%s: dw[%d] %.8g db %.8g, want %.8g %.8g (tol %.3g) on %s", what, i, get(&dw, 0, i), get(&db, 0, i),
                      rdw[i], rdb[i], tol, where);
