@@ -420,6 +420,16 @@ def matmul_bench(tc, quick, rows, failed):
             del a, b, c
 
 
+def row_align(cols, *strides):
+    """runtime/stdlib.c's row_align: the largest power of two up to 16
+    dividing the row length and the strides (each the row length here
+    unless given), the ALIGN the library passes its row kernels."""
+    a = 16
+    while a > 1 and any(v % a for v in (cols,) + strides):
+        a //= 2
+    return a
+
+
 def tt_softmax_warps(block):  # the tutorial's choice
     return 16 if block >= 4096 else 8 if block >= 2048 else 4
 
@@ -528,7 +538,7 @@ def sweep(tc):
     divided = src.replace("e * (1.0 / sum(e))", "e / sum(e)")
     for variant, source in (("softmax f32 16384 (reciprocal)", None), ("softmax f32 16384 (divide)", divided)):
         for nw in (4, 8, 16, 32):
-            k = tc.kernel("stdlib/softmax.tile", "softmax_f32", num_warps=nw, source=source, BLOCK=16384)
+            k = tc.kernel("stdlib/softmax.tile", "softmax_f32", num_warps=nw, source=source, BLOCK=16384, ALIGN=16)
             out.append((variant, nw, "-", 8 * rows * 16384 / median_ms(tc.launcher(k, rows, x, y, 16384, 16384, 16384)) / 1e6))
     del x, y
     sms = torch.cuda.get_device_properties(0).multi_processor_count
@@ -540,11 +550,12 @@ def sweep(tc):
         w, b = torch.ones(cols, device="cuda", dtype=h), torch.zeros(cols, device="cuda", dtype=h)
         mean, rstd = torch.empty(rows, device="cuda"), torch.empty(rows, device="cuda")
         for nw in (2, 4, 8, 16):
-            kf = tc.kernel("stdlib/layernorm.tile", "layernorm_f16", num_warps=nw, BLOCK=block)
-            ms = median_ms(tc.launcher(kf, rows, x, y, w, b, mean, rstd, cols, cols, 1e-5))
-            out.append(("layernorm f16 %d" % cols, nw, "-", 4 * rows * cols / ms / 1e6))
+            for align in (16, 1):  # what tls_layernorm passes here, and no multiple_of promise
+                kf = tc.kernel("stdlib/layernorm.tile", "layernorm_f16", num_warps=nw, BLOCK=block, ALIGN=align)
+                ms = median_ms(tc.launcher(kf, rows, x, y, w, b, mean, rstd, cols, cols, 1e-5))
+                out.append(("layernorm f16 %d (ALIGN %d)" % (cols, align), nw, "-", 4 * rows * cols / ms / 1e6))
         for nw in (2, 4, 8, 16):
-            kb = tc.kernel("stdlib/layernorm.tile", "layernorm_bwd_f16", num_warps=nw, BLOCK=block)
+            kb = tc.kernel("stdlib/layernorm.tile", "layernorm_bwd_f16", num_warps=nw, BLOCK=block, ALIGN=row_align(cols))
             for per in (triton.cdiv(rows, 4 * sms), triton.cdiv(rows, 2 * sms), triton.cdiv(rows, sms), 64):
                 groups = triton.cdiv(rows, per)
                 dwp = torch.empty(groups, cols, device="cuda")
@@ -556,7 +567,8 @@ def sweep(tc):
         dwp, dbp = torch.randn(groups, cols, device="cuda"), torch.randn(groups, cols, device="cuda")
         dw, db = torch.empty_like(w), torch.empty_like(b)
         for bl, gr, nw in ((32, 64, 8), (32, 64, 4), (32, 32, 4), (32, 128, 8), (64, 64, 8), (64, 32, 8), (16, 64, 4)):
-            ks = tc.kernel("stdlib/layernorm.tile", "layernorm_dwdb_f16", num_warps=nw, BLOCK=bl, GROUPS=gr)
+            ks = tc.kernel("stdlib/layernorm.tile", "layernorm_dwdb_f16", num_warps=nw, BLOCK=bl, GROUPS=gr,
+                           ALIGN=row_align(cols))
             ms = median_ms(tc.launcher(ks, triton.cdiv(cols, bl), dwp, dbp, dw, db, groups, cols))
             out.append(("layernorm dwdb f16 %d (%dx%d)" % (cols, gr, bl), nw, groups, 8 * groups * cols / ms / 1e6))
         del x, y, dx, dwp, dbp
@@ -613,7 +625,7 @@ def bench_softmax(tc, quick, table):
     for cols in widths:
         rows = 4096
         block = triton.next_power_of_2(cols)
-        k = tc.kernel("stdlib/softmax.tile", "softmax_f32", BLOCK=block)
+        k = tc.kernel("stdlib/softmax.tile", "softmax_f32", BLOCK=block, ALIGN=row_align(cols))
         x = torch.randn(rows, cols, device="cuda")
         out = torch.full_like(x, float("nan"))
         run = tc.launcher(k, rows, x, out, cols, cols, cols)
