@@ -59,13 +59,10 @@ done
 # a shape that needs masks (what most calls take), and of the general path
 # (any strides, masks); each kernel on the warps tls_matmul gives it:
 # wide_warps for f32 inputs and for the general path, num_warps for the
-# rest. Until GPU code for dot exists (issue 5) every compile fails with
-# the message below: reported loudly as not checked, and checked like the
-# rest as soon as it compiles.
-not_yet="dot has no GPU code generation yet"
+# rest.
 configs=$(sed -n '/matmul_configs\[\] = {/,/^};/p' "$root/runtime/stdlib.c" | grep -o '^ *{[0-9, ]*}' | tr -d '{ }')
 [ -n "$configs" ] || { echo "FAIL: no matmul_configs rows found in runtime/stdlib.c"; fail=1; }
-table=() matmul_skipped=0 matmul_spills=0
+table=() matmul_spills=0
 for cfg in $configs; do
   IFS=, read -r _ _ bm bn bk gm warps stages wide <<<"$cfg"
   [ -n "$wide" ] || { echo "FAIL: matmul_configs row {$cfg} has no wide_warps"; fail=1; continue; }
@@ -82,7 +79,6 @@ for cfg in $configs; do
             -D "C_LAYOUT=$lc" -D "EVEN=$even" --num-warps="$nw" --num-stages="$stages")
       what="${bm}x${bn}x${bk} w$nw s$stages layouts $la$lb$lc even $even"
       if ! "$tilec" "$root/stdlib/matmul.tile" "${args[@]}" --arch=sm_90 -v -o "$tmp/k.cubin" >"$tmp/log" 2>&1; then
-        if grep -q "$not_yet" "$tmp/log"; then matmul_skipped=$((matmul_skipped + 1)); continue; fi
         echo "FAIL: matmul.tile ($what) does not compile:"; cat "$tmp/log"; fail=1; continue
       fi
       # ptxas knows the static shared memory only; the dynamic bytes a
@@ -114,9 +110,6 @@ for cfg in $configs; do
 done
 if [ "$matmul_spills" -gt 0 ]; then
   echo "NOT GATED: stdlib/matmul.tile spills in $matmul_spills configurations (reported above: dot_ieee)"
-fi
-if [ "$matmul_skipped" -gt 0 ]; then
-  echo "SKIPPED (partly): stdlib/matmul.tile NOT CHECKED for spills ($matmul_skipped configurations): $not_yet"
 fi
 if [ ${#table[@]} -gt 0 ]; then
   echo "== stdlib matmul, ptxas -v for sm_90 (bytes; layouts A B C: 1 rows contiguous, 2 columns, 0 any)"
