@@ -421,10 +421,10 @@ def matmul_bench(tc, quick, rows, failed):
 
 
 def row_align(cols, *strides):
-    """runtime/stdlib.c's row_align: the largest power of two up to 16
+    """runtime/stdlib.c's row_align: the largest power of two up to 8
     dividing the row length and the strides (each the row length here
     unless given), the ALIGN the library passes its row kernels."""
-    a = 16
+    a = 8
     while a > 1 and any(v % a for v in (cols,) + strides):
         a //= 2
     return a
@@ -538,7 +538,7 @@ def sweep(tc):
     divided = src.replace("e * (1.0 / sum(e))", "e / sum(e)")
     for variant, source in (("softmax f32 16384 (reciprocal)", None), ("softmax f32 16384 (divide)", divided)):
         for nw in (4, 8, 16, 32):
-            k = tc.kernel("stdlib/softmax.tile", "softmax_f32", num_warps=nw, source=source, BLOCK=16384, ALIGN=16)
+            k = tc.kernel("stdlib/softmax.tile", "softmax_f32", num_warps=nw, source=source, BLOCK=16384, ALIGN=8)
             out.append((variant, nw, "-", 8 * rows * 16384 / median_ms(tc.launcher(k, rows, x, y, 16384, 16384, 16384)) / 1e6))
     del x, y
     sms = torch.cuda.get_device_properties(0).multi_processor_count
@@ -550,7 +550,7 @@ def sweep(tc):
         w, b = torch.ones(cols, device="cuda", dtype=h), torch.zeros(cols, device="cuda", dtype=h)
         mean, rstd = torch.empty(rows, device="cuda"), torch.empty(rows, device="cuda")
         for nw in (2, 4, 8, 16):
-            for align in (16, 1):  # what tls_layernorm passes here, and no multiple_of promise
+            for align in (8, 1):  # what tls_layernorm passes here, and no multiple_of promise
                 kf = tc.kernel("stdlib/layernorm.tile", "layernorm_f16", num_warps=nw, BLOCK=block, ALIGN=align)
                 ms = median_ms(tc.launcher(kf, rows, x, y, w, b, mean, rstd, cols, cols, 1e-5))
                 out.append(("layernorm f16 %d (ALIGN %d)" % (cols, align), nw, "-", 4 * rows * cols / ms / 1e6))

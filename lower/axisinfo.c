@@ -128,7 +128,11 @@ static void analyze(tir_op *op, void *p) {
         break;
     case TIR_OP_ARANGE: out = (lower_axis_info){n, 1, pow2_divisor(op->attr.range.lo)}; break;
     case TIR_OP_SPLAT: out = (lower_axis_info){1, n, a.divisibility}; break;
-    case TIR_OP_MULTIPLE_OF: out = (lower_axis_info){1, 1, max64(a.divisibility, op->attr.axis)}; break; /* the promise */
+    case TIR_OP_MULTIPLE_OF: /* the promise, except of a constant (a `var` the front end could not check),
+                                whose own divisor is the truth */
+        out = (lower_axis_info){1, 1, op->operands[0]->def && op->operands[0]->def->code == TIR_OP_CONST
+                                          ? a.divisibility : max64(a.divisibility, op->attr.axis)};
+        break;
     case TIR_OP_PROGRAM_ID:
     case TIR_OP_NUM_PROGRAMS: out = (lower_axis_info){1, 1, 1}; break;
     case TIR_OP_ADD:

@@ -231,6 +231,12 @@ static void test_multiple_of_promise(void **state) {
     assert_int_equal(lower_axis_get(map, fn->params[1]).divisibility, 1); /* the parameter itself: still unknown */
     done(&f);
     check_sound(promised_tir);
+    /* a broken promise about a constant (a `var` the front end did not
+     * check) is ignored: the constant's own divisor is the truth */
+    fn = parse(&f, "kernel @k() {\n  %c = const 12 : i32\n  %m = multiple_of 8, %c : i32\n  return\n}\n");
+    map = lower_axis_analyze(fn, f.arena);
+    assert_int_equal(lower_axis_get(map, named(fn, "m")).divisibility, 4);
+    done(&f);
 }
 
 /* arange(0, 1024) + 1 < 1024 is true except at the last element: the

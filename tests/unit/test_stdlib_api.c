@@ -114,9 +114,9 @@ static void drop(tensor *t) {
 }
 
 /* The shapes of the row tests: rows, cols, and a padding of the stride.
- * They give the kernels every ALIGN (runtime/stdlib.c's row_align): 1
- * (cols 1, odd paddings), 4, 8, and 16 at 2000 (a partial row: the last
- * columns' accesses masked off whole) and 4096 (full rows). */
+ * They give the kernels ALIGN (runtime/stdlib.c's row_align) 1 (cols 1,
+ * odd paddings), 4 and 8, the largest, also at 2000 (a partial row: the
+ * last columns' accesses masked off whole) and 4096 (full rows). */
 static const int row_shapes[][3] = {{1, 1, 0},    {7, 1, 3},     {33, 1, 0},    {1, 100, 4},  {7, 100, 0},
                                     {33, 100, 1}, {1, 1000, 0},  {7, 1000, 24}, {33, 1000, 3}, {1, 5000, 8},
                                     {7, 5000, 0}, {33, 5000, 5}, {5, 2000, 16}, {3, 4096, 0}};
@@ -705,7 +705,7 @@ static void test_matmul_batched(void **state) {
 /* ---- compiling once, options ------------------------------------------------------- */
 
 /* A call whose specialization was used before compiles nothing: the
- * device keeps one module per stdlib file, BLOCK and num_warps, whatever
+ * device keeps one module per stdlib file, BLOCK, ALIGN and num_warps, whatever
  * the dtype or the number of rows. */
 static void test_modules_compile_once(void **state) {
     (void)state;
