@@ -485,6 +485,18 @@ static uint32_t floor_pow2(int64_t v) {
     return w;
 }
 
+/* How many consecutive registers of a thread hold consecutive elements of
+ * the tile's last dim, from multiples of that number: its registers along
+ * the layout's fastest dim when that is the last dim (the axis analysis
+ * speaks of the last dim), else 1. */
+static int64_t last_dim_regs(const tir_type *t) {
+    if (t->rank == 0 || (t->layout.kind != TIR_LAYOUT_BLOCKED && t->layout.kind != TIR_LAYOUT_SLICE)) return 1;
+    view vw = view_of(t);
+    unsigned fast = vw.l.ord[0];
+    if ((int)fast == vw.sliced || view_dim(&vw, t->rank - 1) != fast) return 1;
+    return vw.l.spt[fast] < vw.nreg[fast] ? vw.l.spt[fast] : vw.nreg[fast];
+}
+
 /* How many consecutive registers of this pointer tile one access covers;
  * *check_align: only if each group's address is aligned, which the
  * analysis could not prove and codegen must test at run time. */
@@ -494,12 +506,7 @@ static uint32_t vec_width(cg *c, const tir_value *ptrs, bool *check_align) {
     if (is_mma_kind(&ptrs->type.layout)) return 1; /* fragments hold pairs at most: one access each */
     lower_axis_info ai = lower_axis_get(c->axis, ptrs);
     int64_t eb = (tir_elem_bits((tir_elem)ptrs->type.pointee) + 7) / 8;
-    /* a run of registers goes along the layout's fastest dim; the analysis
-     * speaks of the tile's last dim */
-    view vw = view_of(&ptrs->type);
-    unsigned fast = vw.l.ord[0];
-    if ((int)fast == vw.sliced || view_dim(&vw, ptrs->type.rank - 1) != fast) return 1;
-    int64_t v = vw.l.spt[fast] < vw.nreg[fast] ? vw.l.spt[fast] : vw.nreg[fast];
+    int64_t v = last_dim_regs(&ptrs->type);
     if (ai.contiguity < v) v = ai.contiguity;
     if (LOWER_MAX_ACCESS_BYTES / eb < v) v = LOWER_MAX_ACCESS_BYTES / eb;
     uint32_t contiguous = floor_pow2(v), proven = floor_pow2(ai.divisibility / eb < v ? ai.divisibility / eb : v);
@@ -509,15 +516,9 @@ static uint32_t vec_width(cg *c, const tir_value *ptrs, bool *check_align) {
 
 /* How many consecutive registers of v (from multiples of that number)
  * hold one value, by the axis analysis: its constancy along the last dim,
- * where that dim is the layout's fastest (a thread's registers along it
- * are then consecutive elements); a power of two, 1 when unknown. */
+ * over last_dim_regs; a power of two, 1 when unknown. */
 static uint32_t equal_run(cg *c, const tir_value *v) {
-    if (v->type.rank == 0 || (v->type.layout.kind != TIR_LAYOUT_BLOCKED && v->type.layout.kind != TIR_LAYOUT_SLICE))
-        return 1;
-    view vw = view_of(&v->type);
-    unsigned fast = vw.l.ord[0];
-    if ((int)fast == vw.sliced || view_dim(&vw, v->type.rank - 1) != fast) return 1;
-    int64_t k = vw.l.spt[fast] < vw.nreg[fast] ? vw.l.spt[fast] : vw.nreg[fast];
+    int64_t k = last_dim_regs(&v->type);
     int64_t constancy = lower_axis_get(c->axis, v).constancy;
     constancy &= -constancy; /* runs start at multiples of their length: a power of two dividing it keeps that */
     return floor_pow2(constancy < k ? constancy : k);
