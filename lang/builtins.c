@@ -1046,7 +1046,7 @@ static operand check_print(lang_ctx *c, const ast_expr *call) {
         shape = tir_with_elem(common, tir_scalar(TIR_I32));
         vals[n++] = o;
     }
-    if (!ok) return lang_poison(call->span);
+    if (!ok || !lang_check_tile_size(c, call->span, shape)) return lang_poison(call->span);
     tir_value *v[BUILTIN_MAX_PRINT_VALUES];
     for (uint32_t i = 0; i < n; i++)
         v[i] = lang_broadcast(c, lang_materialize(c, &vals[i], (tir_elem)lang_operand_type(&vals[i]).elem), shape);
@@ -1082,7 +1082,7 @@ static operand check_assert(lang_ctx *c, const ast_expr *call, const ast_expr **
             return lang_poison(call->span);
         }
     }
-    if (!ok) return lang_poison(call->span);
+    if (!ok || !lang_check_tile_size(c, call->span, shape)) return lang_poison(call->span);
     tir_value *v = lang_broadcast(c, lang_materialize(c, &cond, TIR_I1), shape);
     if (a[2]) { /* holds where the mask is off: cond | !mask */
         tir_value *m = lang_broadcast(c, lang_materialize(c, &mask, TIR_I1), shape);
