@@ -521,7 +521,11 @@ static tir_value *tile_arg(lang_ctx *c, const ast_expr *call, const ast_expr *e,
 static operand check_shape_op(lang_ctx *c, const ast_expr *call, const ast_expr **a, builtin_id id) {
     tir_value *x = tile_arg(c, call, a[0], id == B_BROADCAST_TO || id == B_EXPAND_DIMS);
     if (!x) {
-        if (id != B_TRANS) lang_check_expr(c, a[1]); /* its own mistakes */
+        if (id != B_TRANS && a[1]->kind == AST_TUPLE) { /* its own mistakes; a shape may be a tuple */
+            for (const ast_arg *d = a[1]->u.tuple.items; d; d = d->next) lang_check_expr(c, d->value);
+        } else if (id != B_TRANS) {
+            lang_check_expr(c, a[1]);
+        }
         return lang_poison(call->span);
     }
     tir_type t = x->type;
