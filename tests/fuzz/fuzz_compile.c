@@ -400,19 +400,18 @@ static void save_input_raw(const iteration *it, const char *dir) {
     close(fd);
 }
 
-static void on_death(void) {
+static void report_death(const char *why) {
     if (!crash_ctx.it) return;
     save_input_raw(crash_ctx.it, crash_ctx.out_dir);
-    fprintf(stderr, "BUG crash or sanitizer report (input saved in %s): ", crash_ctx.out_dir);
+    fprintf(stderr, "BUG %s (input saved in %s): ", why, crash_ctx.out_dir);
     describe(stderr, crash_ctx.it);
 }
 
+static void on_death(void) { report_death("crash or sanitizer report"); }
+
 static void on_alarm(int sig) {
     (void)sig;
-    static const char msg[] = "BUG compile timed out; input saved, replay with --replay SEED:ITER below\n";
-    ssize_t w = write(2, msg, sizeof msg - 1);
-    (void)w;
-    on_death();
+    report_death("compile timed out");
     _exit(1);
 }
 
