@@ -521,7 +521,11 @@ static tir_value *tile_arg(lang_ctx *c, const ast_expr *call, const ast_expr *e,
 static operand check_shape_op(lang_ctx *c, const ast_expr *call, const ast_expr **a, builtin_id id) {
     tir_value *x = tile_arg(c, call, a[0], id == B_BROADCAST_TO || id == B_EXPAND_DIMS);
     if (!x) {
-        if (id != B_TRANS) lang_check_expr(c, a[1]); /* its own mistakes */
+        if (id != B_TRANS && a[1]->kind == AST_TUPLE) { /* its own mistakes; a shape may be a tuple */
+            for (const ast_arg *d = a[1]->u.tuple.items; d; d = d->next) lang_check_expr(c, d->value);
+        } else if (id != B_TRANS) {
+            lang_check_expr(c, a[1]);
+        }
         return lang_poison(call->span);
     }
     tir_type t = x->type;
@@ -1046,7 +1050,7 @@ static operand check_print(lang_ctx *c, const ast_expr *call) {
         shape = tir_with_elem(common, tir_scalar(TIR_I32));
         vals[n++] = o;
     }
-    if (!ok) return lang_poison(call->span);
+    if (!ok || !lang_check_tile_size(c, call->span, shape)) return lang_poison(call->span);
     tir_value *v[BUILTIN_MAX_PRINT_VALUES];
     for (uint32_t i = 0; i < n; i++)
         v[i] = lang_broadcast(c, lang_materialize(c, &vals[i], (tir_elem)lang_operand_type(&vals[i]).elem), shape);
@@ -1082,7 +1086,7 @@ static operand check_assert(lang_ctx *c, const ast_expr *call, const ast_expr **
             return lang_poison(call->span);
         }
     }
-    if (!ok) return lang_poison(call->span);
+    if (!ok || !lang_check_tile_size(c, call->span, shape)) return lang_poison(call->span);
     tir_value *v = lang_broadcast(c, lang_materialize(c, &cond, TIR_I1), shape);
     if (a[2]) { /* holds where the mask is off: cond | !mask */
         tir_value *m = lang_broadcast(c, lang_materialize(c, &mask, TIR_I1), shape);

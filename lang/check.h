@@ -75,6 +75,7 @@ tir_value *lang_broadcast(lang_ctx *c, tir_value *v, tir_type shape_of);
 bool lang_common_elem(const operand *a, const operand *b, tir_elem *out);
 bool lang_common_shape(const operand *a, const operand *b, tir_type *shape);
 bool lang_broadcast_shapes(tir_type a, tir_type b, tir_type *shape);
+bool lang_check_tile_size(lang_ctx *c, tc_span at, tir_type t);
 
 operand lang_check_expr(lang_ctx *c, const ast_expr *e);
 operand lang_check_call(lang_ctx *c, const ast_expr *e);

@@ -343,6 +343,7 @@ operand lang_check_expr(lang_ctx *c, const ast_expr *e) {
         break;
     }
     if (c->depth > 0) c->depth--;
+    if (o.kind == OPND_VALUE && !lang_check_tile_size(c, e->span, o.type)) o = lang_poison(e->span);
     return o;
 }
 

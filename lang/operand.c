@@ -176,6 +176,27 @@ bool lang_broadcast_shapes(tir_type ta, tir_type tb, tir_type *shape) {
     return true;
 }
 
+/* Broadcasting and dot make tiles larger than their operands, so the limit
+ * arange and zeros keep must hold for every value: false (reported at `at`)
+ * for a tile over TIR_MAX_TILE_ELEMS, which no later stage could compile in
+ * reasonable time and memory. */
+bool lang_check_tile_size(lang_ctx *c, tc_span at, tir_type t) {
+    uint64_t n = tir_type_numel(t), threads = 32 * (uint64_t)c->opt->num_warps; /* 32 lanes a warp */
+    if (n > TIR_MAX_TILE_ELEMS) {
+        lang_error(c, at, "%s has %llu elements, too many for one tile (limit is %d)", lang_type_str(c, t),
+                   (unsigned long long)n, TIR_MAX_TILE_ELEMS);
+        return false;
+    }
+    /* with num_warps chosen (else the layout pass gives a tile enough) */
+    if (threads && n / threads > TIR_MAX_THREAD_ELEMS) {
+        lang_error(c, at, "%s puts %llu elements on each thread with num_warps = %d (limit is %d a thread); "
+                   "use more warps or a smaller tile",
+                   lang_type_str(c, t), (unsigned long long)(n / threads), c->opt->num_warps, TIR_MAX_THREAD_ELEMS);
+        return false;
+    }
+    return true;
+}
+
 /* The shape two operands broadcast to; false if two tiles disagree. */
 bool lang_common_shape(const operand *a, const operand *b, tir_type *shape) {
     return lang_broadcast_shapes(lang_operand_type(a), lang_operand_type(b), shape);

@@ -73,7 +73,8 @@
  * counting elements instead gave 16 warps to the 4096 row (13% slower);
  * 32 warps at 16384 f32 were 5-15% slower than 16, while at 32768 they
  * keep threads at 32 elements, where 16 warps made the softmax gradient
- * spill. */
+ * spill. Past that, warps double until no tile puts more than
+ * TIR_MAX_THREAD_ELEMS on a thread (a small load beside arange(0, 1 << 20)). */
 #include <string.h>
 
 #include "lower/lower.h"
@@ -490,16 +491,20 @@ static void repair(tir_op *op, void *p) {
 
 /* ---- num_warps ---------------------------------------------------------------- */
 
-/* The bytes of the largest tile loaded, stored, and computed (as f32). */
+/* The bytes of the largest tile loaded, stored, and computed (as f32), and
+ * the op making the tile of most elements. */
 typedef struct tile_bytes {
     uint64_t loaded, stored, computed;
+    const tir_op *largest;
 } tile_bytes;
 
 static void find_largest(tir_op *op, void *p) {
     tile_bytes *t = p;
     for (uint32_t i = 0; i < op->nresults; i++)
-        if (op->results[i]->type.rank && 4 * tir_type_numel(op->results[i]->type) > t->computed)
+        if (op->results[i]->type.rank && 4 * tir_type_numel(op->results[i]->type) > t->computed) {
             t->computed = 4 * tir_type_numel(op->results[i]->type);
+            t->largest = op;
+        }
     if ((op->code != TIR_OP_LOAD && op->code != TIR_OP_STORE) || !op->operands[0]->type.rank) return;
     tir_type ptrs = op->operands[0]->type;
     uint64_t bytes = tir_type_numel(ptrs) * ((tir_elem_bits((tir_elem)ptrs.pointee) + 7) / 8);
@@ -507,12 +512,17 @@ static void find_largest(tir_op *op, void *p) {
     if (bytes > *slot) *slot = bytes;
 }
 
-static int heuristic_num_warps(tir_func *f) {
-    tile_bytes t = {0, 0, 0};
-    tir_walk(f, find_largest, &t);
-    uint64_t b = t.loaded ? t.loaded : t.stored ? t.stored : t.computed;
-    if (b < 2048) return b < 1024 ? 1 : 2;
-    return b < 8192 ? LOWER_DEFAULT_NUM_WARPS : b < 16384 ? 8 : b < 131072 ? 16 : 32;
+/* The elements each thread holds of the largest tile with `w` warps. */
+static uint64_t elems_per_thread(const tile_bytes *t, int w) {
+    return t->computed / 4 / (LOWER_WARP_SIZE * (uint64_t)w);
+}
+
+static int heuristic_num_warps(const tile_bytes *t) {
+    uint64_t b = t->loaded ? t->loaded : t->stored ? t->stored : t->computed;
+    int w = b < 1024 ? 1 : b < 2048 ? 2 : b < 8192 ? LOWER_DEFAULT_NUM_WARPS : b < 16384 ? 8 : b < 131072 ? 16 : 32;
+    /* a small load beside a large computed tile (arange(0, 1 << 20)) */
+    while (w < LOWER_MAX_NUM_WARPS && elems_per_thread(t, w) > TIR_MAX_THREAD_ELEMS) w *= 2;
+    return w;
 }
 
 static void find_widest(tir_op *op, void *p) {
@@ -596,12 +606,24 @@ static void layout_func(tir_func *f, int num_warps) {
 bool lower_layout(tir_module *m, const lower_options *opt, tc_diag *diag) {
     bool ok = true;
     for (tir_func *f = m->funcs; f; f = f->next) {
-        int w = opt->num_warps ? opt->num_warps : f->num_warps ? f->num_warps : heuristic_num_warps(f);
+        tile_bytes t = {0, 0, 0, NULL};
+        tir_walk(f, find_largest, &t);
+        int w = opt->num_warps ? opt->num_warps : f->num_warps ? f->num_warps : heuristic_num_warps(&t);
         /* a .tir file may ask for any count; layouts and codegen's index
          * arithmetic need a power of two, and a CTA holds 1024 threads */
         if (w < 1 || w > LOWER_MAX_NUM_WARPS || (w & (w - 1))) {
             tc_error_loc(diag, m->source_name, f->loc, "num_warps(%d) of kernel '%s' must be a power of two from 1 to %d",
                          w, f->name, LOWER_MAX_NUM_WARPS);
+            ok = false;
+            continue;
+        }
+        /* a count a .tir file chose (the front end checks --num-warps) */
+        if (elems_per_thread(&t, w) > TIR_MAX_THREAD_ELEMS) {
+            tc_error_loc(diag, m->source_name, t.largest->loc,
+                         "a tile of %llu elements puts %llu on each thread with num_warps(%d) (limit is %d a thread); "
+                         "use more warps or a smaller tile",
+                         (unsigned long long)(t.computed / 4), (unsigned long long)elems_per_thread(&t, w), w,
+                         TIR_MAX_THREAD_ELEMS);
             ok = false;
             continue;
         }

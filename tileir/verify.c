@@ -40,6 +40,10 @@ static void check_layout(verifier *v, const tir_op *op, tir_type t) {
             fail(v, op, "tile dimensions must be powers of two");
             return;
         }
+    if (tir_type_numel(t) > TIR_MAX_TILE_ELEMS) { /* the front end's limit, which every pass keeps */
+        fail(v, op, "a tile may hold at most 1048576 (TIR_MAX_TILE_ELEMS) elements");
+        return;
+    }
     if (t.layout.kind == TIR_LAYOUT_NONE) {
         v->any_missing = true;
         return;
