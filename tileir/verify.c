@@ -5,6 +5,7 @@
  * when it was defined earlier in its block or in an enclosing one, so the
  * set is trimmed back when a loop body ends. Every problem is reported, each
  * naming the op, and the walk goes on. */
+#include <stdint.h>
 #include <string.h>
 
 #include "tileir/tileir.h"
@@ -183,7 +184,13 @@ static void check_types(verifier *v, const tir_op *op) {
         if (!tir_type_eq(r, tir_scalar(TIR_I32))) fail(v, op, "result must be i32");
         break;
     case TIR_OP_ARANGE: {
-        int64_t n = op->attr.range.hi - op->attr.range.lo;
+        /* as the front end's rule: the elements are i32, and hi - lo must not overflow */
+        int64_t lo = op->attr.range.lo, hi = op->attr.range.hi;
+        if (lo < INT32_MIN || lo > INT32_MAX || hi < INT32_MIN || hi > INT32_MAX) {
+            fail(v, op, "arange bounds must fit in i32");
+            break;
+        }
+        int64_t n = hi - lo;
         if (n <= 0 || !is_pow2((uint64_t)n)) fail(v, op, "arange length must be a positive power of two");
         if (r.rank != 1 || r.elem != TIR_I32 || r.shape[0] != (uint64_t)n)
             fail(v, op, "arange result must be tile<Nxi32> with N = hi - lo");
