@@ -405,6 +405,10 @@ static void check_types(verifier *v, const tir_op *op) {
             fail(v, op, "loop body must take the induction variable and one argument per carried value");
             break;
         }
+        if (op->nresults != op->noperands - 3) {
+            fail(v, op, "a loop has one result per carried value");
+            break;
+        }
         if (!tir_type_eq(op->body->args[0]->type, iv)) fail(v, op, "induction variable type differs from the bounds");
         for (uint32_t i = 3; i < op->noperands; i++)
             if (!tir_type_eq(op->body->args[i - 2]->type, o[i]->type) || !tir_type_eq(op->results[i - 3]->type, o[i]->type))
