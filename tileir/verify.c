@@ -355,8 +355,9 @@ static void check_types(verifier *v, const tir_op *op) {
             fail(v, op, "load result must be the pointee type in the pointers' shape");
         if (op->noperands > 1 && (o[1]->type.elem != TIR_I1 || !tir_type_same_shape(o[1]->type, o[0]->type)))
             fail(v, op, "load mask must be i1 in the pointers' shape");
-        if (op->noperands > 2 && !tir_type_eq(tir_element_of(o[2]->type), tir_element_of(r)))
-            fail(v, op, "load other must have the result type");
+        if (op->noperands > 2 && (!tir_type_eq(tir_element_of(o[2]->type), tir_element_of(r)) ||
+                                  !tir_type_same_shape(o[2]->type, o[0]->type)))
+            fail(v, op, "load other must have the result type in the pointers' shape");
         break;
     case TIR_OP_STORE:
         if (o[0]->type.elem != TIR_PTR) {
