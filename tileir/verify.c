@@ -332,8 +332,8 @@ static void check_types(verifier *v, const tir_op *op) {
     case TIR_OP_SELECT:
         if (o[0]->type.elem != TIR_I1) fail(v, op, "select condition must be i1");
         if (!tir_type_eq(tir_element_of(o[1]->type), tir_element_of(r)) ||
-            !tir_type_eq(tir_element_of(o[2]->type), tir_element_of(r)))
-            fail(v, op, "select values and result must have one type");
+            !tir_type_eq(tir_element_of(o[2]->type), tir_element_of(r)) || !tir_type_same_shape(r, o[0]->type))
+            fail(v, op, "select values and result must have one type, in the condition's shape");
         break;
     case TIR_OP_MULTIPLE_OF:
         if (o[0]->type.rank != 0 || !integer(o[0]->type) || o[0]->type.elem == TIR_I1 || !tir_type_eq(o[0]->type, r))
@@ -344,7 +344,8 @@ static void check_types(verifier *v, const tir_op *op) {
     case TIR_OP_ADDPTR:
         if (o[0]->type.elem != TIR_PTR || !integer(o[1]->type) || o[1]->type.elem == TIR_I1)
             fail(v, op, "addptr takes a pointer and an integer offset");
-        if (!tir_type_eq(tir_element_of(r), tir_element_of(o[0]->type))) fail(v, op, "addptr result must be the pointer type");
+        if (!tir_type_eq(tir_element_of(r), tir_element_of(o[0]->type)) || !tir_type_same_shape(r, o[0]->type))
+            fail(v, op, "addptr result must be the pointer type in the operands' shape");
         break;
     case TIR_OP_LOAD:
         if (o[0]->type.elem != TIR_PTR) {
