@@ -369,6 +369,15 @@ static void check_types(verifier *v, const tir_op *op) {
             fail(v, op, "stored value must be the pointee type in the pointers' shape");
         if (op->noperands > 2 && (o[2]->type.elem != TIR_I1 || !tir_type_same_shape(o[2]->type, o[0]->type)))
             fail(v, op, "store mask must be i1 in the pointers' shape");
+        /* codegen reads register i of the value and mask for the address in
+         * register i of the pointers (a load or atomic gets this from the
+         * rule for results below; a store has no result) */
+        for (uint32_t i = 1; i < op->noperands; i++)
+            if (o[0]->type.rank && tir_type_same_shape(o[i]->type, o[0]->type) &&
+                !tir_layout_eq(&o[i]->type.layout, &o[0]->type.layout)) {
+                fail(v, op, "store's pointers, value and mask must share one layout");
+                break;
+            }
         break;
     case TIR_OP_ATOMIC_ADD: case TIR_OP_ATOMIC_MAX: case TIR_OP_ATOMIC_MIN: case TIR_OP_ATOMIC_XCHG:
     case TIR_OP_ATOMIC_CAS: {
