@@ -177,6 +177,9 @@ static void check_types(verifier *v, const tir_op *op) {
         break;
     case TIR_OP_CONST:
         if (r.elem == TIR_PTR) fail(v, op, "a constant cannot be a pointer");
+        /* the front end wraps its constants; passes fold them as values of the type */
+        else if (integer(r) && tir_wrap_int(op->attr.ival, (tir_elem)r.elem) != op->attr.ival)
+            fail(v, op, "an integer constant must fit its type (i1: 0 or 1)");
         break;
     case TIR_OP_PROGRAM_ID:
     case TIR_OP_NUM_PROGRAMS:
