@@ -538,9 +538,9 @@ bool tir_verify(const tir_module *m, const char *after_pass, tc_diag *diag) {
     for (const tir_func *f = m->funcs; f; f = f->next) {
         tc_arena *a = tc_arena_new();
         verifier v = {m, f, after_pass, diag, tc_arena_alloc(a, f->next_value_id + 1), false, false, true};
+        if (f->num_stages < 0 || f->num_stages > TIR_MAX_NUM_STAGES) fail(&v, NULL, "num_stages must be from 1 to 8");
         for (uint32_t i = 0; i < f->nparams; i++) {
             if (f->params[i]->type.rank) fail(&v, NULL, "kernel parameters must be scalars or pointers");
-        if (f->num_stages < 0 || f->num_stages > TIR_MAX_NUM_STAGES) fail(&v, NULL, "num_stages must be from 1 to 8");
             v.defined[f->params[i]->id] = 1;
         }
         verify_block(&v, f->body, true);
