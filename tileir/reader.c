@@ -7,6 +7,7 @@
  * The table is a stack with a hash index over it, so a function of many
  * values reads in linear time. The reader only builds; tir_verify judges
  * types afterwards. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,7 +118,13 @@ static bool number(reader *r, int64_t *out) {
     }
     memcpy(buf, r->src->text + start, n);
     buf[n] = 0;
+    errno = 0;
     *out = strtoll(buf, NULL, 10);
+    if (errno == ERANGE) {
+        r->pos = start;
+        error_here(r, "integer out of range (64 bits)");
+        return false;
+    }
     return true;
 }
 
@@ -543,7 +550,7 @@ static bool parse_op(reader *r, tir_builder *b) {
     int64_t a0 = 0, a1 = 0;
     double fv = 0;
     bool need_comma = false;
-    size_t attr_pos = 0;
+    size_t attr_pos = 0, attr_end = 0;
     uint8_t perm[TIR_MAX_RANK] = {0, 1, 2};
     const char *text = NULL;
     switch (info->attr) {
@@ -559,6 +566,7 @@ static bool parse_op(reader *r, tir_builder *b) {
         skip_space(r);
         attr_pos = r->pos; /* read once the result type says int or float */
         if (!float_number(r, &fv)) return false;
+        attr_end = r->pos;
         need_comma = true;
         break;
     case TIR_ATTR_PERM: {
@@ -644,6 +652,11 @@ static bool parse_op(reader *r, tir_builder *b) {
             size_t save = r->pos;
             r->pos = attr_pos;
             if (!number(r, &op->attr.ival)) return false;
+            if (r->pos != attr_end) { /* 1.5, 1e3 or 0x10 read as a float: not an integer */
+                r->pos = attr_pos;
+                error_here(r, "expected an integer constant for an integer type");
+                return false;
+            }
             r->pos = save;
         }
     }
