@@ -41,6 +41,8 @@ typedef struct reader {
     uint32_t nnames, capnames;
     name_slot *index;  /* open addressing over every name defined; capacity a power of two */
     uint32_t nindex, capindex;
+    const char **kernels; /* open addressing over the kernel names read so far */
+    uint32_t nkernels, capkernels;
     int depth;
 } reader;
 
@@ -432,6 +434,28 @@ static name_slot *find_slot(reader *r, const char *name) {
     return &r->index[i];
 }
 
+/* Adds a kernel name to the set; false if it is there already. */
+static bool claim_kernel_name(reader *r, const char *name) {
+    if (2 * (r->nkernels + 1) > r->capkernels) { /* at most half full */
+        uint32_t old = r->capkernels, cap = old ? old * 2 : 16;
+        const char **prev = r->kernels;
+        r->kernels = TC_NEW_ARRAY(r->arena, const char *, cap);
+        r->capkernels = cap;
+        for (uint32_t i = 0; i < old; i++)
+            if (prev[i]) {
+                uint32_t k = hash_name(prev[i]) & (cap - 1);
+                while (r->kernels[k]) k = (k + 1) & (cap - 1);
+                r->kernels[k] = prev[i];
+            }
+    }
+    uint32_t k = hash_name(name) & (r->capkernels - 1);
+    for (; r->kernels[k]; k = (k + 1) & (r->capkernels - 1))
+        if (!strcmp(r->kernels[k], name)) return false;
+    r->kernels[k] = name;
+    r->nkernels++;
+    return true;
+}
+
 static bool slot_live(const reader *r, const name_slot *s) {
     return s->name && s->pos < r->nnames && !strcmp(r->names[s->pos].name, s->name);
 }
@@ -704,8 +728,19 @@ static bool parse_kernel(reader *r) {
         error_here(r, "expected a kernel name");
         return false;
     }
+    /* the name becomes the PTX entry's and the runtime's: an identifier,
+     * one per module (LLVM would rename a second one) */
+    bool identifier = !(s[0] >= '0' && s[0] <= '9');
+    for (size_t i = 0; i < n; i++) identifier = identifier && s[i] != '.';
+    const char *name = tc_arena_strndup(r->arena, s, n);
+    if (!identifier || !claim_kernel_name(r, name)) {
+        r->pos -= n;
+        error_here(r, identifier ? tc_arena_printf(r->arena, "kernel '%s' defined twice", name)
+                                 : "a kernel name is an identifier (letters, digits and _, not first a digit)");
+        return false;
+    }
     tc_loc loc = tc_source_loc(r->src, (uint32_t)r->pos);
-    tir_func *f = tir_func_new(r->m, tc_arena_strndup(r->arena, s, n), loc);
+    tir_func *f = tir_func_new(r->m, name, loc);
     f->loc = (tc_loc){0, 0};
     r->nnames = 0;
     if (!expect(r, "(")) return false;
