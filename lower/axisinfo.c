@@ -46,8 +46,8 @@ static int64_t gcd64(int64_t a, int64_t b) {
 
 static int64_t pow2_divisor(int64_t v) {
     if (v == 0) return AXIS_MAX_DIVISIBILITY;
-    int64_t d = v & -v;
-    return d > AXIS_MAX_DIVISIBILITY ? AXIS_MAX_DIVISIBILITY : d < 0 ? -d : d;
+    uint64_t u = (uint64_t)v, d = u & (~u + 1); /* the lowest set bit; unsigned, as INT64_MIN has no negation */
+    return d > AXIS_MAX_DIVISIBILITY ? AXIS_MAX_DIVISIBILITY : (int64_t)d;
 }
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }

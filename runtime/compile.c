@@ -260,14 +260,14 @@ trt_status trt_compile(trt_device *d, const char *file, const char *src, size_t 
     bool from_disk;
     cache_entry *ce = compile_cached(d, file, src, len, o, true, &from_disk, &st);
     if (!ce) return st;
-    st = rt_module_make(d, file, ce->tir, ce->cubin, out);
+    st = rt_module_make(d, file, NULL, ce->tir, ce->cubin, out);
     if (st != TRT_OK && from_disk) { /* a damaged disk entry: drop it, compile */
         d->cache = ce->next;     /* it went in first */
         disk_forget(ce->key, image_ext(d));
         free(ce->tir), free(ce->cubin), free(ce);
         ce = compile_cached(d, file, src, len, o, false, &from_disk, &st);
         if (!ce) return st;
-        st = rt_module_make(d, file, ce->tir, ce->cubin, out);
+        st = rt_module_make(d, file, NULL, ce->tir, ce->cubin, out);
     }
     if (st == TRT_OK && (st = attach_emu(d, ce, *out)) != TRT_OK) {
         trt_module_free(*out);

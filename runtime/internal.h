@@ -100,8 +100,11 @@ bool rt_arch_compatible(bool ptx, const char *built, const char *device);
 trt_status rt_fail(trt_device *d, trt_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* A module from tile IR text (kernels, signatures) and, for the CUDA
- * device, a cubin or PTX image. `file` names the .tile source. */
-trt_status rt_module_make(trt_device *d, const char *file, const char *tir, const void *image, trt_module **out);
+ * device, a cubin or PTX image. `file` names the .tile source, which the
+ * IR's locations and runtime errors refer to; `tir_file` names the IR text
+ * itself for errors in reading it (a sidecar on disk), NULL: `file`. */
+trt_status rt_module_make(trt_device *d, const char *file, const char *tir_file, const char *tir, const void *image,
+                          trt_module **out);
 
 /* trt_compile, but the module stays with the device, which frees it at
  * trt_close: a second call with the same source and options returns the

@@ -343,7 +343,8 @@ static bool allow_dynamic_smem(trt_device *d, trt_kernel *k) {
     return rt_cuda_allow_dynamic_smem(d->cuda, k->cu_function, need, d->err, sizeof d->err);
 }
 
-trt_status rt_module_make(trt_device *d, const char *file, const char *tir, const void *image, trt_module **out) {
+trt_status rt_module_make(trt_device *d, const char *file, const char *tir_file, const char *tir, const void *image,
+                          trt_module **out) {
     trt_status st = TRT_OK;
     trt_module *m = calloc(1, sizeof *m);
     if (!m) return rt_fail(d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
@@ -351,9 +352,11 @@ trt_status rt_module_make(trt_device *d, const char *file, const char *tir, cons
     m->file = tc_arena_strdup(m->arena, file);
     tc_diag diag;
     tc_diag_init(&diag);
-    /* the IR keeps the .tile name so runtime errors point at the source */
-    tc_source s = {m->file, tir, strlen(tir)};
+    /* a reader error is at a line of the IR text; once read, the IR takes
+     * the .tile name, which its loc(...) positions and runtime errors mean */
+    tc_source s = {tir_file ? tir_file : m->file, tir, strlen(tir)};
     m->ir = tir_parse(m->arena, &s, &diag);
+    if (m->ir) m->ir->source_name = m->file;
     /* a sidecar is a file on disk: check it as the compiler checks its IR,
      * since the interpreter relies on verified IR */
     if (!m->ir || !tir_verify(m->ir, NULL, &diag)) {
@@ -493,7 +496,7 @@ trt_status trt_load(trt_device *d, const char *path, trt_module **out) {
             } else {
                 char *source = sidecar_field(tir, "source", path);
                 if (!source) st = rt_fail(d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
-                else if ((st = check_target(d, path, tir)) == TRT_OK) st = rt_module_make(d, source, tir, image, out);
+                else if ((st = check_target(d, path, tir)) == TRT_OK) st = rt_module_make(d, source, side_path, tir, image, out);
                 free(source);
             }
         }

@@ -4,7 +4,10 @@
  * words, numbers, punctuation; `//` comments are skipped (golden tests keep
  * their RUN and CHECK lines there). Values are looked up by name in a table
  * scoped like the IR: a loop body's names disappear at its closing brace.
- * The reader only builds; tir_verify judges types afterwards. */
+ * The table is a stack with a hash index over it, so a function of many
+ * values reads in linear time. The reader only builds; tir_verify judges
+ * types afterwards. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +21,15 @@ typedef struct named {
     tir_value *v;
 } named;
 
+/* An entry of the hash index: a name and its position in the stack. It
+ * is live while that position is below the stack's top and holds the name;
+ * a name popped at a `}` leaves its entry, which its next definition
+ * reuses. */
+typedef struct name_slot {
+    const char *name;
+    uint32_t pos;
+} name_slot;
+
 typedef struct reader {
     const tc_source *src;
     tc_diag *diag;
@@ -25,8 +37,12 @@ typedef struct reader {
     tir_module *m;
     size_t pos;
     bool failed;
-    named *names;
+    named *names;      /* the names in scope, innermost last */
     uint32_t nnames, capnames;
+    name_slot *index;  /* open addressing over every name defined; capacity a power of two */
+    uint32_t nindex, capindex;
+    const char **kernels; /* open addressing over the kernel names read so far */
+    uint32_t nkernels, capkernels;
     int depth;
 } reader;
 
@@ -104,7 +120,13 @@ static bool number(reader *r, int64_t *out) {
     }
     memcpy(buf, r->src->text + start, n);
     buf[n] = 0;
+    errno = 0;
     *out = strtoll(buf, NULL, 10);
+    if (errno == ERANGE) {
+        r->pos = start;
+        error_here(r, "integer out of range (64 bits)");
+        return false;
+    }
     return true;
 }
 
@@ -399,22 +421,73 @@ static const char *value_name(reader *r) {
     return tc_arena_strndup(r->arena, s, n);
 }
 
-static tir_value *lookup(reader *r, const char *name) {
-    for (uint32_t i = r->nnames; i-- > 0;)
-        if (!strcmp(r->names[i].name, name)) return r->names[i].v;
-    return NULL;
+static uint32_t hash_name(const char *s) {
+    uint32_t h = 2166136261u;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
 }
 
-static bool define(reader *r, const char *name, tir_value *v) {
-    for (uint32_t i = r->nnames; i-- > 0;)
-        if (!strcmp(r->names[i].name, name)) {
-            error_here(r, "value defined twice");
-            return false;
-        }
+/* The index entry for name: its own, or the empty one where it would go. */
+static name_slot *find_slot(reader *r, const char *name) {
+    uint32_t i = hash_name(name) & (r->capindex - 1);
+    while (r->index[i].name && strcmp(r->index[i].name, name)) i = (i + 1) & (r->capindex - 1);
+    return &r->index[i];
+}
+
+/* Adds a kernel name to the set; false if it is there already. */
+static bool claim_kernel_name(reader *r, const char *name) {
+    if (2 * (r->nkernels + 1) > r->capkernels) { /* at most half full */
+        uint32_t old = r->capkernels, cap = old ? old * 2 : 16;
+        const char **prev = r->kernels;
+        r->kernels = TC_NEW_ARRAY(r->arena, const char *, cap);
+        r->capkernels = cap;
+        for (uint32_t i = 0; i < old; i++)
+            if (prev[i]) {
+                uint32_t k = hash_name(prev[i]) & (cap - 1);
+                while (r->kernels[k]) k = (k + 1) & (cap - 1);
+                r->kernels[k] = prev[i];
+            }
+    }
+    uint32_t k = hash_name(name) & (r->capkernels - 1);
+    for (; r->kernels[k]; k = (k + 1) & (r->capkernels - 1))
+        if (!strcmp(r->kernels[k], name)) return false;
+    r->kernels[k] = name;
+    r->nkernels++;
+    return true;
+}
+
+static bool slot_live(const reader *r, const name_slot *s) {
+    return s->name && s->pos < r->nnames && !strcmp(r->names[s->pos].name, s->name);
+}
+
+static tir_value *lookup(reader *r, const char *name) {
+    if (!r->capindex) return NULL;
+    name_slot *s = find_slot(r, name);
+    return slot_live(r, s) ? r->names[s->pos].v : NULL;
+}
+
+/* Defines name (read at source offset `at`, where an error points). */
+static bool define(reader *r, const char *name, size_t at, tir_value *v) {
     if (r->nnames == READER_MAX_NAMES) {
         error_here(r, "too many values (limit is 1048576)");
         return false;
     }
+    if (2 * (r->nindex + 1) > r->capindex) { /* at most half full */
+        uint32_t old = r->capindex, cap = old ? old * 2 : 64;
+        name_slot *prev = r->index;
+        r->index = TC_NEW_ARRAY(r->arena, name_slot, cap);
+        r->capindex = cap;
+        for (uint32_t i = 0; i < old; i++)
+            if (prev[i].name) *find_slot(r, prev[i].name) = prev[i];
+    }
+    name_slot *slot = find_slot(r, name);
+    if (slot_live(r, slot)) {
+        r->pos = at;
+        error_here(r, "value defined twice");
+        return false;
+    }
+    if (!slot->name) r->nindex++;
+    *slot = (name_slot){name, r->nnames};
     if (r->nnames == r->capnames) {
         uint32_t cap = r->capnames ? r->capnames * 2 : 64;
         named *p = TC_NEW_ARRAY(r->arena, named, cap);
@@ -450,10 +523,12 @@ static tir_block *parse_region(reader *r, tir_builder *b, tir_op *op) {
     uint32_t mark = r->nnames;
     if (!accept(r, ")")) {
         do {
+            skip_space(r);
+            size_t at = r->pos;
             const char *name = value_name(r);
             tir_type t;
             if (!name || !expect(r, ":") || !parse_type(r, &t)) return NULL;
-            if (!define(r, name, tir_block_add_arg(body, t, NULL))) return NULL;
+            if (!define(r, name, at, tir_block_add_arg(body, t, NULL))) return NULL;
         } while (accept(r, ","));
         if (!expect(r, ")")) return NULL;
     }
@@ -472,6 +547,7 @@ static tir_block *parse_region(reader *r, tir_builder *b, tir_op *op) {
 
 static bool parse_op(reader *r, tir_builder *b) {
     const char *results[TIR_MAX_OPERANDS];
+    size_t result_pos[TIR_MAX_OPERANDS];
     uint32_t nres = 0;
     skip_space(r);
     if (peekc(r) == '%') {
@@ -480,6 +556,8 @@ static bool parse_op(reader *r, tir_builder *b) {
                 error_here(r, "too many results (limit is 64)");
                 return false;
             }
+            skip_space(r);
+            result_pos[nres] = r->pos;
             if (!(results[nres++] = value_name(r))) return false;
         } while (accept(r, ","));
         if (!expect(r, "=")) return false;
@@ -496,7 +574,7 @@ static bool parse_op(reader *r, tir_builder *b) {
     int64_t a0 = 0, a1 = 0;
     double fv = 0;
     bool need_comma = false;
-    size_t attr_pos = 0;
+    size_t attr_pos = 0, attr_end = 0;
     uint8_t perm[TIR_MAX_RANK] = {0, 1, 2};
     const char *text = NULL;
     switch (info->attr) {
@@ -512,6 +590,7 @@ static bool parse_op(reader *r, tir_builder *b) {
         skip_space(r);
         attr_pos = r->pos; /* read once the result type says int or float */
         if (!float_number(r, &fv)) return false;
+        attr_end = r->pos;
         need_comma = true;
         break;
     case TIR_ATTR_PERM: {
@@ -597,6 +676,11 @@ static bool parse_op(reader *r, tir_builder *b) {
             size_t save = r->pos;
             r->pos = attr_pos;
             if (!number(r, &op->attr.ival)) return false;
+            if (r->pos != attr_end) { /* 1.5, 1e3 or 0x10 read as a float: not an integer */
+                r->pos = attr_pos;
+                error_here(r, "expected an integer constant for an integer type");
+                return false;
+            }
             r->pos = save;
         }
     }
@@ -610,7 +694,7 @@ static bool parse_op(reader *r, tir_builder *b) {
     }
     if (!parse_loc(r, &op->loc)) return false;
     for (uint32_t i = 0; i < nres; i++)
-        if (!define(r, results[i], op->results[i])) return false;
+        if (!define(r, results[i], result_pos[i], op->results[i])) return false;
     return true;
 }
 
@@ -644,17 +728,30 @@ static bool parse_kernel(reader *r) {
         error_here(r, "expected a kernel name");
         return false;
     }
+    /* the name becomes the PTX entry's and the runtime's: an identifier,
+     * one per module (LLVM would rename a second one) */
+    bool identifier = !(s[0] >= '0' && s[0] <= '9');
+    for (size_t i = 0; i < n; i++) identifier = identifier && s[i] != '.';
+    const char *name = tc_arena_strndup(r->arena, s, n);
+    if (!identifier || !claim_kernel_name(r, name)) {
+        r->pos -= n;
+        error_here(r, identifier ? tc_arena_printf(r->arena, "kernel '%s' defined twice", name)
+                                 : "a kernel name is an identifier (letters, digits and _, not first a digit)");
+        return false;
+    }
     tc_loc loc = tc_source_loc(r->src, (uint32_t)r->pos);
-    tir_func *f = tir_func_new(r->m, tc_arena_strndup(r->arena, s, n), loc);
+    tir_func *f = tir_func_new(r->m, name, loc);
     f->loc = (tc_loc){0, 0};
     r->nnames = 0;
     if (!expect(r, "(")) return false;
     if (!accept(r, ")")) {
         do {
+            skip_space(r);
+            size_t at = r->pos;
             const char *name = value_name(r);
             tir_type t;
             if (!name || !expect(r, ":") || !parse_type(r, &t)) return false;
-            if (!define(r, name, tir_func_add_param(f, t, NULL))) return false;
+            if (!define(r, name, at, tir_func_add_param(f, t, NULL))) return false;
         } while (accept(r, ","));
         if (!expect(r, ")")) return false;
     }

@@ -5,6 +5,7 @@
  * when it was defined earlier in its block or in an enclosing one, so the
  * set is trimmed back when a loop body ends. Every problem is reported, each
  * naming the op, and the walk goes on. */
+#include <stdint.h>
 #include <string.h>
 
 #include "tileir/tileir.h"
@@ -180,6 +181,9 @@ static void check_types(verifier *v, const tir_op *op) {
         break;
     case TIR_OP_CONST:
         if (r.elem == TIR_PTR) fail(v, op, "a constant cannot be a pointer");
+        /* the front end wraps its constants; passes fold them as values of the type */
+        else if (integer(r) && tir_wrap_int(op->attr.ival, (tir_elem)r.elem) != op->attr.ival)
+            fail(v, op, "an integer constant must fit its type (i1: 0 or 1)");
         break;
     case TIR_OP_PROGRAM_ID:
     case TIR_OP_NUM_PROGRAMS:
@@ -187,7 +191,13 @@ static void check_types(verifier *v, const tir_op *op) {
         if (!tir_type_eq(r, tir_scalar(TIR_I32))) fail(v, op, "result must be i32");
         break;
     case TIR_OP_ARANGE: {
-        int64_t n = op->attr.range.hi - op->attr.range.lo;
+        /* as the front end's rule: the elements are i32, and hi - lo must not overflow */
+        int64_t lo = op->attr.range.lo, hi = op->attr.range.hi;
+        if (lo < INT32_MIN || lo > INT32_MAX || hi < INT32_MIN || hi > INT32_MAX) {
+            fail(v, op, "arange bounds must fit in i32");
+            break;
+        }
+        int64_t n = hi - lo;
         if (n <= 0 || !is_pow2((uint64_t)n)) fail(v, op, "arange length must be a positive power of two");
         if (r.rank != 1 || r.elem != TIR_I32 || r.shape[0] != (uint64_t)n)
             fail(v, op, "arange result must be tile<Nxi32> with N = hi - lo");
@@ -329,8 +339,8 @@ static void check_types(verifier *v, const tir_op *op) {
     case TIR_OP_SELECT:
         if (o[0]->type.elem != TIR_I1) fail(v, op, "select condition must be i1");
         if (!tir_type_eq(tir_element_of(o[1]->type), tir_element_of(r)) ||
-            !tir_type_eq(tir_element_of(o[2]->type), tir_element_of(r)))
-            fail(v, op, "select values and result must have one type");
+            !tir_type_eq(tir_element_of(o[2]->type), tir_element_of(r)) || !tir_type_same_shape(r, o[0]->type))
+            fail(v, op, "select values and result must have one type, in the condition's shape");
         break;
     case TIR_OP_MULTIPLE_OF:
         if (o[0]->type.rank != 0 || !integer(o[0]->type) || o[0]->type.elem == TIR_I1 || !tir_type_eq(o[0]->type, r))
@@ -341,7 +351,8 @@ static void check_types(verifier *v, const tir_op *op) {
     case TIR_OP_ADDPTR:
         if (o[0]->type.elem != TIR_PTR || !integer(o[1]->type) || o[1]->type.elem == TIR_I1)
             fail(v, op, "addptr takes a pointer and an integer offset");
-        if (!tir_type_eq(tir_element_of(r), tir_element_of(o[0]->type))) fail(v, op, "addptr result must be the pointer type");
+        if (!tir_type_eq(tir_element_of(r), tir_element_of(o[0]->type)) || !tir_type_same_shape(r, o[0]->type))
+            fail(v, op, "addptr result must be the pointer type in the operands' shape");
         break;
     case TIR_OP_LOAD:
         if (o[0]->type.elem != TIR_PTR) {
@@ -352,8 +363,9 @@ static void check_types(verifier *v, const tir_op *op) {
             fail(v, op, "load result must be the pointee type in the pointers' shape");
         if (op->noperands > 1 && (o[1]->type.elem != TIR_I1 || !tir_type_same_shape(o[1]->type, o[0]->type)))
             fail(v, op, "load mask must be i1 in the pointers' shape");
-        if (op->noperands > 2 && !tir_type_eq(tir_element_of(o[2]->type), tir_element_of(r)))
-            fail(v, op, "load other must have the result type");
+        if (op->noperands > 2 && (!tir_type_eq(tir_element_of(o[2]->type), tir_element_of(r)) ||
+                                  !tir_type_same_shape(o[2]->type, o[0]->type)))
+            fail(v, op, "load other must have the result type in the pointers' shape");
         break;
     case TIR_OP_STORE:
         if (o[0]->type.elem != TIR_PTR) {
@@ -364,6 +376,15 @@ static void check_types(verifier *v, const tir_op *op) {
             fail(v, op, "stored value must be the pointee type in the pointers' shape");
         if (op->noperands > 2 && (o[2]->type.elem != TIR_I1 || !tir_type_same_shape(o[2]->type, o[0]->type)))
             fail(v, op, "store mask must be i1 in the pointers' shape");
+        /* codegen reads register i of the value and mask for the address in
+         * register i of the pointers (a load or atomic gets this from the
+         * rule for results below; a store has no result) */
+        for (uint32_t i = 1; i < op->noperands; i++)
+            if (o[0]->type.rank && tir_type_same_shape(o[i]->type, o[0]->type) &&
+                !tir_layout_eq(&o[i]->type.layout, &o[0]->type.layout)) {
+                fail(v, op, "store's pointers, value and mask must share one layout");
+                break;
+            }
         break;
     case TIR_OP_ATOMIC_ADD: case TIR_OP_ATOMIC_MAX: case TIR_OP_ATOMIC_MIN: case TIR_OP_ATOMIC_XCHG:
     case TIR_OP_ATOMIC_CAS: {
@@ -400,6 +421,10 @@ static void check_types(verifier *v, const tir_op *op) {
             fail(v, op, "loop bounds and step must be one integer scalar type");
         if (!op->body || op->body->nargs != op->noperands - 2) {
             fail(v, op, "loop body must take the induction variable and one argument per carried value");
+            break;
+        }
+        if (op->nresults != op->noperands - 3) {
+            fail(v, op, "a loop has one result per carried value");
             break;
         }
         if (!tir_type_eq(op->body->args[0]->type, iv)) fail(v, op, "induction variable type differs from the bounds");
@@ -517,9 +542,9 @@ bool tir_verify(const tir_module *m, const char *after_pass, tc_diag *diag) {
     for (const tir_func *f = m->funcs; f; f = f->next) {
         tc_arena *a = tc_arena_new();
         verifier v = {m, f, after_pass, diag, tc_arena_alloc(a, f->next_value_id + 1), false, false, true};
+        if (f->num_stages < 0 || f->num_stages > TIR_MAX_NUM_STAGES) fail(&v, NULL, "num_stages must be from 1 to 8");
         for (uint32_t i = 0; i < f->nparams; i++) {
             if (f->params[i]->type.rank) fail(&v, NULL, "kernel parameters must be scalars or pointers");
-        if (f->num_stages < 0 || f->num_stages > TIR_MAX_NUM_STAGES) fail(&v, NULL, "num_stages must be from 1 to 8");
             v.defined[f->params[i]->id] = 1;
         }
         verify_block(&v, f->body, true);

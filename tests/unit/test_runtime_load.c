@@ -117,12 +117,110 @@ static void test_bad_modules_are_errors(void **state) {
     trt_close(dev);
 }
 
+static char *read_all(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    assert_int_equal(fseek(f, 0, SEEK_END), 0);
+    long n = ftell(f);
+    assert_true(n > 0);
+    rewind(f);
+    char *text = malloc((size_t)n + 1);
+    assert_non_null(text);
+    assert_int_equal(fread(text, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    text[n] = 0;
+    *len = (size_t)n;
+    return text;
+}
+
+static void write_bytes(const char *path, const char *bytes, size_t len) {
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(bytes, 1, len, f), len);
+    fclose(f);
+}
+
+/* Loads `mod` with its sidecar as written: an error must come with a
+ * message; a module that loads anyway (a cut between two kernels, a flip
+ * in a comment) is freed. Under ASan this also checks for leaks. */
+static void load_survives(trt_device *dev, const char *mod, const char *what, size_t at) {
+    trt_module *m = NULL;
+    trt_status st = trt_load(dev, mod, &m);
+    if (st == TRT_OK) {
+        assert_non_null(m);
+        trt_module_free(m);
+        return;
+    }
+    assert_null(m);
+    const char *err = trt_last_error(dev);
+    if (!err || !*err) fail_msg("%s at byte %zu: status %d without a message", what, at, (int)st);
+}
+
+/* A sidecar cut short or with a byte changed, next to a module file, is
+ * an error with a message (or, where the change leaves valid IR, a
+ * module), never a crash or a leak: trt_load reads and verifies the IR
+ * before it touches the module image, so this runs on the CPU device
+ * (the CUDA device loads the image only after the same checks). */
+static void test_corrupt_sidecars_are_errors(void **state) {
+    (void)state;
+    size_t len;
+    char *good = read_all(VADD_MODULE ".tir", &len);
+    trt_device *dev;
+    assert_int_equal(trt_open(TRT_DEVICE_CPU, &dev, NULL, 0), TRT_OK);
+    char dir[] = "/tmp/tilec-sidecar-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char mod[64], side[64];
+    snprintf(mod, sizeof mod, "%s/k.cubin", dir);
+    snprintf(side, sizeof side, "%s/k.cubin.tir", dir);
+    write_file(mod, "not really a cubin");
+
+    /* cut at every byte: a cut inside the kernel is an error in reading
+     * the sidecar, which names it (not the .tile source its locations
+     * refer to); a cut in the header comments may leave a module without
+     * kernels */
+    const char *ir = strstr(good, "kernel @");
+    assert_non_null(ir);
+    size_t header = (size_t)(ir - good);
+    for (size_t cut = 0; cut < len; cut++) {
+        write_bytes(side, good, cut);
+        if (cut <= header || cut + 1 == len) { /* the file ends in "}\n" */
+            load_survives(dev, mod, "cut", cut);
+            continue;
+        }
+        trt_module *m = NULL;
+        trt_status st = trt_load(dev, mod, &m);
+        if (st != TRT_ERR_COMPILE) fail_msg("sidecar cut at byte %zu: status %d, not TRT_ERR_COMPILE", cut, (int)st);
+        assert_null(m);
+        if (!strstr(trt_last_error(dev), "not valid") || !strstr(trt_last_error(dev), "k.cubin.tir:"))
+            fail_msg("sidecar cut at byte %zu: %s", cut, trt_last_error(dev));
+    }
+    /* every byte of the IR changed to each of a few bytes the reader gives meaning to */
+    static const char bytes[] = {'%', '<', '}', '9', '\0', (char)0xff};
+    char *bad = malloc(len + 1);
+    assert_non_null(bad);
+    for (size_t at = header; at < len; at++)
+        for (size_t b = 0; b < sizeof bytes; b++) {
+            memcpy(bad, good, len);
+            if (bad[at] == bytes[b]) continue;
+            bad[at] = bytes[b];
+            write_bytes(side, bad, len);
+            load_survives(dev, mod, "changed byte", at);
+        }
+    free(bad);
+    remove(mod);
+    remove(side);
+    remove(dir);
+    free(good);
+    trt_close(dev);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_arch_compatibility),
         cmocka_unit_test(test_sidecar_names_its_target),
         cmocka_unit_test(test_load_and_run_on_cpu),
         cmocka_unit_test(test_bad_modules_are_errors),
+        cmocka_unit_test(test_corrupt_sidecars_are_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
