@@ -91,6 +91,26 @@ static void write_file(const char *path, const char *text) {
     fclose(f);
 }
 
+/* A scratch folder holding k.cubin (not a real one: the sidecar is read
+ * and checked first) and the path of its sidecar, k.cubin.tir. */
+typedef struct scratch_module {
+    char dir[32], mod[64], side[64];
+} scratch_module;
+
+static void scratch_module_make(scratch_module *s) {
+    snprintf(s->dir, sizeof s->dir, "/tmp/tilec-load-XXXXXX");
+    assert_non_null(mkdtemp(s->dir));
+    snprintf(s->mod, sizeof s->mod, "%s/k.cubin", s->dir);
+    snprintf(s->side, sizeof s->side, "%s/k.cubin.tir", s->dir);
+    write_file(s->mod, "not really a cubin");
+}
+
+static void scratch_module_remove(const scratch_module *s) {
+    remove(s->mod);
+    remove(s->side);
+    remove(s->dir);
+}
+
 static void test_bad_modules_are_errors(void **state) {
     (void)state;
     trt_device *dev;
@@ -98,12 +118,9 @@ static void test_bad_modules_are_errors(void **state) {
     trt_module *m;
     assert_int_equal(trt_load(dev, "/nonexistent/k.cubin", &m), TRT_ERR_NOT_FOUND);
     assert_null(m);
-    char dir[] = "/tmp/tilec-load-XXXXXX";
-    assert_non_null(mkdtemp(dir));
-    char mod[64], side[64];
-    snprintf(mod, sizeof mod, "%s/k.cubin", dir);
-    snprintf(side, sizeof side, "%s/k.cubin.tir", dir);
-    write_file(mod, "not really a cubin");
+    scratch_module s;
+    scratch_module_make(&s);
+    const char *mod = s.mod, *side = s.side;
     assert_int_equal(trt_load(dev, mod, &m), TRT_ERR_NOT_FOUND); /* no sidecar */
     assert_non_null(strstr(trt_last_error(dev), "k.cubin.tir"));
     write_file(side, "kernel @k(%x: ptr<f32>) {\n  %a = add %x, %x : ptr<f32>\n  return\n}\n");
@@ -111,9 +128,7 @@ static void test_bad_modules_are_errors(void **state) {
     assert_non_null(strstr(trt_last_error(dev), "not valid"));
     write_file(side, "\x01\x02 junk {{{");
     assert_int_equal(trt_load(dev, mod, &m), TRT_ERR_COMPILE);
-    remove(mod);
-    remove(side);
-    remove(dir);
+    scratch_module_remove(&s);
     trt_close(dev);
 }
 
@@ -167,12 +182,9 @@ static void test_corrupt_sidecars_are_errors(void **state) {
     char *good = read_all(VADD_MODULE ".tir", &len);
     trt_device *dev;
     assert_int_equal(trt_open(TRT_DEVICE_CPU, &dev, NULL, 0), TRT_OK);
-    char dir[] = "/tmp/tilec-sidecar-XXXXXX";
-    assert_non_null(mkdtemp(dir));
-    char mod[64], side[64];
-    snprintf(mod, sizeof mod, "%s/k.cubin", dir);
-    snprintf(side, sizeof side, "%s/k.cubin.tir", dir);
-    write_file(mod, "not really a cubin");
+    scratch_module s;
+    scratch_module_make(&s);
+    const char *mod = s.mod, *side = s.side;
 
     /* cut at every byte: a cut inside the kernel is an error in reading
      * the sidecar, which names it (not the .tile source its locations
@@ -207,9 +219,7 @@ static void test_corrupt_sidecars_are_errors(void **state) {
             load_survives(dev, mod, "changed byte", at);
         }
     free(bad);
-    remove(mod);
-    remove(side);
-    remove(dir);
+    scratch_module_remove(&s);
     free(good);
     trt_close(dev);
 }
