@@ -76,6 +76,9 @@ static bool check_options(const tilec_options *opt, tc_diag *diag) {
 static tir_module *front_end(const tc_source *src, const tilec_options *opt, tc_arena *arena, tc_diag *diag) {
     if (ends_with(src->name, ".tir")) return tir_parse(arena, src, diag);
 
+    /* the passes' and codegen's errors carry the IR's line and column of
+     * this text (a .tir file's loc(...) mean the .tile it came from) */
+    diag->echo = src;
     ast_module *ast = parse_module(arena, src, diag);
     if (diag->nerrors) return NULL;
     lang_define *defs = TC_NEW_ARRAY(arena, lang_define, opt->ndefines + 1);

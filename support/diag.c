@@ -17,6 +17,7 @@ void tc_diag_init(tc_diag *d) {
     tc_strbuf_init(&d->out);
     d->nerrors = d->nwarnings = 0;
     d->color = false;
+    d->echo = NULL;
 }
 
 void tc_diag_free(tc_diag *d) { tc_strbuf_free(&d->out); }
@@ -104,6 +105,18 @@ void tc_note(tc_diag *d, const tc_source *src, tc_span at, const char *fmt, ...)
     va_end(ap);
 }
 
+/* The byte offset of a line and column of src, kept within the line (a
+ * location from IR text read back may point past it). */
+static size_t offset_at(const tc_source *src, tc_loc loc) {
+    size_t off = 0;
+    for (uint32_t line = 1; line < loc.line && off < src->len; off++)
+        if (src->text[off] == '\n') line++;
+    size_t end = off;
+    while (end < src->len && src->text[end] != '\n') end++;
+    size_t col = loc.col ? loc.col - 1 : 0;
+    return off + col < end ? off + col : end;
+}
+
 void tc_error_loc(tc_diag *d, const char *file, tc_loc loc, const char *fmt, ...) {
     if (over_limit(d)) return;
     d->nerrors++;
@@ -116,6 +129,9 @@ void tc_error_loc(tc_diag *d, const char *file, tc_loc loc, const char *fmt, ...
     tc_strbuf_vprintf(&d->out, fmt, ap);
     va_end(ap);
     tc_strbuf_putc(&d->out, '\n');
+    const tc_source *src = d->echo;
+    if (loc.line && src && src->text && src->name && file && !strcmp(file, src->name))
+        echo_line(d, src, (tc_span){(uint32_t)offset_at(src, loc), 1});
 }
 
 void tc_error_plain(tc_diag *d, const char *fmt, ...) {

@@ -79,6 +79,9 @@ typedef struct tc_diag {
     int nerrors;
     int nwarnings;
     bool color; /* reserved; output is plain text today */
+    const tc_source *echo; /* the source an error at a tc_loc in a file of its
+                              name echoes a line of, with a caret (the passes
+                              and codegen report at the IR's tc_loc); NULL: none */
 } tc_diag;
 
 void tc_diag_init(tc_diag *d);
@@ -87,7 +90,8 @@ void tc_diag_free(tc_diag *d);
 void tc_error(tc_diag *d, const tc_source *src, tc_span at, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 void tc_verror(tc_diag *d, const tc_source *src, tc_span at, const char *fmt, va_list ap);
-/* Error at a resolved location of a named file; no caret line. */
+/* Error at a resolved location of a named file; the line and a caret
+ * follow where d->echo is that file's text. */
 void tc_error_loc(tc_diag *d, const char *file, tc_loc loc, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* A "note:" line following the previous error (same formats). */
