@@ -63,6 +63,36 @@ static void test_error_format_with_caret(void **state) {
     tc_diag_free(&d);
 }
 
+/* tc_error_loc (the passes' errors, at the IR's line and column) echoes
+ * the line where the diag holds that file's text, the caret kept within
+ * the line; another file's location, or none, echoes nothing. */
+static void test_error_loc_echoes_its_file(void **state) {
+    (void)state;
+    const char *text = "kernel k() {\n    let y = x * 2;\n}\n";
+    tc_source src = {"k.tile", text, strlen(text)};
+    tc_diag d;
+    tc_diag_init(&d);
+    d.echo = &src;
+    tc_error_loc(&d, "k.tile", (tc_loc){2, 9}, "at %s", "y");
+    assert_string_equal(d.out.data, "k.tile:2:9: error: at y\n"
+                                    "        let y = x * 2;\n"
+                                    "            ^\n");
+    tc_diag_free(&d);
+    tc_diag_init(&d);
+    d.echo = &src;
+    tc_error_loc(&d, "k.tile", (tc_loc){3, 40}, "past the end");
+    assert_string_equal(d.out.data, "k.tile:3:40: error: past the end\n"
+                                    "    }\n"
+                                    "     ^\n");
+    tc_diag_free(&d);
+    tc_diag_init(&d);
+    d.echo = &src;
+    tc_error_loc(&d, "other.tile", (tc_loc){2, 9}, "elsewhere");
+    tc_error_loc(&d, "k.tile", (tc_loc){0, 0}, "nowhere");
+    assert_string_equal(d.out.data, "other.tile:2:9: error: elsewhere\nk.tile: error: nowhere\n");
+    tc_diag_free(&d);
+}
+
 static void test_error_limit(void **state) {
     (void)state;
     tc_diag d;
@@ -94,6 +124,7 @@ int main(void) {
         cmocka_unit_test(test_arena_zeroed_aligned_big), cmocka_unit_test(test_strbuf),
         cmocka_unit_test(test_source_loc),               cmocka_unit_test(test_error_format_with_caret),
         cmocka_unit_test(test_error_limit),              cmocka_unit_test(test_long_line_is_windowed),
+        cmocka_unit_test(test_error_loc_echoes_its_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
