@@ -41,7 +41,7 @@ typedef struct reader {
     uint32_t nnames, capnames;
     name_slot *index;  /* open addressing over every name defined; capacity a power of two */
     uint32_t nindex, capindex;
-    const char **kernels; /* open addressing over the kernel names read so far */
+    name_slot *kernels; /* the kernel names read so far, likewise (pos unused) */
     uint32_t nkernels, capkernels;
     int depth;
 } reader;
@@ -427,31 +427,32 @@ static uint32_t hash_name(const char *s) {
     return h;
 }
 
-/* The index entry for name: its own, or the empty one where it would go. */
-static name_slot *find_slot(reader *r, const char *name) {
-    uint32_t i = hash_name(name) & (r->capindex - 1);
-    while (r->index[i].name && strcmp(r->index[i].name, name)) i = (i + 1) & (r->capindex - 1);
-    return &r->index[i];
+/* A table's entry for name: its own, or the empty one where it would go
+ * (cap a power of two, the table never full). */
+static name_slot *find_slot(name_slot *table, uint32_t cap, const char *name) {
+    uint32_t i = hash_name(name) & (cap - 1);
+    while (table[i].name && strcmp(table[i].name, name)) i = (i + 1) & (cap - 1);
+    return &table[i];
+}
+
+/* Makes room for one more entry in a table of n, keeping it at most half
+ * full. */
+static void reserve_slot(reader *r, name_slot **table, uint32_t *cap, uint32_t n) {
+    if (2 * (n + 1) <= *cap) return;
+    uint32_t old = *cap;
+    name_slot *prev = *table;
+    *cap = old ? old * 2 : 64;
+    *table = TC_NEW_ARRAY(r->arena, name_slot, *cap);
+    for (uint32_t i = 0; i < old; i++)
+        if (prev[i].name) *find_slot(*table, *cap, prev[i].name) = prev[i];
 }
 
 /* Adds a kernel name to the set; false if it is there already. */
 static bool claim_kernel_name(reader *r, const char *name) {
-    if (2 * (r->nkernels + 1) > r->capkernels) { /* at most half full */
-        uint32_t old = r->capkernels, cap = old ? old * 2 : 16;
-        const char **prev = r->kernels;
-        r->kernels = TC_NEW_ARRAY(r->arena, const char *, cap);
-        r->capkernels = cap;
-        for (uint32_t i = 0; i < old; i++)
-            if (prev[i]) {
-                uint32_t k = hash_name(prev[i]) & (cap - 1);
-                while (r->kernels[k]) k = (k + 1) & (cap - 1);
-                r->kernels[k] = prev[i];
-            }
-    }
-    uint32_t k = hash_name(name) & (r->capkernels - 1);
-    for (; r->kernels[k]; k = (k + 1) & (r->capkernels - 1))
-        if (!strcmp(r->kernels[k], name)) return false;
-    r->kernels[k] = name;
+    reserve_slot(r, &r->kernels, &r->capkernels, r->nkernels);
+    name_slot *slot = find_slot(r->kernels, r->capkernels, name);
+    if (slot->name) return false;
+    *slot = (name_slot){name, 0};
     r->nkernels++;
     return true;
 }
@@ -462,7 +463,7 @@ static bool slot_live(const reader *r, const name_slot *s) {
 
 static tir_value *lookup(reader *r, const char *name) {
     if (!r->capindex) return NULL;
-    name_slot *s = find_slot(r, name);
+    name_slot *s = find_slot(r->index, r->capindex, name);
     return slot_live(r, s) ? r->names[s->pos].v : NULL;
 }
 
@@ -472,15 +473,8 @@ static bool define(reader *r, const char *name, size_t at, tir_value *v) {
         error_here(r, "too many values (limit is 1048576)");
         return false;
     }
-    if (2 * (r->nindex + 1) > r->capindex) { /* at most half full */
-        uint32_t old = r->capindex, cap = old ? old * 2 : 64;
-        name_slot *prev = r->index;
-        r->index = TC_NEW_ARRAY(r->arena, name_slot, cap);
-        r->capindex = cap;
-        for (uint32_t i = 0; i < old; i++)
-            if (prev[i].name) *find_slot(r, prev[i].name) = prev[i];
-    }
-    name_slot *slot = find_slot(r, name);
+    reserve_slot(r, &r->index, &r->capindex, r->nindex);
+    name_slot *slot = find_slot(r->index, r->capindex, name);
     if (slot_live(r, slot)) {
         r->pos = at;
         error_here(r, "value defined twice");
