@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lang/lang.h"
+#include "lang/ast.h"
 
 tc_span tc_span_join(tc_span a, tc_span b) {
     uint32_t start = a.off < b.off ? a.off : b.off;
