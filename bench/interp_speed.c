@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lang/lang.h"
 #include "lower/lower.h"
 #include "parser/parser.h"
 #include "runtime/interp.h"

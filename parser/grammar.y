@@ -30,7 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "parser/parser.h"
+#include "parser/internal.h"
 
 /* Lists under construction: the head to hand on, the tail to append to. */
 typedef struct parse_params { ast_param *head, *tail; } parse_params;

@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #include "grammar.h"
-#include "parser/parser.h"
+#include "parser/internal.h"
 
 uint32_t parse_lex(const char *z, const char *limit, int *kind) {
     const unsigned char *YYCURSOR = (const unsigned char *)z;

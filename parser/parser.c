@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "grammar.h"
-#include "parser/parser.h"
+#include "parser/internal.h"
 
 /* Lemon's entry points (%name tcParse); grammar.h only has token codes. */
 void *tcParseAlloc(void *(*mallocProc)(size_t), parse_ctx *ctx);

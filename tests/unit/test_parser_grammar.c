@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "parser/parser.h"
+#include "parser/internal.h"
 
 typedef struct parsed {
     char *dump;   /* malloc'd, "" if no kernels */

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "grammar.h"
-#include "parser/parser.h"
+#include "parser/internal.h"
 
 enum { MAX_TOKS = 128 };
 
