@@ -18,8 +18,6 @@
 #include "tilec.h"
 #include "tileir/tileir.h"
 
-enum { MAX_DEFINES = 256 };
-
 void tilec_options_init(tilec_options *opt) {
     memset(opt, 0, sizeof *opt);
     opt->emit = TILEC_EMIT_CUBIN;
@@ -55,19 +53,25 @@ static bool is_pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
 
 /* Options the user can get wrong, checked before any work. */
 static bool check_options(const tilec_options *opt, tc_diag *diag) {
-    if (opt->arch && !ptx_arch_valid(opt->arch))
-        tc_error_plain(diag, "unknown --arch '%s' (expected sm_80, sm_86, sm_89, sm_90 or sm_90a)", opt->arch);
-    if (opt->num_warps && (!is_pow2(opt->num_warps) || opt->num_warps > LOWER_MAX_NUM_WARPS))
-        tc_error_plain(diag, "--num-warps must be a power of two from 1 to %d, not %d", LOWER_MAX_NUM_WARPS,
+    if (opt->arch && !ptx_arch_valid(opt->arch)) {
+        tc_strbuf known;
+        tc_strbuf_init(&known);
+        for (size_t i = 0; ptx_arch_name(i); i++)
+            tc_strbuf_printf(&known, "%s%s", i == 0 ? "" : ptx_arch_name(i + 1) ? ", " : " or ", ptx_arch_name(i));
+        tc_error_plain(diag, "unknown --arch '%s' (expected %s)", opt->arch, known.data);
+        tc_strbuf_free(&known);
+    }
+    if (opt->num_warps && (!is_pow2(opt->num_warps) || opt->num_warps > TILEC_MAX_NUM_WARPS))
+        tc_error_plain(diag, "--num-warps must be a power of two from 1 to %d, not %d", TILEC_MAX_NUM_WARPS,
                        opt->num_warps);
-    if (opt->num_stages < 0 || opt->num_stages > TIR_MAX_NUM_STAGES)
-        tc_error_plain(diag, "--num-stages must be from 1 to %d, not %d", TIR_MAX_NUM_STAGES, opt->num_stages);
+    if (opt->num_stages < 0 || opt->num_stages > TILEC_MAX_NUM_STAGES)
+        tc_error_plain(diag, "--num-stages must be from 1 to %d, not %d", TILEC_MAX_NUM_STAGES, opt->num_stages);
     if (opt->opt_level != 0 && opt->opt_level != 2)
         tc_error_plain(diag, "optimization level must be 0 or 2, not %d", opt->opt_level);
     if (opt->dump_after && !lower_is_pass_name(opt->dump_after))
         tc_error_plain(diag, "--dump-after: no pass named '%s'", opt->dump_after);
-    if (opt->ndefines > MAX_DEFINES)
-        tc_error_plain(diag, "too many -D definitions (limit is %d)", MAX_DEFINES);
+    if (opt->ndefines > TILEC_MAX_DEFINES)
+        tc_error_plain(diag, "too many -D definitions (limit is %d)", TILEC_MAX_DEFINES);
     if (opt->emit > TILEC_EMIT_CUBIN) tc_error_plain(diag, "unknown emit kind %d", (int)opt->emit);
     return diag->nerrors == 0;
 }
@@ -118,7 +122,7 @@ tilec_status tilec_compile(const char *filename, const char *source, size_t len,
     tc_strbuf_init(&text);
     tc_arena *arena = tc_arena_new();
     tilec_status status = TILEC_OK;
-    const char *arch = opt->arch ? opt->arch : "sm_80";
+    const char *arch = opt->arch ? opt->arch : TILEC_DEFAULT_ARCH;
     tc_source src = {filename ? filename : "<input>", source ? source : "", source ? len : 0};
 
     double t0 = tc_now_ms();

@@ -38,6 +38,15 @@ typedef enum tilec_status {
     TILEC_ERR_INTERNAL = 4 /* a compiler bug (verifier failure) */
 } tilec_status;
 
+/* The options' defaults and limits, each named once: the command line's
+ * help, the checks and their messages are built from these. */
+#define TILEC_DEFAULT_ARCH "sm_80"
+enum {
+    TILEC_MAX_NUM_WARPS = 32,  /* warps of a program instance: a CTA holds 1024 threads */
+    TILEC_MAX_NUM_STAGES = 8,  /* software-pipelining depth a kernel or loop may ask for */
+    TILEC_MAX_DEFINES = 256    /* -D definitions in one compilation */
+};
+
 typedef struct tilec_define {
     const char *name;
     int64_t value;
@@ -45,7 +54,7 @@ typedef struct tilec_define {
 
 typedef struct tilec_options {
     tilec_emit emit;
-    const char *arch;            /* NULL: "sm_80" */
+    const char *arch;            /* NULL: TILEC_DEFAULT_ARCH */
     int num_warps;               /* 0: default (4) */
     int opt_level;               /* 0 or 2 (default 2 when set by tilec_options_init) */
     const char *kernel;          /* NULL: every kernel in the file */

@@ -323,7 +323,7 @@ static void check_while(lang_ctx *c, const ast_stmt *s) {
 }
 
 /* num_stages = N in range(...): a compile-time integer from 1 to
- * TIR_MAX_NUM_STAGES; false after reporting. */
+ * TILEC_MAX_NUM_STAGES; false after reporting. */
 static bool check_num_stages(lang_ctx *c, const ast_expr *e, int *out) {
     operand o = lang_check_expr(c, e);
     if (o.kind == OPND_POISON) return false;
@@ -332,8 +332,8 @@ static bool check_num_stages(lang_ctx *c, const ast_expr *e, int *out) {
                    o.kind == OPND_VALUE ? "a value computed at run time" : lang_operand_str(c, &o));
         return false;
     }
-    if (o.ival < 1 || o.ival > TIR_MAX_NUM_STAGES) {
-        lang_error(c, e->span, "num_stages must be from 1 to %d, not %lld", TIR_MAX_NUM_STAGES, (long long)o.ival);
+    if (o.ival < 1 || o.ival > TILEC_MAX_NUM_STAGES) {
+        lang_error(c, e->span, "num_stages must be from 1 to %d, not %lld", TILEC_MAX_NUM_STAGES, (long long)o.ival);
         return false;
     }
     *out = (int)o.ival;

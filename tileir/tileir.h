@@ -65,6 +65,7 @@
 #define TILEC_TILEIR_H
 
 #include "support/support.h"
+#include "tilec.h" /* the options' limits a kernel's IR keeps within (TILEC_MAX_NUM_STAGES) */
 
 enum {
     TIR_MAX_RANK = 3,         /* tiles have rank 0 (scalar) to 3 */
@@ -75,7 +76,6 @@ enum {
                                      elements into straight-line code whose LLVM time grows faster
                                      than its length: a 2^20 tile at 4 warps (8192 a thread) took
                                      22 s at -O2 and 79 s at -O0 */
-    TIR_MAX_NUM_STAGES = 8,   /* software-pipelining depth a kernel or loop may ask for */
     TIR_MAX_DYNAMIC_SMEM = 1 << 20, /* bytes of dynamic shared memory a kernel may say it needs
                                        (above every GPU's 227 KB; bounds what a sidecar may ask) */
     TIR_VARIADIC = -1

@@ -5,6 +5,7 @@
  * when it was defined earlier in its block or in an enclosing one, so the
  * set is trimmed back when a loop body ends. Every problem is reported, each
  * naming the op, and the walk goes on. */
+#include <stdarg.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -20,15 +21,22 @@ typedef struct verifier {
     bool ok;
 } verifier;
 
-static void fail(verifier *v, const tir_op *op, const char *what) {
-    tc_strbuf line;
+static void fail(verifier *v, const tir_op *op, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void fail(verifier *v, const tir_op *op, const char *fmt, ...) {
+    tc_strbuf line, what;
     tc_strbuf_init(&line);
+    tc_strbuf_init(&what);
+    va_list ap;
+    va_start(ap, fmt);
+    tc_strbuf_vprintf(&what, fmt, ap);
+    va_end(ap);
     if (op) tir_print_op(&line, op);
     tc_loc loc = op ? op->loc : v->f->loc;
     tc_error_loc(v->diag, v->m->source_name ? v->m->source_name : "<tir>", loc, "verifier%s%s: %s%s%s%s",
-                 v->after ? " after " : "", v->after ? v->after : "", what, op ? " in '" : "",
+                 v->after ? " after " : "", v->after ? v->after : "", what.data ? what.data : "", op ? " in '" : "",
                  op ? line.data : "", op ? "'" : "");
     tc_strbuf_free(&line);
+    tc_strbuf_free(&what);
     v->ok = false;
 }
 
@@ -90,11 +98,7 @@ static void check_yield(verifier *v, const tir_op *op, const tir_block *blk, con
     const tir_op *y = blk->last;
     if (!y || y->code != TIR_OP_YIELD) return; /* verify_block reports it */
     if (y->noperands != op->nresults) {
-        tc_strbuf m;
-        tc_strbuf_init(&m);
-        tc_strbuf_printf(&m, "%s block must yield one value per result", which);
-        fail(v, y, m.data);
-        tc_strbuf_free(&m);
+        fail(v, y, "%s block must yield one value per result", which);
         return;
     }
     for (uint32_t i = 0; i < y->noperands; i++)
@@ -492,8 +496,8 @@ static void verify_op(verifier *v, const tir_op *op) {
         fail(v, op, "wrong number of results");
         return;
     }
-    if (op->num_stages && (op->code != TIR_OP_FOR || op->num_stages < 1 || op->num_stages > TIR_MAX_NUM_STAGES))
-        fail(v, op, "num_stages is a for loop's, from 1 to 8");
+    if (op->num_stages && (op->code != TIR_OP_FOR || op->num_stages < 1 || op->num_stages > TILEC_MAX_NUM_STAGES))
+        fail(v, op, "num_stages is a for loop's, from 1 to %d", TILEC_MAX_NUM_STAGES);
     for (uint32_t i = 0; i < op->noperands; i++) {
         const tir_value *x = op->operands[i];
         if (!x || x->id >= v->f->next_value_id || !v->defined[x->id]) {
@@ -542,7 +546,7 @@ bool tir_verify(const tir_module *m, const char *after_pass, tc_diag *diag) {
     for (const tir_func *f = m->funcs; f; f = f->next) {
         tc_arena *a = tc_arena_new();
         verifier v = {m, f, after_pass, diag, tc_arena_alloc(a, f->next_value_id + 1), false, false, true};
-        if (f->num_stages < 0 || f->num_stages > TIR_MAX_NUM_STAGES) fail(&v, NULL, "num_stages must be from 1 to 8");
+        if (f->num_stages < 0 || f->num_stages > TILEC_MAX_NUM_STAGES) fail(&v, NULL, "num_stages must be from 1 to %d", TILEC_MAX_NUM_STAGES);
         for (uint32_t i = 0; i < f->nparams; i++) {
             if (f->params[i]->type.rank) fail(&v, NULL, "kernel parameters must be scalars or pointers");
             v.defined[f->params[i]->id] = 1;

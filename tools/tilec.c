@@ -6,6 +6,7 @@
  * 2 bad command line, 3 internal compiler error. */
 #include <errno.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,8 +14,7 @@
 #include "support/support.h"
 #include "tilec.h"
 
-enum { CLI_MAX_DEFINES = 256 };
-
+/* a printf format: the defaults and limits come from tilec.h */
 static const char usage[] =
     "usage: tilec [options] FILE.tile|FILE.tir\n"
     "\n"
@@ -28,11 +28,12 @@ static const char usage[] =
     "                        PTX, and what the runtime's emulator device runs\n"
     "  -D NAME=VALUE         value of the const parameter NAME (an integer)\n"
     "  --kernel NAME         compile only the kernel NAME\n"
-    "  --arch=sm_XX          target GPU: sm_80 (default), sm_86, sm_89, sm_90, sm_90a\n"
-    "  --num-warps=N         warps per program instance (power of two, 1 to 32; default:\n"
+    "  --arch=sm_XX          target GPU: sm_80, sm_86, sm_87, sm_89, sm_90 or sm_90a\n"
+    "                        (default %s)\n"
+    "  --num-warps=N         warps per program instance (power of two, 1 to %d; default:\n"
     "                        4, or more for tiles of 2048 elements and up)\n"
     "  --num-stages=N        software-pipelining depth of loops that name none\n"
-    "                        (range(..., num_stages = N)), 1 to 8; default: the compiler's\n"
+    "                        (range(..., num_stages = N)), 1 to %d; default: the compiler's\n"
     "  -O0, -O2              optimization level (default -O2)\n"
     "  --no-asserts          check assert(...) statements but leave them out of the code\n"
     "                        (by default they are compiled in)\n"
@@ -51,16 +52,20 @@ static const char usage[] =
 
 typedef struct cli {
     tilec_options opt;
-    tilec_define defines[CLI_MAX_DEFINES];
+    tilec_define defines[TILEC_MAX_DEFINES];
     const char *input, *output;
     bool time;
     bool no_sidecar;
 } cli;
 
-static int usage_error(const char *fmt, const char *arg) {
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
     fprintf(stderr, "tilec: error: ");
-    fprintf(stderr, fmt, arg);
+    vfprintf(stderr, fmt, ap);
     fprintf(stderr, "\n(see tilec --help)\n");
+    va_end(ap);
     return 2;
 }
 
@@ -90,7 +95,7 @@ static int parse_args(cli *c, int argc, char **argv) {
         const char *a = argv[i], *v;
         long long n;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            fputs(usage, stdout);
+            printf(usage, TILEC_DEFAULT_ARCH, TILEC_MAX_NUM_WARPS, TILEC_MAX_NUM_STAGES);
             exit(0);
         } else if (!strcmp(a, "--version")) {
             printf("tilec %s\n", TILEC_VERSION);
@@ -112,7 +117,8 @@ static int parse_args(cli *c, int argc, char **argv) {
             if (!eq || eq == def) return usage_error("-D expects NAME=VALUE, got '%s'", def);
             if (!parse_int(eq + 1, INT64_MIN, INT64_MAX, &n))
                 return usage_error("-D value must be an integer: '%s'", def);
-            if (c->opt.ndefines == CLI_MAX_DEFINES) return usage_error("too many -D options (limit is %s)", "256");
+            if (c->opt.ndefines == TILEC_MAX_DEFINES)
+                return usage_error("too many -D options (limit is %d)", TILEC_MAX_DEFINES);
             /* argv outlives the compilation, so NAME can point into it */
             char *name = strndup(def, (size_t)(eq - def));
             if (!name) abort();
@@ -154,8 +160,8 @@ static int parse_args(cli *c, int argc, char **argv) {
             c->input = a;
         }
     }
-    if (!c->input) return usage_error("%s", "no input file");
-    if (c->opt.passes && c->opt.emit != TILEC_EMIT_TIR) return usage_error("%s", "--passes needs --emit=tir");
+    if (!c->input) return usage_error("no input file");
+    if (c->opt.passes && c->opt.emit != TILEC_EMIT_TIR) return usage_error("--passes needs --emit=tir");
     return 0;
 }
 

@@ -13,9 +13,11 @@
 static const char ptx_features[] = "+ptx80";
 static const char *const known_arches[] = {"sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_90a"};
 
+const char *ptx_arch_name(size_t i) { return i < sizeof known_arches / sizeof known_arches[0] ? known_arches[i] : NULL; }
+
 bool ptx_arch_valid(const char *arch) {
-    for (size_t i = 0; i < sizeof known_arches / sizeof known_arches[0]; i++)
-        if (arch && !strcmp(arch, known_arches[i])) return true;
+    for (size_t i = 0; ptx_arch_name(i); i++)
+        if (arch && !strcmp(arch, ptx_arch_name(i))) return true;
     return false;
 }
 

@@ -7,9 +7,9 @@
 
 #include "support/support.h"
 
-enum { PTX_DEFAULT_SM = 80 };
-
-/* Accepts "sm_80", "sm_86", "sm_89", "sm_90" (and sm_90a); false otherwise. */
+/* The i-th architecture tilec targets ("sm_80", ...), NULL past the last. */
+const char *ptx_arch_name(size_t i);
+/* Accepts the architectures ptx_arch_name lists; false otherwise. */
 bool ptx_arch_valid(const char *arch);
 
 /* Optimizes (opt_level 0 or 2) and emits PTX for `arch` into out. The module
