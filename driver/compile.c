@@ -85,21 +85,7 @@ static tir_module *front_end(const tc_source *src, const tilec_options *opt, tc_
     diag->echo = src;
     ast_module *ast = parse_module(arena, src, diag);
     if (diag->nerrors) return NULL;
-    lang_define *defs = TC_NEW_ARRAY(arena, lang_define, opt->ndefines + 1);
-    for (size_t i = 0; i < opt->ndefines; i++) {
-        defs[i].name = opt->defines[i].name;
-        defs[i].value = opt->defines[i].value;
-    }
-    lang_options lo = {defs, (uint32_t)opt->ndefines, opt->kernel, opt->num_warps, opt->no_asserts, opt->num_stages};
-    tir_module *m = lang_to_tir(ast, &lo, arena, diag);
-    if (m) {
-        for (size_t i = 0; i < opt->ndefines; i++)
-            if (!defs[i].used)
-                tc_error_plain(diag, "-D %s: no kernel compiled here has a const parameter of that name",
-                               defs[i].name);
-        if (diag->nerrors) return NULL;
-    }
-    return m;
+    return lang_to_tir(ast, opt, arena, diag);
 }
 
 static void set_text(tilec_output *out, tc_strbuf *b) {

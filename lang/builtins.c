@@ -1001,7 +1001,7 @@ static operand check_atomic(lang_ctx *c, const ast_expr *call, const ast_expr **
  * Statements with an effect and no value. Their values are broadcast to
  * one shape (scalars splatted when there is a tile) so that the IR op is
  * elementwise and every device handles element i of each value together.
- * With lang_options.no_asserts an assert is checked and then left out. */
+ * With the options' no_asserts an assert is checked and then left out. */
 
 static bool message_arg(lang_ctx *c, const ast_expr *e, const char *fn, const char **msg) {
     if (e && e->kind == AST_STRING) {

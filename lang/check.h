@@ -41,7 +41,8 @@ typedef struct lang_ctx {
     tc_arena *arena;
     const tc_source *src;
     tc_diag *diag;
-    const lang_options *opt;
+    const tilec_options *opt;
+    bool *define_used;       /* per opt->defines[i]: some kernel took it */
     tir_builder b;
     uint32_t *line_starts; /* byte offset of each line, for op locations */
     uint32_t nlines;

@@ -71,11 +71,12 @@ static void check_params(lang_ctx *c, const ast_kernel *k, tir_func *f) {
             lang_error(c, p->type.span, "const parameters must be integers or i1, not %s", lang_type_str(c, t));
             ok = false;
         }
-        const lang_define *def = NULL;
-        for (uint32_t i = 0; i < c->opt->ndefines; i++)
-            if (!strcmp(c->opt->defines[i].name, p->name.str)) def = &c->opt->defines[i];
+        const tilec_define *def = NULL;
+        size_t used = 0;
+        for (size_t i = 0; i < c->opt->ndefines; i++)
+            if (!strcmp(c->opt->defines[i].name, p->name.str)) def = &c->opt->defines[i], used = i;
         if (ok && def) {
-            ((lang_define *)def)->used = true;
+            c->define_used[used] = true;
             if (!lang_int_fits(def->value, (tir_elem)t.elem)) {
                 lang_error(c, p->name.span, "-D %s=%lld does not fit in %s", p->name.str, (long long)def->value,
                            tir_elem_name((tir_elem)t.elem));
@@ -477,12 +478,9 @@ static void check_stmt(lang_ctx *c, const ast_stmt *s) {
     }
 }
 
-tir_module *lang_to_tir(ast_module *m, const lang_options *opt, tc_arena *arena, tc_diag *diag) {
-    lang_options none;
-    if (!opt) {
-        memset(&none, 0, sizeof none);
-        opt = &none;
-    }
+tir_module *lang_to_tir(ast_module *m, const tilec_options *opt, tc_arena *arena, tc_diag *diag) {
+    static const tilec_options defaults; /* what lang reads of it is 0 by default */
+    if (!opt) opt = &defaults;
     int errors_before = diag->nerrors;
     lang_ctx c;
     memset(&c, 0, sizeof c);
@@ -490,6 +488,7 @@ tir_module *lang_to_tir(ast_module *m, const lang_options *opt, tc_arena *arena,
     c.src = m->src;
     c.diag = diag;
     c.opt = opt;
+    c.define_used = TC_NEW_ARRAY(arena, bool, opt->ndefines + 1);
     build_line_table(&c);
     tir_module *tm = tir_module_new(arena, m->src->name);
     bool found = false;
@@ -500,7 +499,7 @@ tir_module *lang_to_tir(ast_module *m, const lang_options *opt, tc_arena *arena,
                 tc_note(diag, m->src, p->name.span, "'%s' was first defined here", p->name.str);
                 break;
             }
-        if (opt->only_kernel && strcmp(opt->only_kernel, k->name.str)) continue;
+        if (opt->kernel && strcmp(opt->kernel, k->name.str)) continue;
         found = true;
         lang_set_loc(&c, k->name.span);
         tir_func *f = tir_func_new(tm, k->name.str, c.b.loc);
@@ -514,7 +513,11 @@ tir_module *lang_to_tir(ast_module *m, const lang_options *opt, tc_arena *arena,
         lang_set_loc(&c, (tc_span){k->span.off + k->span.len ? k->span.off + k->span.len - 1 : 0, 1});
         tir_build_op(&c.b, TIR_OP_RETURN, 0, NULL, 0, NULL);
     }
-    if (opt->only_kernel && !found)
-        tc_error_plain(diag, "no kernel named '%s' in %s", opt->only_kernel, m->src->name ? m->src->name : "the input");
+    if (opt->kernel && !found)
+        tc_error_plain(diag, "no kernel named '%s' in %s", opt->kernel, m->src->name ? m->src->name : "the input");
+    if (diag->nerrors > errors_before) return NULL;
+    for (size_t i = 0; i < opt->ndefines; i++)
+        if (!c.define_used[i])
+            tc_error_plain(diag, "-D %s: no kernel compiled here has a const parameter of that name", opt->defines[i].name);
     return diag->nerrors > errors_before ? NULL : tm;
 }

@@ -6,27 +6,18 @@
 
 #include "lang/ast.h"
 #include "support/support.h"
+#include "tilec.h"
 #include "tileir/tileir.h"
 
 /* ---- checking and lowering to tile IR ---------------------------------- */
-typedef struct lang_define {
-    const char *name; /* const parameter name */
-    int64_t value;    /* -D NAME=VALUE; floats are not accepted in v0 */
-    bool used;        /* set by lang_to_tir when some kernel took it */
-} lang_define;
-
-typedef struct lang_options {
-    lang_define *defines;
-    uint32_t ndefines;
-    const char *only_kernel; /* NULL: every kernel in the file */
-    int num_warps;           /* recorded on each tir_func */
-    bool no_asserts;         /* assert(...) is checked, then left out of the IR */
-    int num_stages;          /* recorded on each tir_func (0: the compiler's choice) */
-} lang_options;
 
 /* Resolves names, checks types, specializes const parameters and builds one
- * tir_func per kernel. Reports every independent error it finds; returns
- * NULL if there was any. */
-tir_module *lang_to_tir(ast_module *m, const lang_options *opt, tc_arena *arena, tc_diag *diag);
+ * tir_func per kernel. Of the compilation's options (the one struct the
+ * driver passes down; NULL: all defaults) it reads the -D values, which
+ * kernel to build (`kernel`), num_warps and num_stages (recorded on each
+ * tir_func) and no_asserts (assert(...) is checked, then left out of the
+ * IR). A -D value that no kernel built here takes is an error. Reports
+ * every independent error it finds; returns NULL if there was any. */
+tir_module *lang_to_tir(ast_module *m, const tilec_options *opt, tc_arena *arena, tc_diag *diag);
 
 #endif

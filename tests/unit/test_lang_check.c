@@ -18,7 +18,7 @@ typedef struct result {
     tir_module *m;
 } result;
 
-static void compile_opts(result *r, const char *src_text, const lang_options *opt) {
+static void compile_opts(result *r, const char *src_text, const tilec_options *opt) {
     r->arena = tc_arena_new();
     tc_diag_init(&r->diag);
     tc_strbuf_init(&r->ir);
@@ -31,9 +31,14 @@ static void compile_opts(result *r, const char *src_text, const lang_options *op
     }
 }
 
-static void compile(result *r, const char *src_text, lang_define *defs, uint32_t ndefs) {
-    lang_options opt = {defs, ndefs, NULL, 0, false, 0};
+static void compile(result *r, const char *src_text, const tilec_define *defs, size_t ndefs) {
+    tilec_options opt = {.defines = defs, .ndefines = ndefs};
     compile_opts(r, src_text, &opt);
+}
+
+static void expect_diag(const result *r, const char *text) {
+    if (!r->diag.out.data || !strstr(r->diag.out.data, text))
+        fail_msg("expected \"%s\" in:\n%s", text, r->diag.out.data ? r->diag.out.data : "(no diagnostics)");
 }
 
 static void done(result *r) {
@@ -100,13 +105,24 @@ static void test_vadd_to_ir(void **state) {
     done(&r);
 }
 
-static void test_define_overrides_default_and_is_marked_used(void **state) {
+static void test_define_overrides_default(void **state) {
     (void)state;
-    lang_define d = {"B", 32, false};
+    tilec_define d = {.name = "B", .value = 32};
     result r;
     compile(&r, "kernel k(x: *f32, const B: i32 = 8) { store(x + arange(0, B), 1.0); }", &d, 1);
-    assert_true(d.used);
+    assert_non_null(r.m);
     assert_non_null(strstr(r.ir.data, "arange 0, 32"));
+    done(&r);
+}
+
+static void test_define_no_kernel_takes_is_an_error(void **state) {
+    (void)state;
+    tilec_define d[] = {{.name = "B", .value = 32}, {.name = "NOPE", .value = 1}};
+    result r;
+    compile(&r, "kernel k(x: *f32, const B: i32 = 8) { store(x + arange(0, B), 1.0); }", d, 2);
+    assert_null(r.m);
+    expect_diag(&r, "error: -D NOPE: no kernel compiled here has a const parameter of that name");
+    assert_null(strstr(r.diag.out.data, "-D B"));
     done(&r);
 }
 
@@ -153,17 +169,12 @@ static void test_constant_folding_in_arange_bounds(void **state) {
     done(&r);
 }
 
-static void expect_diag(const result *r, const char *text) {
-    if (!r->diag.out.data || !strstr(r->diag.out.data, text))
-        fail_msg("expected \"%s\" in:\n%s", text, r->diag.out.data ? r->diag.out.data : "(no diagnostics)");
-}
-
 static const tir_op *last_op(const tir_func *f) { return f->body->last; }
 
 static void test_func_signature_names_locs_and_options(void **state) {
     (void)state;
     result r;
-    lang_options opt = {NULL, 0, NULL, 8, false, 0};
+    tilec_options opt = {.num_warps = 8};
     compile_opts(&r, "// a comment\n"
                      "kernel k(x: *f16, const B: i32 = 16, n: i64) {\n"
                      "    let v = load(x + arange(0, B));\n"
@@ -242,13 +253,13 @@ static void test_only_kernel_picks_one_and_names_a_missing_one(void **state) {
     (void)state;
     const char *two = "kernel a(x: *f32) { store(x, 1.0); }\nkernel b(x: *f32) { store(x, 2.0); }\n";
     result r;
-    lang_options opt = {NULL, 0, "b", 4, false, 0};
+    tilec_options opt = {.kernel = "b", .num_warps = 4};
     compile_opts(&r, two, &opt);
     assert_non_null(r.m);
     assert_int_equal(r.m->nfuncs, 1);
     assert_string_equal(r.m->funcs->name, "b");
     done(&r);
-    opt.only_kernel = "zz";
+    opt.kernel = "zz";
     compile_opts(&r, two, &opt);
     assert_null(r.m);
     expect_diag(&r, "no kernel named 'zz' in t.tile");
@@ -281,12 +292,12 @@ static void test_assigned_values_keep_the_var_name(void **state) {
     done(&r);
 }
 
-static void test_unused_define_stays_unused_and_redefinition_has_a_note(void **state) {
+static void test_unused_define_not_reported_after_errors_and_redefinition_has_a_note(void **state) {
     (void)state;
-    lang_define d = {"NOPE", 1, false};
+    tilec_define d = {.name = "NOPE", .value = 1};
     result r;
     compile(&r, "kernel k(x: *f32) {\n    let v = 1;\n    var v = 2;\n}\n", &d, 1);
-    assert_false(d.used);
+    assert_null(strstr(r.diag.out.data, "-D NOPE"));
     assert_null(r.m);
     expect_diag(&r, "t.tile:3:9: error: redefinition of 'v'");
     expect_diag(&r, "t.tile:2:9: note: 'v' was first defined here");
@@ -379,7 +390,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_promotion_rules),
         cmocka_unit_test(test_vadd_to_ir),
-        cmocka_unit_test(test_define_overrides_default_and_is_marked_used),
+        cmocka_unit_test(test_define_overrides_default),
+        cmocka_unit_test(test_define_no_kernel_takes_is_an_error),
         cmocka_unit_test(test_independent_errors_all_reported_without_cascade),
         cmocka_unit_test(test_deep_expression_is_an_error_not_a_crash),
         cmocka_unit_test(test_constant_folding_in_arange_bounds),
@@ -391,7 +403,7 @@ int main(void) {
         cmocka_unit_test(test_only_kernel_picks_one_and_names_a_missing_one),
         cmocka_unit_test(test_arange_names_the_runtime_parameter),
         cmocka_unit_test(test_assigned_values_keep_the_var_name),
-        cmocka_unit_test(test_unused_define_stays_unused_and_redefinition_has_a_note),
+        cmocka_unit_test(test_unused_define_not_reported_after_errors_and_redefinition_has_a_note),
         cmocka_unit_test(test_scalar_mask_and_other_broadcast),
         cmocka_unit_test(test_names_end_with_their_loop_body),
         cmocka_unit_test(test_many_names_and_the_name_limit),

@@ -513,14 +513,14 @@ static void check_pipelining_keeps_results(const char *name, const char *src, co
     enum { M = PIPE_M, N = PIPE_N };
     assert_true(nks <= PIPE_MAX_KS);
     for (int s = 2; s <= 4; s++) {
-        lang_define def = {"S", s, false};
+        tilec_define def = {.name = "S", .value = s};
         for (int pipelined = 0; pipelined < 2; pipelined++) {
             prog p;
             p.arena = tc_arena_new();
             tc_diag_init(&p.diag);
             p.src = (tc_source){name, src, strlen(src)};
             ast_module *ast = parse_module(p.arena, &p.src, &p.diag);
-            lang_options lo = {&def, 1, NULL, 0, false, 0};
+            tilec_options lo = {.defines = &def, .ndefines = 1};
             p.m = ast ? lang_to_tir(ast, &lo, p.arena, &p.diag) : NULL;
             if (!p.m) fail_msg("%s does not compile:\n%s", name, p.diag.out.data);
             lower_options opt = {0};
