@@ -34,7 +34,7 @@ int main(int argc, char **argv) {
     tc_arena *arena = tc_arena_new();
     tc_diag diag;
     tc_diag_init(&diag);
-    tc_source src = {"samples/vadd.tile", text, len};
+    tc_source src = {.name = "samples/vadd.tile", .text = text, .len = len};
     ast_module *ast = parse_module(arena, &src, &diag);
     tir_module *m = diag.nerrors ? NULL : lang_to_tir(ast, NULL, arena, &diag);
     lower_options opt = {0};

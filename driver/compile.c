@@ -109,7 +109,7 @@ tilec_status tilec_compile(const char *filename, const char *source, size_t len,
     tc_arena *arena = tc_arena_new();
     tilec_status status = TILEC_OK;
     const char *arch = opt->arch ? opt->arch : TILEC_DEFAULT_ARCH;
-    tc_source src = {filename ? filename : "<input>", source ? source : "", source ? len : 0};
+    tc_source src = {.name = filename ? filename : "<input>", .text = source ? source : "", .len = source ? len : 0};
 
     double t0 = tc_now_ms();
     if (!check_options(opt, &diag)) {

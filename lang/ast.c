@@ -15,7 +15,7 @@ tc_span tc_span_join(tc_span a, tc_span b) {
     uint32_t start = a.off < b.off ? a.off : b.off;
     uint32_t end_a = a.off + a.len, end_b = b.off + b.len;
     uint32_t end = end_a > end_b ? end_a : end_b;
-    return (tc_span){start, end - start};
+    return (tc_span){.off = start, .len = end - start};
 }
 
 const char *ast_op_spelling(ast_op op) {
@@ -54,7 +54,7 @@ static const char *span_text(const ast_builder *b, tc_span span, uint32_t *len) 
 ast_name ast_make_name(ast_builder *b, tc_span span) {
     uint32_t len;
     const char *t = span_text(b, span, &len);
-    return (ast_name){tc_arena_strndup(b->arena, t, len), len, span};
+    return (ast_name){.str = tc_arena_strndup(b->arena, t, len), .len = len, .span = span};
 }
 
 static ast_expr *new_expr(ast_builder *b, ast_expr_kind kind, tc_span span) {
@@ -90,7 +90,7 @@ ast_expr *ast_int(ast_builder *b, tc_span span) {
         if (t[i] == '_') continue; /* digit separator */
         unsigned d = (unsigned)digit_value(t[i]);
         if (d >= base) {
-            tc_error(b->diag, b->src, (tc_span){span.off + i, 1}, "invalid digit '%c' in %s literal", t[i],
+            tc_error(b->diag, b->src, (tc_span){.off = span.off + i, .len = 1}, "invalid digit '%c' in %s literal", t[i],
                      what);
             return e;
         }
@@ -162,10 +162,10 @@ ast_expr *ast_string(ast_builder *b, tc_span span) {
         default:
             if (!b->diag) break;
             if ((unsigned char)c >= 0x20 && (unsigned char)c < 0x7f)
-                tc_error(b->diag, b->src, (tc_span){span.off + i - 1, 2},
+                tc_error(b->diag, b->src, (tc_span){.off = span.off + i - 1, .len = 2},
                          "invalid escape '\\%c' in string literal (use \\n, \\t, \\\" or \\\\)", c);
             else
-                tc_error(b->diag, b->src, (tc_span){span.off + i - 1, 2},
+                tc_error(b->diag, b->src, (tc_span){.off = span.off + i - 1, .len = 2},
                          "invalid escape in string literal (use \\n, \\t, \\\" or \\\\)");
             break;
         }

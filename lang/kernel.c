@@ -277,7 +277,7 @@ static void check_if(lang_ctx *c, const ast_stmt *s) {
         c->b.loc = outside.loc;
         for (uint32_t k = 0; k < n; k++) c->binds[idx[k]].value = lang_value(before[k], c->binds[idx[k]].span);
         check_scoped(c, branch ? s->alt : s->body);
-        lang_set_loc(c, (tc_span){s->span.off + s->span.len - 1, 1});
+        lang_set_loc(c, (tc_span){.off = s->span.off + s->span.len - 1, .len = 1});
         tir_build_op(&c->b, TIR_OP_YIELD, n, current_values(c, idx, n, before), 0, NULL);
     }
     c->b = outside;
@@ -317,7 +317,7 @@ static void check_while(lang_ctx *c, const ast_stmt *s) {
     tir_builder_at_end(&c->b, op->body2);
     for (uint32_t k = 0; k < n; k++) set_var(&c->binds[idx[k]], op->body2->args[k]);
     check_scoped(c, s->body);
-    lang_set_loc(c, (tc_span){s->span.off + s->span.len - 1, 1});
+    lang_set_loc(c, (tc_span){.off = s->span.off + s->span.len - 1, .len = 1});
     tir_build_op(&c->b, TIR_OP_YIELD, n, current_values(c, idx, n, op->body2->args), 0, NULL);
     c->b = outside;
     for (uint32_t k = 0; k < n; k++) set_var(&c->binds[idx[k]], op->results[k]);
@@ -435,7 +435,7 @@ static void check_for(lang_ctx *c, const ast_stmt *s) {
         operand *v = &c->binds[carried[k]].value;
         yields[k] = v->kind == OPND_VALUE ? v->v : loop->body->args[k + 1]; /* after an error: anything typed */
     }
-    lang_set_loc(c, (tc_span){s->span.off + s->span.len - 1, 1});
+    lang_set_loc(c, (tc_span){.off = s->span.off + s->span.len - 1, .len = 1});
     tir_build_op(&c->b, TIR_OP_YIELD, ncarried, yields, 0, NULL);
     lang_scope_truncate(c, mark); /* the loop variable and the body's names end here */
     c->b = outside;
@@ -510,7 +510,7 @@ tir_module *lang_to_tir(ast_module *m, const tilec_options *opt, tc_arena *arena
         c.emit = true;
         check_params(&c, k, f);
         for (const ast_stmt *s = k->body; s; s = s->next) check_stmt(&c, s);
-        lang_set_loc(&c, (tc_span){k->span.off + k->span.len ? k->span.off + k->span.len - 1 : 0, 1});
+        lang_set_loc(&c, (tc_span){.off = k->span.off + k->span.len ? k->span.off + k->span.len - 1 : 0, .len = 1});
         tir_build_op(&c.b, TIR_OP_RETURN, 0, NULL, 0, NULL);
     }
     if (opt->kernel && !found)

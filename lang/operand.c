@@ -64,7 +64,7 @@ void lang_set_loc(lang_ctx *c, tc_span at) {
         else
             hi = mid;
     }
-    c->b.loc = (tc_loc){lo + 1, at.off - c->line_starts[lo] + 1};
+    c->b.loc = (tc_loc){.line = lo + 1, .col = at.off - c->line_starts[lo] + 1};
 }
 
 /* Turns an operand into an IR value of element type `want` (a literal takes

@@ -61,7 +61,7 @@ binding *lang_scope_add(lang_ctx *c, const char *name, binding_kind kind, operan
         c->binds = nb;
         c->capbinds = cap;
     }
-    c->binds[c->nbinds++] = (binding){name, kind, value, span};
+    c->binds[c->nbinds++] = (binding){.name = name, .kind = kind, .value = value, .span = span};
     if (!c->slots || 2 * (c->nused + 1) > c->nslots) {
         rehash(c); /* indexes the new binding too */
     } else {

@@ -190,8 +190,8 @@ expr(E) ::= LPAREN(L) tuple(T) RPAREN(R).         { E = ast_tuple(&ctx->b, T.hea
 expr(E) ::= LPAREN(L) tuple(T) COMMA RPAREN(R).   { E = ast_tuple(&ctx->b, T.head, L, R); }
 expr(E) ::= LPAREN(L) expr(A) COMMA RPAREN(R).    { E = ast_tuple(&ctx->b, ast_arg_new(&ctx->b, NULL, A), L, R); }
 
-subs(S) ::= COLON(T).                  { S = ast_subs_push(&ctx->b, (ast_subs){0, 0}, false, T); }
-subs(S) ::= NONE(T).                   { S = ast_subs_push(&ctx->b, (ast_subs){0, 0}, true, T); }
+subs(S) ::= COLON(T).                  { S = ast_subs_push(&ctx->b, (ast_subs){.n = 0, .none_mask = 0}, false, T); }
+subs(S) ::= NONE(T).                   { S = ast_subs_push(&ctx->b, (ast_subs){.n = 0, .none_mask = 0}, true, T); }
 subs(S) ::= subs(A) COMMA COLON(T).    { S = ast_subs_push(&ctx->b, A, false, T); }
 subs(S) ::= subs(A) COMMA NONE(T).     { S = ast_subs_push(&ctx->b, A, true, T); }
 

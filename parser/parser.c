@@ -92,7 +92,7 @@ ast_module *parse_module(tc_arena *arena, const tc_source *src, tc_diag *diag) {
     ast_module *m = TC_NEW(arena, ast_module);
     m->src = src;
     if (src->len > PARSE_MAX_SOURCE) {
-        tc_error(diag, NULL, (tc_span){0, 0}, "%s: source file is too large (limit is %d bytes)",
+        tc_error(diag, NULL, (tc_span){.off = 0, .len = 0}, "%s: source file is too large (limit is %d bytes)",
                  src->name ? src->name : "<input>", PARSE_MAX_SOURCE);
         return m;
     }
@@ -102,7 +102,7 @@ ast_module *parse_module(tc_arena *arena, const tc_source *src, tc_diag *diag) {
     char *text = tc_arena_alloc(arena, (size_t)len + 1);
     if (len) memcpy(text, src->text, len);
 
-    parse_ctx ctx = {.b = {arena, src, diag, m}};
+    parse_ctx ctx = {.b = {.arena = arena, .src = src, .diag = diag, .module = m}};
     void *parser = tcParseAlloc(malloc, &ctx);
     if (!parser) {
         tc_error_plain(diag, "out of memory");
@@ -120,7 +120,7 @@ ast_module *parse_module(tc_arena *arena, const tc_source *src, tc_diag *diag) {
         int kind;
         uint32_t n = parse_lex(text + pos, text + len, &kind);
         if (kind == PARSE_TK_EOF) break;
-        tc_span span = {pos, n};
+        tc_span span = {.off = pos, .len = n};
         pos += n;
         switch (kind) {
         case TK_SPACE:
@@ -136,11 +136,11 @@ ast_module *parse_module(tc_arena *arena, const tc_source *src, tc_diag *diag) {
             continue;
         }
         case TK_BAD_COMMENT:
-            tc_error(diag, src, (tc_span){span.off, 2}, "unterminated block comment");
+            tc_error(diag, src, (tc_span){.off = span.off, .len = 2}, "unterminated block comment");
             ctx.quiet = PARSE_QUIET_TOKENS;
             continue;
         case TK_BAD_STRING:
-            tc_error(diag, src, (tc_span){span.off, 1}, "unterminated string literal (strings end on their line)");
+            tc_error(diag, src, (tc_span){.off = span.off, .len = 1}, "unterminated string literal (strings end on their line)");
             ctx.quiet = PARSE_QUIET_TOKENS;
             ctx.quiet_to_end = true;
             continue;
@@ -186,7 +186,7 @@ ast_module *parse_module(tc_arena *arena, const tc_source *src, tc_diag *diag) {
             if (braces > 0) {
                 if (diag->nerrors == kernel_errors)
                     tc_error(diag, src, span, "expected '}' before 'kernel'");
-                for (; braces > 0 && !ctx.stop; braces--) feed(parser, &ctx, TK_RBRACE, (tc_span){span.off, 0}, true);
+                for (; braces > 0 && !ctx.stop; braces--) feed(parser, &ctx, TK_RBRACE, (tc_span){.off = span.off, .len = 0}, true);
                 braces = 0;
                 if (ctx.stop) continue;
             }
@@ -201,10 +201,10 @@ ast_module *parse_module(tc_arena *arena, const tc_source *src, tc_diag *diag) {
         /* Same repair as for 'kernel' above, so the truncated kernel is
          * still in the module for later stages to check. */
         if (diag->nerrors == kernel_errors)
-            tc_error(diag, src, (tc_span){len, 0}, "expected '}' at end of file");
-        feed(parser, &ctx, TK_RBRACE, (tc_span){len, 0}, true);
+            tc_error(diag, src, (tc_span){.off = len, .len = 0}, "expected '}' at end of file");
+        feed(parser, &ctx, TK_RBRACE, (tc_span){.off = len, .len = 0}, true);
     }
-    if (!ctx.stop) feed(parser, &ctx, PARSE_TK_EOF, (tc_span){len, 0}, false);
+    if (!ctx.stop) feed(parser, &ctx, PARSE_TK_EOF, (tc_span){.off = len, .len = 0}, false);
     tcParseFree(parser, free);
     return m;
 }

@@ -23,7 +23,7 @@ void tc_diag_init(tc_diag *d) {
 void tc_diag_free(tc_diag *d) { tc_strbuf_free(&d->out); }
 
 tc_loc tc_source_loc(const tc_source *src, uint32_t off) {
-    tc_loc loc = {1, 1};
+    tc_loc loc = {.line = 1, .col = 1};
     if (!src || !src->text) return loc;
     if (off > src->len) off = (uint32_t)src->len;
     for (uint32_t i = 0; i < off; i++) {
@@ -131,7 +131,7 @@ void tc_error_loc(tc_diag *d, const char *file, tc_loc loc, const char *fmt, ...
     tc_strbuf_putc(&d->out, '\n');
     const tc_source *src = d->echo;
     if (loc.line && src && src->text && src->name && file && !strcmp(file, src->name))
-        echo_line(d, src, (tc_span){(uint32_t)offset_at(src, loc), 1});
+        echo_line(d, src, (tc_span){.off = (uint32_t)offset_at(src, loc), .len = 1});
 }
 
 void tc_error_plain(tc_diag *d, const char *fmt, ...) {

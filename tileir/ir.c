@@ -298,12 +298,12 @@ static void replace_in_op(tir_op *op, void *p) {
 }
 
 void tir_replace_all_uses(tir_func *f, tir_value *from, tir_value *to) {
-    replace_ctx c = {from, to, false};
+    replace_ctx c = {.from = from, .to = to};
     tir_walk(f, replace_in_op, &c);
 }
 
 bool tir_value_has_uses(const tir_func *f, const tir_value *v) {
-    replace_ctx c = {(tir_value *)v, NULL, false};
+    replace_ctx c = {.from = (tir_value *)v};
     tir_walk((tir_func *)f, replace_in_op, &c);
     return c.found;
 }

@@ -65,7 +65,7 @@ static void skip_space(reader *r) {
 static void error_here(reader *r, const char *what) {
     if (r->failed) return; /* one error per parse: after it, positions mean little */
     r->failed = true;
-    tc_error(r->diag, r->src, (tc_span){(uint32_t)r->pos, 1}, "%s", what);
+    tc_error(r->diag, r->src, (tc_span){.off = (uint32_t)r->pos, .len = 1}, "%s", what);
 }
 
 static bool is_word_char(char c) {
@@ -452,7 +452,7 @@ static bool claim_kernel_name(reader *r, const char *name) {
     reserve_slot(r, &r->kernels, &r->capkernels, r->nkernels);
     name_slot *slot = find_slot(r->kernels, r->capkernels, name);
     if (slot->name) return false;
-    *slot = (name_slot){name, 0};
+    *slot = (name_slot){.name = name, .pos = 0};
     r->nkernels++;
     return true;
 }
@@ -481,7 +481,7 @@ static bool define(reader *r, const char *name, size_t at, tir_value *v) {
         return false;
     }
     if (!slot->name) r->nindex++;
-    *slot = (name_slot){name, r->nnames};
+    *slot = (name_slot){.name = name, .pos = r->nnames};
     if (r->nnames == r->capnames) {
         uint32_t cap = r->capnames ? r->capnames * 2 : 64;
         named *p = TC_NEW_ARRAY(r->arena, named, cap);
@@ -491,7 +491,7 @@ static bool define(reader *r, const char *name, size_t at, tir_value *v) {
     }
     /* numbers are the printer's; keep only real names as hints */
     if (!(name[0] >= '0' && name[0] <= '9')) v->name = name;
-    r->names[r->nnames++] = (named){name, v};
+    r->names[r->nnames++] = (named){.name = name, .v = v};
     return true;
 }
 
@@ -735,7 +735,7 @@ static bool parse_kernel(reader *r) {
     }
     tc_loc loc = tc_source_loc(r->src, (uint32_t)r->pos);
     tir_func *f = tir_func_new(r->m, name, loc);
-    f->loc = (tc_loc){0, 0};
+    f->loc = (tc_loc){.line = 0, .col = 0};
     r->nnames = 0;
     if (!expect(r, "(")) return false;
     if (!accept(r, ")")) {

@@ -545,7 +545,7 @@ bool tir_verify(const tir_module *m, const char *after_pass, tc_diag *diag) {
     bool ok = true;
     for (const tir_func *f = m->funcs; f; f = f->next) {
         tc_arena *a = tc_arena_new();
-        verifier v = {m, f, after_pass, diag, tc_arena_alloc(a, f->next_value_id + 1), false, false, true};
+        verifier v = {.m = m, .f = f, .after = after_pass, .diag = diag, .defined = tc_arena_alloc(a, f->next_value_id + 1), .ok = true};
         if (f->num_stages < 0 || f->num_stages > TILEC_MAX_NUM_STAGES) fail(&v, NULL, "num_stages must be from 1 to %d", TILEC_MAX_NUM_STAGES);
         for (uint32_t i = 0; i < f->nparams; i++) {
             if (f->params[i]->type.rank) fail(&v, NULL, "kernel parameters must be scalars or pointers");
