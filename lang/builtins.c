@@ -222,13 +222,13 @@ static operand check_load(lang_ctx *c, const ast_expr *call, const ast_expr **a)
             return lang_poison(call->span);
         }
         operand oo = lang_check_expr(c, a[2]);
-        if (p) ops[2] = lang_convert(c, &oo, (tir_elem)p->type.pointee, shape, "'other'");
+        if (p) ops[2] = lang_convert(c, &oo, tir_type_pointee(p->type), shape, "'other'");
         ok = ok && ops[2];
         n = 3;
     }
     if (!ok) return lang_poison(call->span);
     lang_set_loc(c, call->span);
-    tir_type rt = tir_with_elem(p->type, tir_scalar((tir_elem)p->type.pointee));
+    tir_type rt = tir_with_elem(p->type, tir_scalar(tir_type_pointee(p->type)));
     return lang_value(tir_build1(&c->b, TIR_OP_LOAD, rt, n, ops), call->span);
 }
 
@@ -246,7 +246,7 @@ static operand check_store(lang_ctx *c, const ast_expr *call, const ast_expr **a
                        lang_operand_str(c, &po));
             ok = false;
         } else {
-            ops[1] = lang_convert(c, &vo, (tir_elem)p->type.pointee, p->type, "the stored value");
+            ops[1] = lang_convert(c, &vo, tir_type_pointee(p->type), p->type, "the stored value");
             ok = ops[1] != NULL;
         }
     }
@@ -299,7 +299,7 @@ static operand math(lang_ctx *c, const ast_expr *call, const ast_expr **args, in
             acc = o[0];
         }
     }
-    el = (tir_elem)lang_operand_type(&acc).elem;
+    el = tir_type_elem(lang_operand_type(&acc));
     if (floats_only && acc.kind == OPND_INTLIT) el = TIR_F32;
     if (floats_only && !tir_elem_is_float(el)) {
         lang_error(c, call->span, "'%s' needs floats, not %s (cast first)", call->u.call.callee.str, tir_elem_name(el));
@@ -495,7 +495,7 @@ static operand check_fill(lang_ctx *c, const ast_expr *call, const ast_expr **a,
             lang_error(c, a[1]->span, "full's value must be a scalar number, not %s", lang_operand_str(c, &v));
             return lang_poison(call->span);
         }
-        el = (tir_elem)t.elem;
+        el = tir_type_elem(t);
     }
     lang_set_loc(c, call->span);
     tir_value *s = lang_materialize(c, &v, el);
@@ -550,7 +550,7 @@ static operand check_shape_op(lang_ctx *c, const ast_expr *call, const ast_expr 
     case B_BROADCAST_TO:
     case B_RESHAPE: {
         tir_type shape, common;
-        if (!shape_arg(c, a[1], (tir_elem)t.elem, &shape)) return lang_poison(call->span);
+        if (!shape_arg(c, a[1], tir_type_elem(t), &shape)) return lang_poison(call->span);
         shape = tir_with_elem(shape, t);
         if (id == B_RESHAPE && tir_type_numel(shape) != tir_type_numel(t)) {
             lang_error(c, call->span, "cannot reshape %s (%llu elements) to %s", lang_type_str(c, t),
@@ -620,7 +620,7 @@ static tir_value *float_arg(lang_ctx *c, const ast_expr *call, const ast_expr *a
     operand o = lang_check_expr(c, arg);
     if (o.kind == OPND_POISON) return NULL;
     tir_type t = lang_operand_type(&o);
-    tir_elem el = (o.kind == OPND_INTLIT || o.kind == OPND_FLOATLIT) ? TIR_F32 : (tir_elem)t.elem;
+    tir_elem el = (o.kind == OPND_INTLIT || o.kind == OPND_FLOATLIT) ? TIR_F32 : tir_type_elem(t);
     if (t.elem == TIR_PTR || !tir_elem_is_float(el)) {
         lang_error(c, call->span, "'%s' needs floats, not %s (cast first)", call->u.call.callee.str,
                    lang_operand_str(c, &o));
@@ -695,7 +695,7 @@ static tir_value *reduce_along(lang_ctx *c, tir_opcode code, tir_value *v, unsig
  * bf16 as f32, so a sum of booleans counts and a sum of halves does not
  * overflow; other types as they are. */
 static tir_value *widen_for_sum(lang_ctx *c, tir_value *v) {
-    tir_elem el = (tir_elem)v->type.elem;
+    tir_elem el = tir_type_elem(v->type);
     if (el == TIR_I1 || el == TIR_I8 || el == TIR_I16) return tir_build_cast(&c->b, v, TIR_I32);
     if (el == TIR_F16 || el == TIR_BF16) return tir_build_cast(&c->b, v, TIR_F32);
     return v;
@@ -717,7 +717,7 @@ static operand check_reduce(lang_ctx *c, const ast_expr *call, const ast_expr **
     }
     int64_t axis = -1; /* every axis */
     if (!optional_axis(c, a[1], &x, &axis)) return lang_poison(call->span);
-    tir_elem el = (tir_elem)t.elem;
+    tir_elem el = tir_type_elem(t);
     if (id != B_SUM && el == TIR_I1) {
         lang_error(c, call->span, "'%s' is not defined on i1 (use sum to count, or cast first)", name);
         return lang_poison(call->span);
@@ -785,7 +785,7 @@ static operand check_argext(lang_ctx *c, const ast_expr *call, const ast_expr **
         none = (int64_t)tir_type_numel(t);
     }
     tir_value *hit = tir_build_binary(b, TIR_OP_EQ, v, m);
-    if (tir_elem_is_float((tir_elem)t.elem)) /* NaN: where x is NaN and so is the extreme */
+    if (tir_elem_is_float(tir_type_elem(t))) /* NaN: where x is NaN and so is the extreme */
         hit = tir_build_binary(b, TIR_OP_OR, hit,
                                tir_build_binary(b, TIR_OP_AND, tir_build_binary(b, TIR_OP_NE, v, v),
                                                 tir_build_binary(b, TIR_OP_NE, m, m)));
@@ -808,14 +808,14 @@ static operand check_rand(lang_ctx *c, const ast_expr *call, const ast_expr **a,
     if (seed.kind == OPND_POISON || offs.kind == OPND_POISON) return lang_poison(call->span);
     tir_type st = lang_operand_type(&seed), ot = lang_operand_type(&offs);
     bool ok = true;
-    if (st.rank || !tir_elem_is_int((tir_elem)st.elem) || st.elem == TIR_I1) {
+    if (st.rank || !tir_elem_is_int(tir_type_elem(st)) || st.elem == TIR_I1) {
         lang_error(c, a[0]->span, "'%s' needs a scalar integer seed (i32 or i64), not %s", name,
                    lang_operand_str(c, &seed));
         ok = false;
     }
     if (offs.kind == OPND_INTLIT) {
         ok = lang_literal_fits(c, &offs, TIR_I32) && ok;
-    } else if (!tir_elem_is_int((tir_elem)ot.elem) || ot.elem == TIR_I1 || ot.elem == TIR_I64) {
+    } else if (!tir_elem_is_int(tir_type_elem(ot)) || ot.elem == TIR_I1 || ot.elem == TIR_I64) {
         lang_error(c, a[1]->span, "'%s' needs i32 offsets, not %s%s", name, lang_operand_str(c, &offs),
                    ot.elem == TIR_I64 ? " (64-bit offsets are not supported)" : "");
         ok = false;
@@ -886,7 +886,7 @@ static bool dot_operand(lang_ctx *c, const ast_expr *e, const char *what, operan
     *o = lang_check_expr(c, e);
     if (o->kind == OPND_POISON) return false;
     tir_type t = lang_operand_type(o);
-    if (o->kind != OPND_VALUE || t.rank != 2 || tir_dot_acc_elem((tir_elem)t.elem) == TIR_ELEM_COUNT) {
+    if (o->kind != OPND_VALUE || t.rank != 2 || tir_dot_acc_elem(tir_type_elem(t)) == TIR_ELEM_COUNT) {
         lang_error(c, e->span, "'dot' needs %s to be a 2-D tile of f16, bf16, f32 or i8, not %s", what,
                    lang_operand_str(c, o));
         return false;
@@ -914,7 +914,7 @@ static operand check_dot(lang_ctx *c, const ast_expr *call, const ast_expr **a) 
     tir_type at = x.v->type, bt = y.v->type;
     if (at.elem != bt.elem) {
         lang_error(c, call->span, "'dot' needs a and b of one element type, not %s and %s (cast one)",
-                   tir_elem_name((tir_elem)at.elem), tir_elem_name((tir_elem)bt.elem));
+                   tir_elem_name(tir_type_elem(at)), tir_elem_name(tir_type_elem(bt)));
         ok = false;
     } else if (at.shape[1] != bt.shape[0]) {
         lang_error(c, call->span, "'dot' needs a's columns to match b's rows: a is %s, b is %s",
@@ -925,7 +925,7 @@ static operand check_dot(lang_ctx *c, const ast_expr *call, const ast_expr **a) 
                    TIR_DOT_MIN_DIM, at.shape[0], bt.shape[1], at.shape[1]);
         ok = false;
     }
-    tir_elem acc_el = tir_dot_acc_elem((tir_elem)at.elem);
+    tir_elem acc_el = tir_dot_acc_elem(tir_type_elem(at));
     uint32_t shape[2] = {at.shape[0], bt.shape[1]};
     tir_type rt = tir_tile(tir_scalar(acc_el), 2, shape);
     tir_value *acc = NULL;
@@ -935,7 +935,7 @@ static operand check_dot(lang_ctx *c, const ast_expr *call, const ast_expr **a) 
         tir_type t = lang_operand_type(&o);
         if (ok && (o.kind != OPND_VALUE || !tir_type_eq(t, rt))) {
             lang_error(c, a[2]->span, "'dot' with %s inputs needs acc to be %s, not %s",
-                       tir_elem_name((tir_elem)at.elem), lang_type_str(c, rt), lang_operand_str(c, &o));
+                       tir_elem_name(tir_type_elem(at)), lang_type_str(c, rt), lang_operand_str(c, &o));
             ok = false;
         }
         acc = o.v;
@@ -960,8 +960,8 @@ static operand check_atomic(lang_ctx *c, const ast_expr *call, const ast_expr **
     operand po;
     tir_value *p = pointer_arg(c, a[0], name, &po);
     bool ok = p != NULL;
-    if (p && !tir_atomic_supports(code, (tir_elem)p->type.pointee)) {
-        lang_error(c, a[0]->span, "'%s' does not support %s (it takes %s)", name, tir_elem_name((tir_elem)p->type.pointee),
+    if (p && !tir_atomic_supports(code, tir_type_pointee(p->type))) {
+        lang_error(c, a[0]->span, "'%s' does not support %s (it takes %s)", name, tir_elem_name(tir_type_pointee(p->type)),
                    tir_atomic_types(code));
         ok = false;
         p = NULL;
@@ -982,7 +982,7 @@ static operand check_atomic(lang_ctx *c, const ast_expr *call, const ast_expr **
             ok = false;
             continue;
         }
-        ops[i] = lang_convert(c, &vo, (tir_elem)p->type.pointee, p->type, what);
+        ops[i] = lang_convert(c, &vo, tir_type_pointee(p->type), p->type, what);
         ok = ok && ops[i];
     }
     uint32_t n = 1 + nvals;
@@ -993,7 +993,7 @@ static operand check_atomic(lang_ctx *c, const ast_expr *call, const ast_expr **
     }
     if (!ok) return lang_poison(call->span);
     lang_set_loc(c, call->span);
-    tir_type rt = tir_with_elem(p->type, tir_scalar((tir_elem)p->type.pointee));
+    tir_type rt = tir_with_elem(p->type, tir_scalar(tir_type_pointee(p->type)));
     return lang_value(tir_build1(&c->b, code, rt, n, ops), call->span);
 }
 
@@ -1053,7 +1053,7 @@ static operand check_print(lang_ctx *c, const ast_expr *call) {
     if (!ok || !lang_check_tile_size(c, call->span, shape)) return lang_poison(call->span);
     tir_value *v[BUILTIN_MAX_PRINT_VALUES];
     for (uint32_t i = 0; i < n; i++)
-        v[i] = lang_broadcast(c, lang_materialize(c, &vals[i], (tir_elem)lang_operand_type(&vals[i]).elem), shape);
+        v[i] = lang_broadcast(c, lang_materialize(c, &vals[i], tir_type_elem(lang_operand_type(&vals[i]))), shape);
     lang_set_loc(c, call->span);
     tir_build_print(&c->b, msg, n, v);
     return lang_poison(call->span); /* a statement: nothing uses its value */
@@ -1115,7 +1115,7 @@ static operand check_multiple_of(lang_ctx *c, const ast_expr *call, const ast_ex
         return lang_poison(call->span);
     }
     tir_type t = lang_operand_type(&x);
-    if (x.kind == OPND_FLOATLIT || t.rank != 0 || !tir_elem_is_int((tir_elem)t.elem) || t.elem == TIR_I1) {
+    if (x.kind == OPND_FLOATLIT || t.rank != 0 || !tir_elem_is_int(tir_type_elem(t)) || t.elem == TIR_I1) {
         lang_error(c, a[0]->span, "multiple_of takes a scalar integer, not %s", lang_operand_str(c, &x));
         return lang_poison(call->span);
     }
@@ -1126,7 +1126,7 @@ static operand check_multiple_of(lang_ctx *c, const ast_expr *call, const ast_ex
         }
         return x;
     }
-    tir_value *v = lang_materialize(c, &x, (tir_elem)t.elem);
+    tir_value *v = lang_materialize(c, &x, tir_type_elem(t));
     lang_set_loc(c, call->span);
     tir_value *r = tir_build_unary(&c->b, TIR_OP_MULTIPLE_OF, v);
     r->def->attr.axis = n;

@@ -32,7 +32,7 @@ static tir_opcode binary_opcode(ast_op op) {
 }
 
 static bool is_int_operand(const operand *o) {
-    return o->kind == OPND_INTLIT || ((o->kind == OPND_CONST || o->kind == OPND_VALUE) && tir_elem_is_int((tir_elem)o->type.elem));
+    return o->kind == OPND_INTLIT || ((o->kind == OPND_CONST || o->kind == OPND_VALUE) && tir_elem_is_int(tir_type_elem(o->type)));
 }
 
 static bool is_ptr_operand(const operand *o) { return o->kind == OPND_VALUE && o->type.elem == TIR_PTR; }
@@ -128,7 +128,7 @@ static operand pointer_arith(lang_ctx *c, const ast_expr *e, operand *a, operand
                    lang_operand_str(c, a), lang_operand_str(c, b));
         return lang_poison(e->span);
     }
-    tir_elem oe = b->kind == OPND_INTLIT ? (tir_elem)lang_operand_type(b).elem : (tir_elem)b->type.elem;
+    tir_elem oe = b->kind == OPND_INTLIT ? tir_type_elem(lang_operand_type(b)) : tir_type_elem(b->type);
     tir_value *off = lang_materialize(c, b, oe);
     lang_set_loc(c, e->u.binary.op_span);
     if (op == AST_OP_SUB) off = tir_build_unary(&c->b, TIR_OP_NEG, off);
@@ -215,7 +215,7 @@ static operand check_unary(lang_ctx *c, const ast_expr *e) {
     operand a = lang_check_expr(c, e->u.unary.operand);
     if (a.kind == OPND_POISON) return a;
     ast_op op = e->u.unary.op;
-    tir_elem el = (tir_elem)lang_operand_type(&a).elem;
+    tir_elem el = tir_type_elem(lang_operand_type(&a));
     if (el == TIR_PTR || (op == AST_OP_NOT && a.kind == OPND_FLOATLIT) || (op == AST_OP_NOT && tir_elem_is_float(el) && a.kind != OPND_INTLIT)) {
         lang_error(c, e->u.unary.op_span, "invalid operand to unary '%s': %s", ast_op_spelling(op), lang_operand_str(c, &a));
         return lang_poison(e->span);

@@ -67,7 +67,7 @@ static void check_params(lang_ctx *c, const ast_kernel *k, tir_func *f) {
             continue;
         }
         operand o = lang_poison(p->name.span);
-        if (ok && (t.elem == TIR_PTR || !tir_elem_is_int((tir_elem)t.elem))) {
+        if (ok && (t.elem == TIR_PTR || !tir_elem_is_int(tir_type_elem(t)))) {
             lang_error(c, p->type.span, "const parameters must be integers or i1, not %s", lang_type_str(c, t));
             ok = false;
         }
@@ -77,9 +77,9 @@ static void check_params(lang_ctx *c, const ast_kernel *k, tir_func *f) {
             if (!strcmp(c->opt->defines[i].name, p->name.str)) def = &c->opt->defines[i], used = i;
         if (ok && def) {
             c->define_used[used] = true;
-            if (!lang_int_fits(def->value, (tir_elem)t.elem)) {
+            if (!lang_int_fits(def->value, tir_type_elem(t))) {
                 lang_error(c, p->name.span, "-D %s=%lld does not fit in %s", p->name.str, (long long)def->value,
-                           tir_elem_name((tir_elem)t.elem));
+                           tir_elem_name(tir_type_elem(t)));
             } else {
                 o.kind = OPND_CONST, o.type = t, o.ival = def->value;
             }
@@ -89,9 +89,9 @@ static void check_params(lang_ctx *c, const ast_kernel *k, tir_func *f) {
             c->emit = true;
             c->depth = 0;
             if (d.kind == OPND_INTLIT || (d.kind == OPND_CONST)) {
-                if (!lang_int_fits(d.ival, (tir_elem)t.elem))
+                if (!lang_int_fits(d.ival, tir_type_elem(t)))
                     lang_error(c, p->default_value->span, "default %lld does not fit in %s", (long long)d.ival,
-                               tir_elem_name((tir_elem)t.elem));
+                               tir_elem_name(tir_type_elem(t)));
                 else
                     o.kind = OPND_CONST, o.type = t, o.ival = d.ival;
             } else if (d.kind != OPND_POISON) {
@@ -117,7 +117,7 @@ static operand annotated(lang_ctx *c, const ast_stmt *s, operand v) {
                        lang_type_str(c, t));
             return lang_poison(s->span);
         }
-        return lang_value(lang_convert(c, &v, (tir_elem)t.elem, t, "the initializer"), s->value->span);
+        return lang_value(lang_convert(c, &v, tir_type_elem(t), t, "the initializer"), s->value->span);
     }
     if (!tir_type_eq(tir_element_of(have), t)) {
         lang_error(c, s->value->span, "cannot initialize '%s' of type %s with %s", s->name.str, lang_type_str(c, t),
@@ -149,13 +149,13 @@ static void check_assign(lang_ctx *c, const ast_stmt *s) {
     tir_type want = bd->value.type, have = lang_operand_type(&v);
     if (v.kind == OPND_INTLIT || v.kind == OPND_FLOATLIT ||
         (v.kind == OPND_CONST && tir_type_eq(tir_element_of(want), have))) {
-        tir_value *x = lang_convert(c, &v, (tir_elem)want.elem, want, "the assigned value");
+        tir_value *x = lang_convert(c, &v, tir_type_elem(want), want, "the assigned value");
         if (x) bd->value = lang_value(x, s->span);
         return;
     }
     if (!tir_type_eq(have, want)) {
         if (have.rank == 0 && want.rank && tir_type_eq(have, tir_element_of(want))) {
-            bd->value = lang_value(lang_broadcast(c, lang_materialize(c, &v, (tir_elem)want.elem), want), s->span);
+            bd->value = lang_value(lang_broadcast(c, lang_materialize(c, &v, tir_type_elem(want)), want), s->span);
             return;
         }
         lang_error(c, s->value->span, "cannot assign %s to '%s' of type %s", lang_type_str(c, have), s->name.str,
@@ -374,7 +374,7 @@ static bool check_range(lang_ctx *c, const ast_stmt *s, tir_value **bounds, int 
         tir_type t = lang_operand_type(&o[n]);
         if (o[n].kind == OPND_POISON) {
             ok = false;
-        } else if (t.rank || !tir_elem_is_int((tir_elem)t.elem) || t.elem == TIR_I1 || o[n].kind == OPND_FLOATLIT) {
+        } else if (t.rank || !tir_elem_is_int(tir_type_elem(t)) || t.elem == TIR_I1 || o[n].kind == OPND_FLOATLIT) {
             lang_error(c, a->value->span, "range bounds must be scalar integers, not %s", lang_operand_str(c, &o[n]));
             ok = false;
         }
@@ -455,7 +455,7 @@ static void check_stmt(lang_ctx *c, const ast_stmt *s) {
         if (s->kind == AST_VAR && v.kind != OPND_POISON && v.kind != OPND_VALUE) {
             /* a var needs a fixed type from the start: literals take their default */
             tir_type t = lang_operand_type(&v);
-            v = lang_value(lang_materialize(c, &v, (tir_elem)t.elem), v.span);
+            v = lang_value(lang_materialize(c, &v, tir_type_elem(t)), v.span);
         }
         name_value(&v, s->name.str);
         bind(c, &s->name, s->kind == AST_LET ? BIND_LET : BIND_VAR, v);

@@ -16,8 +16,8 @@
 const char *lang_type_str(lang_ctx *c, tir_type t) {
     tc_strbuf b;
     tc_strbuf_init(&b);
-    const char *el = t.elem == TIR_PTR ? tc_arena_printf(c->arena, "*%s", tir_elem_name((tir_elem)t.pointee))
-                                       : tir_elem_name((tir_elem)t.elem);
+    const char *el = t.elem == TIR_PTR ? tc_arena_printf(c->arena, "*%s", tir_elem_name(tir_type_pointee(t)))
+                                       : tir_elem_name(tir_type_elem(t));
     if (t.rank == 0) {
         tc_strbuf_free(&b);
         return el;
@@ -125,7 +125,7 @@ static int rank_of(tir_elem e) { /* for int promotion: wider wins */
 bool lang_common_elem(const operand *a, const operand *b, tir_elem *out) {
     bool at = a->kind == OPND_VALUE || a->kind == OPND_CONST;
     bool bt = b->kind == OPND_VALUE || b->kind == OPND_CONST;
-    tir_elem ea = (tir_elem)lang_operand_type(a).elem, eb = (tir_elem)lang_operand_type(b).elem;
+    tir_elem ea = tir_type_elem(lang_operand_type(a)), eb = tir_type_elem(lang_operand_type(b));
     if (ea == TIR_PTR || eb == TIR_PTR) return false;
     if (at && !bt) {
         /* a typed operand gives its type to a literal; an int one meeting a

@@ -122,7 +122,7 @@ static void print_op_line(tc_strbuf *out, namer *n, const tir_op *op, int indent
         break;
     case TIR_ATTR_VALUE:
         tc_strbuf_putc(out, ' ');
-        if (op->nresults && tir_elem_is_float((tir_elem)op->results[0]->type.elem))
+        if (op->nresults && tir_elem_is_float(tir_type_elem(op->results[0]->type)))
             print_float(out, op->attr.fval);
         else
             tc_strbuf_printf(out, "%lld", (long long)op->attr.ival);

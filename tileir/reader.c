@@ -212,7 +212,7 @@ static bool parse_elem(reader *r, tir_type *t) {
             error_here(r, "pointers to pointers are not supported");
             return false;
         }
-        *t = tir_ptr((tir_elem)inner.elem);
+        *t = tir_ptr(tir_type_elem(inner));
         return true;
     }
     const char *s;
@@ -664,7 +664,7 @@ static bool parse_op(reader *r, tir_builder *b) {
     if (info->attr == TIR_ATTR_PERM) memcpy(op->attr.perm, perm, sizeof perm);
     if (info->attr == TIR_ATTR_STRING) op->attr.text = text;
     if (info->attr == TIR_ATTR_VALUE) {
-        if (nres && tir_elem_is_float((tir_elem)types[0].elem)) {
+        if (nres && tir_elem_is_float(tir_type_elem(types[0]))) {
             op->attr.fval = fv;
         } else {
             size_t save = r->pos;

@@ -169,6 +169,12 @@ typedef struct tir_type {
     tir_layout layout; /* only on tiles (rank >= 1) */
 } tir_type;
 
+/* The element type of t, and of what its pointers point to: tir_type keeps
+ * both in a byte each, so these say the enum once instead of a cast at
+ * every use. */
+static inline tir_elem tir_type_elem(tir_type t) { return (tir_elem)t.elem; }
+static inline tir_elem tir_type_pointee(tir_type t) { return (tir_elem)t.pointee; }
+
 tir_type tir_scalar(tir_elem e);
 tir_type tir_ptr(tir_elem pointee);
 tir_type tir_tile(tir_type element, unsigned rank, const uint32_t *shape);

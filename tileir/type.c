@@ -61,7 +61,7 @@ tir_type tir_smem(tir_type element, unsigned rank, const uint32_t *shape) {
 }
 
 tir_type tir_element_of(tir_type t) {
-    tir_type e = tir_scalar((tir_elem)t.elem);
+    tir_type e = tir_scalar(tir_type_elem(t));
     e.pointee = t.pointee;
     return e;
 }
@@ -191,9 +191,9 @@ static void print_list(tc_strbuf *out, const char *key, const uint16_t *v, unsig
 
 static void print_elem(tc_strbuf *out, tir_type t) {
     if (t.elem == TIR_PTR)
-        tc_strbuf_printf(out, "ptr<%s>", tir_elem_name((tir_elem)t.pointee));
+        tc_strbuf_printf(out, "ptr<%s>", tir_elem_name(tir_type_pointee(t)));
     else
-        tc_strbuf_puts(out, tir_elem_name((tir_elem)t.elem));
+        tc_strbuf_puts(out, tir_elem_name(tir_type_elem(t)));
 }
 
 void tir_print_type(tc_strbuf *out, tir_type t) {

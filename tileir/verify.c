@@ -66,7 +66,7 @@ static void check_layout(verifier *v, const tir_op *op, tir_type t) {
             fail(v, op, "layout sizes must be powers of two");
         else if (v->f->num_warps && (uint64_t)l->wpc[0] * l->wpc[1] != (uint64_t)v->f->num_warps)
             fail(v, op, "layout warps differ from num_warps");
-        else if (l->kind == TIR_LAYOUT_DOT_OP && (l->dot_idx > 1 || tir_dot_kw((tir_elem)t.elem) != l->dot_kw))
+        else if (l->kind == TIR_LAYOUT_DOT_OP && (l->dot_idx > 1 || tir_dot_kw(tir_type_elem(t)) != l->dot_kw))
             fail(v, op, "a dot_op layout's kw must be its element type's (2 f16/bf16, 1 f32, 4 i8)");
         return;
     }
@@ -91,7 +91,7 @@ static void check_layout(verifier *v, const tir_op *op, tir_type t) {
 }
 
 static bool numeric(tir_type t) { return t.elem != TIR_PTR; }
-static bool integer(tir_type t) { return tir_elem_is_int((tir_elem)t.elem); }
+static bool integer(tir_type t) { return tir_elem_is_int(tir_type_elem(t)); }
 
 /* The yield ending `blk` gives one value of each result type of `op`. */
 static void check_yield(verifier *v, const tir_op *op, const tir_block *blk, const char *which) {
@@ -186,7 +186,7 @@ static void check_types(verifier *v, const tir_op *op) {
     case TIR_OP_CONST:
         if (r.elem == TIR_PTR) fail(v, op, "a constant cannot be a pointer");
         /* the front end wraps its constants; passes fold them as values of the type */
-        else if (integer(r) && tir_wrap_int(op->attr.ival, (tir_elem)r.elem) != op->attr.ival)
+        else if (integer(r) && tir_wrap_int(op->attr.ival, tir_type_elem(r)) != op->attr.ival)
             fail(v, op, "an integer constant must fit its type (i1: 0 or 1)");
         break;
     case TIR_OP_PROGRAM_ID:
@@ -226,7 +226,7 @@ static void check_types(verifier *v, const tir_op *op) {
             if (!tir_type_eq(o[i]->type, r)) fail(v, op, "operands and result must have one type");
         if (!numeric(r) || r.elem == TIR_I1) fail(v, op, "math ops need numbers");
         else if (op->code != TIR_OP_MIN && op->code != TIR_OP_MAX && op->code != TIR_OP_ABS &&
-                 !tir_elem_is_float((tir_elem)r.elem))
+                 !tir_elem_is_float(tir_type_elem(r)))
             fail(v, op, "this op needs floats");
         break;
     case TIR_OP_EQ: case TIR_OP_NE: case TIR_OP_LT: case TIR_OP_LE: case TIR_OP_GT: case TIR_OP_GE:
@@ -270,14 +270,14 @@ static void check_types(verifier *v, const tir_op *op) {
             fail(v, op, "dot needs a: MxK, b: KxN and acc: MxN");
         else if (a.shape[0] < TIR_DOT_MIN_DIM || a.shape[1] < TIR_DOT_MIN_DIM || b.shape[1] < TIR_DOT_MIN_DIM)
             fail(v, op, "dot needs M, N and K of at least 16");
-        if (a.elem != b.elem || tir_dot_acc_elem((tir_elem)a.elem) != acc.elem)
+        if (a.elem != b.elem || tir_dot_acc_elem(tir_type_elem(a)) != acc.elem)
             fail(v, op, "dot takes f16, bf16 or f32 inputs with an f32 acc, or i8 inputs with an i32 acc");
         else if (op->code == TIR_OP_DOT_IEEE && a.elem != TIR_F32)
             fail(v, op, "dot_ieee takes f32 inputs");
         if (!tir_type_eq(r, acc)) fail(v, op, "dot's result has acc's type and layout");
         else if (r.layout.kind == TIR_LAYOUT_MMA) {
-            tir_layout wa = tir_layout_dot_op(&r.layout, 0, tir_dot_kw((tir_elem)a.elem)),
-                       wb = tir_layout_dot_op(&r.layout, 1, tir_dot_kw((tir_elem)b.elem));
+            tir_layout wa = tir_layout_dot_op(&r.layout, 0, tir_dot_kw(tir_type_elem(a))),
+                       wb = tir_layout_dot_op(&r.layout, 1, tir_dot_kw(tir_type_elem(b)));
             if (op->code == TIR_OP_DOT_IEEE) fail(v, op, "dot_ieee's result needs a blocked layout (it runs on FMAs)");
             else if (!tir_layout_eq(&a.layout, &wa) || !tir_layout_eq(&b.layout, &wb))
                 fail(v, op, "dot with an mma result needs a and b in the dot_op layouts of that mma layout");
@@ -400,7 +400,7 @@ static void check_types(verifier *v, const tir_op *op) {
         }
         if (r.elem != o[0]->type.pointee || !tir_type_same_shape(r, o[0]->type))
             fail(v, op, "an atomic's result must be the pointee type in the pointers' shape");
-        else if (!tir_atomic_supports(op->code, (tir_elem)r.elem))
+        else if (!tir_atomic_supports(op->code, tir_type_elem(r)))
             fail(v, op, "this atomic does not support the pointee type");
         for (uint32_t i = 1; i <= nvals; i++)
             if (o[i]->type.elem != o[0]->type.pointee) fail(v, op, "an atomic's values must be the pointee type");
