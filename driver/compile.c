@@ -133,15 +133,12 @@ tilec_status tilec_compile(const char *filename, const char *source, size_t len,
         goto done;
     }
     lower_options lopt = {
-        .num_warps = opt->num_warps,
-        .opt_level = opt->opt_level,
-        .arch = arch,
-        .passes = opt->emit == TILEC_EMIT_TIR ? opt->passes : NULL,
-        .dump_after = opt->dump_after,
-        .dump_all = opt->dump_all,
+        .compile = *opt, /* the whole struct, with the two choices made here: */
         .dump_out = &dumps,
         .notes = opt->verbose ? &info : NULL, /* the passes' notes, before ptxas's report */
     };
+    lopt.compile.arch = arch;
+    if (opt->emit != TILEC_EMIT_TIR) lopt.compile.passes = NULL; /* --passes is for testing passes on IR */
     bool from_tir = ends_with(src.name, ".tir");
     if (!lower_run_pipeline(m, &lopt, &diag)) {
         /* a pass may refuse hand-written IR; IR from .tile source must pass */

@@ -2782,7 +2782,8 @@ LLVMModuleRef lower_codegen(tir_module *m, LLVMContextRef ctx, const lower_optio
     tc_arena *arena = tc_arena_new();
     cg c = {.ctx = ctx, .mod = mod, .b = LLVMCreateBuilderInContext(ctx), .arena = arena, .diag = diag,
             .file = m->source_name ? m->source_name : "<tir>", .ok = true,
-            .arch = opt && opt->arch ? opt->arch : "sm_80", .smem_limit = lower_smem_limit(opt ? opt->arch : NULL)};
+            .arch = opt->compile.arch ? opt->compile.arch : TILEC_DEFAULT_ARCH,
+            .smem_limit = lower_smem_limit(opt->compile.arch)};
     for (tir_func *f = m->funcs; f && c.ok; f = f->next) {
         c.f = f;
         if (!f->num_warps) {

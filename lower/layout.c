@@ -608,7 +608,7 @@ bool lower_layout(tir_module *m, const lower_options *opt, tc_diag *diag) {
     for (tir_func *f = m->funcs; f; f = f->next) {
         tile_bytes t = {0, 0, 0, NULL};
         tir_walk(f, find_largest, &t);
-        int w = opt->num_warps ? opt->num_warps : f->num_warps ? f->num_warps : heuristic_num_warps(&t);
+        int w = opt->compile.num_warps ? opt->compile.num_warps : f->num_warps ? f->num_warps : heuristic_num_warps(&t);
         /* a .tir file may ask for any count; layouts and codegen's index
          * arithmetic need a power of two, and a CTA holds 1024 threads */
         if (w < 1 || w > LOWER_MAX_NUM_WARPS || (w & (w - 1))) {

@@ -34,14 +34,12 @@ enum {
 };
 
 typedef struct lower_options {
-    int num_warps;          /* 0: per-kernel value or the default */
-    int opt_level;          /* 0 or 2 */
-    const char *arch;       /* "sm_80", "sm_90" */
-    const char *passes;     /* comma-separated pass names to run, "none", or
-                               NULL for the whole pipeline (testing one pass
-                               alone on a .tir file) */
-    const char *dump_after; /* pass name, or NULL */
-    bool dump_all;          /* dump after every pass */
+    /* The compilation's options, as the driver was given them. The passes
+     * read num_warps and num_stages (0: each kernel's own, else the
+     * compiler's choice), arch (NULL: TILEC_DEFAULT_ARCH), passes (comma-
+     * separated pass names to run, "none", or NULL for the whole pipeline:
+     * testing one pass alone on a .tir file), dump_after and dump_all. */
+    tilec_options compile;
     tc_strbuf *dump_out;    /* where dumps go; NULL: nowhere */
     tc_strbuf *notes;       /* where passes explain what they chose
                                ("file:line:col: note: ..." lines; tilec

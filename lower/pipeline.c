@@ -26,7 +26,8 @@ bool lower_is_pass_name(const char *name) { return name && find_pass(name, strle
 static bool run_one(tir_module *m, const lower_pass *p, const lower_options *opt, tc_diag *diag) {
     if (!p->run(m, opt, diag)) return false;
     if (!tir_verify(m, p->name, diag)) return false;
-    if (opt->dump_out && (opt->dump_all || (opt->dump_after && !strcmp(opt->dump_after, p->name)))) {
+    const tilec_options *o = &opt->compile;
+    if (opt->dump_out && (o->dump_all || (o->dump_after && !strcmp(o->dump_after, p->name)))) {
         tc_strbuf_printf(opt->dump_out, "// -----// IR Dump After %s //----- //\n", p->name);
         tir_print_module(opt->dump_out, m, 0);
     }
@@ -34,13 +35,14 @@ static bool run_one(tir_module *m, const lower_pass *p, const lower_options *opt
 }
 
 bool lower_run_pipeline(tir_module *m, const lower_options *opt, tc_diag *diag) {
-    if (!opt->passes) {
+    const char *passes = opt->compile.passes;
+    if (!passes) {
         for (const lower_pass *p = lower_passes; p->name; p++)
             if (!run_one(m, p, opt, diag)) return false;
         return true;
     }
-    if (!strcmp(opt->passes, "none")) return true;
-    for (const char *s = opt->passes; *s;) {
+    if (!strcmp(passes, "none")) return true;
+    for (const char *s = passes; *s;) {
         size_t len = strcspn(s, ",");
         const lower_pass *p = find_pass(s, len);
         if (!p) {

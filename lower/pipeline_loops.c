@@ -353,7 +353,7 @@ static void find_loops(tir_op *op, void *p) {
 
 bool lower_pipeline_loops(tir_module *m, const lower_options *opt, tc_diag *diag) {
     (void)diag;
-    uint64_t budget = lower_buffer_budget(opt ? opt->arch : NULL);
+    uint64_t budget = lower_buffer_budget(opt->compile.arch);
     tc_arena *arena = tc_arena_new();
     for (tir_func *f = m->funcs; f; f = f->next) {
         loop_list *loops = TC_NEW(arena, loop_list);

@@ -238,7 +238,7 @@ static void find_conversions(tir_op *op, void *p) {
 
 bool lower_stage_operands(tir_module *m, const lower_options *opt, tc_diag *diag) {
     (void)diag;
-    uint64_t budget = lower_buffer_budget(opt->arch);
+    uint64_t budget = lower_buffer_budget(opt->compile.arch);
     tc_arena *arena = tc_arena_new();
     for (tir_func *f = m->funcs; f; f = f->next) {
         stage_ctx c = {f, lower_func_buffer_bytes(f), budget};

@@ -65,7 +65,7 @@ static void test_layout_vadd(void **state) {
     (void)state;
     fx f;
     parse(&f, vadd_tir);
-    lower_options opt = {.num_warps = 0};
+    lower_options opt = {.compile.num_warps = 0};
     assert_true(lower_layout(f.m, &opt, &f.diag));
     assert_true(tir_verify(f.m, "layout", &f.diag));
     tir_func *fn = f.m->funcs;
@@ -85,7 +85,7 @@ static void test_layout_num_warps_and_small_tiles(void **state) {
     fx f;
     parse(&f, "kernel @k(%x: ptr<f64>) {\n  %r = arange 0, 64 : tile<64xi32>\n  %s = splat %x : tile<64xptr<f64>>\n"
               "  %p = addptr %s, %r : tile<64xptr<f64>>\n  %v = load %p : tile<64xf64>\n  store %p, %v\n  return\n}\n");
-    lower_options opt = {.num_warps = 1};
+    lower_options opt = {.compile.num_warps = 1};
     assert_true(lower_layout(f.m, &opt, &f.diag));
     /* f64: 2 per thread for 16 bytes, and 64 elements fill 32 threads x 2 */
     assert_int_equal(find_named(f.m->funcs, "v")->type.layout.spt[0], 2);
@@ -146,7 +146,7 @@ static void test_codegen_vadd_to_ptx(void **state) {
     (void)state;
     fx f;
     parse(&f, vadd_tir);
-    lower_options opt = {.opt_level = 2, .arch = "sm_80"};
+    lower_options opt = {.compile = {.opt_level = 2, .arch = "sm_80"}};
     assert_true(lower_run_pipeline(f.m, &opt, &f.diag));
     LLVMContextRef ctx = LLVMContextCreate();
     LLVMModuleRef mod = lower_codegen(f.m, ctx, &opt, &f.diag, NULL);

@@ -523,8 +523,7 @@ static void check_pipelining_keeps_results(const char *name, const char *src, co
             tilec_options lo = {.defines = &def, .ndefines = 1};
             p.m = ast ? lang_to_tir(ast, &lo, p.arena, &p.diag) : NULL;
             if (!p.m) fail_msg("%s does not compile:\n%s", name, p.diag.out.data);
-            lower_options opt = {0};
-            opt.passes = pipelined ? NULL : "simplify"; /* NULL: every pass */
+            lower_options opt = {.compile.passes = pipelined ? NULL : "simplify"}; /* NULL: every pass */
             assert_true(lower_run_pipeline(p.m, &opt, &p.diag));
             int nloads = 0;
             tir_walk(p.m->funcs, count_op, &nloads);
