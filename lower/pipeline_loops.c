@@ -356,6 +356,10 @@ bool lower_pipeline_loops(tir_module *m, const lower_options *opt, tc_diag *diag
     uint64_t budget = lower_buffer_budget(opt->compile.arch);
     tc_arena *arena = tc_arena_new();
     for (tir_func *f = m->funcs; f; f = f->next) {
+        /* the option wins over the kernel's own depth and is recorded on
+         * it, as the layout pass does with num_warps (the front end has
+         * already recorded it on kernels from .tile source) */
+        if (opt->compile.num_stages) f->num_stages = opt->compile.num_stages;
         loop_list *loops = TC_NEW(arena, loop_list);
         tir_walk(f, find_loops, loops);
         uint64_t have = lower_func_buffer_bytes(f);
