@@ -69,14 +69,15 @@ run_options() {
   grep -E '^[[:space:]]*//[[:space:]]*RUN:.*%tilec' "$1" | while IFS= read -r line; do
     local cmd=${line#*%tilec}
     cmd=${cmd%%|*}
+    case " $cmd " in *" %s "*) ;; *) continue ;; esac # another input than the file
     # shellcheck disable=SC2086
     set -- $cmd
     local keep=()
     while [ $# -gt 0 ]; do
       case $1 in
         %s | 2\>\&1 | --emit=* | --arch=* | --no-sidecar | --time | --passes=* | --print-locs | --help | --version | --dump-all | --dump-after=* | -v | --verbose) ;;
-        -o) shift ;;
-        \>* | 2\>*) ;;
+        -o | \> | 2\>) shift ;;
+        \>* | 2\>* | %t*) ;;
         *) keep+=("$1") ;;
       esac
       shift
