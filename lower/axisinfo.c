@@ -65,9 +65,12 @@ static int64_t div_at(lower_axis_info x, int64_t run, int64_t unit) {
     return gcd64(x.divisibility, run * unit);
 }
 
+/* What is known of a value nothing is known of: always safe. */
+static const lower_axis_info unknown = {.contiguity = 1, .constancy = 1, .divisibility = 1};
+
 lower_axis_info lower_axis_get(const lower_axis_map *map, const tir_value *v) {
     if (v->id < map->n && map->info[v->id].divisibility) return map->info[v->id];
-    return (lower_axis_info){1, 1, 1};
+    return unknown;
 }
 
 static void set(lower_axis_map *map, const tir_value *v, lower_axis_info i) {
@@ -99,7 +102,8 @@ static void carried_facts(lower_axis_map *map, const tir_op *loop) {
         const tir_value *init = loop->operands[2 + i];
         const tir_op *next = loop->body->last->operands[i - 1]->def;
         lower_axis_info di = lower_axis_get(map, d);
-        lower_axis_info td = {1, di.constancy, div_at(di, 1, 1)}; /* t*d, for any t */
+        /* t*d, for any t */
+        lower_axis_info td = {.contiguity = 1, .constancy = di.constancy, .divisibility = div_at(di, 1, 1)};
         set(map, loop->body->args[i], sum_facts(next, lower_axis_get(map, init), td));
     }
 }
@@ -111,30 +115,34 @@ static void analyze(tir_op *op, void *p) {
          * carried around the loop stay unknown (1, 1, 1), which is always
          * safe, except carried induction values */
         lower_axis_info lo = lower_axis_get(map, op->operands[0]), st = lower_axis_get(map, op->operands[2]);
-        set(map, op->body->args[0], (lower_axis_info){1, 1, gcd64(lo.divisibility, st.divisibility)});
+        set(map, op->body->args[0],
+            (lower_axis_info){.contiguity = 1, .constancy = 1, .divisibility = gcd64(lo.divisibility, st.divisibility)});
         carried_facts(map, op);
         return;
     }
     if (op->nresults != 1) return;
     const tir_value *r = op->results[0];
     int64_t n = length(r);
-    lower_axis_info a = {1, 1, 1}, b = {1, 1, 1}, out = {1, 1, 1};
+    lower_axis_info a = unknown, b = unknown, out = unknown;
     if (op->noperands > 0) a = lower_axis_get(map, op->operands[0]);
     if (op->noperands > 1) b = lower_axis_get(map, op->operands[1]);
     switch (op->code) {
     case TIR_OP_CONST:
-        out = (lower_axis_info){1, n,
-                                tir_elem_is_int((tir_elem)r->type.elem) ? pow2_divisor(op->attr.ival) : 1};
+        out = (lower_axis_info){.contiguity = 1, .constancy = n,
+                                .divisibility = tir_elem_is_int((tir_elem)r->type.elem) ? pow2_divisor(op->attr.ival) : 1};
         break;
-    case TIR_OP_ARANGE: out = (lower_axis_info){n, 1, pow2_divisor(op->attr.range.lo)}; break;
-    case TIR_OP_SPLAT: out = (lower_axis_info){1, n, a.divisibility}; break;
+    case TIR_OP_ARANGE:
+        out = (lower_axis_info){.contiguity = n, .constancy = 1, .divisibility = pow2_divisor(op->attr.range.lo)};
+        break;
+    case TIR_OP_SPLAT: out = (lower_axis_info){.contiguity = 1, .constancy = n, .divisibility = a.divisibility}; break;
     case TIR_OP_MULTIPLE_OF: /* the promise, except of a constant (a `var` the front end could not check),
                                 whose own divisor is the truth */
-        out = (lower_axis_info){1, 1, op->operands[0]->def && op->operands[0]->def->code == TIR_OP_CONST
-                                          ? a.divisibility : max64(a.divisibility, op->attr.axis)};
+        out = (lower_axis_info){.contiguity = 1, .constancy = 1,
+                                .divisibility = op->operands[0]->def && op->operands[0]->def->code == TIR_OP_CONST
+                                                    ? a.divisibility : max64(a.divisibility, op->attr.axis)};
         break;
     case TIR_OP_PROGRAM_ID:
-    case TIR_OP_NUM_PROGRAMS: out = (lower_axis_info){1, 1, 1}; break;
+    case TIR_OP_NUM_PROGRAMS: out = unknown; break;
     case TIR_OP_ADD:
     case TIR_OP_SUB:
     case TIR_OP_ADDPTR: out = sum_facts(op, a, b); break;
@@ -182,10 +190,12 @@ static void analyze(tir_op *op, void *p) {
         const tir_value *x = op->operands[0];
         unsigned rr = r->type.rank, xr = x->type.rank;
         int64_t unit = r->type.elem == TIR_PTR ? (tir_elem_bits((tir_elem)r->type.pointee) + 7) / 8 : 1;
-        lower_axis_info loose = {1, 1, div_at(a, 1, unit)};
+        lower_axis_info loose = {.contiguity = 1, .constancy = 1, .divisibility = div_at(a, 1, unit)};
         if (op->code == TIR_OP_EXPAND_DIMS) out = (unsigned)op->attr.axis == rr - 1 ? loose : a;
         else if (op->code == TIR_OP_BROADCAST)
-            out = x->type.shape[xr - 1] == 1 && n > 1 ? (lower_axis_info){1, n, a.divisibility} : a;
+            out = x->type.shape[xr - 1] == 1 && n > 1
+                      ? (lower_axis_info){.contiguity = 1, .constancy = n, .divisibility = a.divisibility}
+                      : a;
         else if (op->code == TIR_OP_PERMUTE) out = op->attr.perm[rr - 1] == rr - 1 ? a : loose;
         else { /* reshape: row-major order is kept; runs can only get shorter */
             out.contiguity = min64(a.contiguity, n);
@@ -211,7 +221,8 @@ lower_axis_map *lower_axis_analyze(tir_func *f, tc_arena *arena) {
     map->info = TC_NEW_ARRAY(arena, lower_axis_info, map->n + 1);
     for (uint32_t i = 0; i < f->nparams; i++) {
         const tir_value *p = f->params[i];
-        lower_axis_info info = {1, 1, p->type.elem == TIR_PTR ? LOWER_ASSUMED_PTR_ALIGN : 1};
+        lower_axis_info info = {.contiguity = 1, .constancy = 1,
+                                .divisibility = p->type.elem == TIR_PTR ? LOWER_ASSUMED_PTR_ALIGN : 1};
         set(map, p, info);
     }
     tir_walk(f, analyze, map);

@@ -395,7 +395,7 @@ static void decide_rank(layout_ctx *c, unsigned rank) {
 /* ---- repair ---------------------------------------------------------------- */
 
 static tir_value *convert(layout_ctx *c, tir_op *before, tir_value *v, tir_layout want) {
-    tir_builder b = {c->f->module, c->f, before->parent, NULL, before->loc};
+    tir_builder b = {.module = c->f->module, .func = c->f, .block = before->parent, .loc = before->loc};
     tir_builder_before(&b, before);
     tir_type t = v->type;
     t.layout = want;
@@ -606,7 +606,7 @@ static void layout_func(tir_func *f, int num_warps) {
 bool lower_layout(tir_module *m, const lower_options *opt, tc_diag *diag) {
     bool ok = true;
     for (tir_func *f = m->funcs; f; f = f->next) {
-        tile_bytes t = {0, 0, 0, NULL};
+        tile_bytes t = {0};
         tir_walk(f, find_largest, &t);
         int w = opt->compile.num_warps ? opt->compile.num_warps : f->num_warps ? f->num_warps : heuristic_num_warps(&t);
         /* a .tir file may ask for any count; layouts and codegen's index

@@ -301,7 +301,7 @@ static void pipeline_loop(pl_ctx *c, tir_op *loop) {
                                              tir_build_binary(&b, TIR_OP_MUL, step, tir_build_const_int(&b, lo->type, s)))
                           : lo;
         reset_clones(c);
-        trip_ref trip = {iv, loop->operands + 3, s}; /* carried values: the inits, s trips before */
+        trip_ref trip = {.iv = iv, .base = loop->operands + 3, .ahead = s}; /* carried values: the inits, s trips before */
         tir_value *in_range = tir_build_binary(&b, TIR_OP_LT, iv, loop->operands[1]), *slot = i32c(&b, s);
         for (uint32_t j = 0; j < n; j++) copy_trip(c, &b, loop, loads[j], bufs[j], slot, &trip, in_range);
         tir_build_op(&b, TIR_OP_ASYNC_COMMIT, 0, NULL, 0, NULL);
@@ -328,7 +328,7 @@ static void pipeline_loop(pl_ctx *c, tir_op *loop) {
     tir_value *next_iv = tir_build_binary(&b, TIR_OP_ADD, iv,
                                           tir_build_binary(&b, TIR_OP_MUL, step, tir_build_const_int(&b, lo->type, stages - 1)));
     reset_clones(c);
-    trip_ref next = {next_iv, body->args + 1, stages - 1}; /* carried values: this trip's */
+    trip_ref next = {.iv = next_iv, .base = body->args + 1, .ahead = stages - 1}; /* carried values: this trip's */
     tir_value *next_in_range = tir_build_binary(&b, TIR_OP_LT, next_iv, loop->operands[1]);
     for (uint32_t j = 0; j < n; j++) copy_trip(c, &b, loop, loads[j], bufs[j], wslot, &next, next_in_range);
     tir_build_op(&b, TIR_OP_ASYNC_COMMIT, 0, NULL, 0, NULL);
@@ -363,8 +363,8 @@ bool lower_pipeline_loops(tir_module *m, const lower_options *opt, tc_diag *diag
         loop_list *loops = TC_NEW(arena, loop_list);
         tir_walk(f, find_loops, loops);
         uint64_t have = lower_func_buffer_bytes(f);
-        pl_ctx c = {f, NULL, 0, opt->notes, m->source_name, budget > have ? budget - have : 0,
-                    lower_axis_analyze(f, arena)};
+        pl_ctx c = {.f = f, .notes = opt->notes, .file = m->source_name, .smem_left = budget > have ? budget - have : 0,
+                    .axis = lower_axis_analyze(f, arena)};
         /* clones are memoized by the ids of values that exist now; the
          * values the pass makes are never cloned */
         c.nclone = f->next_value_id;

@@ -111,7 +111,7 @@ static void dce_block(simplify_ctx *c, tir_block *blk) {
 bool lower_simplify(tir_module *m, const lower_options *opt, tc_diag *diag) {
     for (tir_func *f = m->funcs; f; f = f->next) {
         tc_arena *a = tc_arena_new();
-        simplify_ctx c = {f, NULL};
+        simplify_ctx c = {.f = f};
         tir_walk(f, fold_op, &c);
         c.uses = TC_NEW_ARRAY(a, uint32_t, f->next_value_id + 1);
         tir_walk(f, count_uses, &c);

@@ -60,7 +60,7 @@ static void count_use(tir_op *op, void *p) {
 }
 
 static tir_op *only_user(tir_func *f, const tir_value *v) {
-    use_count u = {v, NULL, 0};
+    use_count u = {.v = v};
     tir_walk(f, count_use, &u);
     return u.n == 1 ? u.user : NULL;
 }
@@ -80,7 +80,7 @@ static void check_ring_user(tir_op *op, void *p) {
 }
 
 static bool ring_only(tir_func *f, const tir_value *buf, const tir_op *ld) {
-    ring_users r = {buf, ld, true};
+    ring_users r = {.buf = buf, .ld = ld, .ok = true};
     tir_walk(f, check_ring_user, &r);
     return r.ok;
 }
@@ -148,7 +148,7 @@ static bool stage_from_turned_ring(stage_ctx *c, tir_op *cv) {
         return false;
     tir_value *buf = ld->operands[0];
     if (buf->type.layout.kind != TIR_LAYOUT_NONE || !ring_only(c->f, buf, ld)) return false;
-    copies k = {buf, {NULL}, 0, false};
+    copies k = {.buf = buf};
     tir_walk(c->f, find_copy, &k);
     if (k.overflow) return false;
     for (uint32_t i = 0; i < k.n; i++)
@@ -241,7 +241,7 @@ bool lower_stage_operands(tir_module *m, const lower_options *opt, tc_diag *diag
     uint64_t budget = lower_buffer_budget(opt->compile.arch);
     tc_arena *arena = tc_arena_new();
     for (tir_func *f = m->funcs; f; f = f->next) {
-        stage_ctx c = {f, lower_func_buffer_bytes(f), budget};
+        stage_ctx c = {.f = f, .buffer_bytes = lower_func_buffer_bytes(f), .budget = budget};
         conv_list *l = TC_NEW(arena, conv_list);
         tir_walk(f, find_conversions, l);
         for (uint32_t i = 0; i < l->n; i++) {
