@@ -36,6 +36,7 @@
 
 #include "runtime/internal.h"
 #include "runtime/stdlib_embed.h"
+#include "runtime/stdlib_internal.h"
 #include "tilec_stdlib.h"
 
 enum {
