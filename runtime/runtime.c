@@ -565,14 +565,14 @@ trt_status trt_launch_on(trt_stream *s, trt_kernel *k, uint32_t gx, uint32_t gy,
 }
 
 /* The emulator device: pointers as (buffer, offset), scalars as the bits
- * the GPU would get (cu_store). */
+ * the GPU would get. */
 static trt_status emu_launch_on(trt_device *d, trt_kernel *k, uint32_t gx, uint32_t gy, uint32_t gz, const rt_arg *ra,
-                                const uint64_t *bits, uint32_t nargs) {
+                                uint32_t nargs) {
     trt_module *m = k->mod;
     if (!m->emu) return rt_fail(d, TRT_ERR_LAUNCH, "module has no emulator code");
-    emu_arg ea[RT_INTERP_MAX_ARGS];
+    emu_arg ea[RT_MAX_ARGS];
     for (uint32_t i = 0; i < nargs; i++)
-        ea[i] = (emu_arg){ra[i].kind == RT_ARG_PTR, ra[i].buffer, (uint64_t)ra[i].offset, bits[i]};
+        ea[i] = (emu_arg){ra[i].kind == RT_ARG_PTR, ra[i].buffer, (uint64_t)ra[i].offset, ra[i].bits};
     emu_buffer *bufs = calloc(d->nbufs + 1, sizeof *bufs);
     if (!bufs) return rt_fail(d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
     for (uint32_t i = 0; i < d->nbufs; i++)
@@ -593,11 +593,8 @@ static trt_status launch(trt_kernel *k, void *cu_stream, uint32_t gx, uint32_t g
         return rt_fail(d, TRT_ERR_ARGUMENTS, "kernel '%s' takes %u arguments, %zu given", f->name, f->nparams, nargs);
     if (nargs && !args) return rt_fail(d, TRT_ERR_INVALID_ARGUMENT, "arguments are NULL");
     if (!gx || !gy || !gz) return rt_fail(d, TRT_ERR_INVALID_ARGUMENT, "grid dimensions must be at least 1");
-    rt_arg ra[RT_INTERP_MAX_ARGS];
-    uint64_t cu_store[RT_INTERP_MAX_ARGS]; /* one 8-byte cell per CUDA parameter */
-    void *cu_params[RT_INTERP_MAX_ARGS];
-    if (nargs > RT_INTERP_MAX_ARGS)
-        return rt_fail(d, TRT_ERR_ARGUMENTS, "too many arguments (limit is %d)", RT_INTERP_MAX_ARGS);
+    rt_arg ra[RT_MAX_ARGS];
+    if (nargs > RT_MAX_ARGS) return rt_fail(d, TRT_ERR_ARGUMENTS, "too many arguments (limit is %d)", RT_MAX_ARGS);
     for (uint32_t i = 0; i < nargs; i++) {
         tir_type t = f->params[i]->type;
         const trt_arg *a = &args[i];
@@ -617,23 +614,23 @@ static trt_status launch(trt_kernel *k, void *cu_stream, uint32_t gx, uint32_t g
                 return rt_fail(d, TRT_ERR_ARGUMENTS,
                             "argument %u ('%s') must be %d-byte aligned (the compiler assumed it), but its offset is %zu",
                             i, param_name(k, i), RT_PTR_ALIGN, a->offset);
-            ra[i] = (rt_arg){RT_ARG_PTR, index, (int64_t)a->offset, 0, 0};
-            cu_store[i] = base + a->offset;
+            ra[i] = (rt_arg){.kind = RT_ARG_PTR, .buffer = index, .offset = (int64_t)a->offset,
+                             .bits = base + a->offset};
         } else if (tir_elem_is_float((tir_elem)t.elem)) {
             if (a->kind != TRT_ARG_FLOAT)
                 return rt_fail(d, TRT_ERR_ARGUMENTS, "argument %u ('%s') of '%s' must be a float (%s)", i, param_name(k, i),
                             f->name, k->param_types[i]);
-            ra[i] = (rt_arg){RT_ARG_FLOAT, 0, 0, 0, a->f};
-            cu_store[i] = 0; /* the driver reads the parameter's size from the start */
+            uint64_t bits = 0; /* the driver reads the parameter's size from the start */
             if (t.elem == TIR_F64) {
-                memcpy(&cu_store[i], &a->f, 8);
+                memcpy(&bits, &a->f, 8);
             } else if (t.elem == TIR_F32) {
                 float f32 = (float)a->f;
-                memcpy(&cu_store[i], &f32, 4);
+                memcpy(&bits, &f32, 4);
             } else {
                 uint16_t h = rt_half_bits(a->f, (tir_elem)t.elem);
-                memcpy(&cu_store[i], &h, 2);
+                memcpy(&bits, &h, 2);
             }
+            ra[i] = (rt_arg){.kind = RT_ARG_FLOAT, .f = a->f, .bits = bits};
         } else {
             if (a->kind != TRT_ARG_INT)
                 return rt_fail(d, TRT_ERR_ARGUMENTS, "argument %u ('%s') of '%s' must be an integer (%s)", i,
@@ -641,19 +638,24 @@ static trt_status launch(trt_kernel *k, void *cu_stream, uint32_t gx, uint32_t g
             if (tir_wrap_int(a->i, (tir_elem)t.elem) != a->i)
                 return rt_fail(d, TRT_ERR_ARGUMENTS, "argument %u ('%s'): %lld does not fit in %s", i, param_name(k, i),
                             (long long)a->i, k->param_types[i]);
-            ra[i] = (rt_arg){RT_ARG_INT, 0, 0, a->i, 0};
-            cu_store[i] = (uint64_t)a->i; /* little endian: the low bytes are the narrow value */
+            /* little endian: the low bytes are the narrow value */
+            ra[i] = (rt_arg){.kind = RT_ARG_INT, .i = a->i, .bits = (uint64_t)a->i};
         }
     }
-    if (d->cuda) {
-        for (uint32_t i = 0; i < nargs; i++) cu_params[i] = &cu_store[i];
+    if (d->cuda) { /* one 8-byte cell per parameter */
+        uint64_t cells[RT_MAX_ARGS];
+        void *params[RT_MAX_ARGS];
+        for (uint32_t i = 0; i < nargs; i++) {
+            cells[i] = ra[i].bits;
+            params[i] = &cells[i];
+        }
         uint32_t grid[3] = {gx, gy, gz};
         if (!rt_cuda_launch(d->cuda, k->cu_function, grid, 32u * (uint32_t)(f->num_warps ? f->num_warps : 4),
-                            f->dynamic_smem, cu_params, cu_stream, d->err, sizeof d->err))
+                            f->dynamic_smem, params, cu_stream, d->err, sizeof d->err))
             return cuda_failure(d);
         return TRT_OK;
     }
-    if (d->kind == TRT_DEVICE_EMU) return emu_launch_on(d, k, gx, gy, gz, ra, cu_store, (uint32_t)nargs);
+    if (d->kind == TRT_DEVICE_EMU) return emu_launch_on(d, k, gx, gy, gz, ra, (uint32_t)nargs);
     rt_buffer *bufs = calloc(d->nbufs + 1, sizeof *bufs);
     if (!bufs) return rt_fail(d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
     for (uint32_t i = 0; i < d->nbufs; i++) bufs[i] = (rt_buffer){d->bufs[i].data, d->bufs[i].live ? d->bufs[i].size : 0};
