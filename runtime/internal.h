@@ -21,8 +21,7 @@ enum {
 };
 
 typedef struct buf_slot {
-    void *data;     /* CPU device */
-    uint64_t dptr;  /* CUDA device */
+    uint64_t addr; /* the device's address of it (on the host, the pointer) */
     size_t size;
     uint32_t gen; /* bumped on free: old handles no longer match */
     bool live;

@@ -101,8 +101,8 @@ void trt_close(trt_device *d) {
     d->closed = true;
     for (uint32_t i = 0; i < d->nbufs; i++) {
         if (!d->bufs[i].live || d->bufs[i].borrowed) continue;
-        if (d->cuda) rt_cuda_free(d->cuda, d->bufs[i].dptr, NULL, 0);
-        else free(d->bufs[i].data);
+        if (d->cuda) rt_cuda_free(d->cuda, d->bufs[i].addr, NULL, 0);
+        else free((void *)(uintptr_t)d->bufs[i].addr);
     }
     d->nbufs = 0;
     for (kept_module *k = d->kept, *next; k; k = next) { /* each holds a reference */
@@ -197,10 +197,8 @@ trt_status trt_wrap(trt_device *d, uint64_t ptr, size_t bytes, trt_buffer *out) 
             return rt_fail(d, TRT_ERR_INVALID_ARGUMENT,
                            "%zu bytes at %#llx run past the end of its %zu-byte allocation at %#llx", bytes,
                            (unsigned long long)ptr, size, (unsigned long long)base);
-        d->bufs[i].dptr = ptr;
-    } else {
-        d->bufs[i].data = (void *)(uintptr_t)ptr;
     }
+    d->bufs[i].addr = ptr;
     take_slot(d, i, bytes, true, out);
     return TRT_OK;
 }
@@ -211,7 +209,7 @@ trt_status trt_buffer_ptr(trt_device *d, trt_buffer b, uint64_t *ptr) {
     trt_status st = TRT_OK;
     buf_slot *s = lookup(d, b, NULL, &st);
     if (!s) return st;
-    *ptr = d->cuda ? s->dptr : (uint64_t)(uintptr_t)s->data;
+    *ptr = s->addr;
     return TRT_OK;
 }
 
@@ -220,12 +218,12 @@ trt_status trt_alloc(trt_device *d, size_t bytes, trt_buffer *out) {
     trt_status st = new_slot(d, bytes, out, &i);
     if (st != TRT_OK) return st;
     if (d->cuda) {
-        if (!rt_cuda_alloc(d->cuda, bytes, &d->bufs[i].dptr, d->err, sizeof d->err)) return TRT_ERR_OUT_OF_MEMORY;
+        if (!rt_cuda_alloc(d->cuda, bytes, &d->bufs[i].addr, d->err, sizeof d->err)) return TRT_ERR_OUT_OF_MEMORY;
     } else {
         size_t rounded = (bytes + RT_BUFFER_ALIGN - 1) / RT_BUFFER_ALIGN * RT_BUFFER_ALIGN;
         void *p = rounded < bytes ? NULL : aligned_alloc(RT_BUFFER_ALIGN, rounded);
         if (!p) return rt_fail(d, TRT_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes", bytes);
-        d->bufs[i].data = p;
+        d->bufs[i].addr = (uint64_t)(uintptr_t)p;
     }
     take_slot(d, i, bytes, false, out);
     return TRT_OK;
@@ -238,12 +236,11 @@ trt_status trt_free(trt_device *d, trt_buffer b) {
     if (!s) return st;
     if (s->borrowed) { /* someone else's: only forgotten */
     } else if (d->cuda) {
-        rt_cuda_free(d->cuda, s->dptr, NULL, 0);
+        rt_cuda_free(d->cuda, s->addr, NULL, 0);
     } else {
-        free(s->data);
+        free((void *)(uintptr_t)s->addr);
     }
-    s->data = NULL;
-    s->dptr = 0;
+    s->addr = 0;
     s->size = 0;
     s->live = false;
     s->gen++;
@@ -261,12 +258,13 @@ static trt_status copy(trt_device *d, trt_buffer b, size_t offset, void *host, s
         return rt_fail(d, TRT_ERR_INVALID_ARGUMENT, "%zu bytes at offset %zu do not fit a %zu-byte buffer", bytes, offset,
                     s->size);
     if (d->cuda) {
-        bool ok = to_device ? rt_cuda_write(d->cuda, s->dptr + offset, host, bytes, cu_stream, d->err, sizeof d->err)
-                            : rt_cuda_read(d->cuda, host, s->dptr + offset, bytes, cu_stream, d->err, sizeof d->err);
+        bool ok = to_device ? rt_cuda_write(d->cuda, s->addr + offset, host, bytes, cu_stream, d->err, sizeof d->err)
+                            : rt_cuda_read(d->cuda, host, s->addr + offset, bytes, cu_stream, d->err, sizeof d->err);
         return ok ? TRT_OK : cuda_failure(d);
     }
-    if (to_device) memcpy((char *)s->data + offset, host, bytes);
-    else memcpy(host, (char *)s->data + offset, bytes);
+    char *data = (char *)(uintptr_t)s->addr;
+    if (to_device) memcpy(data + offset, host, bytes);
+    else memcpy(host, data + offset, bytes);
     return TRT_OK;
 }
 
@@ -576,7 +574,8 @@ static trt_status emu_launch_on(trt_device *d, trt_kernel *k, uint32_t gx, uint3
     emu_buffer *bufs = calloc(d->nbufs + 1, sizeof *bufs);
     if (!bufs) return rt_fail(d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
     for (uint32_t i = 0; i < d->nbufs; i++)
-        bufs[i] = (emu_buffer){d->bufs[i].live ? d->bufs[i].data : NULL, d->bufs[i].live ? d->bufs[i].size : 0};
+        bufs[i] = (emu_buffer){d->bufs[i].live ? (void *)(uintptr_t)d->bufs[i].addr : NULL,
+                               d->bufs[i].live ? d->bufs[i].size : 0};
     emu_launch l = {k->func->name, {gx, gy, gz}, ea, nargs, bufs, d->nbufs, d->print, d->print_user,
                     k->func->dynamic_smem, NULL};
     emu_result res = m->emu_ops->run(m->emu, &l, d->err, sizeof d->err);
@@ -609,13 +608,12 @@ static trt_status launch(trt_kernel *k, void *cu_stream, uint32_t gx, uint32_t g
             if (a->offset > s->size)
                 return rt_fail(d, TRT_ERR_ARGUMENTS, "argument %u ('%s'): offset %zu is past the buffer's %zu bytes", i,
                             param_name(k, i), a->offset, s->size);
-            uint64_t base = d->cuda ? s->dptr : (uint64_t)(uintptr_t)s->data;
-            if ((base + a->offset) % RT_PTR_ALIGN)
+            if ((s->addr + a->offset) % RT_PTR_ALIGN)
                 return rt_fail(d, TRT_ERR_ARGUMENTS,
                             "argument %u ('%s') must be %d-byte aligned (the compiler assumed it), but its offset is %zu",
                             i, param_name(k, i), RT_PTR_ALIGN, a->offset);
             ra[i] = (rt_arg){.kind = RT_ARG_PTR, .buffer = index, .offset = (int64_t)a->offset,
-                             .bits = base + a->offset};
+                             .bits = s->addr + a->offset};
         } else if (tir_elem_is_float((tir_elem)t.elem)) {
             if (a->kind != TRT_ARG_FLOAT)
                 return rt_fail(d, TRT_ERR_ARGUMENTS, "argument %u ('%s') of '%s' must be a float (%s)", i, param_name(k, i),
@@ -658,7 +656,9 @@ static trt_status launch(trt_kernel *k, void *cu_stream, uint32_t gx, uint32_t g
     if (d->kind == TRT_DEVICE_EMU) return emu_launch_on(d, k, gx, gy, gz, ra, (uint32_t)nargs);
     rt_buffer *bufs = calloc(d->nbufs + 1, sizeof *bufs);
     if (!bufs) return rt_fail(d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
-    for (uint32_t i = 0; i < d->nbufs; i++) bufs[i] = (rt_buffer){d->bufs[i].data, d->bufs[i].live ? d->bufs[i].size : 0};
+    for (uint32_t i = 0; i < d->nbufs; i++)
+        bufs[i] = (rt_buffer){d->bufs[i].live ? (void *)(uintptr_t)d->bufs[i].addr : NULL,
+                              d->bufs[i].live ? d->bufs[i].size : 0};
     rt_launch l = {f, k->mod->file, bufs, d->nbufs, ra, (uint32_t)nargs, {gx, gy, gz}};
     tc_diag diag;
     tc_diag_init(&diag);
