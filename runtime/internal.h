@@ -76,6 +76,8 @@ typedef struct rt_emu_ops {
     emu_result (*run)(const emu_module *m, const emu_launch *l, char *err, size_t err_size);
     void (*free)(emu_module *m);
 } rt_emu_ops;
+/* The emulator's (runtime/device_emu_code.c, in trt_compile's library). */
+extern const rt_emu_ops rt_emu_run;
 
 struct trt_module {
     trt_device *dev;
