@@ -1,7 +1,11 @@
-/* device_emu_code.c - the emulator device's module code: running kernels
- * in the emulator of emu/ (emu/emu.h). Built into the compiler's library
+/* device_emu_code.c - the emulator device's module code: loading the
+ * NVPTX LLVM IR that trt_compile generated and running kernels in the
+ * emulator of emu/ (emu/emu.h). Built into the compiler's library
  * (tilec_runtime_compile), not the runtime proper, because emu/ links
- * LLVM. */
+ * LLVM; trt_compile loads an emulator module's code with this table, and
+ * the module runs on it from then on (device.h). Only the module
+ * operations are set: the device's own are rt_emu_device's
+ * (device_emu.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,4 +39,44 @@ static emu_result emu_run_counted(const emu_module *m, const emu_launch *l, char
     return res;
 }
 
-const rt_emu_ops rt_emu_run = {emu_run_counted, emu_module_free};
+/* The emulator's module from the LLVM IR text. */
+static trt_status emu_code_load(trt_module *m, const void *image, size_t size) {
+    trt_device *d = m->dev;
+    m->code = emu_module_load(image, size, d->err, sizeof d->err);
+    return m->code ? TRT_OK : TRT_ERR_COMPILE;
+}
+
+static void emu_code_unload(trt_module *m) {
+    if (m->code) emu_module_free(m->code);
+}
+
+/* Pointers as (buffer, offset), scalars as the bits the GPU would get. */
+static trt_status emu_code_launch(trt_kernel *k, void *stream, const uint32_t grid[3], const rt_arg *args,
+                                  uint32_t nargs) {
+    trt_module *m = k->mod;
+    trt_device *d = m->dev;
+    emu_arg ea[RT_MAX_ARGS];
+    for (uint32_t i = 0; i < nargs; i++)
+        ea[i] = (emu_arg){args[i].kind == RT_ARG_PTR, args[i].buffer, (uint64_t)args[i].offset, args[i].bits};
+    rt_buffer *host = rt_host_buffers(d);
+    emu_buffer *bufs = host ? calloc(d->nbufs + 1, sizeof *bufs) : NULL;
+    if (!bufs) {
+        free(host);
+        return rt_fail(d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    for (uint32_t i = 0; i < d->nbufs; i++) bufs[i] = (emu_buffer){host[i].data, host[i].size};
+    free(host);
+    emu_launch l = {k->func->name, {grid[0], grid[1], grid[2]}, ea, nargs, bufs, d->nbufs, d->print, d->print_user,
+                    k->func->dynamic_smem, NULL};
+    emu_result res = emu_run_counted(m->code, &l, d->err, sizeof d->err);
+    free(bufs);
+    return res == EMU_OK ? TRT_OK : res == EMU_ASSERT ? TRT_ERR_ASSERT : TRT_ERR_LAUNCH;
+}
+
+const rt_device_ops rt_emu_code = {
+    .kind = TRT_DEVICE_EMU,
+    .code = RT_CODE_LLVM,
+    .load = emu_code_load,
+    .unload = emu_code_unload,
+    .launch = emu_code_launch,
+};
