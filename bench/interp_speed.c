@@ -45,8 +45,8 @@ int main(int argc, char **argv) {
     float *x = malloc(sizeof(float) * N), *y = malloc(sizeof(float) * N), *out = malloc(sizeof(float) * N);
     for (int i = 0; i < N; i++) x[i] = (float)(i % 1000) * 0.5f, y[i] = (float)(i % 777) - 3.0f;
     rt_buffer bufs[3] = {{x, sizeof(float) * N}, {y, sizeof(float) * N}, {out, sizeof(float) * N}};
-    rt_arg args[4] = {{RT_ARG_PTR, 0, 0, 0, 0}, {RT_ARG_PTR, 1, 0, 0, 0}, {RT_ARG_PTR, 2, 0, 0, 0},
-                      {RT_ARG_INT, 0, 0, N, 0}};
+    rt_arg args[4] = {{.kind = RT_ARG_PTR, .buffer = 0}, {.kind = RT_ARG_PTR, .buffer = 1},
+                      {.kind = RT_ARG_PTR, .buffer = 2}, {.kind = RT_ARG_INT, .i = N}};
     rt_launch l = {m->funcs, src.name, bufs, 3, args, 4, {N / BLOCK, 1, 1}};
     double *t = calloc((size_t)runs, sizeof(double));
     int rc = 0;

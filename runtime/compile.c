@@ -23,13 +23,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "emu/emu.h"
 #include "runtime/internal.h"
 #include "source_hash.h"
 #include "tilec.h"
 
-/* The architecture the emulator device compiles for. */
-#define EMU_DEFAULT_ARCH "sm_80"
+/* What libtilec emits for the code each device runs. */
+static const tilec_emit emit_for[] = {
+    [RT_CODE_TIR] = TILEC_EMIT_TIR,
+    [RT_CODE_LLVM] = TILEC_EMIT_LLVM,
+    [RT_CODE_CUBIN] = TILEC_EMIT_CUBIN,
+};
 
 static uint64_t hash_bytes(uint64_t h, const void *p, size_t n) {
     const unsigned char *b = p;
@@ -44,7 +47,7 @@ static uint64_t cache_key(trt_device *d, const char *file, const char *src, size
     uint64_t h = 14695981039346656037ull;
     h = hash_str(h, TILEC_VERSION);
     h = hash_str(h, TILEC_SOURCE_HASH);
-    h = hash_bytes(h, &d->kind, sizeof d->kind);
+    h = hash_bytes(h, &d->ops->kind, sizeof d->ops->kind);
     h = hash_str(h, arch ? arch : "");
     h = hash_str(h, file);
     h = hash_bytes(h, &len, sizeof len);
@@ -109,11 +112,6 @@ static void write_all(const char *path, const void *data, size_t size) {
 }
 
 /* An entry from disk, or NULL. */
-/* The disk extension of the device's code beside the tile IR, or NULL. */
-static const char *image_ext(const trt_device *d) {
-    return d->cuda ? "cubin" : d->kind == TRT_DEVICE_EMU ? "ll" : NULL;
-}
-
 static cache_entry *disk_load(uint64_t key, const char *ext) {
     bool want_cubin = ext != NULL;
     char *tp = disk_path(key, "tir"), *cp = want_cubin ? disk_path(key, ext) : NULL;
@@ -152,20 +150,25 @@ static void disk_store(uint64_t key, const cache_entry *e, const char *ext) {
 
 /* ---- compiling ------------------------------------------------------------ */
 
+/* The arch to compile for: the options', else the device's (the GPU's, the
+ * emulator's default); NULL where the device runs tile IR. */
+static const char *compile_arch(const trt_device *d, const trt_compile_options *o) {
+    if (!d->ops->code_arch) return NULL;
+    return o && o->arch ? o->arch : d->ops->code_arch(d);
+}
+
 /* Tile IR text (and, for the GPU, a cubin) for source and options: from
  * memory, from disk (unless use_disk is false; *from_disk says), or from
  * libtilec. */
 static cache_entry *compile_cached(trt_device *d, const char *file, const char *src, size_t len,
                                    const trt_compile_options *o, bool use_disk, bool *from_disk, trt_status *st) {
-    const char *arch = d->cuda ? (o && o->arch ? o->arch : rt_cuda_arch(d->cuda))
-                       : d->kind == TRT_DEVICE_EMU ? (o && o->arch ? o->arch : EMU_DEFAULT_ARCH)
-                                                   : NULL;
-    bool gpu_code = d->kind != TRT_DEVICE_CPU; /* a cubin, or LLVM IR for the emulator */
+    const char *arch = compile_arch(d, o);
+    bool gpu_code = d->ops->code != RT_CODE_TIR; /* a cubin, or LLVM IR for the emulator */
     uint64_t key = cache_key(d, file, src, len, o, arch);
     *from_disk = false;
     for (cache_entry *e = d->cache; e; e = e->next)
         if (e->key == key) return e;
-    cache_entry *e = use_disk ? disk_load(key, image_ext(d)) : NULL;
+    cache_entry *e = use_disk ? disk_load(key, d->ops->image_ext) : NULL;
     *from_disk = e != NULL;
     if (!e) {
         tilec_options opt;
@@ -173,7 +176,7 @@ static cache_entry *compile_cached(trt_device *d, const char *file, const char *
         /* the interpreter needs the tile IR with source lines, after
          * simplify (no layouts); the GPU a cubin, and the laid-out IR
          * (signatures, num_warps), which comes with it as the sidecar */
-        opt.emit = d->cuda ? TILEC_EMIT_CUBIN : gpu_code ? TILEC_EMIT_LLVM : TILEC_EMIT_TIR;
+        opt.emit = emit_for[d->ops->code];
         opt.llvm_optimized = true;
         opt.passes = gpu_code ? NULL : "simplify";
         opt.print_locs = true;
@@ -199,7 +202,7 @@ static cache_entry *compile_cached(trt_device *d, const char *file, const char *
             e->cubin_size = gpu_code ? out.size : 0;
             if (gpu_code) out.sidecar = out.data = NULL;
             else out.data = NULL;
-            disk_store(key, e, image_ext(d));
+            disk_store(key, e, d->ops->image_ext);
         }
         tilec_output_free(&out);
         if (!e) {
@@ -213,40 +216,14 @@ static cache_entry *compile_cached(trt_device *d, const char *file, const char *
     return e;
 }
 
-enum { EMU_REPORT_TOP = 5 }; /* conflicted instructions a bank report names */
-
-/* The emulator device's launch. With TILEC_EMU_SMEM_STATS set (not empty,
- * not "0"), each launch also counts shared-memory bank conflicts
- * (emu/emu.h) and prints the report to stderr: the per-kind wavefronts
- * against the ideal and the worst instructions. */
-static emu_result emu_run_counted(const emu_module *m, const emu_launch *l, char *err, size_t err_size) {
-    const char *want = getenv("TILEC_EMU_SMEM_STATS");
-    if (!want || !*want || !strcmp(want, "0") || l->smem_stats) return emu_run(m, l, err, err_size);
-    emu_smem_stats st;
-    memset(&st, 0, sizeof st);
-    emu_launch counted = *l;
-    counted.smem_stats = &st;
-    emu_result res = emu_run(m, &counted, err, err_size);
-    size_t n = emu_smem_report(&st, EMU_REPORT_TOP, NULL, 0);
-    char *text = malloc(n + 1);
-    if (text) {
-        emu_smem_report(&st, EMU_REPORT_TOP, text, n + 1);
-        fprintf(stderr, "tilec emu: kernel '%s', grid (%u, %u, %u): %s", l->kernel, l->grid[0], l->grid[1],
-                l->grid[2], text);
-        free(text);
-    }
-    emu_smem_stats_free(&st);
-    return res;
-}
-
-static const rt_emu_ops emu_ops = {emu_run_counted, emu_module_free};
-
-/* The emulator's module from the entry's LLVM IR, into m. */
+/* The emulator's module from the entry's LLVM IR, into m: the emulator
+ * device's own table loads no code, since the runtime proper does not
+ * link emu/ and LLVM; this library does, and the module runs on
+ * rt_emu_code from here on (runtime/device.h). */
 static trt_status attach_emu(trt_device *d, cache_entry *ce, trt_module *m) {
-    if (d->kind != TRT_DEVICE_EMU) return TRT_OK;
-    m->emu = emu_module_load(ce->cubin, ce->cubin_size, d->err, sizeof d->err);
-    m->emu_ops = &emu_ops;
-    return m->emu ? TRT_OK : TRT_ERR_COMPILE;
+    if (d->ops->code != RT_CODE_LLVM) return TRT_OK;
+    m->ops = &rt_emu_code;
+    return m->ops->load(m, ce->cubin, ce->cubin_size);
 }
 
 trt_status trt_compile(trt_device *d, const char *file, const char *src, size_t len, const trt_compile_options *o,
@@ -260,14 +237,14 @@ trt_status trt_compile(trt_device *d, const char *file, const char *src, size_t 
     bool from_disk;
     cache_entry *ce = compile_cached(d, file, src, len, o, true, &from_disk, &st);
     if (!ce) return st;
-    st = rt_module_make(d, file, NULL, ce->tir, ce->cubin, out);
+    st = rt_module_make(d, file, NULL, ce->tir, ce->cubin, ce->cubin_size, out);
     if (st != TRT_OK && from_disk) { /* a damaged disk entry: drop it, compile */
         d->cache = ce->next;     /* it went in first */
-        disk_forget(ce->key, image_ext(d));
+        disk_forget(ce->key, d->ops->image_ext);
         free(ce->tir), free(ce->cubin), free(ce);
         ce = compile_cached(d, file, src, len, o, false, &from_disk, &st);
         if (!ce) return st;
-        st = rt_module_make(d, file, NULL, ce->tir, ce->cubin, out);
+        st = rt_module_make(d, file, NULL, ce->tir, ce->cubin, ce->cubin_size, out);
     }
     if (st == TRT_OK && (st = attach_emu(d, ce, *out)) != TRT_OK) {
         trt_module_free(*out);
@@ -281,10 +258,7 @@ trt_status rt_compile_kept(trt_device *d, const char *file, const char *src, siz
     if (!d || !out || !file || !src) return TRT_ERR_INVALID_ARGUMENT;
     *out = NULL;
     if (d->closed) return rt_fail(d, TRT_ERR_CLOSED, "the device was closed");
-    const char *arch = d->cuda ? (o && o->arch ? o->arch : rt_cuda_arch(d->cuda))
-                       : d->kind == TRT_DEVICE_EMU ? (o && o->arch ? o->arch : EMU_DEFAULT_ARCH)
-                                                   : NULL;
-    uint64_t key = cache_key(d, file, src, len, o, arch);
+    uint64_t key = cache_key(d, file, src, len, o, compile_arch(d, o));
     for (kept_module *k = d->kept; k; k = k->next)
         if (k->key == key) {
             *out = k->mod;

@@ -1,15 +1,15 @@
 /* internal.h - private to runtime/: the objects behind include/tilec_rt.h,
- * shared by the runtime proper (runtime.c) and the compile entry point
- * (compile.c), which is kept apart so that a program that only loads
- * prebuilt cubins does not link the compiler and LLVM. */
+ * shared by the runtime proper (runtime.c), the devices that implement
+ * device.h (device_*.c) and the compile entry point (compile.c), which is
+ * kept apart so that a program that only loads prebuilt cubins does not
+ * link the compiler and LLVM. */
 #ifndef TILEC_RUNTIME_INTERNAL_H
 #define TILEC_RUNTIME_INTERNAL_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "emu/emu.h"
-#include "runtime/cuda.h"
+#include "runtime/device.h"
 #include "tilec_rt.h"
 #include "tileir/tileir.h"
 
@@ -21,8 +21,7 @@ enum {
 };
 
 typedef struct buf_slot {
-    void *data;     /* CPU device */
-    uint64_t dptr;  /* CUDA device */
+    uint64_t addr; /* the device's address of it (on the host, the pointer) */
     size_t size;
     uint32_t gen; /* bumped on free: old handles no longer match */
     bool live;
@@ -32,7 +31,7 @@ typedef struct buf_slot {
 typedef struct cache_entry {
     uint64_t key;
     char *tir;   /* tile IR text with locations */
-    char *cubin; /* CUDA device: the cubin; emulator device: the optimized LLVM IR text */
+    char *cubin; /* the device's code (rt_code): the cubin, the optimized LLVM IR text, or NULL */
     size_t cubin_size;
     struct cache_entry *next;
 } cache_entry;
@@ -46,8 +45,8 @@ typedef struct kept_module {
 } kept_module;
 
 struct trt_device {
-    trt_device_kind kind; /* CPU, CUDA or EMU, never AUTO */
-    rt_cuda *cuda;
+    const rt_device_ops *ops; /* chosen by trt_open */
+    void *impl;               /* the device's own state (ops->open) */
     bool closed;
     int refs; /* the user's, plus one per module */
     char err[RT_ERR_MAX];
@@ -62,27 +61,21 @@ struct trt_device {
 struct trt_kernel {
     trt_module *mod;
     const tir_func *func;
-    void *cu_function; /* CUDA device */
+    void *fn; /* the device's handle of the loaded kernel (a CUfunction) */
     char **param_types;
 };
 
 struct trt_stream {
     trt_device *dev;
-    void *cu_stream; /* CUDA device */
+    void *handle; /* the device's (a CUstream); NULL where it has none */
 };
-
-/* The emulator, reached through pointers that trt_compile's library sets,
- * so that the runtime proper links neither it nor LLVM. */
-typedef struct rt_emu_ops {
-    emu_result (*run)(const emu_module *m, const emu_launch *l, char *err, size_t err_size);
-    void (*free)(emu_module *m);
-} rt_emu_ops;
 
 struct trt_module {
     trt_device *dev;
-    void *cu_module; /* CUDA device */
-    emu_module *emu; /* emulator device */
-    const rt_emu_ops *emu_ops;
+    /* the table that loaded the code and runs the kernels: the device's,
+     * but rt_emu_code for the emulator's modules (device.h) */
+    const rt_device_ops *ops;
+    void *code; /* the device's handle of the loaded code (a CUmodule, an emu_module) */
     tc_arena *arena;
     tir_module *ir;
     char *file;
@@ -100,11 +93,12 @@ bool rt_arch_compatible(bool ptx, const char *built, const char *device);
 trt_status rt_fail(trt_device *d, trt_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* A module from tile IR text (kernels, signatures) and, for the CUDA
- * device, a cubin or PTX image. `file` names the .tile source, which the
- * IR's locations and runtime errors refer to; `tir_file` names the IR text
- * itself for errors in reading it (a sidecar on disk), NULL: `file`. */
+ * device, a cubin or PTX image (image_size bytes), which the device's
+ * table loads. `file` names the .tile source, which the IR's locations
+ * and runtime errors refer to; `tir_file` names the IR text itself for
+ * errors in reading it (a sidecar on disk), NULL: `file`. */
 trt_status rt_module_make(trt_device *d, const char *file, const char *tir_file, const char *tir, const void *image,
-                          trt_module **out);
+                          size_t image_size, trt_module **out);
 
 /* trt_compile, but the module stays with the device, which frees it at
  * trt_close: a second call with the same source and options returns the
@@ -115,24 +109,5 @@ trt_status rt_compile_kept(trt_device *d, const char *file, const char *src, siz
 /* The size of a live buffer of the device (an error, with a message, for a
  * freed or foreign handle or a closed device). */
 trt_status rt_buffer_size(trt_device *d, trt_buffer b, size_t *bytes);
-
-/* The stdlib matmul's tile configuration (runtime/stdlib.c's table) for
- * `batch` products of M x N on a GPU of `sms` multiprocessors (0: not a
- * GPU, or its count unknown). */
-typedef struct rt_matmul_config {
-    int64_t min_m, min_n;
-    int block_m, block_n, block_k, group_m, num_warps;
-    /* the software-pipelining depth Triton uses with it, passed as the
-     * kernel's num_stages; the compiler lowers it where the rings would not
-     * fit its shared-memory budget (lower/pipeline_loops.c) */
-    int num_stages;
-    /* num_warps instead for f32 inputs (tf32: 32-bit fragments, b loaded
-     * element by element from shared memory) and for the general path
-     * (an operand of any strides: 64-bit offsets): where num_warps would
-     * spill (ptxas -v, tests/stdlib-no-spills.sh), the same tile on more
-     * warps, fewer accumulators a thread */
-    int wide_warps;
-} rt_matmul_config;
-const rt_matmul_config *rt_matmul_config_for(int64_t M, int64_t N, int64_t batch, int sms);
 
 #endif

@@ -11,25 +11,9 @@
 #ifndef TILEC_RUNTIME_INTERP_H
 #define TILEC_RUNTIME_INTERP_H
 
+#include "runtime/args.h"
 #include "support/support.h"
 #include "tileir/tileir.h"
-
-enum { RT_INTERP_MAX_ARGS = 64 };
-
-typedef struct rt_buffer {
-    void *data;
-    size_t size; /* bytes */
-} rt_buffer;
-
-typedef enum rt_arg_kind { RT_ARG_PTR, RT_ARG_INT, RT_ARG_FLOAT } rt_arg_kind;
-
-typedef struct rt_arg {
-    rt_arg_kind kind;
-    uint32_t buffer; /* RT_ARG_PTR: index into the buffer table */
-    int64_t offset;  /* RT_ARG_PTR: bytes from the buffer's start */
-    int64_t i;       /* RT_ARG_INT */
-    double f;        /* RT_ARG_FLOAT */
-} rt_arg;
 
 typedef struct rt_launch {
     const tir_func *func;

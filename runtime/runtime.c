@@ -1,7 +1,9 @@
 /* runtime.c - the runtime API of include/tilec_rt.h over three devices: the
  * CPU device (the tile IR interpreter), the CUDA device (runtime/cuda.c)
  * and the emulator device (emu/emu.h, whose modules trt_compile makes:
- * host buffers as on the CPU, launches run the module's LLVM IR).
+ * host buffers as on the CPU, launches run the module's LLVM IR). Each is
+ * a table of operations (runtime/device.h) that trt_open chooses; what
+ * this file does is the same on every device: handles, checks, messages.
  *
  * A device owns a table of buffers addressed by handles that carry a
  * generation count, so a freed buffer's stale handle is recognized instead
@@ -17,6 +19,14 @@
 
 #include "runtime/internal.h"
 #include "runtime/interp.h"
+
+/* What each kind opens; AUTO: the GPU, else the CPU device. */
+static const rt_device_ops *const devices[] = {
+    [TRT_DEVICE_AUTO] = &rt_cuda_device,
+    [TRT_DEVICE_CPU] = &rt_cpu_device,
+    [TRT_DEVICE_CUDA] = &rt_cuda_device,
+    [TRT_DEVICE_EMU] = &rt_emu_device,
+};
 
 /* Formats into a temporary first: callers may pass d->err itself as an
  * argument, to wrap a lower layer's message in their own. */
@@ -39,18 +49,6 @@ const char *trt_status_name(trt_status s) {
     return (unsigned)s < sizeof names / sizeof names[0] ? names[s] : "unknown status";
 }
 
-/* The status of a failed CUDA call (d->err says which). After an assert
- * fails in a kernel the driver answers CUDA_ERROR_ASSERT to every call:
- * the context is lost, so the message says what the user must do. */
-static trt_status cuda_failure(trt_device *d) {
-    if (!rt_cuda_asserted(d->cuda)) return TRT_ERR_LAUNCH;
-    return rt_fail(d, TRT_ERR_ASSERT,
-                   "an assert failed in a kernel on the GPU (the kernel printed which, with its program and element, "
-                   "on stdout): %s; the GPU context is lost: close this device (trt_close) and open it again "
-                   "(if other code in this process uses the GPU too, the process must restart)",
-                   d->err);
-}
-
 static void put_why(char *why, size_t n, const char *msg) {
     if (why && n) snprintf(why, n, "%s", msg);
 }
@@ -62,21 +60,25 @@ trt_status trt_open(trt_device_kind kind, trt_device **out, char *why, size_t wh
         put_why(why, why_size, "unknown device kind");
         return TRT_ERR_INVALID_ARGUMENT;
     }
-    rt_cuda *cuda = NULL;
-    char cuda_why[512] = "";
-    if (kind != TRT_DEVICE_CPU && kind != TRT_DEVICE_EMU && !rt_cuda_open(&cuda, cuda_why, sizeof cuda_why) &&
-        kind == TRT_DEVICE_CUDA) {
-        put_why(why, why_size, cuda_why);
-        return TRT_ERR_NO_DEVICE;
+    const rt_device_ops *ops = devices[kind];
+    void *impl = NULL;
+    char open_why[512] = "";
+    if (ops->open && !ops->open(&impl, open_why, sizeof open_why)) {
+        if (kind != TRT_DEVICE_AUTO) {
+            put_why(why, why_size, open_why);
+            return TRT_ERR_NO_DEVICE;
+        }
+        ops = &rt_cpu_device; /* AUTO: the GPU when there is one */
+        impl = NULL;
     }
     trt_device *d = calloc(1, sizeof *d);
     if (!d) {
-        rt_cuda_close(cuda);
+        if (ops->close) ops->close(impl);
         put_why(why, why_size, "out of memory");
         return TRT_ERR_OUT_OF_MEMORY;
     }
-    d->kind = cuda ? TRT_DEVICE_CUDA : kind == TRT_DEVICE_EMU ? TRT_DEVICE_EMU : TRT_DEVICE_CPU; /* AUTO: the GPU when there is one */
-    d->cuda = cuda;
+    d->ops = ops;
+    d->impl = impl;
     d->refs = 1;
     *out = d;
     put_why(why, why_size, "");
@@ -91,7 +93,7 @@ static void release(trt_device *d) {
         free(e->cubin);
         free(e);
     }
-    rt_cuda_close(d->cuda);
+    if (d->ops->close) d->ops->close(d->impl);
     free(d->bufs);
     free(d);
 }
@@ -101,8 +103,7 @@ void trt_close(trt_device *d) {
     d->closed = true;
     for (uint32_t i = 0; i < d->nbufs; i++) {
         if (!d->bufs[i].live || d->bufs[i].borrowed) continue;
-        if (d->cuda) rt_cuda_free(d->cuda, d->bufs[i].dptr, NULL, 0);
-        else free(d->bufs[i].data);
+        d->ops->free(d, d->bufs[i].addr);
     }
     d->nbufs = 0;
     for (kept_module *k = d->kept, *next; k; k = next) { /* each holds a reference */
@@ -114,13 +115,8 @@ void trt_close(trt_device *d) {
     release(d);
 }
 
-const char *trt_device_name(const trt_device *d) {
-    return !d                           ? ""
-           : d->cuda                    ? rt_cuda_name(d->cuda)
-           : d->kind == TRT_DEVICE_EMU ? "emu (NVPTX LLVM IR emulator)"
-                                        : "cpu (tile IR interpreter)";
-}
-const char *trt_device_arch(const trt_device *d) { return d && d->cuda ? rt_cuda_arch(d->cuda) : ""; }
+const char *trt_device_name(const trt_device *d) { return d ? d->ops->name(d) : ""; }
+const char *trt_device_arch(const trt_device *d) { return d && d->ops->arch ? d->ops->arch(d) : ""; }
 const char *trt_last_error(const trt_device *d) { return d ? d->err : "no device"; }
 
 /* ---- buffers ----------------------------------------------------------- */
@@ -188,19 +184,8 @@ trt_status trt_wrap(trt_device *d, uint64_t ptr, size_t bytes, trt_buffer *out) 
     trt_status st = new_slot(d, bytes, out, &i);
     if (st != TRT_OK) return st;
     if (!ptr) return rt_fail(d, TRT_ERR_INVALID_ARGUMENT, "cannot wrap a NULL pointer");
-    if (d->cuda) {
-        uint64_t base;
-        size_t size;
-        if (!rt_cuda_range(d->cuda, ptr, &base, &size, d->err, sizeof d->err))
-            return rt_fail(d, TRT_ERR_INVALID_ARGUMENT, "cannot wrap %#llx: %s", (unsigned long long)ptr, d->err);
-        if (bytes > size - (ptr - base))
-            return rt_fail(d, TRT_ERR_INVALID_ARGUMENT,
-                           "%zu bytes at %#llx run past the end of its %zu-byte allocation at %#llx", bytes,
-                           (unsigned long long)ptr, size, (unsigned long long)base);
-        d->bufs[i].dptr = ptr;
-    } else {
-        d->bufs[i].data = (void *)(uintptr_t)ptr;
-    }
+    if ((st = d->ops->check_wrap(d, ptr, bytes)) != TRT_OK) return st;
+    d->bufs[i].addr = ptr;
     take_slot(d, i, bytes, true, out);
     return TRT_OK;
 }
@@ -211,7 +196,7 @@ trt_status trt_buffer_ptr(trt_device *d, trt_buffer b, uint64_t *ptr) {
     trt_status st = TRT_OK;
     buf_slot *s = lookup(d, b, NULL, &st);
     if (!s) return st;
-    *ptr = d->cuda ? s->dptr : (uint64_t)(uintptr_t)s->data;
+    *ptr = s->addr;
     return TRT_OK;
 }
 
@@ -219,14 +204,7 @@ trt_status trt_alloc(trt_device *d, size_t bytes, trt_buffer *out) {
     uint32_t i = 0; /* set by new_slot when it succeeds */
     trt_status st = new_slot(d, bytes, out, &i);
     if (st != TRT_OK) return st;
-    if (d->cuda) {
-        if (!rt_cuda_alloc(d->cuda, bytes, &d->bufs[i].dptr, d->err, sizeof d->err)) return TRT_ERR_OUT_OF_MEMORY;
-    } else {
-        size_t rounded = (bytes + RT_BUFFER_ALIGN - 1) / RT_BUFFER_ALIGN * RT_BUFFER_ALIGN;
-        void *p = rounded < bytes ? NULL : aligned_alloc(RT_BUFFER_ALIGN, rounded);
-        if (!p) return rt_fail(d, TRT_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes", bytes);
-        d->bufs[i].data = p;
-    }
+    if ((st = d->ops->alloc(d, bytes, &d->bufs[i].addr)) != TRT_OK) return st;
     take_slot(d, i, bytes, false, out);
     return TRT_OK;
 }
@@ -236,14 +214,8 @@ trt_status trt_free(trt_device *d, trt_buffer b) {
     trt_status st = TRT_OK;
     buf_slot *s = lookup(d, b, NULL, &st);
     if (!s) return st;
-    if (s->borrowed) { /* someone else's: only forgotten */
-    } else if (d->cuda) {
-        rt_cuda_free(d->cuda, s->dptr, NULL, 0);
-    } else {
-        free(s->data);
-    }
-    s->data = NULL;
-    s->dptr = 0;
+    if (!s->borrowed) d->ops->free(d, s->addr); /* someone else's is only forgotten */
+    s->addr = 0;
     s->size = 0;
     s->live = false;
     s->gen++;
@@ -251,7 +223,7 @@ trt_status trt_free(trt_device *d, trt_buffer b) {
 }
 
 static trt_status copy(trt_device *d, trt_buffer b, size_t offset, void *host, size_t bytes, bool to_device,
-                       void *cu_stream) {
+                       void *stream) {
     if (!d) return TRT_ERR_INVALID_ARGUMENT;
     trt_status st = TRT_OK;
     buf_slot *s = lookup(d, b, NULL, &st);
@@ -260,14 +232,8 @@ static trt_status copy(trt_device *d, trt_buffer b, size_t offset, void *host, s
     if (offset > s->size || bytes > s->size - offset)
         return rt_fail(d, TRT_ERR_INVALID_ARGUMENT, "%zu bytes at offset %zu do not fit a %zu-byte buffer", bytes, offset,
                     s->size);
-    if (d->cuda) {
-        bool ok = to_device ? rt_cuda_write(d->cuda, s->dptr + offset, host, bytes, cu_stream, d->err, sizeof d->err)
-                            : rt_cuda_read(d->cuda, host, s->dptr + offset, bytes, cu_stream, d->err, sizeof d->err);
-        return ok ? TRT_OK : cuda_failure(d);
-    }
-    if (to_device) memcpy((char *)s->data + offset, host, bytes);
-    else memcpy(host, (char *)s->data + offset, bytes);
-    return TRT_OK;
+    return to_device ? d->ops->write(d, s->addr + offset, host, bytes, stream)
+                     : d->ops->read(d, host, s->addr + offset, bytes, stream);
 }
 
 trt_status trt_write(trt_device *d, trt_buffer dst, size_t offset, const void *src, size_t bytes) {
@@ -286,9 +252,10 @@ trt_status trt_stream_create(trt_device *d, trt_stream **out) {
     if (d->closed) return rt_fail(d, TRT_ERR_CLOSED, "the device was closed");
     trt_stream *s = calloc(1, sizeof *s);
     if (!s) return rt_fail(d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
-    if (d->cuda && !rt_cuda_stream_create(d->cuda, &s->cu_stream, d->err, sizeof d->err)) {
+    trt_status st = d->ops->stream_create(d, &s->handle);
+    if (st != TRT_OK) {
         free(s);
-        return cuda_failure(d);
+        return st;
     }
     s->dev = d;
     d->refs++;
@@ -300,51 +267,29 @@ trt_status trt_stream_sync(trt_stream *s) {
     if (!s) return TRT_ERR_INVALID_ARGUMENT;
     trt_device *d = s->dev;
     if (d->closed) return rt_fail(d, TRT_ERR_CLOSED, "the device was closed");
-    if (d->cuda && !rt_cuda_stream_sync(d->cuda, s->cu_stream, d->err, sizeof d->err)) return cuda_failure(d);
-    return TRT_OK;
+    return d->ops->stream_sync(d, s->handle);
 }
 
 void trt_stream_destroy(trt_stream *s) {
     if (!s) return;
     trt_device *d = s->dev;
-    if (d->cuda) { /* the driver lets queued work finish first */
-        rt_cuda_stream_sync(d->cuda, s->cu_stream, NULL, 0);
-        rt_cuda_stream_destroy(d->cuda, s->cu_stream);
-    }
+    d->ops->stream_destroy(d, s->handle);
     free(s);
     release(d);
 }
 
 trt_status trt_write_async(trt_stream *s, trt_buffer dst, size_t offset, const void *src, size_t bytes) {
-    return s ? copy(s->dev, dst, offset, (void *)src, bytes, true, s->cu_stream) : TRT_ERR_INVALID_ARGUMENT;
+    return s ? copy(s->dev, dst, offset, (void *)src, bytes, true, s->handle) : TRT_ERR_INVALID_ARGUMENT;
 }
 
 trt_status trt_read_async(trt_stream *s, trt_buffer src, size_t offset, void *dst, size_t bytes) {
-    return s ? copy(s->dev, src, offset, dst, bytes, false, s->cu_stream) : TRT_ERR_INVALID_ARGUMENT;
+    return s ? copy(s->dev, src, offset, dst, bytes, false, s->handle) : TRT_ERR_INVALID_ARGUMENT;
 }
 
 /* ---- modules ----------------------------------------------------------- */
 
-/* A kernel with more than 48 KB of shared memory has it as the dynamic
- * array (lower/codegen.c), whose size its tile IR says (dynamic_smem):
- * checked against what the GPU allows a block, then opted in to once per
- * loaded function; every launch passes that size. False with the message
- * in d->err. */
-static bool allow_dynamic_smem(trt_device *d, trt_kernel *k) {
-    uint32_t need = k->func->dynamic_smem, most = rt_cuda_smem_optin(d->cuda);
-    if (!need) return true;
-    if (most && need > most) {
-        snprintf(d->err, sizeof d->err,
-                 "kernel '%s' needs %u bytes of shared memory per block, and this GPU (%s) allows at most %u; "
-                 "compile it for this GPU's arch, with smaller tiles or fewer stages",
-                 k->func->name, need, rt_cuda_arch(d->cuda), most);
-        return false;
-    }
-    return rt_cuda_allow_dynamic_smem(d->cuda, k->cu_function, need, d->err, sizeof d->err);
-}
-
 trt_status rt_module_make(trt_device *d, const char *file, const char *tir_file, const char *tir, const void *image,
-                          trt_module **out) {
+                          size_t image_size, trt_module **out) {
     trt_status st = TRT_OK;
     trt_module *m = calloc(1, sizeof *m);
     if (!m) return rt_fail(d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
@@ -382,20 +327,13 @@ trt_status rt_module_make(trt_device *d, const char *file, const char *tir_file,
                                     : tc_arena_strdup(m->arena, tir_elem_name((tir_elem)t.elem));
         }
     }
-    if (d->cuda) {
-        bool ok = rt_cuda_load(d->cuda, image, &m->cu_module, d->err, sizeof d->err);
-        for (uint32_t k = 0; ok && k < m->nkernels; k++)
-            ok = rt_cuda_function(d->cuda, m->cu_module, m->kernels[k].func->name, &m->kernels[k].cu_function, d->err,
-                                  sizeof d->err) &&
-                 allow_dynamic_smem(d, &m->kernels[k]);
-        if (!ok) {
-            if (m->cu_module) rt_cuda_unload(d->cuda, m->cu_module);
-            tc_arena_free(m->arena);
-            free(m);
-            return TRT_ERR_COMPILE;
-        }
-    }
     m->dev = d;
+    m->ops = d->ops;
+    if ((st = m->ops->load(m, image, image_size)) != TRT_OK) {
+        tc_arena_free(m->arena);
+        free(m);
+        return st;
+    }
     d->refs++;
     *out = m;
     return TRT_OK;
@@ -438,7 +376,7 @@ bool rt_arch_compatible(bool ptx, const char *built, const char *device) {
  * line (older tilec) are left to the driver. */
 static trt_status check_target(trt_device *d, const char *path, const char *tir) {
     char *target = sidecar_field(tir, "target", NULL);
-    if (!target || !d->cuda) {
+    if (!target || !d->ops->arch) { /* not a GPU */
         free(target);
         return TRT_OK;
     }
@@ -447,12 +385,12 @@ static trt_status check_target(trt_device *d, const char *path, const char *tir)
     if (sscanf(target, "%15s %15s", kind, arch) != 2 || (strcmp(kind, "ptx") && strcmp(kind, "cubin")))
         st = rt_fail(d, TRT_ERR_INVALID_ARGUMENT, "%s: the sidecar's target line '%s' is not 'cubin|ptx sm_XY'", path,
                      target);
-    else if (!rt_arch_compatible(!strcmp(kind, "ptx"), arch, rt_cuda_arch(d->cuda)))
+    else if (!rt_arch_compatible(!strcmp(kind, "ptx"), arch, d->ops->arch(d)))
         st = rt_fail(d, TRT_ERR_ARCH,
                      "%s holds %s for %s, which cannot run on this GPU (%s): build it with tilec --arch=%s, or load "
                      "PTX built for an older architecture",
-                     path, strcmp(kind, "ptx") ? "machine code" : "PTX", arch, rt_cuda_arch(d->cuda),
-                     rt_cuda_arch(d->cuda));
+                     path, strcmp(kind, "ptx") ? "machine code" : "PTX", arch, d->ops->arch(d),
+                     d->ops->arch(d));
     free(target);
     return st;
 }
@@ -461,11 +399,7 @@ trt_status trt_load(trt_device *d, const char *path, trt_module **out) {
     if (!d || !path || !out) return TRT_ERR_INVALID_ARGUMENT;
     *out = NULL;
     if (d->closed) return rt_fail(d, TRT_ERR_CLOSED, "the device was closed");
-    if (d->kind == TRT_DEVICE_EMU)
-        return rt_fail(d, TRT_ERR_INVALID_ARGUMENT,
-                       "%s: the emulator device runs the LLVM IR of modules compiled with trt_compile; a prebuilt "
-                       "module has none",
-                       path);
+    if (d->ops->check_prebuilt) return d->ops->check_prebuilt(d, path);
     size_t n = strlen(path);
     char *side_path = malloc(n + 5);
     if (!side_path) return rt_fail(d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
@@ -496,7 +430,8 @@ trt_status trt_load(trt_device *d, const char *path, trt_module **out) {
             } else {
                 char *source = sidecar_field(tir, "source", path);
                 if (!source) st = rt_fail(d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
-                else if ((st = check_target(d, path, tir)) == TRT_OK) st = rt_module_make(d, source, side_path, tir, image, out);
+                else if ((st = check_target(d, path, tir)) == TRT_OK)
+                    st = rt_module_make(d, source, side_path, tir, image, image_len, out);
                 free(source);
             }
         }
@@ -510,8 +445,7 @@ trt_status trt_load(trt_device *d, const char *path, trt_module **out) {
 void trt_module_free(trt_module *m) {
     if (!m) return;
     trt_device *d = m->dev;
-    if (m->cu_module) rt_cuda_unload(d->cuda, m->cu_module); /* the context lives until the last release */
-    if (m->emu) m->emu_ops->free(m->emu);
+    m->ops->unload(m);
     tc_arena_free(m->arena);
     free(m);
     release(d);
@@ -543,7 +477,7 @@ const char *trt_kernel_param(const trt_kernel *k, size_t i, const char **type) {
 
 /* ---- launches ---------------------------------------------------------- */
 
-static trt_status launch(trt_kernel *k, void *cu_stream, uint32_t gx, uint32_t gy, uint32_t gz, const trt_arg *args,
+static trt_status launch(trt_kernel *k, void *stream, uint32_t gx, uint32_t gy, uint32_t gz, const trt_arg *args,
                          size_t nargs);
 
 static const char *param_name(const trt_kernel *k, uint32_t i) {
@@ -561,30 +495,12 @@ trt_status trt_launch_on(trt_stream *s, trt_kernel *k, uint32_t gx, uint32_t gy,
     if (s->dev != k->mod->dev)
         return rt_fail(k->mod->dev, TRT_ERR_INVALID_ARGUMENT, "the stream belongs to another device than kernel '%s'",
                        k->func->name);
-    return launch(k, s->cu_stream, gx, gy, gz, args, nargs);
+    return launch(k, s->handle, gx, gy, gz, args, nargs);
 }
 
-/* The emulator device: pointers as (buffer, offset), scalars as the bits
- * the GPU would get (cu_store). */
-static trt_status emu_launch_on(trt_device *d, trt_kernel *k, uint32_t gx, uint32_t gy, uint32_t gz, const rt_arg *ra,
-                                const uint64_t *bits, uint32_t nargs) {
-    trt_module *m = k->mod;
-    if (!m->emu) return rt_fail(d, TRT_ERR_LAUNCH, "module has no emulator code");
-    emu_arg ea[RT_INTERP_MAX_ARGS];
-    for (uint32_t i = 0; i < nargs; i++)
-        ea[i] = (emu_arg){ra[i].kind == RT_ARG_PTR, ra[i].buffer, (uint64_t)ra[i].offset, bits[i]};
-    emu_buffer *bufs = calloc(d->nbufs + 1, sizeof *bufs);
-    if (!bufs) return rt_fail(d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
-    for (uint32_t i = 0; i < d->nbufs; i++)
-        bufs[i] = (emu_buffer){d->bufs[i].live ? d->bufs[i].data : NULL, d->bufs[i].live ? d->bufs[i].size : 0};
-    emu_launch l = {k->func->name, {gx, gy, gz}, ea, nargs, bufs, d->nbufs, d->print, d->print_user,
-                    k->func->dynamic_smem, NULL};
-    emu_result res = m->emu_ops->run(m->emu, &l, d->err, sizeof d->err);
-    free(bufs);
-    return res == EMU_OK ? TRT_OK : res == EMU_ASSERT ? TRT_ERR_ASSERT : TRT_ERR_LAUNCH;
-}
-
-static trt_status launch(trt_kernel *k, void *cu_stream, uint32_t gx, uint32_t gy, uint32_t gz, const trt_arg *args,
+/* Checks the arguments against the kernel's parameters and hands them
+ * over, each in both forms of rt_arg, to the table that runs the module. */
+static trt_status launch(trt_kernel *k, void *stream, uint32_t gx, uint32_t gy, uint32_t gz, const trt_arg *args,
                          size_t nargs) {
     trt_device *d = k->mod->dev;
     if (d->closed) return rt_fail(d, TRT_ERR_CLOSED, "the device was closed");
@@ -593,11 +509,8 @@ static trt_status launch(trt_kernel *k, void *cu_stream, uint32_t gx, uint32_t g
         return rt_fail(d, TRT_ERR_ARGUMENTS, "kernel '%s' takes %u arguments, %zu given", f->name, f->nparams, nargs);
     if (nargs && !args) return rt_fail(d, TRT_ERR_INVALID_ARGUMENT, "arguments are NULL");
     if (!gx || !gy || !gz) return rt_fail(d, TRT_ERR_INVALID_ARGUMENT, "grid dimensions must be at least 1");
-    rt_arg ra[RT_INTERP_MAX_ARGS];
-    uint64_t cu_store[RT_INTERP_MAX_ARGS]; /* one 8-byte cell per CUDA parameter */
-    void *cu_params[RT_INTERP_MAX_ARGS];
-    if (nargs > RT_INTERP_MAX_ARGS)
-        return rt_fail(d, TRT_ERR_ARGUMENTS, "too many arguments (limit is %d)", RT_INTERP_MAX_ARGS);
+    rt_arg ra[RT_MAX_ARGS];
+    if (nargs > RT_MAX_ARGS) return rt_fail(d, TRT_ERR_ARGUMENTS, "too many arguments (limit is %d)", RT_MAX_ARGS);
     for (uint32_t i = 0; i < nargs; i++) {
         tir_type t = f->params[i]->type;
         const trt_arg *a = &args[i];
@@ -612,28 +525,27 @@ static trt_status launch(trt_kernel *k, void *cu_stream, uint32_t gx, uint32_t g
             if (a->offset > s->size)
                 return rt_fail(d, TRT_ERR_ARGUMENTS, "argument %u ('%s'): offset %zu is past the buffer's %zu bytes", i,
                             param_name(k, i), a->offset, s->size);
-            uint64_t base = d->cuda ? s->dptr : (uint64_t)(uintptr_t)s->data;
-            if ((base + a->offset) % RT_PTR_ALIGN)
+            if ((s->addr + a->offset) % RT_PTR_ALIGN)
                 return rt_fail(d, TRT_ERR_ARGUMENTS,
                             "argument %u ('%s') must be %d-byte aligned (the compiler assumed it), but its offset is %zu",
                             i, param_name(k, i), RT_PTR_ALIGN, a->offset);
-            ra[i] = (rt_arg){RT_ARG_PTR, index, (int64_t)a->offset, 0, 0};
-            cu_store[i] = base + a->offset;
+            ra[i] = (rt_arg){.kind = RT_ARG_PTR, .buffer = index, .offset = (int64_t)a->offset,
+                             .bits = s->addr + a->offset};
         } else if (tir_elem_is_float((tir_elem)t.elem)) {
             if (a->kind != TRT_ARG_FLOAT)
                 return rt_fail(d, TRT_ERR_ARGUMENTS, "argument %u ('%s') of '%s' must be a float (%s)", i, param_name(k, i),
                             f->name, k->param_types[i]);
-            ra[i] = (rt_arg){RT_ARG_FLOAT, 0, 0, 0, a->f};
-            cu_store[i] = 0; /* the driver reads the parameter's size from the start */
+            uint64_t bits = 0; /* the driver reads the parameter's size from the start */
             if (t.elem == TIR_F64) {
-                memcpy(&cu_store[i], &a->f, 8);
+                memcpy(&bits, &a->f, 8);
             } else if (t.elem == TIR_F32) {
                 float f32 = (float)a->f;
-                memcpy(&cu_store[i], &f32, 4);
+                memcpy(&bits, &f32, 4);
             } else {
                 uint16_t h = rt_half_bits(a->f, (tir_elem)t.elem);
-                memcpy(&cu_store[i], &h, 2);
+                memcpy(&bits, &h, 2);
             }
+            ra[i] = (rt_arg){.kind = RT_ARG_FLOAT, .f = a->f, .bits = bits};
         } else {
             if (a->kind != TRT_ARG_INT)
                 return rt_fail(d, TRT_ERR_ARGUMENTS, "argument %u ('%s') of '%s' must be an integer (%s)", i,
@@ -641,46 +553,24 @@ static trt_status launch(trt_kernel *k, void *cu_stream, uint32_t gx, uint32_t g
             if (tir_wrap_int(a->i, (tir_elem)t.elem) != a->i)
                 return rt_fail(d, TRT_ERR_ARGUMENTS, "argument %u ('%s'): %lld does not fit in %s", i, param_name(k, i),
                             (long long)a->i, k->param_types[i]);
-            ra[i] = (rt_arg){RT_ARG_INT, 0, 0, a->i, 0};
-            cu_store[i] = (uint64_t)a->i; /* little endian: the low bytes are the narrow value */
+            /* little endian: the low bytes are the narrow value */
+            ra[i] = (rt_arg){.kind = RT_ARG_INT, .i = a->i, .bits = (uint64_t)a->i};
         }
     }
-    if (d->cuda) {
-        for (uint32_t i = 0; i < nargs; i++) cu_params[i] = &cu_store[i];
-        uint32_t grid[3] = {gx, gy, gz};
-        if (!rt_cuda_launch(d->cuda, k->cu_function, grid, 32u * (uint32_t)(f->num_warps ? f->num_warps : 4),
-                            f->dynamic_smem, cu_params, cu_stream, d->err, sizeof d->err))
-            return cuda_failure(d);
-        return TRT_OK;
-    }
-    if (d->kind == TRT_DEVICE_EMU) return emu_launch_on(d, k, gx, gy, gz, ra, cu_store, (uint32_t)nargs);
-    rt_buffer *bufs = calloc(d->nbufs + 1, sizeof *bufs);
-    if (!bufs) return rt_fail(d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
-    for (uint32_t i = 0; i < d->nbufs; i++) bufs[i] = (rt_buffer){d->bufs[i].data, d->bufs[i].live ? d->bufs[i].size : 0};
-    rt_launch l = {f, k->mod->file, bufs, d->nbufs, ra, (uint32_t)nargs, {gx, gy, gz}};
-    tc_diag diag;
-    tc_diag_init(&diag);
-    rt_print_sink sink = {d->print, d->print_user};
-    rt_run_result run = rt_interp_launch(&l, &sink, &diag);
-    free(bufs);
-    trt_status st = run == RT_RUN_OK       ? TRT_OK
-                    : run == RT_RUN_ASSERT ? rt_fail(d, TRT_ERR_ASSERT, "%s", diag.out.data)
-                                           : rt_fail(d, TRT_ERR_LAUNCH, "%s", diag.out.data);
-    tc_diag_free(&diag);
-    return st;
+    uint32_t grid[3] = {gx, gy, gz};
+    return k->mod->ops->launch(k, stream, grid, ra, (uint32_t)nargs);
 }
 
 trt_status trt_sync(trt_device *d) {
     if (!d) return TRT_ERR_INVALID_ARGUMENT;
     if (d->closed) return rt_fail(d, TRT_ERR_CLOSED, "the device was closed");
-    if (d->cuda && !rt_cuda_sync(d->cuda, d->err, sizeof d->err)) return cuda_failure(d);
-    return TRT_OK;
+    return d->ops->sync(d);
 }
 
 trt_status trt_set_print(trt_device *d, trt_print_fn fn, void *user) {
     if (!d) return TRT_ERR_INVALID_ARGUMENT;
     if (d->closed) return rt_fail(d, TRT_ERR_CLOSED, "the device was closed");
-    if (d->cuda && fn)
+    if (!d->ops->print_fn && fn)
         return rt_fail(d, TRT_ERR_INVALID_ARGUMENT,
                        "the GPU's printf writes to the process's stdout; a print function is for the CPU device only");
     d->print = fn;

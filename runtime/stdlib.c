@@ -36,6 +36,7 @@
 
 #include "runtime/internal.h"
 #include "runtime/stdlib_embed.h"
+#include "runtime/stdlib_internal.h"
 #include "tilec_stdlib.h"
 
 enum {
@@ -266,14 +267,14 @@ typedef struct row_groups {
 /* The multiprocessors of the call's GPU (FALLBACK_SMS where the driver
  * would not say); 0 on the CPU and the emulator. */
 static int gpu_sms(const call *c) {
-    if (!c->d->cuda) return 0;
-    int sms = rt_cuda_sm_count(c->d->cuda);
+    if (!c->d->ops->sm_count) return 0; /* not a GPU */
+    int sms = c->d->ops->sm_count(c->d);
     return sms > 0 ? sms : FALLBACK_SMS;
 }
 
 static trt_status plan_groups(const call *c, int64_t rows, int64_t cols, row_groups *g) {
     int per_sm = cols <= NARROW_COLS ? GPU_GROUPS_PER_SM_NARROW : GPU_GROUPS_PER_SM;
-    int64_t target = c->d->cuda ? per_sm * (int64_t)gpu_sms(c) : CPU_GROUPS;
+    int64_t target = c->d->ops->sm_count ? per_sm * (int64_t)gpu_sms(c) : CPU_GROUPS;
     g->per = cdiv(rows, target);
     g->groups = cdiv(rows, g->per);
     /* the kernels index rows and partial sums in i32 */

@@ -43,9 +43,9 @@ static void drop(prog *p) {
     tc_diag_free(&p->diag);
 }
 
-static rt_arg ptr_arg(uint32_t buf) { return (rt_arg){RT_ARG_PTR, buf, 0, 0, 0}; }
-static rt_arg int_arg(int64_t v) { return (rt_arg){RT_ARG_INT, 0, 0, v, 0}; }
-static rt_arg float_arg(double v) { return (rt_arg){RT_ARG_FLOAT, 0, 0, 0, v}; }
+static rt_arg ptr_arg(uint32_t buf) { return (rt_arg){.kind = RT_ARG_PTR, .buffer = buf}; }
+static rt_arg int_arg(int64_t v) { return (rt_arg){.kind = RT_ARG_INT, .i = v}; }
+static rt_arg float_arg(double v) { return (rt_arg){.kind = RT_ARG_FLOAT, .f = v}; }
 
 static float rand_float(void) { return (float)(rand() % 20001 - 10000) / 997.0f; }
 

@@ -75,9 +75,9 @@ static void run(lib *l, const char *kernel, rt_buffer *bufs, uint32_t nbufs, con
     if (!rt_interp_run(&launch, &l->diag)) fail_msg("%s failed:\n%s", kernel, l->diag.out.data);
 }
 
-static rt_arg P(uint32_t b) { return (rt_arg){RT_ARG_PTR, b, 0, 0, 0}; }
-static rt_arg I(int64_t v) { return (rt_arg){RT_ARG_INT, 0, 0, v, 0}; }
-static rt_arg F(double v) { return (rt_arg){RT_ARG_FLOAT, 0, 0, 0, v}; }
+static rt_arg P(uint32_t b) { return (rt_arg){.kind = RT_ARG_PTR, .buffer = b}; }
+static rt_arg I(int64_t v) { return (rt_arg){.kind = RT_ARG_INT, .i = v}; }
+static rt_arg F(double v) { return (rt_arg){.kind = RT_ARG_FLOAT, .f = v}; }
 
 /* out = x op y, checked exactly: one f32 operation per element */
 static void binary(lib *l, const char *kernel, int mul) {

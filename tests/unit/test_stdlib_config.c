@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "runtime/internal.h"
+#include "runtime/stdlib_internal.h"
 
 enum { H100_SMS = 132 };
 

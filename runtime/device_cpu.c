@@ -1,0 +1,53 @@
+/* device_cpu.c - the CPU device: host memory (device_host.c), and
+ * launches that run the kernel's tile IR in the interpreter (interp.c)
+ * over the whole grid before they return. It has no code to load beyond
+ * the tile IR that every module holds. */
+#include <stdlib.h>
+
+#include "runtime/internal.h"
+#include "runtime/interp.h"
+
+static const char *cpu_name(const trt_device *d) { return "cpu (tile IR interpreter)"; }
+
+static trt_status cpu_load(trt_module *m, const void *image, size_t size) { return TRT_OK; }
+
+static void cpu_unload(trt_module *m) {}
+
+/* Pointers as (buffer, offset) into the device's table of buffers, each
+ * access checked; errors name the kernel's .tile line. */
+static trt_status cpu_launch(trt_kernel *k, void *stream, const uint32_t grid[3], const rt_arg *args,
+                             uint32_t nargs) {
+    trt_device *d = k->mod->dev;
+    rt_buffer *bufs = rt_host_buffers(d);
+    if (!bufs) return rt_fail(d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
+    rt_launch l = {k->func, k->mod->file, bufs, d->nbufs, args, nargs, {grid[0], grid[1], grid[2]}};
+    tc_diag diag;
+    tc_diag_init(&diag);
+    rt_print_sink sink = {d->print, d->print_user};
+    rt_run_result run = rt_interp_launch(&l, &sink, &diag);
+    free(bufs);
+    trt_status st = run == RT_RUN_OK       ? TRT_OK
+                    : run == RT_RUN_ASSERT ? rt_fail(d, TRT_ERR_ASSERT, "%s", diag.out.data)
+                                           : rt_fail(d, TRT_ERR_LAUNCH, "%s", diag.out.data);
+    tc_diag_free(&diag);
+    return st;
+}
+
+const rt_device_ops rt_cpu_device = {
+    .kind = TRT_DEVICE_CPU,
+    .code = RT_CODE_TIR,
+    .print_fn = true,
+    .name = cpu_name,
+    .alloc = rt_host_alloc,
+    .free = rt_host_free,
+    .check_wrap = rt_host_check_wrap,
+    .write = rt_host_write,
+    .read = rt_host_read,
+    .stream_create = rt_host_stream_create,
+    .stream_sync = rt_host_stream_sync,
+    .stream_destroy = rt_host_stream_destroy,
+    .sync = rt_host_sync,
+    .load = cpu_load,
+    .unload = cpu_unload,
+    .launch = cpu_launch,
+};

@@ -1,0 +1,167 @@
+/* device_cuda.c - the CUDA device: the GPU through the driver API of
+ * cuda.c (loaded with dlopen), its state an rt_cuda. Buffers are device
+ * allocations, copies and launches may go on a stream, modules load a
+ * cubin or PTX image and look up each kernel's function. Every failing
+ * call leaves a message naming it in the device's last error. */
+#include <stdio.h>
+
+#include "runtime/cuda.h"
+#include "runtime/internal.h"
+
+static rt_cuda *cuda_of(const trt_device *d) { return d->impl; }
+
+/* The status of a failed CUDA call (d->err says which). After an assert
+ * fails in a kernel the driver answers CUDA_ERROR_ASSERT to every call:
+ * the context is lost, so the message says what the user must do. */
+static trt_status cuda_failure(trt_device *d) {
+    if (!rt_cuda_asserted(cuda_of(d))) return TRT_ERR_LAUNCH;
+    return rt_fail(d, TRT_ERR_ASSERT,
+                   "an assert failed in a kernel on the GPU (the kernel printed which, with its program and element, "
+                   "on stdout): %s; the GPU context is lost: close this device (trt_close) and open it again "
+                   "(if other code in this process uses the GPU too, the process must restart)",
+                   d->err);
+}
+
+static bool cuda_open(void **impl, char *why, size_t why_size) {
+    rt_cuda *c = NULL;
+    bool ok = rt_cuda_open(&c, why, why_size);
+    *impl = c;
+    return ok;
+}
+
+static void cuda_close(void *impl) { rt_cuda_close(impl); }
+
+static const char *cuda_name(const trt_device *d) { return rt_cuda_name(cuda_of(d)); }
+static const char *cuda_arch(const trt_device *d) { return rt_cuda_arch(cuda_of(d)); }
+static int cuda_sm_count(const trt_device *d) { return rt_cuda_sm_count(cuda_of(d)); }
+
+/* ---- memory ------------------------------------------------------------ */
+
+static trt_status cuda_alloc(trt_device *d, size_t bytes, uint64_t *addr) {
+    return rt_cuda_alloc(cuda_of(d), bytes, addr, d->err, sizeof d->err) ? TRT_OK : TRT_ERR_OUT_OF_MEMORY;
+}
+
+static void cuda_free(trt_device *d, uint64_t addr) { rt_cuda_free(cuda_of(d), addr, NULL, 0); }
+
+/* Only memory of this GPU's context, within one allocation. */
+static trt_status cuda_check_wrap(trt_device *d, uint64_t ptr, size_t bytes) {
+    uint64_t base;
+    size_t size;
+    if (!rt_cuda_range(cuda_of(d), ptr, &base, &size, d->err, sizeof d->err))
+        return rt_fail(d, TRT_ERR_INVALID_ARGUMENT, "cannot wrap %#llx: %s", (unsigned long long)ptr, d->err);
+    if (bytes > size - (ptr - base))
+        return rt_fail(d, TRT_ERR_INVALID_ARGUMENT,
+                       "%zu bytes at %#llx run past the end of its %zu-byte allocation at %#llx", bytes,
+                       (unsigned long long)ptr, size, (unsigned long long)base);
+    return TRT_OK;
+}
+
+static trt_status cuda_write(trt_device *d, uint64_t dst, const void *src, size_t bytes, void *stream) {
+    return rt_cuda_write(cuda_of(d), dst, src, bytes, stream, d->err, sizeof d->err) ? TRT_OK : cuda_failure(d);
+}
+
+static trt_status cuda_read(trt_device *d, void *dst, uint64_t src, size_t bytes, void *stream) {
+    return rt_cuda_read(cuda_of(d), dst, src, bytes, stream, d->err, sizeof d->err) ? TRT_OK : cuda_failure(d);
+}
+
+/* ---- streams ----------------------------------------------------------- */
+
+static trt_status cuda_stream_create(trt_device *d, void **stream) {
+    return rt_cuda_stream_create(cuda_of(d), stream, d->err, sizeof d->err) ? TRT_OK : cuda_failure(d);
+}
+
+static trt_status cuda_stream_sync(trt_device *d, void *stream) {
+    return rt_cuda_stream_sync(cuda_of(d), stream, d->err, sizeof d->err) ? TRT_OK : cuda_failure(d);
+}
+
+static void cuda_stream_destroy(trt_device *d, void *stream) { /* the driver lets queued work finish first */
+    rt_cuda_stream_sync(cuda_of(d), stream, NULL, 0);
+    rt_cuda_stream_destroy(cuda_of(d), stream);
+}
+
+static trt_status cuda_sync(trt_device *d) {
+    return rt_cuda_sync(cuda_of(d), d->err, sizeof d->err) ? TRT_OK : cuda_failure(d);
+}
+
+/* ---- modules and launches ---------------------------------------------- */
+
+/* A kernel with more than 48 KB of shared memory has it as the dynamic
+ * array (lower/codegen.c), whose size its tile IR says (dynamic_smem):
+ * checked against what the GPU allows a block, then opted in to once per
+ * loaded function; every launch passes that size. False with the message
+ * in d->err. */
+static bool allow_dynamic_smem(trt_device *d, trt_kernel *k) {
+    uint32_t need = k->func->dynamic_smem, most = rt_cuda_smem_optin(cuda_of(d));
+    if (!need) return true;
+    if (most && need > most) {
+        snprintf(d->err, sizeof d->err,
+                 "kernel '%s' needs %u bytes of shared memory per block, and this GPU (%s) allows at most %u; "
+                 "compile it for this GPU's arch, with smaller tiles or fewer stages",
+                 k->func->name, need, rt_cuda_arch(cuda_of(d)), most);
+        return false;
+    }
+    return rt_cuda_allow_dynamic_smem(cuda_of(d), k->fn, need, d->err, sizeof d->err);
+}
+
+/* The cubin or PTX image (the driver reads PTX to its NUL), then each
+ * kernel's function. */
+static trt_status cuda_load(trt_module *m, const void *image, size_t size) {
+    trt_device *d = m->dev;
+    bool ok = rt_cuda_load(cuda_of(d), image, &m->code, d->err, sizeof d->err);
+    for (uint32_t k = 0; ok && k < m->nkernels; k++)
+        ok = rt_cuda_function(cuda_of(d), m->code, m->kernels[k].func->name, &m->kernels[k].fn, d->err,
+                              sizeof d->err) &&
+             allow_dynamic_smem(d, &m->kernels[k]);
+    if (ok) return TRT_OK;
+    if (m->code) rt_cuda_unload(cuda_of(d), m->code);
+    m->code = NULL;
+    return TRT_ERR_COMPILE;
+}
+
+static void cuda_unload(trt_module *m) { /* the context lives until the device's last release */
+    if (m->code) rt_cuda_unload(cuda_of(m->dev), m->code);
+}
+
+/* One 8-byte cell per parameter, of which the driver reads the
+ * parameter's size from the start; a block of num_warps warps (4 if the
+ * IR does not say). */
+static trt_status cuda_launch(trt_kernel *k, void *stream, const uint32_t grid[3], const rt_arg *args,
+                              uint32_t nargs) {
+    trt_device *d = k->mod->dev;
+    const tir_func *f = k->func;
+    uint64_t cells[RT_MAX_ARGS];
+    void *params[RT_MAX_ARGS];
+    for (uint32_t i = 0; i < nargs; i++) {
+        cells[i] = args[i].bits;
+        params[i] = &cells[i];
+    }
+    if (!rt_cuda_launch(cuda_of(d), k->fn, grid, 32u * (uint32_t)(f->num_warps ? f->num_warps : 4), f->dynamic_smem,
+                        params, stream, d->err, sizeof d->err))
+        return cuda_failure(d);
+    return TRT_OK;
+}
+
+const rt_device_ops rt_cuda_device = {
+    .kind = TRT_DEVICE_CUDA,
+    .code = RT_CODE_CUBIN,
+    .image_ext = "cubin",
+    .print_fn = false,
+    .open = cuda_open,
+    .close = cuda_close,
+    .name = cuda_name,
+    .arch = cuda_arch,
+    .sm_count = cuda_sm_count,
+    .code_arch = cuda_arch,
+    .alloc = cuda_alloc,
+    .free = cuda_free,
+    .check_wrap = cuda_check_wrap,
+    .write = cuda_write,
+    .read = cuda_read,
+    .stream_create = cuda_stream_create,
+    .stream_sync = cuda_stream_sync,
+    .stream_destroy = cuda_stream_destroy,
+    .sync = cuda_sync,
+    .load = cuda_load,
+    .unload = cuda_unload,
+    .launch = cuda_launch,
+};

@@ -1,0 +1,82 @@
+/* device_emu_code.c - the emulator device's module code: loading the
+ * NVPTX LLVM IR that trt_compile generated and running kernels in the
+ * emulator of emu/ (emu/emu.h). Built into the compiler's library
+ * (tilec_runtime_compile), not the runtime proper, because emu/ links
+ * LLVM; trt_compile loads an emulator module's code with this table, and
+ * the module runs on it from then on (device.h). Only the module
+ * operations are set: the device's own are rt_emu_device's
+ * (device_emu.c). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emu/emu.h"
+#include "runtime/internal.h"
+
+enum { EMU_REPORT_TOP = 5 }; /* conflicted instructions a bank report names */
+
+/* The emulator device's launch. With TILEC_EMU_SMEM_STATS set (not empty,
+ * not "0"), each launch also counts shared-memory bank conflicts
+ * (emu/emu.h) and prints the report to stderr: the per-kind wavefronts
+ * against the ideal and the worst instructions. */
+static emu_result emu_run_counted(const emu_module *m, const emu_launch *l, char *err, size_t err_size) {
+    const char *want = getenv("TILEC_EMU_SMEM_STATS");
+    if (!want || !*want || !strcmp(want, "0") || l->smem_stats) return emu_run(m, l, err, err_size);
+    emu_smem_stats st;
+    memset(&st, 0, sizeof st);
+    emu_launch counted = *l;
+    counted.smem_stats = &st;
+    emu_result res = emu_run(m, &counted, err, err_size);
+    size_t n = emu_smem_report(&st, EMU_REPORT_TOP, NULL, 0);
+    char *text = malloc(n + 1);
+    if (text) {
+        emu_smem_report(&st, EMU_REPORT_TOP, text, n + 1);
+        fprintf(stderr, "tilec emu: kernel '%s', grid (%u, %u, %u): %s", l->kernel, l->grid[0], l->grid[1],
+                l->grid[2], text);
+        free(text);
+    }
+    emu_smem_stats_free(&st);
+    return res;
+}
+
+/* The emulator's module from the LLVM IR text. */
+static trt_status emu_code_load(trt_module *m, const void *image, size_t size) {
+    trt_device *d = m->dev;
+    m->code = emu_module_load(image, size, d->err, sizeof d->err);
+    return m->code ? TRT_OK : TRT_ERR_COMPILE;
+}
+
+static void emu_code_unload(trt_module *m) {
+    if (m->code) emu_module_free(m->code);
+}
+
+/* Pointers as (buffer, offset), scalars as the bits the GPU would get. */
+static trt_status emu_code_launch(trt_kernel *k, void *stream, const uint32_t grid[3], const rt_arg *args,
+                                  uint32_t nargs) {
+    trt_module *m = k->mod;
+    trt_device *d = m->dev;
+    emu_arg ea[RT_MAX_ARGS];
+    for (uint32_t i = 0; i < nargs; i++)
+        ea[i] = (emu_arg){args[i].kind == RT_ARG_PTR, args[i].buffer, (uint64_t)args[i].offset, args[i].bits};
+    rt_buffer *host = rt_host_buffers(d);
+    emu_buffer *bufs = host ? calloc(d->nbufs + 1, sizeof *bufs) : NULL;
+    if (!bufs) {
+        free(host);
+        return rt_fail(d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    for (uint32_t i = 0; i < d->nbufs; i++) bufs[i] = (emu_buffer){host[i].data, host[i].size};
+    free(host);
+    emu_launch l = {k->func->name, {grid[0], grid[1], grid[2]}, ea, nargs, bufs, d->nbufs, d->print, d->print_user,
+                    k->func->dynamic_smem, NULL};
+    emu_result res = emu_run_counted(m->code, &l, d->err, sizeof d->err);
+    free(bufs);
+    return res == EMU_OK ? TRT_OK : res == EMU_ASSERT ? TRT_ERR_ASSERT : TRT_ERR_LAUNCH;
+}
+
+const rt_device_ops rt_emu_code = {
+    .kind = TRT_DEVICE_EMU,
+    .code = RT_CODE_LLVM,
+    .load = emu_code_load,
+    .unload = emu_code_unload,
+    .launch = emu_code_launch,
+};
