@@ -48,20 +48,21 @@ if [ "${1:-}" = --compare ]; then
   exit 0
 fi
 
-tilec=${1:?usage: ptx-snapshot.sh TILEC OUTDIR | --compare BASE [BUILD]}
+tilec=$(realpath "${1:?usage: ptx-snapshot.sh TILEC OUTDIR | --compare BASE [BUILD]}")
 out=${2:?usage: ptx-snapshot.sh TILEC OUTDIR}
 mkdir -p "$out"
+out=$(realpath "$out")
 
 # compile FILE ARCH TAG ARGS...: one output pair
 compile() {
   local f=$1 arch=$2 tag=$3; shift 3
   local name
   name=$(echo "$f" | tr / _)__${arch}__$tag
-  "$tilec" "$root/$f" --emit=ptx --arch="$arch" --no-sidecar -o "$out/$name.ptx" "$@" 2> "$out/$name.err"
+  # from the root, by its path there: diagnostics and assert messages name
+  # the file as given, the same in every checkout
+  (cd "$root" && "$tilec" "$f" --emit=ptx --arch="$arch" --no-sidecar -o "$out/$name.ptx" "$@" 2> "$out/$name.err")
   echo "exit $?" >> "$out/$name.err"
   [ -e "$out/$name.ptx" ] || : > "$out/$name.ptx"
-  # a diagnostic names the file by the path given; keep it relative
-  sed -i "s|$root/||g" "$out/$name.err"
 }
 
 # The options a RUN line gives tilec, less those this script sets itself.
