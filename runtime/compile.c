@@ -42,24 +42,23 @@ static uint64_t hash_bytes(uint64_t h, const void *p, size_t n) {
 
 static uint64_t hash_str(uint64_t h, const char *s) { return hash_bytes(h, s, strlen(s) + 1); }
 
-static uint64_t cache_key(trt_device *d, const char *file, const char *src, size_t len, const trt_compile_options *o,
-                          const char *arch) {
+/* The key of a compile: the compiler, the device kind, the source and the
+ * options the caller chose (the rest of `o` follows from the device). */
+static uint64_t cache_key(trt_device *d, const char *file, const char *src, size_t len, const tilec_options *o) {
     uint64_t h = 14695981039346656037ull;
     h = hash_str(h, TILEC_VERSION);
     h = hash_str(h, TILEC_SOURCE_HASH);
     h = hash_bytes(h, &d->ops->kind, sizeof d->ops->kind);
-    h = hash_str(h, arch ? arch : "");
+    h = hash_str(h, o->arch ? o->arch : "");
     h = hash_str(h, file);
     h = hash_bytes(h, &len, sizeof len);
     h = hash_bytes(h, src, len);
-    if (o) {
-        h = hash_bytes(h, &o->num_warps, sizeof o->num_warps);
-        h = hash_bytes(h, &o->no_asserts, sizeof o->no_asserts);
-        h = hash_bytes(h, &o->num_stages, sizeof o->num_stages);
-        for (size_t i = 0; i < o->ndefines; i++) {
-            h = hash_str(h, o->defines[i].name);
-            h = hash_bytes(h, &o->defines[i].value, sizeof o->defines[i].value);
-        }
+    h = hash_bytes(h, &o->num_warps, sizeof o->num_warps);
+    h = hash_bytes(h, &o->no_asserts, sizeof o->no_asserts);
+    h = hash_bytes(h, &o->num_stages, sizeof o->num_stages);
+    for (size_t i = 0; i < o->ndefines; i++) {
+        h = hash_str(h, o->defines[i].name);
+        h = hash_bytes(h, &o->defines[i].value, sizeof o->defines[i].value);
     }
     return h;
 }
@@ -157,38 +156,47 @@ static const char *compile_arch(const trt_device *d, const trt_compile_options *
     return o && o->arch ? o->arch : d->ops->code_arch(d);
 }
 
+/* The options libtilec compiles with for this device: the caller's, and
+ * what the device runs. Made once per compile, for its cache key and for
+ * libtilec alike. (trt_compile_options is the public subset of
+ * tilec_options a caller may choose.) */
+static tilec_options compile_options(const trt_device *d, const trt_compile_options *o) {
+    bool gpu_code = d->ops->code != RT_CODE_TIR; /* a cubin, or LLVM IR for the emulator */
+    tilec_options opt;
+    tilec_options_init(&opt);
+    /* the interpreter needs the tile IR with source lines, after
+     * simplify (no layouts); the GPU a cubin, and the laid-out IR
+     * (signatures, num_warps), which comes with it as the sidecar */
+    opt.emit = emit_for[d->ops->code];
+    opt.llvm_optimized = true;
+    opt.passes = gpu_code ? NULL : "simplify";
+    opt.print_locs = true;
+    opt.sidecar = gpu_code;
+    opt.arch = compile_arch(d, o);
+    if (o) {
+        opt.num_warps = o->num_warps;
+        opt.defines = o->defines;
+        opt.ndefines = o->ndefines;
+        opt.no_asserts = o->no_asserts;
+        opt.num_stages = o->num_stages;
+    }
+    return opt;
+}
+
 /* Tile IR text (and, for the GPU, a cubin) for source and options: from
  * memory, from disk (unless use_disk is false; *from_disk says), or from
  * libtilec. */
 static cache_entry *compile_cached(trt_device *d, const char *file, const char *src, size_t len,
                                    const trt_compile_options *o, bool use_disk, bool *from_disk, trt_status *st) {
-    const char *arch = compile_arch(d, o);
     bool gpu_code = d->ops->code != RT_CODE_TIR; /* a cubin, or LLVM IR for the emulator */
-    uint64_t key = cache_key(d, file, src, len, o, arch);
+    tilec_options opt = compile_options(d, o);
+    uint64_t key = cache_key(d, file, src, len, &opt);
     *from_disk = false;
     for (cache_entry *e = d->cache; e; e = e->next)
         if (e->key == key) return e;
     cache_entry *e = use_disk ? disk_load(key, d->ops->image_ext) : NULL;
     *from_disk = e != NULL;
     if (!e) {
-        tilec_options opt;
-        tilec_options_init(&opt);
-        /* the interpreter needs the tile IR with source lines, after
-         * simplify (no layouts); the GPU a cubin, and the laid-out IR
-         * (signatures, num_warps), which comes with it as the sidecar */
-        opt.emit = emit_for[d->ops->code];
-        opt.llvm_optimized = true;
-        opt.passes = gpu_code ? NULL : "simplify";
-        opt.print_locs = true;
-        opt.sidecar = gpu_code;
-        opt.arch = arch;
-        if (o) {
-            opt.num_warps = o->num_warps;
-            opt.defines = o->defines;
-            opt.ndefines = o->ndefines;
-            opt.no_asserts = o->no_asserts;
-            opt.num_stages = o->num_stages;
-        }
         tilec_output out;
         if (tilec_compile(file, src, len, &opt, &out) != TILEC_OK) {
             *st = rt_fail(d, TRT_ERR_COMPILE, "%s", out.diagnostics);
@@ -258,7 +266,8 @@ trt_status rt_compile_kept(trt_device *d, const char *file, const char *src, siz
     if (!d || !out || !file || !src) return TRT_ERR_INVALID_ARGUMENT;
     *out = NULL;
     if (d->closed) return rt_fail(d, TRT_ERR_CLOSED, "the device was closed");
-    uint64_t key = cache_key(d, file, src, len, o, compile_arch(d, o));
+    tilec_options opt = compile_options(d, o);
+    uint64_t key = cache_key(d, file, src, len, &opt);
     for (kept_module *k = d->kept; k; k = k->next)
         if (k->key == key) {
             *out = k->mod;

@@ -7,12 +7,10 @@
  * trt_load refuses prebuilt modules, which have no LLVM IR. */
 #include "runtime/internal.h"
 
-/* The architecture the emulator device compiles for. */
-#define EMU_DEFAULT_ARCH "sm_80"
-
 static const char *emu_name(const trt_device *d) { return "emu (NVPTX LLVM IR emulator)"; }
 
-static const char *emu_code_arch(const trt_device *d) { return EMU_DEFAULT_ARCH; }
+/* The emulator device compiles for the compiler's default architecture. */
+static const char *emu_code_arch(const trt_device *d) { return TILEC_DEFAULT_ARCH; }
 
 static trt_status emu_check_prebuilt(trt_device *d, const char *path) {
     return rt_fail(d, TRT_ERR_INVALID_ARGUMENT,
