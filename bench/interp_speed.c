@@ -47,7 +47,8 @@ int main(int argc, char **argv) {
     rt_buffer bufs[3] = {{x, sizeof(float) * N}, {y, sizeof(float) * N}, {out, sizeof(float) * N}};
     rt_arg args[4] = {{.kind = RT_ARG_PTR, .buffer = 0}, {.kind = RT_ARG_PTR, .buffer = 1},
                       {.kind = RT_ARG_PTR, .buffer = 2}, {.kind = RT_ARG_INT, .i = N}};
-    rt_launch l = {m->funcs, src.name, bufs, 3, args, 4, {N / BLOCK, 1, 1}};
+    rt_launch l = {.func = m->funcs, .file = src.name, .buffers = bufs, .nbuffers = 3, .args = args, .nargs = 4,
+                   .grid = {N / BLOCK, 1, 1}};
     double *t = calloc((size_t)runs, sizeof(double));
     int rc = 0;
     for (int r = 0; r < runs && !rc; r++) {

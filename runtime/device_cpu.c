@@ -20,10 +20,11 @@ static trt_status cpu_launch(trt_kernel *k, void *stream, const uint32_t grid[3]
     trt_device *d = k->mod->dev;
     rt_buffer *bufs = rt_host_buffers(d);
     if (!bufs) return rt_fail(d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
-    rt_launch l = {k->func, k->mod->file, bufs, d->nbufs, args, nargs, {grid[0], grid[1], grid[2]}};
+    rt_launch l = {.func = k->func, .file = k->mod->file, .buffers = bufs, .nbuffers = d->nbufs, .args = args,
+                   .nargs = nargs, .grid = {grid[0], grid[1], grid[2]}};
     tc_diag diag;
     tc_diag_init(&diag);
-    rt_print_sink sink = {d->print, d->print_user};
+    rt_print_sink sink = {.fn = d->print, .user = d->print_user};
     rt_run_result run = rt_interp_launch(&l, &sink, &diag);
     free(bufs);
     trt_status st = run == RT_RUN_OK       ? TRT_OK

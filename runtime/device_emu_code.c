@@ -57,17 +57,19 @@ static trt_status emu_code_launch(trt_kernel *k, void *stream, const uint32_t gr
     trt_device *d = m->dev;
     emu_arg ea[RT_MAX_ARGS];
     for (uint32_t i = 0; i < nargs; i++)
-        ea[i] = (emu_arg){args[i].kind == RT_ARG_PTR, args[i].buffer, (uint64_t)args[i].offset, args[i].bits};
+        ea[i] = (emu_arg){.is_ptr = args[i].kind == RT_ARG_PTR, .buffer = args[i].buffer,
+                          .offset = (uint64_t)args[i].offset, .bits = args[i].bits};
     rt_buffer *host = rt_host_buffers(d);
     emu_buffer *bufs = host ? calloc(d->nbufs + 1, sizeof *bufs) : NULL;
     if (!bufs) {
         free(host);
         return rt_fail(d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
     }
-    for (uint32_t i = 0; i < d->nbufs; i++) bufs[i] = (emu_buffer){host[i].data, host[i].size};
+    for (uint32_t i = 0; i < d->nbufs; i++) bufs[i] = (emu_buffer){.data = host[i].data, .size = host[i].size};
     free(host);
-    emu_launch l = {k->func->name, {grid[0], grid[1], grid[2]}, ea, nargs, bufs, d->nbufs, d->print, d->print_user,
-                    k->func->dynamic_smem, NULL};
+    emu_launch l = {.kernel = k->func->name, .grid = {grid[0], grid[1], grid[2]}, .args = ea, .nargs = nargs,
+                    .buffers = bufs, .nbuffers = d->nbufs, .print = d->print, .print_user = d->print_user,
+                    .dynamic_smem = k->func->dynamic_smem};
     emu_result res = emu_run_counted(m->code, &l, d->err, sizeof d->err);
     free(bufs);
     return res == EMU_OK ? TRT_OK : res == EMU_ASSERT ? TRT_ERR_ASSERT : TRT_ERR_LAUNCH;

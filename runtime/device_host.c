@@ -47,7 +47,7 @@ rt_buffer *rt_host_buffers(const trt_device *d) {
     if (!bufs) return NULL;
     for (uint32_t i = 0; i < d->nbufs; i++) {
         const buf_slot *s = &d->bufs[i];
-        bufs[i] = (rt_buffer){s->live ? (void *)(uintptr_t)s->addr : NULL, s->live ? s->size : 0};
+        bufs[i] = (rt_buffer){.data = s->live ? (void *)(uintptr_t)s->addr : NULL, .size = s->live ? s->size : 0};
     }
     return bufs;
 }

@@ -1,6 +1,6 @@
 /* interp.h - the CPU device's core: runs a kernel's tile IR, whole tiles
- * per op, over every program instance of a grid. Private to runtime/ until
- * the runtime API (include/) is built on it.
+ * per op, over every program instance of a grid. Private to runtime/: the
+ * CPU device (device_cpu.c) runs kernels with it.
  *
  * Memory is a table of buffers; a pointer is a buffer index and a byte
  * offset, and every load and store is checked against its buffer: an

@@ -299,7 +299,7 @@ trt_status rt_module_make(trt_device *d, const char *file, const char *tir_file,
     tc_diag_init(&diag);
     /* a reader error is at a line of the IR text; once read, the IR takes
      * the .tile name, which its loc(...) positions and runtime errors mean */
-    tc_source s = {tir_file ? tir_file : m->file, tir, strlen(tir)};
+    tc_source s = {.name = tir_file ? tir_file : m->file, .text = tir, .len = strlen(tir)};
     m->ir = tir_parse(m->arena, &s, &diag);
     if (m->ir) m->ir->source_name = m->file;
     /* a sidecar is a file on disk: check it as the compiler checks its IR,

@@ -655,8 +655,9 @@ trt_status tls_matmul(trt_device *dev, tls_dtype dt, tls_mem a, tls_mem b, tls_m
     call cl;
     trt_status st;
     if ((st = begin(&cl, dev, "tls_matmul", dt, opt))) return st;
-    matrix ma = {"a", a, {1, M, K}, {0, stride_am, stride_ak}}, mb = {"b", b, {1, K, N}, {0, stride_bk, stride_bn}},
-           mc = {"c", c, {1, M, N}, {0, stride_cm, stride_cn}};
+    matrix ma = {.name = "a", .mem = a, .n = {1, M, K}, .s = {0, stride_am, stride_ak}},
+           mb = {.name = "b", .mem = b, .n = {1, K, N}, .s = {0, stride_bk, stride_bn}},
+           mc = {.name = "c", .mem = c, .n = {1, M, N}, .s = {0, stride_cm, stride_cn}};
     return matmul(&cl, ma, mb, mc, NULL);
 }
 
@@ -667,9 +668,10 @@ trt_status tls_matmul_epilogue(trt_device *dev, tls_dtype dt, tls_mem a, tls_mem
     call cl;
     trt_status st;
     if ((st = begin(&cl, dev, "tls_matmul_epilogue", dt, opt))) return st;
-    matrix ma = {"a", a, {1, M, K}, {0, stride_am, stride_ak}}, mb = {"b", b, {1, K, N}, {0, stride_bk, stride_bn}},
-           mc = {"c", c, {1, M, N}, {0, stride_cm, stride_cn}};
-    epilogue epi = {{"bias", bias, {1, 1, N}, {0, 0, 1}}, act};
+    matrix ma = {.name = "a", .mem = a, .n = {1, M, K}, .s = {0, stride_am, stride_ak}},
+           mb = {.name = "b", .mem = b, .n = {1, K, N}, .s = {0, stride_bk, stride_bn}},
+           mc = {.name = "c", .mem = c, .n = {1, M, N}, .s = {0, stride_cm, stride_cn}};
+    epilogue epi = {.bias = {.name = "bias", .mem = bias, .n = {1, 1, N}, .s = {0, 0, 1}}, .act = act};
     return matmul(&cl, ma, mb, mc, &epi);
 }
 
@@ -680,9 +682,9 @@ trt_status tls_matmul_batched(trt_device *dev, tls_dtype dt, tls_mem a, tls_mem 
     call cl;
     trt_status st;
     if ((st = begin(&cl, dev, "tls_matmul_batched", dt, opt))) return st;
-    matrix ma = {"a", a, {batch, M, K}, {stride_ab, stride_am, stride_ak}},
-           mb = {"b", b, {batch, K, N}, {stride_bb, stride_bk, stride_bn}},
-           mc = {"c", c, {batch, M, N}, {stride_cb, stride_cm, stride_cn}};
+    matrix ma = {.name = "a", .mem = a, .n = {batch, M, K}, .s = {stride_ab, stride_am, stride_ak}},
+           mb = {.name = "b", .mem = b, .n = {batch, K, N}, .s = {stride_bb, stride_bk, stride_bn}},
+           mc = {.name = "c", .mem = c, .n = {batch, M, N}, .s = {stride_cb, stride_cm, stride_cn}};
     return matmul(&cl, ma, mb, mc, NULL);
 }
 
