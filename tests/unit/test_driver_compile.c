@@ -37,7 +37,7 @@ static void test_ptx_has_entry_and_vector_loads(void **state) {
 
 static void test_tir_specializes_define(void **state) {
     (void)state;
-    tilec_define d = {"BLOCK", 256};
+    tilec_define d = {.name = "BLOCK", .value = 256};
     tilec_options opt;
     tilec_options_init(&opt);
     opt.emit = TILEC_EMIT_TIR;

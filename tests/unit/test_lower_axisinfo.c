@@ -28,7 +28,7 @@ typedef struct fx {
 static tir_func *parse(fx *f, const char *text) {
     f->arena = tc_arena_new();
     tc_diag_init(&f->diag);
-    f->src = (tc_source){"t.tir", text, strlen(text)};
+    f->src = (tc_source){.name = "t.tir", .text = text, .len = strlen(text)};
     f->m = tir_parse(f->arena, &f->src, &f->diag);
     if (!f->m) fail_msg("%s", f->diag.out.data ? f->diag.out.data : "parse failed");
     return f->m->funcs;

@@ -25,7 +25,7 @@ static parsed parse_n(const char *text, size_t len) {
     parsed r;
     char *copy = malloc(len ? len : 1);
     memcpy(copy, text, len);
-    tc_source src = {"t.tile", copy, len};
+    tc_source src = {.name = "t.tile", .text = copy, .len = len};
     r.arena = tc_arena_new();
     tc_diag d;
     tc_diag_init(&d);
@@ -400,10 +400,10 @@ static void test_error_limit_and_junk(void **state) {
 
 static void test_span_join_and_spelling(void **state) {
     (void)state;
-    tc_span s = tc_span_join((tc_span){10, 2}, (tc_span){4, 3});
+    tc_span s = tc_span_join((tc_span){.off = 10, .len = 2}, (tc_span){.off = 4, .len = 3});
     assert_int_equal(s.off, 4);
     assert_int_equal(s.len, 8);
-    s = tc_span_join((tc_span){4, 20}, (tc_span){6, 1});
+    s = tc_span_join((tc_span){.off = 4, .len = 20}, (tc_span){.off = 6, .len = 1});
     assert_int_equal(s.off, 4);
     assert_int_equal(s.len, 20);
     assert_string_equal(ast_op_spelling(AST_OP_LE), "<=");

@@ -29,7 +29,7 @@ static int setup(void **state) {
     static fx f;
     char why[256];
     assert_int_equal(trt_open(TRT_DEVICE_CPU, &f.dev, why, sizeof why), TRT_OK);
-    tilec_define d = {"BLOCK", 256};
+    tilec_define d = {.name = "BLOCK", .value = 256};
     trt_compile_options o = {.defines = &d, .ndefines = 1};
     if (trt_compile(f.dev, "vadd.tile", vadd_src, strlen(vadd_src), &o, &f.mod) != TRT_OK)
         fail_msg("%s", trt_last_error(f.dev));
@@ -64,7 +64,7 @@ static void test_vadd_on_cuda(void **state) {
         skip();
     }
     trt_module *mod;
-    tilec_define d = {"BLOCK", 256};
+    tilec_define d = {.name = "BLOCK", .value = 256};
     trt_compile_options o = {.defines = &d, .ndefines = 1};
     if (trt_compile(dev, "vadd.tile", vadd_src, strlen(vadd_src), &o, &mod) != TRT_OK)
         fail_msg("%s", trt_last_error(dev));

@@ -25,7 +25,7 @@ typedef struct prog {
 static void build(prog *p, const char *name, const char *text) {
     p->arena = tc_arena_new();
     tc_diag_init(&p->diag);
-    p->src = (tc_source){name, text, strlen(text)};
+    p->src = (tc_source){.name = name, .text = text, .len = strlen(text)};
     if (strstr(name, ".tir")) {
         p->m = tir_parse(p->arena, &p->src, &p->diag);
     } else {
@@ -69,7 +69,8 @@ static void test_vadd_tails_and_grids(void **state) {
         rt_buffer bufs[3] = {{x, sizeof(float) * (size_t)cap}, {y, sizeof(float) * (size_t)cap},
                              {out, sizeof(float) * (size_t)cap}};
         rt_arg args[4] = {ptr_arg(0), ptr_arg(1), ptr_arg(2), int_arg(n)};
-        rt_launch l = {p.m->funcs, "vadd.tile", bufs, 3, args, 4, {(uint32_t)(n + 255) / 256, 1, 1}};
+        rt_launch l = {.func = p.m->funcs, .file = "vadd.tile", .buffers = bufs, .nbuffers = 3,
+                       .args = args, .nargs = 4, .grid = {(uint32_t)(n + 255) / 256, 1, 1}};
         assert_true(rt_interp_run(&l, &p.diag));
         for (int i = 0; i < n; i++)
             if (out[i] != x[i] + y[i]) fail_msg("n=%d: out[%d] = %g, want %g", n, i, out[i], x[i] + y[i]);
@@ -86,7 +87,8 @@ static void test_out_of_bounds_names_file_and_line(void **state) {
     float x[100] = {0}, y[100] = {0}, out[100];
     rt_buffer bufs[3] = {{x, sizeof x}, {y, sizeof y}, {out, sizeof out}};
     rt_arg args[4] = {ptr_arg(0), ptr_arg(1), ptr_arg(2), int_arg(200)}; /* n past the buffers */
-    rt_launch l = {p.m->funcs, "vadd.tile", bufs, 3, args, 4, {1, 1, 1}};
+    rt_launch l = {.func = p.m->funcs, .file = "vadd.tile", .buffers = bufs, .nbuffers = 3,
+                   .args = args, .nargs = 4, .grid = {1, 1, 1}};
     assert_false(rt_interp_run(&l, &p.diag));
     assert_non_null(strstr(p.diag.out.data, "vadd.tile:4:"));
     assert_non_null(strstr(p.diag.out.data, "vadd.tile:4:23: error: in kernel 'vadd', program (0, 0, 0): out-of-bounds access at byte offset 400 of the 400-byte buffer passed as 'x'"));
@@ -100,7 +102,8 @@ static void test_argument_checks(void **state) {
     float b[4];
     rt_buffer bufs[1] = {{b, sizeof b}};
     rt_arg args[4] = {ptr_arg(0), ptr_arg(0), ptr_arg(0), float_arg(1.0)}; /* n must be an int */
-    rt_launch l = {p.m->funcs, "vadd.tile", bufs, 1, args, 4, {1, 1, 1}};
+    rt_launch l = {.func = p.m->funcs, .file = "vadd.tile", .buffers = bufs, .nbuffers = 1,
+                   .args = args, .nargs = 4, .grid = {1, 1, 1}};
     assert_false(rt_interp_run(&l, &p.diag));
     assert_non_null(strstr(p.diag.out.data, "argument 'n' has the wrong kind"));
     l.nargs = 3;
@@ -141,7 +144,8 @@ static void test_f16_arithmetic_rounds_like_f16(void **state) {
     }
     rt_buffer bufs[2] = {{xh, sizeof xh}, {out, sizeof out}};
     rt_arg args[3] = {ptr_arg(0), ptr_arg(1), float_arg(0.5)};
-    rt_launch l = {p.m->funcs, "h.tile", bufs, 2, args, 3, {1, 1, 1}};
+    rt_launch l = {.func = p.m->funcs, .file = "h.tile", .buffers = bufs, .nbuffers = 2,
+                   .args = args, .nargs = 3, .grid = {1, 1, 1}};
     assert_true(rt_interp_run(&l, &p.diag));
     double tenth = ref_round_f16(0.1);
     for (int i = 0; i < 64; i++) {
@@ -173,7 +177,8 @@ static void test_integer_semantics(void **state) {
     memcpy(w0, w, sizeof w);
     rt_buffer bufs[6] = {{a, sizeof a}, {b, sizeof b}, {q, sizeof q}, {r, sizeof r}, {sh, sizeof sh}, {w, sizeof w}};
     rt_arg args[6] = {ptr_arg(0), ptr_arg(1), ptr_arg(2), ptr_arg(3), ptr_arg(4), ptr_arg(5)};
-    rt_launch l = {p.m->funcs, "i.tile", bufs, 6, args, 6, {1, 1, 1}};
+    rt_launch l = {.func = p.m->funcs, .file = "i.tile", .buffers = bufs, .nbuffers = 6,
+                   .args = args, .nargs = 6, .grid = {1, 1, 1}};
     assert_true(rt_interp_run(&l, &p.diag));
     int32_t want_q[8] = {3, -3, -3, 3, INT32_MIN, 0, 0, 333}, want_r[8] = {1, -1, 1, -1, 0, 5, -1, 1};
     for (int i = 0; i < 8; i++) {
@@ -200,7 +205,8 @@ static void test_multiple_of_checks_its_promise(void **state) {
     int64_t a[1] = {0};
     rt_buffer bufs[1] = {{a, sizeof a}};
     rt_arg args[3] = {ptr_arg(0), int_arg(-48), int_arg(1 << 20)};
-    rt_launch l = {p.m->funcs, "m.tile", bufs, 1, args, 3, {1, 1, 1}};
+    rt_launch l = {.func = p.m->funcs, .file = "m.tile", .buffers = bufs, .nbuffers = 1,
+                   .args = args, .nargs = 3, .grid = {1, 1, 1}};
     assert_true(rt_interp_run(&l, &p.diag));
     assert_int_equal(a[0], -48 + (1 << 20));
     args[2] = int_arg(1 << 20 | 512);
@@ -217,7 +223,8 @@ static void test_division_by_zero_is_an_error(void **state) {
     int32_t a[1] = {5};
     rt_buffer bufs[1] = {{a, sizeof a}};
     rt_arg args[2] = {ptr_arg(0), int_arg(0)};
-    rt_launch l = {p.m->funcs, "z.tile", bufs, 1, args, 2, {1, 1, 1}};
+    rt_launch l = {.func = p.m->funcs, .file = "z.tile", .buffers = bufs, .nbuffers = 1,
+                   .args = args, .nargs = 2, .grid = {1, 1, 1}};
     assert_false(rt_interp_run(&l, &p.diag));
     assert_non_null(strstr(p.diag.out.data, "z.tile:2:"));
     assert_non_null(strstr(p.diag.out.data, "integer division by zero"));
@@ -247,7 +254,8 @@ static void test_loop_sum_and_grid_axes(void **state) {
     for (int i = 0; i < ROWS * 64; i++) out[i] = NAN;
     rt_buffer bufs[2] = {{x, sizeof x}, {out, sizeof out}};
     rt_arg args[3] = {ptr_arg(0), ptr_arg(1), int_arg(N)};
-    rt_launch l = {p.m->funcs, "sum.tir", bufs, 2, args, 3, {1, ROWS, 1}};
+    rt_launch l = {.func = p.m->funcs, .file = "sum.tir", .buffers = bufs, .nbuffers = 2,
+                   .args = args, .nargs = 3, .grid = {1, ROWS, 1}};
     assert_true(rt_interp_run(&l, &p.diag));
     for (int row = 0; row < ROWS; row++)
         for (int j = 0; j < 64; j++) {
@@ -280,7 +288,8 @@ static void test_for_loop_from_source(void **state) {
     for (int i = 0; i < ROWS * B; i++) out[i] = NAN;
     rt_buffer bufs[2] = {{x, sizeof x}, {out, sizeof out}};
     rt_arg args[3] = {ptr_arg(0), ptr_arg(1), int_arg(N)};
-    rt_launch l = {p.m->funcs, "rowsum.tile", bufs, 2, args, 3, {ROWS, 1, 1}};
+    rt_launch l = {.func = p.m->funcs, .file = "rowsum.tile", .buffers = bufs, .nbuffers = 2,
+                   .args = args, .nargs = 3, .grid = {ROWS, 1, 1}};
     if (!rt_interp_run(&l, &p.diag)) fail_msg("%s", p.diag.out.data);
     int trips = (N + B - 1) / B;
     for (int row = 0; row < ROWS; row++)
@@ -313,7 +322,8 @@ static void test_math_builtins(void **state) {
     for (int i = 0; i < 192; i++) out[i] = 12345;
     rt_buffer bufs[4] = {{x, sizeof x}, {y, sizeof y}, {out, sizeof out}, {iout, sizeof iout}};
     rt_arg args[5] = {ptr_arg(0), ptr_arg(1), ptr_arg(2), ptr_arg(3), int_arg(100)};
-    rt_launch l = {p.m->funcs, "m.tile", bufs, 4, args, 5, {1, 1, 1}};
+    rt_launch l = {.func = p.m->funcs, .file = "m.tile", .buffers = bufs, .nbuffers = 4,
+                   .args = args, .nargs = 5, .grid = {1, 1, 1}};
     if (!rt_interp_run(&l, &p.diag)) fail_msg("%s", p.diag.out.data);
     for (int i = 0; i < 64; i++) {
         float a = x[i], b = y[i];
@@ -343,7 +353,8 @@ static void test_min_of_signed_zeros(void **state) {
     float v[4] = {0.0f, -0.0f, 7, 7};
     rt_buffer bufs[1] = {{v, sizeof v}};
     rt_arg args[1] = {ptr_arg(0)};
-    rt_launch l = {p.m->funcs, "z.tile", bufs, 1, args, 1, {1, 1, 1}};
+    rt_launch l = {.func = p.m->funcs, .file = "z.tile", .buffers = bufs, .nbuffers = 1,
+                   .args = args, .nargs = 1, .grid = {1, 1, 1}};
     assert_true(rt_interp_run(&l, &p.diag));
     assert_true(v[2] == 0 && signbit(v[2]));  /* min(+0, -0) = -0 */
     assert_true(v[3] == 0 && !signbit(v[3])); /* max(+0, -0) = +0 */
@@ -372,7 +383,8 @@ static void test_transcendental_functions(void **state) {
     for (int i = 0; i < 448; i++) out[i] = NAN;
     rt_buffer bufs[2] = {{x, sizeof x}, {out, sizeof out}};
     rt_arg args[2] = {ptr_arg(0), ptr_arg(1)};
-    rt_launch l = {p.m->funcs, "t.tile", bufs, 2, args, 2, {1, 1, 1}};
+    rt_launch l = {.func = p.m->funcs, .file = "t.tile", .buffers = bufs, .nbuffers = 2,
+                   .args = args, .nargs = 2, .grid = {1, 1, 1}};
     if (!rt_interp_run(&l, &p.diag)) fail_msg("%s", p.diag.out.data);
     for (int i = 0; i < 64; i++) {
         double a = x[i];
@@ -397,7 +409,8 @@ static void test_atomic_out_of_bounds_is_an_error(void **state) {
     int32_t x[16] = {0};
     rt_buffer bufs[1] = {{x, sizeof x}};
     rt_arg ok_args[3] = {ptr_arg(0), int_arg(8), int_arg(2)}; /* lanes 8.. would be past the end: off */
-    rt_launch l = {p.m->funcs, "atom.tile", bufs, 1, ok_args, 3, {1, 1, 1}};
+    rt_launch l = {.func = p.m->funcs, .file = "atom.tile", .buffers = bufs, .nbuffers = 1,
+                   .args = ok_args, .nargs = 3, .grid = {1, 1, 1}};
     if (!rt_interp_run(&l, &p.diag)) fail_msg("%s", p.diag.out.data);
     for (int i = 0; i < 16; i++) assert_int_equal(x[i], i % 2 == 0);
     rt_arg bad_args[3] = {ptr_arg(0), int_arg(9), int_arg(2)};
@@ -447,7 +460,8 @@ static void test_dot_products(void **state) {
     for (int i = 0; i < M * N; i++) c[i] = ci[i] = NAN;
     rt_buffer bufs[4] = {{a, sizeof a}, {b, sizeof b}, {c, sizeof c}, {ci, sizeof ci}};
     rt_arg args[4] = {ptr_arg(0), ptr_arg(1), ptr_arg(2), ptr_arg(3)};
-    rt_launch l = {p.m->funcs, "dot.tile", bufs, 4, args, 4, {1, 1, 1}};
+    rt_launch l = {.func = p.m->funcs, .file = "dot.tile", .buffers = bufs, .nbuffers = 4,
+                   .args = args, .nargs = 4, .grid = {1, 1, 1}};
     assert_true(rt_interp_run(&l, &p.diag));
     assert_true(c[0] == 0.5f + 1.0f + 0x1p-10f);
     assert_true(ci[0] == 0.5f + 1.0f + 0x1p-11f);
@@ -465,7 +479,8 @@ static void test_dot_products(void **state) {
     for (int i = 0; i < 16 * 32; i++) a8[i] = (int8_t)(rand() % 256 - 128), b8[i] = (int8_t)(rand() % 256 - 128);
     for (int i = 0; i < 16 * 16; i++) c8[i] = 12345; /* poison */
     rt_buffer bufs8[3] = {{a8, sizeof a8}, {b8, sizeof b8}, {c8, sizeof c8}};
-    rt_launch l8 = {p.m->funcs->next, "dot.tile", bufs8, 3, args, 3, {1, 1, 1}};
+    rt_launch l8 = {.func = p.m->funcs->next, .file = "dot.tile", .buffers = bufs8, .nbuffers = 3,
+                    .args = args, .nargs = 3, .grid = {1, 1, 1}};
     assert_true(rt_interp_run(&l8, &p.diag));
     for (int i = 0; i < 16; i++)
         for (int j = 0; j < 16; j++) {
@@ -518,7 +533,7 @@ static void check_pipelining_keeps_results(const char *name, const char *src, co
             prog p;
             p.arena = tc_arena_new();
             tc_diag_init(&p.diag);
-            p.src = (tc_source){name, src, strlen(src)};
+            p.src = (tc_source){.name = name, .text = src, .len = strlen(src)};
             ast_module *ast = parse_module(p.arena, &p.src, &p.diag);
             tilec_options lo = {.defines = &def, .ndefines = 1};
             p.m = ast ? lang_to_tir(ast, &lo, p.arena, &p.diag) : NULL;
@@ -539,7 +554,8 @@ static void check_pipelining_keeps_results(const char *name, const char *src, co
                 rt_buffer bufs[3] = {{a, sizeof a}, {b, sizeof b}, {c, sizeof out[0][0]}};
                 rt_arg args[8] = {ptr_arg(0), ptr_arg(1), ptr_arg(2), int_arg(M), int_arg(N), int_arg(K),
                                   int_arg(K), int_arg(N)};
-                rt_launch l = {p.m->funcs, name, bufs, 3, args, strides ? 8 : 6, {(M + 31) / 32, 1, 1}};
+                rt_launch l = {.func = p.m->funcs, .file = name, .buffers = bufs, .nbuffers = 3,
+                               .args = args, .nargs = strides ? 8 : 6, .grid = {(M + 31) / 32, 1, 1}};
                 if (!rt_interp_run(&l, &p.diag)) fail_msg("%s S=%d K=%d: %s", name, s, K, p.diag.out.data);
                 for (int i = 0; i < M * N; i++)
                     if (isnan(c[i])) fail_msg("%s S=%d K=%d: c[%d] not written", name, s, K, i);
@@ -609,7 +625,8 @@ static void test_atomic_order_and_rounding(void **state) {
     memset(olds, 0x5a, sizeof olds);
     rt_buffer bufs[5] = {{c, sizeof c}, {olds, sizeof olds}, {&h, sizeof h}, {f, sizeof f}, {fo, sizeof fo}};
     rt_arg args[5] = {ptr_arg(0), ptr_arg(1), ptr_arg(2), ptr_arg(3), ptr_arg(4)};
-    rt_launch l = {p.m->funcs, "atom.tile", bufs, 5, args, 5, {1, 1, 1}};
+    rt_launch l = {.func = p.m->funcs, .file = "atom.tile", .buffers = bufs, .nbuffers = 5,
+                   .args = args, .nargs = 5, .grid = {1, 1, 1}};
     if (!rt_interp_run(&l, &p.diag)) fail_msg("%s", p.diag.out.data);
     /* elements 0, 2, 4 add 1 to c[0], then 6 adds 2147483647; 1, 3, 5, 7 the same to c[1] */
     const int32_t want_olds[8] = {0, 0, 1, 1, 2, 2, 3, 3};

@@ -34,7 +34,7 @@ static int setup(void **state) {
     if (!tc_read_file(path, &l.text, &len, &err)) fail_msg("cannot read %s: %s", path, err);
     l.arena = tc_arena_new();
     tc_diag_init(&l.diag);
-    l.src = (tc_source){"stdlib/elementwise.tile", l.text, len};
+    l.src = (tc_source){.name = "stdlib/elementwise.tile", .text = l.text, .len = len};
     ast_module *ast = parse_module(l.arena, &l.src, &l.diag);
     l.m = l.diag.nerrors ? NULL : lang_to_tir(ast, NULL, l.arena, &l.diag);
     if (!l.m) fail_msg("stdlib does not compile:\n%s", l.diag.out.data);
@@ -71,7 +71,8 @@ static void run(lib *l, const char *kernel, rt_buffer *bufs, uint32_t nbufs, con
                 int n) {
     const tir_func *f = tir_module_find(l->m, kernel);
     if (!f) fail_msg("stdlib has no kernel %s", kernel);
-    rt_launch launch = {f, l->src.name, bufs, nbufs, args, nargs, {(uint32_t)((n + BLOCK - 1) / BLOCK), 1, 1}};
+    rt_launch launch = {.func = f, .file = l->src.name, .buffers = bufs, .nbuffers = nbufs,
+                        .args = args, .nargs = nargs, .grid = {(uint32_t)((n + BLOCK - 1) / BLOCK), 1, 1}};
     if (!rt_interp_run(&launch, &l->diag)) fail_msg("%s failed:\n%s", kernel, l->diag.out.data);
 }
 

@@ -40,7 +40,7 @@ static void test_strbuf(void **state) {
 
 static void test_source_loc(void **state) {
     (void)state;
-    tc_source src = {"f.tile", "ab\ncd\n\nx", 8};
+    tc_source src = {.name = "f.tile", .text = "ab\ncd\n\nx", .len = 8};
     tc_loc l = tc_source_loc(&src, 4);
     assert_int_equal(l.line, 2);
     assert_int_equal(l.col, 2);
@@ -52,10 +52,10 @@ static void test_source_loc(void **state) {
 static void test_error_format_with_caret(void **state) {
     (void)state;
     const char *text = "kernel k() {\n    let y = x * 2;\n}\n";
-    tc_source src = {"k.tile", text, strlen(text)};
+    tc_source src = {.name = "k.tile", .text = text, .len = strlen(text)};
     tc_diag d;
     tc_diag_init(&d);
-    tc_error(&d, &src, (tc_span){(uint32_t)(strstr(text, "* 2") - text), 1}, "bad %s", "thing");
+    tc_error(&d, &src, (tc_span){.off = (uint32_t)(strstr(text, "* 2") - text), .len = 1}, "bad %s", "thing");
     assert_int_equal(d.nerrors, 1);
     assert_string_equal(d.out.data, "k.tile:2:15: error: bad thing\n"
                                     "        let y = x * 2;\n"
@@ -69,26 +69,26 @@ static void test_error_format_with_caret(void **state) {
 static void test_error_loc_echoes_its_file(void **state) {
     (void)state;
     const char *text = "kernel k() {\n    let y = x * 2;\n}\n";
-    tc_source src = {"k.tile", text, strlen(text)};
+    tc_source src = {.name = "k.tile", .text = text, .len = strlen(text)};
     tc_diag d;
     tc_diag_init(&d);
     d.echo = &src;
-    tc_error_loc(&d, "k.tile", (tc_loc){2, 9}, "at %s", "y");
+    tc_error_loc(&d, "k.tile", (tc_loc){.line = 2, .col = 9}, "at %s", "y");
     assert_string_equal(d.out.data, "k.tile:2:9: error: at y\n"
                                     "        let y = x * 2;\n"
                                     "            ^\n");
     tc_diag_free(&d);
     tc_diag_init(&d);
     d.echo = &src;
-    tc_error_loc(&d, "k.tile", (tc_loc){3, 40}, "past the end");
+    tc_error_loc(&d, "k.tile", (tc_loc){.line = 3, .col = 40}, "past the end");
     assert_string_equal(d.out.data, "k.tile:3:40: error: past the end\n"
                                     "    }\n"
                                     "     ^\n");
     tc_diag_free(&d);
     tc_diag_init(&d);
     d.echo = &src;
-    tc_error_loc(&d, "other.tile", (tc_loc){2, 9}, "elsewhere");
-    tc_error_loc(&d, "k.tile", (tc_loc){0, 0}, "nowhere");
+    tc_error_loc(&d, "other.tile", (tc_loc){.line = 2, .col = 9}, "elsewhere");
+    tc_error_loc(&d, "k.tile", (tc_loc){.line = 0, .col = 0}, "nowhere");
     assert_string_equal(d.out.data, "other.tile:2:9: error: elsewhere\nk.tile: error: nowhere\n");
     tc_diag_free(&d);
 }
@@ -109,10 +109,10 @@ static void test_long_line_is_windowed(void **state) {
     size_t n = 1 << 20;
     char *text = malloc(n);
     memset(text, 'a', n);
-    tc_source src = {"long.tile", text, n};
+    tc_source src = {.name = "long.tile", .text = text, .len = n};
     tc_diag d;
     tc_diag_init(&d);
-    tc_error(&d, &src, (tc_span){(uint32_t)(n / 2), 1}, "here");
+    tc_error(&d, &src, (tc_span){.off = (uint32_t)(n / 2), .len = 1}, "here");
     assert_true(d.out.len < 600);
     assert_non_null(strstr(d.out.data, "long.tile:1:524289: error: here"));
     tc_diag_free(&d);

@@ -70,7 +70,7 @@ static void test_op_table(void **state) {
 /* vadd built by hand; returns the module. */
 static tir_module *build_vadd(tc_arena *a) {
     tir_module *m = tir_module_new(a, "vadd.tile");
-    tir_func *f = tir_func_new(m, "vadd", (tc_loc){1, 8});
+    tir_func *f = tir_func_new(m, "vadd", (tc_loc){.line = 1, .col = 8});
     tir_value *x = tir_func_add_param(f, tir_ptr(TIR_F32), "x");
     tir_value *n = tir_func_add_param(f, tir_scalar(TIR_I32), "n");
     tir_builder b = {0};
@@ -108,7 +108,7 @@ static void test_print_parse_round_trip(void **state) {
     fixture *fx = *state;
     tir_module *m = build_vadd(fx->arena);
     tir_print_module(&fx->out, m, TIR_PRINT_LOCS);
-    tc_source src = {"rt.tir", fx->out.data, fx->out.len};
+    tc_source src = {.name = "rt.tir", .text = fx->out.data, .len = fx->out.len};
     tir_module *back = tir_parse(fx->arena, &src, &fx->diag);
     assert_non_null(back);
     assert_int_equal(fx->diag.nerrors, 0);
@@ -141,7 +141,7 @@ static void test_edit_replace_and_remove(void **state) {
 /* Each verifier rule fails on IR that breaks it. */
 static tir_func *new_func(tc_arena *a, tir_module **m, tir_builder *b) {
     *m = tir_module_new(a, "t.tir");
-    tir_func *f = tir_func_new(*m, "k", (tc_loc){0, 0});
+    tir_func *f = tir_func_new(*m, "k", (tc_loc){.line = 0, .col = 0});
     tir_builder_at_end(b, f->body);
     return f;
 }
@@ -330,7 +330,7 @@ static void test_reader_rejects_junk(void **state) {
         "kernel @k() { %a, %b = const 1 : i32 }", "kernel @k() { %a = const 1 : i32\n %a = const 2 : i32 }",
     };
     for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++) {
-        tc_source src = {"junk.tir", inputs[i], strlen(inputs[i])};
+        tc_source src = {.name = "junk.tir", .text = inputs[i], .len = strlen(inputs[i])};
         tir_module *m = tir_parse(fx->arena, &src, &fx->diag);
         if (i == 0) assert_non_null(m); /* empty: an empty module */
         else assert_null(m);
