@@ -104,6 +104,12 @@ trt_status rt_host_stream_create(trt_device *d, void **stream);
 trt_status rt_host_stream_sync(trt_device *d, void *stream);
 void rt_host_stream_destroy(trt_device *d, void *stream);
 trt_status rt_host_sync(trt_device *d);
+/* The memory, stream and sync entries of a device on host memory, for its
+ * table's designated initializer. */
+#define RT_HOST_MEMORY_OPS                                                                               \
+    .alloc = rt_host_alloc, .free = rt_host_free, .check_wrap = rt_host_check_wrap, .write = rt_host_write,  \
+    .read = rt_host_read, .stream_create = rt_host_stream_create, .stream_sync = rt_host_stream_sync,       \
+    .stream_destroy = rt_host_stream_destroy, .sync = rt_host_sync
 /* The device's buffers as a launch's table, d->nbufs of them (+1, so never
  * an empty allocation), freed by the caller; NULL when out of memory. */
 rt_buffer *rt_host_buffers(const trt_device *d);
