@@ -28,9 +28,11 @@ trt_kernel *compile_text(prog *p, const char *file, const char *src, const char 
     return compile_with(p, file, src, name, defs, ndefs, 0);
 }
 
-/* A kernel from a .tile file in the source tree (stdlib/, samples/); with
- * name NULL, only the module. */
-trt_kernel *compile_file(prog *p, const char *rel, const char *name, const tilec_define *defs, size_t ndefs) {
+/* A kernel from a .tile file in the source tree (stdlib/, samples/,
+ * tests/kernels/); with name NULL, only the module; num_warps 0 leaves it
+ * to the compiler. */
+trt_kernel *compile_file_with(prog *p, const char *rel, const char *name, const tilec_define *defs, size_t ndefs,
+                              int num_warps) {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", TILEC_SOURCE_DIR, rel);
     FILE *f = fopen(path, "rb");
@@ -43,9 +45,13 @@ trt_kernel *compile_file(prog *p, const char *rel, const char *name, const tilec
     assert_int_equal(fread(text, 1, (size_t)n, f), (size_t)n);
     text[n] = 0;
     fclose(f);
-    trt_kernel *k = compile_text(p, rel, text, name, defs, ndefs);
+    trt_kernel *k = compile_with(p, rel, text, name, defs, ndefs, num_warps);
     p->text = text;
     return k;
+}
+
+trt_kernel *compile_file(prog *p, const char *rel, const char *name, const tilec_define *defs, size_t ndefs) {
+    return compile_file_with(p, rel, name, defs, ndefs, 0);
 }
 
 void drop(prog *p) {

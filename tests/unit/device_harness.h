@@ -64,8 +64,11 @@ trt_kernel *compile_with(prog *p, const char *file, const char *src, const char 
                          const tilec_define *defs, size_t ndefs, int num_warps);
 trt_kernel *compile_text(prog *p, const char *file, const char *src, const char *name,
                          const tilec_define *defs, size_t ndefs);
-/* A kernel from a .tile file in the source tree (stdlib/, samples/); with
- * name NULL, only the module. */
+/* A kernel from a .tile file in the source tree (stdlib/, samples/,
+ * tests/kernels/); with name NULL, only the module; num_warps 0 leaves it
+ * to the compiler. */
+trt_kernel *compile_file_with(prog *p, const char *rel, const char *name, const tilec_define *defs, size_t ndefs,
+                              int num_warps);
 trt_kernel *compile_file(prog *p, const char *rel, const char *name, const tilec_define *defs, size_t ndefs);
 void drop(prog *p);
 trt_buffer upload(const void *host, size_t bytes);

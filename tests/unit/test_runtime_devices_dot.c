@@ -14,9 +14,11 @@
  * sums the exact products in float64. Tolerance: f32 accumulation of K
  * terms in any order, K 2^-23 sum_k |a_ik b_kj| (the tensor cores add in
  * groups of k); i8 into i32 is exact. On the GPU these kernels run on
- * mma.sync (dot_ieee on FMAs). */
+ * mma.sync (dot_ieee on FMAs). The kernels: tests/kernels/dot.tile, one
+ * per input type and precision, with and without the epilogue. */
 
 typedef struct dot_case {
+    const char *kernel, *bias_kernel; /* in tests/kernels/dot.tile, without and with the epilogue */
     const char *type;  /* input element type */
     const char *prec;  /* input_precision, or NULL */
     size_t bytes;
@@ -50,28 +52,6 @@ static float dot_input(const dot_case *dc) {
 
 static void run_dot(const dot_case *dc, int bm, int bn, int bk, int warps, bool epilogue) {
     bool integer = dc->put == put_i8;
-    char src[2048];
-    /* epilogue: out = f16(acc + bias[None, :]) */
-    snprintf(src, sizeof src,
-             "kernel mm(a: *%s, b: *%s, bias: *f32, c: *%s, M: i32, N: i32, K: i32,\n"
-             "          const BM: i32 = 16, const BN: i32 = 16, const BK: i32 = 16) {\n"
-             "    let rm = program_id(0) * BM + arange(0, BM);\n"
-             "    let rn = program_id(1) * BN + arange(0, BN);\n"
-             "    let rk = arange(0, BK);\n"
-             "    var acc = zeros((BM, BN), %s);\n"
-             "    for k in range(0, K, BK) {\n"
-             "        let x = load(a + rm[:, None] * K + (k + rk)[None, :], rm[:, None] < M & (k + rk)[None, :] < K, other = %s);\n"
-             "        let y = load(b + (k + rk)[:, None] * N + rn[None, :], (k + rk)[:, None] < K & rn[None, :] < N, other = %s);\n"
-             "        acc = dot(x, y, acc%s%s%s);\n"
-             "    }\n"
-             "    %s\n"
-             "}\n",
-             dc->type, dc->type, epilogue ? "f16" : integer ? "i32" : "f32", integer ? "i32" : "f32",
-             integer ? "0" : "0.0", integer ? "0" : "0.0", dc->prec ? ", input_precision = \"" : "",
-             dc->prec ? dc->prec : "", dc->prec ? "\"" : "",
-             epilogue ? "store(c + rm[:, None] * N + rn[None, :], cast(acc + load(bias + rn, rn < N, other = 0.0)[None, :], f16), "
-                        "rm[:, None] < M & rn[None, :] < N);"
-                      : "store(c + rm[:, None] * N + rn[None, :], acc, rm[:, None] < M & rn[None, :] < N);");
     /* edges in every dim: two blocks and a bit along M and N, K past a
      * multiple of BK */
     const int M = 2 * bm + 3, N = bn + 5, K = 2 * bk + 7;
@@ -86,7 +66,7 @@ static void run_dot(const dot_case *dc, int bm, int bn, int bk, int warps, bool 
     memset(hc, 0xff, cbytes * (size_t)(M * N)); /* NaN for f16/f32, -1 for i32 */
     tilec_define d[3] = {{"BM", bm}, {"BN", bn}, {"BK", bk}};
     prog p;
-    trt_kernel *k = compile_with(&p, "dot.tile", src, "mm", d, 3, warps);
+    trt_kernel *k = compile_file_with(&p, "tests/kernels/dot.tile", epilogue ? dc->bias_kernel : dc->kernel, d, 3, warps);
     trt_buffer ba = upload(ha, dc->bytes * (size_t)(M * K)), bb = upload(hb, dc->bytes * (size_t)(K * N)),
                bbias = upload(bias, sizeof(float) * (size_t)N), bc = upload(hc, cbytes * (size_t)(M * N));
     trt_arg args[7] = {trt_buf(ba), trt_buf(bb), trt_buf(bbias), trt_buf(bc), trt_int(M), trt_int(N), trt_int(K)};
@@ -130,9 +110,11 @@ static void run_dot(const dot_case *dc, int bm, int bn, int bk, int warps, bool 
 static void test_dot(void **state) {
     (void)state;
     static const dot_case cases[] = {
-        {"f16", NULL, 2, put_f16, get_f16},        {"bf16", NULL, 2, put_bf16, get_bf16},
-        {"f32", NULL, 4, put_f32, get_f32},        {"f32", "ieee", 4, put_f32, get_f32},
-        {"i8", NULL, 1, put_i8, get_i8},
+        {"mm_f16", "mm_bias_f16", "f16", NULL, 2, put_f16, get_f16},
+        {"mm_bf16", "mm_bias_bf16", "bf16", NULL, 2, put_bf16, get_bf16},
+        {"mm_f32", "mm_bias_f32", "f32", NULL, 4, put_f32, get_f32},
+        {"mm_f32_ieee", "mm_bias_f32_ieee", "f32", "ieee", 4, put_f32, get_f32},
+        {"mm_i8", NULL, "i8", NULL, 1, put_i8, get_i8},
     };
     static const int shapes[][3] = {{16, 16, 16}, {64, 32, 16}, {128, 128, 64}, {32, 64, 32}};
     static const int warps[] = {4, 8};
@@ -240,36 +222,11 @@ static void test_dot_result_uses(void **state) {
  * the passes; test_runtime_interp checks the pipelined IR there); the emu
  * and cuda devices run the pipelined code. The reference
  * sums the exact products of the f16 inputs in float64; tolerance: f32
- * accumulation of K terms in any order, K 2^-23 sum_k |a_ik b_kj|. */
-static const char carried_mm_src[] =
-    "kernel mm(a: *f16, b: *f16, c: *f32, M: i32, N: i32, K: i32, %s,\n"
-    "          const BM: i32 = 32, const BN: i32 = 32, const BK: i32 = 16, const S: i32 = 3) {\n"
-    "    let offs_am = program_id(0) * BM + arange(0, BM);\n"
-    "    let offs_bn = program_id(1) * BN + arange(0, BN);\n"
-    "    let offs_k = arange(0, BK);\n"
-    "    var a_ptrs = a + offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak;\n"
-    "    var b_ptrs = b + offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn;\n"
-    "    var k0 = 0;\n"
-    "    var acc = zeros((BM, BN), f32);\n"
-    "    for k in range(0, cdiv(K, BK), num_stages = S) {\n"
-    "        let x = load(a_ptrs, (offs_am[:, None] < M) & ((k0 + offs_k)[None, :] < K), other = 0.0);\n"
-    "        let y = load(b_ptrs, (offs_k[:, None] < K - k * BK) & (offs_bn[None, :] < N), other = 0.0);\n"
-    "        acc = dot(x, y, acc);\n"
-    "        a_ptrs = a_ptrs + BK * stride_ak;\n"
-    "        b_ptrs = b_ptrs + BK * stride_bk;\n"
-    "        k0 = k0 + BK;\n"
-    "    }\n"
-    "    store(c + offs_am[:, None] * N + offs_bn[None, :], acc, (offs_am[:, None] < M) & (offs_bn[None, :] < N));\n"
-    "}\n";
-
+ * accumulation of K terms in any order, K 2^-23 sum_k |a_ik b_kj|. The
+ * kernels: tests/kernels/carried_matmul.tile, mm and mm_const_strides. */
 static void run_carried_mm(bool const_strides, int bm, int bn, int bk, int stages) {
     const int M = 2 * bm + 3, N = bn + 5, K = 5 * bk + 7;
     const int lda = const_strides ? (K + 7) / 8 * 8 : K, ldb = const_strides ? (N + 7) / 8 * 8 : N;
-    char src[sizeof carried_mm_src + 256];
-    snprintf(src, sizeof src, carried_mm_src,
-             const_strides ? "const stride_am: i32 = 0, const stride_ak: i32 = 1, const stride_bk: i32 = 0, "
-                             "const stride_bn: i32 = 1"
-                           : "stride_am: i32, stride_ak: i32, stride_bk: i32, stride_bn: i32");
     float *a = malloc(sizeof(float) * (size_t)(M * lda)), *b = malloc(sizeof(float) * (size_t)(K * ldb));
     uint16_t *ha = malloc(2 * (size_t)(M * lda)), *hb = malloc(2 * (size_t)(K * ldb));
     float *c = poison_f32s(M * N);
@@ -278,7 +235,8 @@ static void run_carried_mm(bool const_strides, int bm, int bn, int bk, int stage
     for (int i = 0; i < K * ldb; i++) put_f16(hb, (size_t)i, rand_f32() / 1000.0f), b[i] = get_f16(hb, (size_t)i);
     tilec_define d[6] = {{"BM", bm}, {"BN", bn}, {"BK", bk}, {"S", stages}, {"stride_am", lda}, {"stride_bk", ldb}};
     prog p;
-    trt_kernel *k = compile_text(&p, "carried.tile", src, "mm", d, const_strides ? 6 : 4);
+    trt_kernel *k = compile_file(&p, "tests/kernels/carried_matmul.tile", const_strides ? "mm_const_strides" : "mm", d,
+                                 const_strides ? 6 : 4);
     trt_buffer ba = upload(ha, 2 * (size_t)(M * lda)), bb = upload(hb, 2 * (size_t)(K * ldb)),
                bc = upload(c, sizeof(float) * (size_t)(M * N));
     trt_arg args[10] = {trt_buf(ba), trt_buf(bb), trt_buf(bc), trt_int(M), trt_int(N), trt_int(K),
