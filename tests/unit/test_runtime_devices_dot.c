@@ -15,10 +15,10 @@
  * terms in any order, K 2^-23 sum_k |a_ik b_kj| (the tensor cores add in
  * groups of k); i8 into i32 is exact. On the GPU these kernels run on
  * mma.sync (dot_ieee on FMAs). The kernels: tests/kernels/dot.tile, one
- * per input type and precision, with and without the epilogue. */
+ * per input type and precision, and dot_bias.tile, with the epilogue. */
 
 typedef struct dot_case {
-    const char *kernel, *bias_kernel; /* in tests/kernels/dot.tile, without and with the epilogue */
+    const char *kernel, *bias_kernel; /* in tests/kernels/dot.tile and dot_bias.tile */
     const char *type;  /* input element type */
     const char *prec;  /* input_precision, or NULL */
     size_t bytes;
@@ -50,7 +50,10 @@ static float dot_input(const dot_case *dc) {
     return dc->get(tmp, 0);
 }
 
-static void run_dot(const dot_case *dc, int bm, int bn, int bk, int warps, bool epilogue) {
+/* One case on `mod`, tests/kernels/dot.tile (dot_bias.tile with the
+ * epilogue) compiled for these blocks and warps: a compile builds every
+ * kernel of the file, so the cases share one. */
+static void run_dot(trt_module *mod, const dot_case *dc, int bm, int bn, int bk, int warps, bool epilogue) {
     bool integer = dc->put == put_i8;
     /* edges in every dim: two blocks and a bit along M and N, K past a
      * multiple of BK */
@@ -64,9 +67,8 @@ static void run_dot(const dot_case *dc, int bm, int bn, int bk, int warps, bool 
     size_t cbytes = epilogue ? 2 : 4;
     unsigned char *hc = malloc(cbytes * (size_t)(M * N));
     memset(hc, 0xff, cbytes * (size_t)(M * N)); /* NaN for f16/f32, -1 for i32 */
-    tilec_define d[3] = {{"BM", bm}, {"BN", bn}, {"BK", bk}};
-    prog p;
-    trt_kernel *k = compile_file_with(&p, "tests/kernels/dot.tile", epilogue ? dc->bias_kernel : dc->kernel, d, 3, warps);
+    trt_kernel *k;
+    OK(trt_get_kernel(mod, epilogue ? dc->bias_kernel : dc->kernel, &k));
     trt_buffer ba = upload(ha, dc->bytes * (size_t)(M * K)), bb = upload(hb, dc->bytes * (size_t)(K * N)),
                bbias = upload(bias, sizeof(float) * (size_t)N), bc = upload(hc, cbytes * (size_t)(M * N));
     trt_arg args[7] = {trt_buf(ba), trt_buf(bb), trt_buf(bbias), trt_buf(bc), trt_int(M), trt_int(N), trt_int(K)};
@@ -104,7 +106,6 @@ static void run_dot(const dot_case *dc, int bm, int bn, int bk, int warps, bool 
                          j, got, want, tol, trt_device_name(dev));
         }
     free(a), free(b), free(bias), free(ha), free(hb), free(hc);
-    drop(&p);
 }
 
 static void test_dot(void **state) {
@@ -118,14 +119,24 @@ static void test_dot(void **state) {
     };
     static const int shapes[][3] = {{16, 16, 16}, {64, 32, 16}, {128, 128, 64}, {32, 64, 32}};
     static const int warps[] = {4, 8};
-    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
-        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
-            for (size_t w = 0; w < sizeof warps / sizeof warps[0]; w++)
-                run_dot(&cases[c], shapes[s][0], shapes[s][1], shapes[s][2], warps[w], false);
+    static const int epilogue_configs[][4] = {{64, 32, 16, 4}, {16, 64, 32, 8}}; /* blocks, warps */
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (size_t w = 0; w < sizeof warps / sizeof warps[0]; w++) {
+            tilec_define d[3] = {{"BM", shapes[s][0]}, {"BN", shapes[s][1]}, {"BK", shapes[s][2]}};
+            prog p;
+            compile_file_with(&p, "tests/kernels/dot.tile", NULL, d, 3, warps[w]);
+            for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+                run_dot(p.mod, &cases[c], shapes[s][0], shapes[s][1], shapes[s][2], warps[w], false);
+            drop(&p);
+        }
     /* the epilogue: f32 accumulator plus a bias row, stored as f16 */
-    for (size_t c = 0; c < 4; c++) {
-        run_dot(&cases[c], 64, 32, 16, 4, true);
-        run_dot(&cases[c], 16, 64, 32, 8, true);
+    for (size_t e = 0; e < sizeof epilogue_configs / sizeof epilogue_configs[0]; e++) {
+        const int *cfg = epilogue_configs[e];
+        tilec_define d[3] = {{"BM", cfg[0]}, {"BN", cfg[1]}, {"BK", cfg[2]}};
+        prog p;
+        compile_file_with(&p, "tests/kernels/dot_bias.tile", NULL, d, 3, cfg[3]);
+        for (size_t c = 0; c < 4; c++) run_dot(p.mod, &cases[c], cfg[0], cfg[1], cfg[2], cfg[3], true);
+        drop(&p);
     }
 }
 
