@@ -599,7 +599,7 @@ static void test_every_stdlib_kernel_is_tested(void **state) {
             const char *name = trt_kernel_name(trt_module_kernel(p.mod, i));
             bool ok = false;
             for (size_t t = 0; t < sizeof tested / sizeof tested[0]; t++) ok |= !strcmp(tested[t], name);
-            if (!ok) fail_msg("%s: kernel %s has no test in test_runtime_devices.c or test_stdlib_api.c", rel, name);
+            if (!ok) fail_msg("%s: kernel %s has no test in test_runtime_devices_stdlib.c or test_stdlib_api.c", rel, name);
             seen++;
         }
         assert_null(trt_module_kernel(p.mod, trt_module_num_kernels(p.mod)));
