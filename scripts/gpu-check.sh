@@ -105,7 +105,12 @@ skipped=$(printf '%s\n' "$ctest_out" | grep -c '\*\*\*Skipped\|Not Run (Disabled
 if [ $ctest_rc -eq 0 ] && [ "$skipped" -eq 0 ]; then row "ctest (all but golden), GPU required" ok "$summary"
 else row "ctest (all but golden), GPU required" FAIL "$summary; skipped: $skipped; failed: $failed"
   printf '%s\n' "$ctest_out" | grep -B2 -A20 -E 'FAILED|Failed|ERROR' | tail -60; fi
-for t in unit/test_runtime_devices/cuda unit/test_runtime_api samples/vadd_runtime/cuda samples/vadd_cubin/cuda; do
+# the device tests, one executable per concern (tests/unit/test_runtime_devices_*.c)
+device_tests=()
+for x in "$build"/tests/test_runtime_devices_*; do [ -x "$x" ] && device_tests+=("$(basename "$x")"); done
+[ ${#device_tests[@]} -eq 0 ] && row "  unit/test_runtime_devices_*" FAIL "no test_runtime_devices_* executables built"
+for t in "${device_tests[@]/#/unit/}" unit/test_runtime_api samples/vadd_runtime/cuda samples/vadd_cubin/cuda; do
+  case $t in unit/test_runtime_devices_*) t=$t/cuda ;; esac
   line=$(printf '%s\n' "$ctest_out" | grep -E "Test +#[0-9]+: $t " | head -1)
   case $line in
     *Passed*) row "  $t" ok "$(echo "$line" | grep -o '[0-9.]* sec')" ;;
@@ -114,14 +119,14 @@ for t in unit/test_runtime_devices/cuda unit/test_runtime_api samples/vadd_runti
   esac
 done
 # the approximate functions' error on this GPU, as the test printed it
-worst=$(timeout -k 5 "$(($(limit) > 60 ? 60 : $(limit)))" "$build/tests/test_runtime_devices" cuda 2>&1 |
+worst=$(timeout -k 5 "$(($(limit) > 60 ? 60 : $(limit)))" "$build/tests/test_runtime_devices_math" cuda 2>&1 |
         grep -o 'worst error / tolerance: .*')
 [ -n "$worst" ] && row "  transcendentals (error / tolerance)" ok "${worst#worst error / tolerance: }"
 
 # ---- compute-sanitizer memcheck over the GPU programs ------------------------------
 if command -v compute-sanitizer >/dev/null; then
   cs() { run "memcheck $1" compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 "${@:2}"; }
-  cs "test_runtime_devices cuda" "$build/tests/test_runtime_devices" cuda
+  for t in "${device_tests[@]}"; do cs "$t cuda" "$build/tests/$t" cuda; done
   cs "test_runtime_api" "$build/tests/test_runtime_api"
   cs "vadd_runtime 100003 cuda" "$build/samples/vadd_runtime" 100003 cuda
   module=$(ls "$build"/samples/vadd.cubin 2>/dev/null || ls "$build"/samples/vadd.ptx)

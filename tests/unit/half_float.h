@@ -1,7 +1,7 @@
 /* half_float.h - f16 and bf16 storage for the tests' host buffers: float
  * to bits with round-to-nearest-even (as the compiler's casts round), bits
  * to float, and put/get of element i of a buffer of each type. Shared by
- * test_runtime_devices.c and test_stdlib_api.c. */
+ * the device tests (device_harness.h) and test_stdlib_api.c. */
 #ifndef TILEC_TESTS_HALF_FLOAT_H
 #define TILEC_TESTS_HALF_FLOAT_H
 

@@ -2,7 +2,7 @@
  * within the error docs/language.md states, over a sample of every f32
  * binade from 2^-126 to 5 and densely around the two pieces' seam, also
  * with exp2 off by 2^-22 either way (more than PTX's ex2.approx is). The
- * GPU itself is checked against the same bound by test_runtime_devices. */
+ * GPU itself is checked against the same bound by test_runtime_devices_math. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,5 +1,5 @@
 /* The runtime API (include/tilec_rt.h) end to end on the CPU device, and
- * its answers to misuse. (test_runtime_devices runs kernels and misuse
+ * its answers to misuse. (test_runtime_devices_* run kernels and misuse
  * through the API on each device, the GPU included.) */
 #include <setjmp.h>
 #include <stdarg.h>

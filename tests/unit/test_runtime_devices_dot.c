@@ -1,0 +1,364 @@
+/* test_runtime_devices_dot.c - the device tests of dot: every input type and
+ * precision over block shapes and warps, its result feeding other tile
+ * operations, the pipelined matmul with carried pointers, and a kernel on
+ * dynamic shared memory.
+ * Runs on each device as the others (device_harness.h):
+ * test_runtime_devices_dot cpu|cuda|emu. */
+#include "device_harness.h"
+
+/* ---- dot ------------------------------------------------------------------
+ * C = A.B (+ an epilogue) over a grid of BMxBN blocks, the K loop carrying
+ * the accumulator, masks at every edge (M, N, K not multiples of the
+ * blocks). Inputs are random non-zero values of the input type (rounded to
+ * tf32 for `dot` on f32, as the tensor cores do: cvt.rna); the reference
+ * sums the exact products in float64. Tolerance: f32 accumulation of K
+ * terms in any order, K 2^-23 sum_k |a_ik b_kj| (the tensor cores add in
+ * groups of k); i8 into i32 is exact. On the GPU these kernels run on
+ * mma.sync (dot_ieee on FMAs). The kernels: tests/kernels/dot.tile, one
+ * per input type and precision, and dot_bias.tile, with the epilogue. */
+
+typedef struct dot_case {
+    const char *kernel, *bias_kernel; /* in tests/kernels/dot.tile and dot_bias.tile */
+    const char *type;  /* input element type */
+    const char *prec;  /* input_precision, or NULL */
+    size_t bytes;
+    void (*put)(void *, size_t, float);
+    float (*get)(const void *, size_t);
+} dot_case;
+
+static float tf32_round(float x) { /* cvt.rna.tf32.f32 */
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    u = (u + 0x1000u) & ~0x1fffu;
+    memcpy(&x, &u, 4);
+    return x;
+}
+
+static void put_i8(void *p, size_t i, float v) { ((int8_t *)p)[i] = (int8_t)v; }
+static float get_i8(const void *p, size_t i) { return ((const int8_t *)p)[i]; }
+
+/* A random non-zero input of the case's type, as the kernel will read it. */
+static float dot_input(const dot_case *dc) {
+    if (dc->put == put_i8) {
+        int v = rand() % 255 - 127;
+        return (float)(v ? v : 1);
+    }
+    float v = (float)(rand() % 20001 - 10000) / 9973.0f;
+    if (v == 0) v = 0.5f;
+    unsigned char tmp[4];
+    dc->put(tmp, 0, v);
+    return dc->get(tmp, 0);
+}
+
+/* One case on `mod`, tests/kernels/dot.tile (dot_bias.tile with the
+ * epilogue) compiled for these blocks and warps: a compile builds every
+ * kernel of the file, so the cases share one. */
+static void run_dot(trt_module *mod, const dot_case *dc, int bm, int bn, int bk, int warps, bool epilogue) {
+    bool integer = dc->put == put_i8;
+    /* edges in every dim: two blocks and a bit along M and N, K past a
+     * multiple of BK */
+    const int M = 2 * bm + 3, N = bn + 5, K = 2 * bk + 7;
+    float *a = malloc(sizeof(float) * (size_t)(M * K)), *b = malloc(sizeof(float) * (size_t)(K * N));
+    float *bias = malloc(sizeof(float) * (size_t)N);
+    unsigned char *ha = malloc(dc->bytes * (size_t)(M * K)), *hb = malloc(dc->bytes * (size_t)(K * N));
+    for (int i = 0; i < M * K; i++) a[i] = dot_input(dc), dc->put(ha, (size_t)i, a[i]);
+    for (int i = 0; i < K * N; i++) b[i] = dot_input(dc), dc->put(hb, (size_t)i, b[i]);
+    for (int j = 0; j < N; j++) bias[j] = rand_f32() / 64.0f;
+    size_t cbytes = epilogue ? 2 : 4;
+    unsigned char *hc = malloc(cbytes * (size_t)(M * N));
+    memset(hc, 0xff, cbytes * (size_t)(M * N)); /* NaN for f16/f32, -1 for i32 */
+    trt_kernel *k;
+    OK(trt_get_kernel(mod, epilogue ? dc->bias_kernel : dc->kernel, &k));
+    trt_buffer ba = upload(ha, dc->bytes * (size_t)(M * K)), bb = upload(hb, dc->bytes * (size_t)(K * N)),
+               bbias = upload(bias, sizeof(float) * (size_t)N), bc = upload(hc, cbytes * (size_t)(M * N));
+    trt_arg args[7] = {trt_buf(ba), trt_buf(bb), trt_buf(bbias), trt_buf(bc), trt_int(M), trt_int(N), trt_int(K)};
+    launch(k, cdiv(M, bm), cdiv(N, bn), 1, args, 7);
+    download(bc, hc, cbytes * (size_t)(M * N));
+    trt_free(dev, ba), trt_free(dev, bb), trt_free(dev, bbias);
+    bool tf32 = dc->put == put_f32 && !(dc->prec && !strcmp(dc->prec, "ieee"));
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double want = 0, mag = 0;
+            for (int kk = 0; kk < K; kk++) {
+                double x = tf32 ? tf32_round(a[i * K + kk]) : a[i * K + kk];
+                double y = tf32 ? tf32_round(b[kk * N + j]) : b[kk * N + j];
+                want += x * y;
+                mag += fabs(x * y);
+            }
+            if (integer) {
+                int32_t got = ((int32_t *)hc)[i * N + j];
+                if (got != (int32_t)want)
+                    fail_msg("dot %s %dx%dx%d, %d warps: c[%d][%d] = %d, want %d on %s", dc->type, bm, bn, bk, warps, i, j,
+                             got, (int32_t)want, trt_device_name(dev));
+                continue;
+            }
+            double tol = K * ldexp(1.0, -23) * mag, got;
+            if (epilogue) {
+                want += bias[j];
+                tol += fabs(want) * ldexp(1.0, -11) + ldexp(1.0, -24) * fabs(bias[j]); /* f16 rounding, the f32 add */
+                got = get_f16(hc, (size_t)(i * N + j));
+            } else {
+                got = ((float *)hc)[i * N + j];
+            }
+            if (!(fabs(got - want) <= tol))
+                fail_msg("dot %s%s%s %dx%dx%d, %d warps%s: c[%d][%d] = %.9g, want %.9g (tolerance %.3g) on %s", dc->type,
+                         dc->prec ? " " : "", dc->prec ? dc->prec : "", bm, bn, bk, warps, epilogue ? ", epilogue" : "", i,
+                         j, got, want, tol, trt_device_name(dev));
+        }
+    free(a), free(b), free(bias), free(ha), free(hb), free(hc);
+}
+
+static void test_dot(void **state) {
+    (void)state;
+    static const dot_case cases[] = {
+        {"mm_f16", "mm_bias_f16", "f16", NULL, 2, put_f16, get_f16},
+        {"mm_bf16", "mm_bias_bf16", "bf16", NULL, 2, put_bf16, get_bf16},
+        {"mm_f32", "mm_bias_f32", "f32", NULL, 4, put_f32, get_f32},
+        {"mm_f32_ieee", "mm_bias_f32_ieee", "f32", "ieee", 4, put_f32, get_f32},
+        {"mm_i8", NULL, "i8", NULL, 1, put_i8, get_i8},
+    };
+    static const int shapes[][3] = {{16, 16, 16}, {64, 32, 16}, {128, 128, 64}, {32, 64, 32}};
+    static const int warps[] = {4, 8};
+    static const int epilogue_configs[][4] = {{64, 32, 16, 4}, {16, 64, 32, 8}}; /* blocks, warps */
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (size_t w = 0; w < sizeof warps / sizeof warps[0]; w++) {
+            tilec_define d[3] = {{"BM", shapes[s][0]}, {"BN", shapes[s][1]}, {"BK", shapes[s][2]}};
+            prog p;
+            compile_file_with(&p, "tests/kernels/dot.tile", NULL, d, 3, warps[w]);
+            for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+                run_dot(p.mod, &cases[c], shapes[s][0], shapes[s][1], shapes[s][2], warps[w], false);
+            drop(&p);
+        }
+    /* the epilogue: f32 accumulator plus a bias row, stored as f16 */
+    for (size_t e = 0; e < sizeof epilogue_configs / sizeof epilogue_configs[0]; e++) {
+        const int *cfg = epilogue_configs[e];
+        tilec_define d[3] = {{"BM", cfg[0]}, {"BN", cfg[1]}, {"BK", cfg[2]}};
+        prog p;
+        compile_file_with(&p, "tests/kernels/dot_bias.tile", NULL, d, 3, cfg[3]);
+        for (size_t c = 0; c < 4; c++) run_dot(p.mod, &cases[c], cfg[0], cfg[1], cfg[2], cfg[3], true);
+        drop(&p);
+    }
+}
+
+/* A dot's result (the mma layout on the GPU) feeding what else tiles do:
+ * a transpose, a row sum, a column scan, a branch, a while loop and an
+ * elementwise epilogue. Inputs are small non-zero integers, so every
+ * product and sum is exact in f32 and the results compare exactly. */
+static void test_dot_result_uses(void **state) {
+    (void)state;
+    static const char src[] =
+        "kernel uses(a: *f16, b: *f16, t: *f32, rs: *f32, cs: *f32, w: *f32) {\n"
+        "    let r = arange(0, 32);\n"
+        "    let k = arange(0, 16);\n"
+        "    let x = load(a + r[:, None] * 16 + k[None, :]);\n"
+        "    let y = load(b + k[:, None] * 32 + r[None, :]);\n"
+        "    let d = dot(x, y);\n"
+        "    store(t + r[:, None] * 32 + r[None, :], trans(d));\n"
+        "    store(rs + r, sum(d, axis = 1));\n"
+        "    store(cs + r[:, None] * 32 + r[None, :], cumsum(d, axis = 0));\n"
+        "    var acc = d;\n"
+        "    if program_id(0) == 0 {\n"
+        "        acc = where(d > 0.0, d, load(w + r[:, None] * 32 + r[None, :]));\n"
+        "    }\n"
+        "    var i = 0;\n"
+        "    while i < 3 {\n"
+        "        acc = acc * 0.5;\n"
+        "        i = i + 1;\n"
+        "    }\n"
+        "    store(w + r[:, None] * 32 + r[None, :], acc + d);\n"
+        "}\n";
+    static const int warps[] = {1, 4, 8};
+    for (size_t wi = 0; wi < sizeof warps / sizeof warps[0]; wi++) {
+        float a[32 * 16], b[16 * 32], w0[32 * 32], d[32 * 32];
+        uint16_t ha[32 * 16], hb[16 * 32];
+        for (int i = 0; i < 32 * 16; i++) {
+            a[i] = (float)(rand() % 4 + 1) * (rand() % 2 ? 1 : -1), put_f16(ha, (size_t)i, a[i]);
+            b[i] = (float)(rand() % 4 + 1) * (rand() % 2 ? 1 : -1), put_f16(hb, (size_t)i, b[i]);
+        }
+        for (int i = 0; i < 32 * 32; i++) w0[i] = (float)(rand() % 100 + 1);
+        for (int i = 0; i < 32; i++)
+            for (int j = 0; j < 32; j++) {
+                float s = 0;
+                for (int kk = 0; kk < 16; kk++) s += a[i * 16 + kk] * b[kk * 32 + j];
+                d[i * 32 + j] = s;
+            }
+        float *t = poison_f32s(32 * 32), *rs = poison_f32s(32), *cs = poison_f32s(32 * 32);
+        prog p;
+        trt_kernel *k = compile_with(&p, "uses.tile", src, "uses", NULL, 0, warps[wi]);
+        trt_buffer ba = upload(ha, sizeof ha), bb = upload(hb, sizeof hb), bt = upload(t, sizeof(float) * 32 * 32),
+                   brs = upload(rs, sizeof(float) * 32), bcs = upload(cs, sizeof(float) * 32 * 32),
+                   bw = upload(w0, sizeof w0);
+        trt_arg args[6] = {trt_buf(ba), trt_buf(bb), trt_buf(bt), trt_buf(brs), trt_buf(bcs), trt_buf(bw)};
+        launch(k, 1, 1, 1, args, 6);
+        float w[32 * 32];
+        download(bt, t, sizeof(float) * 32 * 32), download(brs, rs, sizeof(float) * 32);
+        download(bcs, cs, sizeof(float) * 32 * 32), download(bw, w, sizeof w);
+        trt_free(dev, ba), trt_free(dev, bb);
+        float want_t[32 * 32], want_rs[32], want_cs[32 * 32], want_w[32 * 32];
+        for (int i = 0; i < 32; i++) {
+            want_rs[i] = 0;
+            for (int j = 0; j < 32; j++) {
+                want_t[j * 32 + i] = d[i * 32 + j];
+                want_rs[i] += d[i * 32 + j];
+                want_cs[i * 32 + j] = d[i * 32 + j] + (i ? want_cs[(i - 1) * 32 + j] : 0);
+                float acc = d[i * 32 + j] > 0 ? d[i * 32 + j] : w0[i * 32 + j];
+                want_w[i * 32 + j] = acc * 0.125f + d[i * 32 + j];
+            }
+        }
+        char what[64];
+        snprintf(what, sizeof what, "dot result uses, %d warps: transpose", warps[wi]);
+        expect_f32(what, 32 * 32, t, want_t);
+        snprintf(what, sizeof what, "dot result uses, %d warps: row sums", warps[wi]);
+        expect_f32(what, 32, rs, want_rs);
+        snprintf(what, sizeof what, "dot result uses, %d warps: column scan", warps[wi]);
+        expect_f32(what, 32 * 32, cs, want_cs);
+        snprintf(what, sizeof what, "dot result uses, %d warps: branch and loop", warps[wi]);
+        expect_f32(what, 32 * 32, w, want_w);
+        free(t), free(rs), free(cs);
+        drop(&p);
+    }
+}
+
+/* ---- pipelined matmul with carried pointers ------------------------------
+ * Triton's tutorial matmul: the K loop advances its pointers (`a_ptrs +=
+ * BK * stride_ak`) and a k offset used in the masks from trip to trip,
+ * which software pipelining (lower/pipeline_loops.c) stages through
+ * shared-memory rings S-1 trips ahead. M, N and K are odd, so every
+ * block's edges and the last trip's tail are masked. Two forms: the
+ * strides as run-time arguments (the copies go element by element: nothing
+ * is known about their alignment), and padded leading dims given at
+ * compile time with unit steps along k and n (16-byte cp.async copies,
+ * falling back to elements where a run's mask lanes differ). The cpu
+ * device runs the loop unpipelined (the interpreter takes the IR before
+ * the passes; test_runtime_interp checks the pipelined IR there); the emu
+ * and cuda devices run the pipelined code. The reference
+ * sums the exact products of the f16 inputs in float64; tolerance: f32
+ * accumulation of K terms in any order, K 2^-23 sum_k |a_ik b_kj|. The
+ * kernels: tests/kernels/carried_matmul.tile, mm and mm_const_strides. */
+static void run_carried_mm(bool const_strides, int bm, int bn, int bk, int stages) {
+    const int M = 2 * bm + 3, N = bn + 5, K = 5 * bk + 7;
+    const int lda = const_strides ? (K + 7) / 8 * 8 : K, ldb = const_strides ? (N + 7) / 8 * 8 : N;
+    float *a = malloc(sizeof(float) * (size_t)(M * lda)), *b = malloc(sizeof(float) * (size_t)(K * ldb));
+    uint16_t *ha = malloc(2 * (size_t)(M * lda)), *hb = malloc(2 * (size_t)(K * ldb));
+    float *c = poison_f32s(M * N);
+    /* random non-zero f16 values in (-1, 1), padding included */
+    for (int i = 0; i < M * lda; i++) put_f16(ha, (size_t)i, rand_f32() / 1000.0f), a[i] = get_f16(ha, (size_t)i);
+    for (int i = 0; i < K * ldb; i++) put_f16(hb, (size_t)i, rand_f32() / 1000.0f), b[i] = get_f16(hb, (size_t)i);
+    tilec_define d[6] = {{"BM", bm}, {"BN", bn}, {"BK", bk}, {"S", stages}, {"stride_am", lda}, {"stride_bk", ldb}};
+    prog p;
+    trt_kernel *k = compile_file(&p, "tests/kernels/carried_matmul.tile", const_strides ? "mm_const_strides" : "mm", d,
+                                 const_strides ? 6 : 4);
+    trt_buffer ba = upload(ha, 2 * (size_t)(M * lda)), bb = upload(hb, 2 * (size_t)(K * ldb)),
+               bc = upload(c, sizeof(float) * (size_t)(M * N));
+    trt_arg args[10] = {trt_buf(ba), trt_buf(bb), trt_buf(bc), trt_int(M), trt_int(N), trt_int(K),
+                        trt_int(lda),  trt_int(1),    trt_int(ldb),  trt_int(1)};
+    launch(k, cdiv(M, bm), cdiv(N, bn), 1, args, const_strides ? 6 : 10);
+    download(bc, c, sizeof(float) * (size_t)(M * N));
+    trt_free(dev, ba), trt_free(dev, bb);
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double want = 0, mag = 0;
+            for (int kk = 0; kk < K; kk++) {
+                double prod = (double)a[i * lda + kk] * b[kk * ldb + j];
+                want += prod;
+                mag += fabs(prod);
+            }
+            double tol = K * ldexp(1.0, -23) * mag, got = c[i * N + j];
+            if (!(fabs(got - want) <= tol))
+                fail_msg("carried-pointer matmul %dx%dx%d, S=%d, %s strides: c[%d][%d] = %.9g, want %.9g "
+                         "(tolerance %.3g) on %s",
+                         bm, bn, bk, stages, const_strides ? "compile-time" : "run-time", i, j, got, want, tol,
+                         trt_device_name(dev));
+        }
+    free(a), free(b), free(ha), free(hb), free(c);
+    drop(&p);
+}
+
+static void test_pipelined_carried_pointers(void **state) {
+    (void)state;
+    run_carried_mm(false, 32, 32, 16, 3);
+    run_carried_mm(false, 16, 16, 16, 4);
+    run_carried_mm(true, 32, 32, 16, 2);
+    run_carried_mm(true, 64, 32, 32, 4);
+}
+
+
+/* ---- dynamic shared memory ------------------------------------------------ */
+
+/* A kernel needing more than the 48 KB of static shared memory: a
+ * 128x128x32 f16 matmul tile pipelined four stages deep has 64 KB of
+ * rings (tests/golden/codegen/dynamic-smem.tile shows such kernels take
+ * the dynamic array), so on the GPU and the emulator it runs only if the
+ * launch gives it its dynamic shared memory, and the emulator checks
+ * every access against that size. K spans five trips, so the rings wrap;
+ * M and N end inside a tile. */
+static const char dynsmem_src[] =
+    "kernel mm(a: *f16, b: *f16, c: *f32, M: i32, N: i32, K: i32) {\n"
+    "    let rm = program_id(0) * 128 + arange(0, 128);\n"
+    "    let rn = program_id(1) * 128 + arange(0, 128);\n"
+    "    let rk = arange(0, 32);\n"
+    "    var acc = zeros((128, 128), f32);\n"
+    "    for k in range(0, K, 32, num_stages = 4) {\n"
+    "        let x = load(a + rm[:, None] * K + (k + rk)[None, :], rm[:, None] < M & (k + rk)[None, :] < K, other = 0.0);\n"
+    "        let y = load(b + (k + rk)[:, None] * N + rn[None, :], (k + rk)[:, None] < K & rn[None, :] < N, other = 0.0);\n"
+    "        acc = dot(x, y, acc);\n"
+    "    }\n"
+    "    store(c + rm[:, None] * N + rn[None, :], acc, rm[:, None] < M & rn[None, :] < N);\n"
+    "}\n";
+
+static void test_dynamic_shared_memory(void **state) {
+    (void)state;
+    const int M = 128 + 5, N = 128 + 3, K = 4 * 32 + 7;
+    float *a = malloc(sizeof(float) * (size_t)(M * K)), *b = malloc(sizeof(float) * (size_t)(K * N));
+    uint16_t *ha = malloc(2 * (size_t)(M * K)), *hb = malloc(2 * (size_t)(K * N));
+    for (int i = 0; i < M * K; i++) {
+        put_f16(ha, (size_t)i, rand_f32() / 1000.0f);
+        if (!ha[i]) put_f16(ha, (size_t)i, 0.5f);
+        a[i] = get_f16(ha, (size_t)i);
+    }
+    for (int i = 0; i < K * N; i++) {
+        put_f16(hb, (size_t)i, rand_f32() / 1000.0f);
+        if (!hb[i]) put_f16(hb, (size_t)i, -0.25f);
+        b[i] = get_f16(hb, (size_t)i);
+    }
+    float *c = poison_f32s(M * N);
+    prog p;
+    trt_kernel *k = compile_text(&p, "dynsmem.tile", dynsmem_src, "mm", NULL, 0);
+    trt_buffer ba = upload(ha, 2 * (size_t)(M * K)), bb = upload(hb, 2 * (size_t)(K * N)),
+               bc = upload(c, sizeof(float) * (size_t)(M * N));
+    trt_arg args[6] = {trt_buf(ba), trt_buf(bb), trt_buf(bc), trt_int(M), trt_int(N), trt_int(K)};
+    launch(k, cdiv(M, 128), cdiv(N, 128), 1, args, 6);
+    download(bc, c, sizeof(float) * (size_t)(M * N));
+    OK(trt_free(dev, ba));
+    OK(trt_free(dev, bb));
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double want = 0, mag = 0;
+            for (int kk = 0; kk < K; kk++) {
+                want += (double)a[i * K + kk] * b[kk * N + j];
+                mag += fabs((double)a[i * K + kk] * b[kk * N + j]);
+            }
+            double tol = K * ldexp(1.0, -23) * mag; /* f16 products are exact in f32; K f32 adds */
+            if (!(fabs(c[i * N + j] - want) <= tol))
+                fail_msg("dynamic shared memory matmul: c[%d][%d] = %.9g, want %.9g (tolerance %.3g) on %s", i, j,
+                         c[i * N + j], want, tol, trt_device_name(dev));
+        }
+    free(a), free(b), free(ha), free(hb), free(c);
+    drop(&p);
+}
+
+
+int main(int argc, char **argv) {
+    const char *which;
+    int rc = harness_open(argc, argv, &which);
+    if (rc) return rc;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_dot),
+        cmocka_unit_test(test_dot_result_uses),
+        cmocka_unit_test(test_pipelined_carried_pointers),
+        cmocka_unit_test(test_dynamic_shared_memory),
+    };
+    int failed = cmocka_run_group_tests_name(which, tests, NULL, NULL);
+    trt_close(dev);
+    return failed ? 1 : 0;
+}

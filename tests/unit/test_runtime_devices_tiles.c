@@ -1,0 +1,166 @@
+/* test_runtime_devices_tiles.c - the device tests of tiles of rank 2 and 3:
+ * masked 2-D blocks, their sums, maxima and transposes; 3-D permutations,
+ * reshapes and reductions.
+ * Runs on each device as the others (device_harness.h):
+ * test_runtime_devices_tiles cpu|cuda|emu. */
+#include "device_harness.h"
+
+/* ---- tiles of rank 2 and 3 ------------------------------------------------ */
+
+/* Blocks of a matrix: masked 2-D loads and stores, sums and maxima along
+ * each axis and over all, a transposed store, a mask transposed with the
+ * data. Values are small integers, so every f32 sum is exact and the
+ * comparison is bit for bit. Shapes, layouts and warp counts vary: tall,
+ * wide, smaller and larger than the threads. */
+static void test_tiles_2d(void **state) {
+    (void)state;
+    static const char src[] =
+        "kernel blocks(x: *f32, rowsum: *f32, colmax: *f32, xt: *f32, total: *f32, M: i32, N: i32, stride: i32,\n"
+        "              const BM: i32 = 16, const BN: i32 = 32) {\n"
+        "    let rows = program_id(0) * BM + arange(0, BM);\n"
+        "    let cols = program_id(1) * BN + arange(0, BN);\n"
+        "    let mask = rows[:, None] < M & cols[None, :] < N;\n"
+        "    let v = load(x + rows[:, None] * stride + cols[None, :], mask, other = 0.0);\n"
+        "    store(rowsum + program_id(1) * M + rows, sum(v, axis = 1), rows < M);\n"
+        "    store(colmax + program_id(0) * N + cols, max(where(mask, v, -1.0e30), axis = 0), cols < N);\n"
+        "    store(xt + cols[:, None] * M + rows[None, :], trans(v) * 2.0 + 1.0, trans(mask));\n"
+        "    store(total + program_id(0) * num_programs(1) + program_id(1), sum(v));\n"
+        "}\n";
+    const int shapes[][2] = {{16, 32}, {1, 32}, {32, 1}, {64, 8}, {2, 128}, {32, 64}, {4, 4}};
+    const int warps[] = {0, 1, 2, 4, 8};
+    const int M = 37, N = 45, stride = 50;
+    float *x = malloc(sizeof(float) * M * stride);
+    for (int i = 0; i < M * stride; i++) x[i] = (float)(rand() % 201 - 100);
+    for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++)
+        for (size_t w = 0; w < sizeof warps / sizeof warps[0]; w++) {
+            int bm = shapes[sh][0], bn = shapes[sh][1];
+            tilec_define d[2] = {{"BM", bm}, {"BN", bn}};
+            prog p;
+            trt_kernel *k = compile_with(&p, "blocks.tile", src, "blocks", d, 2, warps[w]);
+            int gm = (int)cdiv(M, bm), gn = (int)cdiv(N, bn);
+            float *rs = poison_f32s(gn * M), *cm = poison_f32s(gm * N), *xt = poison_f32s(M * N), *tot = poison_f32s(gm * gn);
+            trt_buffer bx = upload(x, sizeof(float) * M * stride), brs = upload(rs, sizeof(float) * gn * M),
+                       bcm = upload(cm, sizeof(float) * gm * N), bxt = upload(xt, sizeof(float) * M * N),
+                       btot = upload(tot, sizeof(float) * gm * gn);
+            trt_arg args[8] = {trt_buf(bx), trt_buf(brs), trt_buf(bcm), trt_buf(bxt), trt_buf(btot),
+                               trt_int(M),  trt_int(N),   trt_int(stride)};
+            launch(k, (uint32_t)gm, (uint32_t)gn, 1, args, 8);
+            download(brs, rs, sizeof(float) * gn * M), download(bcm, cm, sizeof(float) * gm * N);
+            download(bxt, xt, sizeof(float) * M * N), download(btot, tot, sizeof(float) * gm * gn);
+            trt_free(dev, bx);
+            char what[96];
+            snprintf(what, sizeof what, "blocks %dx%d, %d warps", bm, bn, warps[w]);
+            for (int bi = 0; bi < gm; bi++)
+                for (int bj = 0; bj < gn; bj++) {
+                    float t = 0;
+                    for (int i = bi * bm; i < M && i < (bi + 1) * bm; i++)
+                        for (int j = bj * bn; j < N && j < (bj + 1) * bn; j++) t += x[i * stride + j];
+                    if (tot[bi * gn + bj] != t)
+                        fail_msg("%s: total of block (%d, %d) = %g, want %g on %s", what, bi, bj, tot[bi * gn + bj], t,
+                                 trt_device_name(dev));
+                }
+            for (int bj = 0; bj < gn; bj++)
+                for (int i = 0; i < M; i++) {
+                    float t = 0;
+                    for (int j = bj * bn; j < N && j < (bj + 1) * bn; j++) t += x[i * stride + j];
+                    if (rs[bj * M + i] != t)
+                        fail_msg("%s: row sum %d of column block %d = %g, want %g on %s", what, i, bj, rs[bj * M + i], t,
+                                 trt_device_name(dev));
+                }
+            for (int bi = 0; bi < gm; bi++)
+                for (int j = 0; j < N; j++) {
+                    float m = -1.0e30f;
+                    for (int i = bi * bm; i < M && i < (bi + 1) * bm; i++) m = fmaxf(m, x[i * stride + j]);
+                    if (cm[bi * N + j] != m)
+                        fail_msg("%s: column max %d of row block %d = %g, want %g on %s", what, j, bi, cm[bi * N + j], m,
+                                 trt_device_name(dev));
+                }
+            for (int j = 0; j < N; j++)
+                for (int i = 0; i < M; i++)
+                    if (xt[j * M + i] != x[i * stride + j] * 2 + 1)
+                        fail_msg("%s: xt[%d][%d] = %g, want %g on %s", what, j, i, xt[j * M + i], x[i * stride + j] * 2 + 1,
+                                 trt_device_name(dev));
+            free(rs), free(cm), free(xt), free(tot);
+            drop(&p);
+        }
+    free(x);
+}
+
+
+/* Rank 3, integer tiles: a permutation, reshapes, a reduction along the
+ * middle dim, and a maximum broadcast back over the dim it removed. */
+static void test_tiles_3d(void **state) {
+    (void)state;
+    static const char src[] =
+        "kernel cube(x: *i32, perm: *i32, mid: *i32, centered: *i32, const A: i32 = 2, const B: i32 = 4,\n"
+        "            const C: i32 = 8) {\n"
+        "    let a = arange(0, A);\n"
+        "    let b = arange(0, B);\n"
+        "    let c = arange(0, C);\n"
+        "    let idx = a[:, None, None] * (B * C) + b[None, :, None] * C + c[None, None, :];\n"
+        "    let v = load(x + idx);\n"
+        "    store(perm + arange(0, A * B * C), reshape(permute(v, (2, 0, 1)), A * B * C));\n"
+        "    store(mid + a[:, None] * C + c[None, :], sum(v, axis = 1));\n"
+        "    store(centered + reshape(idx, (A * B, C)), reshape(v - max(v, axis = 2)[:, :, None], (A * B, C)));\n"
+        "}\n";
+    const int dims[][3] = {{2, 4, 8}, {4, 8, 32}, {8, 2, 4}, {1, 16, 2}, {16, 16, 16}};
+    const int warps[] = {0, 1, 4};
+    for (size_t s = 0; s < sizeof dims / sizeof dims[0]; s++)
+        for (size_t w = 0; w < sizeof warps / sizeof warps[0]; w++) {
+            int A = dims[s][0], B = dims[s][1], C = dims[s][2], n = A * B * C;
+            tilec_define d[3] = {{"A", A}, {"B", B}, {"C", C}};
+            prog p;
+            trt_kernel *k = compile_with(&p, "cube.tile", src, "cube", d, 3, warps[w]);
+            int32_t *x = malloc(sizeof(int32_t) * (size_t)n), *pm = malloc(sizeof(int32_t) * (size_t)n),
+                    *md = malloc(sizeof(int32_t) * (size_t)(A * C)), *ce = malloc(sizeof(int32_t) * (size_t)n);
+            for (int i = 0; i < n; i++) x[i] = rand_i32() % 100000;
+            memset(pm, 0xa5, sizeof(int32_t) * (size_t)n), memset(md, 0xa5, sizeof(int32_t) * (size_t)(A * C));
+            memset(ce, 0xa5, sizeof(int32_t) * (size_t)n);
+            trt_buffer bx = upload(x, sizeof(int32_t) * (size_t)n), bp = upload(pm, sizeof(int32_t) * (size_t)n),
+                       bm = upload(md, sizeof(int32_t) * (size_t)(A * C)), bc = upload(ce, sizeof(int32_t) * (size_t)n);
+            trt_arg args[4] = {trt_buf(bx), trt_buf(bp), trt_buf(bm), trt_buf(bc)};
+            launch(k, 1, 1, 1, args, 4);
+            download(bp, pm, sizeof(int32_t) * (size_t)n), download(bm, md, sizeof(int32_t) * (size_t)(A * C));
+            download(bc, ce, sizeof(int32_t) * (size_t)n);
+            trt_free(dev, bx);
+            char what[64];
+            snprintf(what, sizeof what, "cube %dx%dx%d, %d warps", A, B, C, warps[w]);
+            for (int i = 0; i < A; i++)
+                for (int j = 0; j < B; j++)
+                    for (int l = 0; l < C; l++) {
+                        int at = (i * B + j) * C + l, want = x[at];
+                        if (pm[(l * A + i) * B + j] != want)
+                            fail_msg("%s: permuted [%d][%d][%d] = %d, want %d on %s", what, l, i, j,
+                                     pm[(l * A + i) * B + j], want, trt_device_name(dev));
+                        int m = x[(i * B + j) * C];
+                        for (int q = 1; q < C; q++) m = x[(i * B + j) * C + q] > m ? x[(i * B + j) * C + q] : m;
+                        if (ce[at] != x[at] - m)
+                            fail_msg("%s: centered [%d][%d][%d] = %d, want %d on %s", what, i, j, l, ce[at], x[at] - m,
+                                     trt_device_name(dev));
+                    }
+            for (int i = 0; i < A; i++)
+                for (int l = 0; l < C; l++) {
+                    int32_t t = 0;
+                    for (int j = 0; j < B; j++) t += x[(i * B + j) * C + l];
+                    if (md[i * C + l] != t)
+                        fail_msg("%s: sum over the middle [%d][%d] = %d, want %d on %s", what, i, l, md[i * C + l], t,
+                                 trt_device_name(dev));
+                }
+            free(x), free(pm), free(md), free(ce);
+            drop(&p);
+        }
+}
+
+
+int main(int argc, char **argv) {
+    const char *which;
+    int rc = harness_open(argc, argv, &which);
+    if (rc) return rc;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_tiles_2d),
+        cmocka_unit_test(test_tiles_3d),
+    };
+    int failed = cmocka_run_group_tests_name(which, tests, NULL, NULL);
+    trt_close(dev);
+    return failed ? 1 : 0;
+}
