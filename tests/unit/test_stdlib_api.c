@@ -189,7 +189,7 @@ static void test_softmax(void **state) {
 static float offset_value(int64_t r, int64_t i) { return (void)r, (void)i, rand_f32() / 300 + 2; } /* the mean must come out */
 static float weight(int64_t r, int64_t i) { return (void)r, (void)i, 1 + rand_f32() / 2000; }
 
-/* Tolerances (as test_runtime_devices' stdlib tests): mean 1e-6 and rstd
+/* Tolerances (as test_runtime_devices_stdlib's tests): mean 1e-6 and rstd
  * 2e-6 relative (f32 sums, the GPU's approximate rsqrt); y the storage's
  * rounding relative to |y| + 1; dx the storage's rounding plus 1e-5,
  * relative to 4 rstd max |w dy| (what cancels in w dy - (xhat c1 + c2));
@@ -275,7 +275,7 @@ static float rms_value(int64_t r, int64_t i) {
     return (void)i, (float)((rand_f32() / 300 + 1) * (r % 3 == 2 ? 1e-3 : 1));
 }
 
-/* Tolerances (as test_runtime_devices' rmsnorm test): rstd 2e-6 relative;
+/* Tolerances (as test_runtime_devices_stdlib's rmsnorm test): rstd 2e-6 relative;
  * y the storage's rounding relative to |y|; dx the storage's rounding plus
  * 1e-5 relative to 2 rstd (|w dy| + |xhat| mean |xhat w dy|); dw the same
  * relative to the sum of |dy xhat|; near zero, the storage's tiny. */
