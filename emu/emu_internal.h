@@ -207,4 +207,18 @@ typedef struct run {
     struct smem_acct *acct; /* bank accounting; NULL: off */
 } run;
 
+typedef struct smem_acct smem_acct;
+
+/* banks.c */
+void smem_sync_warp(smem_acct *a, uint32_t w, uint32_t first_thread, uint32_t nthreads);
+void smem_record(run *r, const thread *t, uint32_t pc, uint64_t off);
+void smem_sync_all(run *r);
+void smem_ldmatrix(run *r, uint32_t pc, const uint64_t *addr, unsigned matrices);
+void smem_acct_free(smem_acct *a);
+smem_acct *smem_acct_new(const emu_func *f, uint32_t nth, emu_smem_stats *out);
+void smem_acct_publish(const smem_acct *a, const emu_func *f);
+
+/* emu.c */
+void *grow(void *p, uint32_t *cap, uint32_t need, size_t elem);
+
 #endif
