@@ -209,6 +209,17 @@ typedef struct run {
 
 typedef struct smem_acct smem_acct;
 
+/* arith.c */
+double fget(uint64_t w, ek e);
+uint64_t fput(double x, ek e);
+uint64_t int_bin(uint16_t op, uint64_t a, uint64_t b, int bits);
+uint64_t float_bin(uint16_t op, uint64_t a, uint64_t b, ek e);
+bool icmp(int pred, uint64_t a, uint64_t b, int bits);
+bool fcmp(int pred, double x, double y);
+uint64_t cast(uint16_t op, uint64_t a, ek from, ek to);
+double fmin_ieee(double x, double y, bool propagate_nan, bool want_max);
+uint64_t math(const emu_inst *in, uint64_t a, uint64_t b, uint64_t c);
+
 /* banks.c */
 void smem_sync_warp(smem_acct *a, uint32_t w, uint32_t first_thread, uint32_t nthreads);
 void smem_record(run *r, const thread *t, uint32_t pc, uint64_t off);
