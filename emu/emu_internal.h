@@ -220,6 +220,12 @@ uint64_t cast(uint16_t op, uint64_t a, ek from, ek to);
 double fmin_ieee(double x, double y, bool propagate_nan, bool want_max);
 uint64_t math(const emu_inst *in, uint64_t a, uint64_t b, uint64_t c);
 
+/* translate.c */
+void *grow(void *p, uint32_t *cap, uint32_t need, size_t elem);
+bool place_globals(xlate *x);
+uint32_t kernel_threads(LLVMModuleRef mod, LLVMValueRef fn, bool *is_kernel);
+emu_func *xlate_func(xlate *x, LLVMValueRef fn, uint32_t threads);
+
 /* banks.c */
 void smem_sync_warp(smem_acct *a, uint32_t w, uint32_t first_thread, uint32_t nthreads);
 void smem_record(run *r, const thread *t, uint32_t pc, uint64_t off);
@@ -228,8 +234,5 @@ void smem_ldmatrix(run *r, uint32_t pc, const uint64_t *addr, unsigned matrices)
 void smem_acct_free(smem_acct *a);
 smem_acct *smem_acct_new(const emu_func *f, uint32_t nth, emu_smem_stats *out);
 void smem_acct_publish(const smem_acct *a, const emu_func *f);
-
-/* emu.c */
-void *grow(void *p, uint32_t *cap, uint32_t need, size_t elem);
 
 #endif
