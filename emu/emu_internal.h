@@ -235,4 +235,7 @@ void smem_acct_free(smem_acct *a);
 smem_acct *smem_acct_new(const emu_func *f, uint32_t nth, emu_smem_stats *out);
 void smem_acct_publish(const smem_acct *a, const emu_func *f);
 
+/* emu.c */
+const emu_func *find_func(const emu_module *m, const char *name);
+
 #endif
