@@ -8,7 +8,13 @@
  * and calls are resolved to one operation each (intrinsics by name, inline
  * asm by its exact text). Execution (emu_run) then never calls LLVM: each
  * thread interprets the array over its own frame, and a small scheduler
- * (see emu.h) performs the collectives. */
+ * (see emu.h) performs the collectives.
+ *
+ * The files: emu.c (this one) loads and frees a module and finds its
+ * kernels; translate.c is translation; exec.c is execution; banks.c
+ * counts shared-memory wavefronts for emu_smem_stats; arith.c holds the
+ * arithmetic both use; mma.c the mma.sync and ldmatrix fragments.
+ * emu_internal.h, private to emu/, is what they share. */
 #include "emu/emu_internal.h"
 
 #include <math.h>
