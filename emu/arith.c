@@ -11,7 +11,7 @@
 
 #include "support/support.h"
 
-double fget(uint64_t w, ek e) {
+double emu_fget(uint64_t w, ek e) {
     switch (e) {
     case EK_F16: return tc_half_value((uint16_t)w, false);
     case EK_BF16: return tc_half_value((uint16_t)w, true);
@@ -20,7 +20,7 @@ double fget(uint64_t w, ek e) {
     }
 }
 /* x as the bits of a float of kind e, rounded once. */
-uint64_t fput(double x, ek e) {
+uint64_t emu_fput(double x, ek e) {
     switch (e) {
     case EK_F16: return tc_half_bits(x, false);
     case EK_BF16: return tc_half_bits(x, true);
@@ -31,7 +31,7 @@ uint64_t fput(double x, ek e) {
 
 /* ---- arithmetic ---- */
 
-uint64_t int_bin(uint16_t op, uint64_t a, uint64_t b, int bits) {
+uint64_t emu_int_bin(uint16_t op, uint64_t a, uint64_t b, int bits) {
     int64_t sa = sx(a, bits), sb = sx(b, bits);
     uint64_t ones = mask_bits(~UINT64_C(0), bits);
     switch (op) {
@@ -57,7 +57,7 @@ uint64_t int_bin(uint16_t op, uint64_t a, uint64_t b, int bits) {
     }
 }
 
-uint64_t float_bin(uint16_t op, uint64_t a, uint64_t b, ek e) {
+uint64_t emu_float_bin(uint16_t op, uint64_t a, uint64_t b, ek e) {
     if (e == EK_F32) {
         float x = f32_of(a), y = f32_of(b), z;
         switch (op) {
@@ -69,7 +69,7 @@ uint64_t float_bin(uint16_t op, uint64_t a, uint64_t b, ek e) {
         }
         return bits_f32(z);
     }
-    double x = fget(a, e), y = fget(b, e), z;
+    double x = emu_fget(a, e), y = emu_fget(b, e), z;
     switch (op) {
     case LLVMFAdd: z = x + y; break;
     case LLVMFSub: z = x - y; break;
@@ -77,10 +77,10 @@ uint64_t float_bin(uint16_t op, uint64_t a, uint64_t b, ek e) {
     case LLVMFDiv: z = x / y; break;
     default: z = fmod(x, y); break;
     }
-    return fput(z, e); /* f16, bf16: exact in double, rounded once */
+    return emu_fput(z, e); /* f16, bf16: exact in double, rounded once */
 }
 
-bool icmp(int pred, uint64_t a, uint64_t b, int bits) {
+bool emu_icmp(int pred, uint64_t a, uint64_t b, int bits) {
     int64_t sa = sx(a, bits), sb = sx(b, bits);
     switch (pred) {
     case LLVMIntEQ: return a == b;
@@ -96,7 +96,7 @@ bool icmp(int pred, uint64_t a, uint64_t b, int bits) {
     }
 }
 
-bool fcmp(int pred, double x, double y) {
+bool emu_fcmp(int pred, double x, double y) {
     bool uno = isnan(x) || isnan(y);
     switch (pred) {
     case LLVMRealPredicateFalse: return false;
@@ -136,19 +136,19 @@ static uint64_t f_to_int(double v, int bits, bool is_signed) {
 static uint64_t int_to_f(uint64_t a, int bits, bool is_signed, ek to) {
     if (is_signed) {
         int64_t v = sx(a, bits);
-        return to == EK_F32 ? bits_f32((float)v) : fput((double)v, to);
+        return to == EK_F32 ? bits_f32((float)v) : emu_fput((double)v, to);
     }
-    return to == EK_F32 ? bits_f32((float)a) : fput((double)a, to);
+    return to == EK_F32 ? bits_f32((float)a) : emu_fput((double)a, to);
 }
 
-uint64_t cast(uint16_t op, uint64_t a, ek from, ek to) {
+uint64_t emu_cast(uint16_t op, uint64_t a, ek from, ek to) {
     switch (op) {
     case LLVMTrunc: case LLVMPtrToInt: return mask_bits(a, ek_bits[to]);
     case LLVMZExt: case LLVMIntToPtr: return a;
     case LLVMSExt: return mask_bits((uint64_t)sx(a, ek_bits[from]), ek_bits[to]);
-    case LLVMFPTrunc: case LLVMFPExt: return fput(fget(a, from), to);
-    case LLVMFPToSI: return f_to_int(fget(a, from), ek_bits[to], true);
-    case LLVMFPToUI: return f_to_int(fget(a, from), ek_bits[to], false);
+    case LLVMFPTrunc: case LLVMFPExt: return emu_fput(emu_fget(a, from), to);
+    case LLVMFPToSI: return f_to_int(emu_fget(a, from), ek_bits[to], true);
+    case LLVMFPToUI: return f_to_int(emu_fget(a, from), ek_bits[to], false);
     case LLVMSIToFP: return int_to_f(a, ek_bits[from], true, to);
     default: return int_to_f(a, ek_bits[from], false, to);
     }
@@ -159,13 +159,13 @@ static double flush(double v, ek e, bool ftz) {
     return copysign(0.0, v);
 }
 
-double fmin_ieee(double x, double y, bool propagate_nan, bool want_max) {
+double emu_fmin_ieee(double x, double y, bool propagate_nan, bool want_max) {
     if (isnan(x) || isnan(y)) return propagate_nan ? NAN : isnan(x) ? y : x;
     if (x == y) return want_max ? (signbit(x) ? y : x) : (signbit(x) ? x : y); /* -0 < +0 */
     return want_max ? (x > y ? x : y) : (x < y ? x : y);
 }
 
-uint64_t math(const emu_inst *in, uint64_t a, uint64_t b, uint64_t c) {
+uint64_t emu_math(const emu_inst *in, uint64_t a, uint64_t b, uint64_t c) {
     ek e = (ek)in->ek;
     int bits = ek_bits[e];
     if (!ek_is_float(e) || in->sub == M_FPTOSI_SAT || in->sub == M_FPTOUI_SAT) {
@@ -184,13 +184,13 @@ uint64_t math(const emu_inst *in, uint64_t a, uint64_t b, uint64_t c) {
         case M_MULHI_S:
             return bits == 32 ? mask_bits((uint64_t)((sa * sb) >> 32), 32)
                               : (uint64_t)(((__int128)sa * sb) >> 64);
-        case M_FPTOSI_SAT: return f_to_int(fget(a, e), ek_bits[in->ek2], true);
-        case M_FPTOUI_SAT: return f_to_int(fget(a, e), ek_bits[in->ek2], false);
+        case M_FPTOSI_SAT: return f_to_int(emu_fget(a, e), ek_bits[in->ek2], true);
+        case M_FPTOUI_SAT: return f_to_int(emu_fget(a, e), ek_bits[in->ek2], false);
         default: return 0;
         }
     }
     bool ftz = in->imm != 0;
-    double x = flush(fget(a, e), e, ftz), y = fget(b, e), z = fget(c, e), v;
+    double x = flush(emu_fget(a, e), e, ftz), y = emu_fget(b, e), z = emu_fget(c, e), v;
     switch (in->sub) {
     case M_FABS: return e == EK_F64 ? a & ~(UINT64_C(1) << 63) : a & ~(UINT64_C(1) << (bits - 1));
     case M_COPYSIGN: {
@@ -207,10 +207,10 @@ uint64_t math(const emu_inst *in, uint64_t a, uint64_t b, uint64_t c) {
     case M_TRUNC: v = trunc(x); break;
     case M_ROUND: v = round(x); break;
     case M_RINT: v = nearbyint(x); break;
-    case M_MINNUM: v = fmin_ieee(x, y, false, false); break;
-    case M_MAXNUM: v = fmin_ieee(x, y, false, true); break;
-    case M_MINIMUM: v = fmin_ieee(x, y, true, false); break;
-    case M_MAXIMUM: v = fmin_ieee(x, y, true, true); break;
+    case M_MINNUM: v = emu_fmin_ieee(x, y, false, false); break;
+    case M_MAXNUM: v = emu_fmin_ieee(x, y, false, true); break;
+    case M_MINIMUM: v = emu_fmin_ieee(x, y, true, false); break;
+    case M_MAXIMUM: v = emu_fmin_ieee(x, y, true, true); break;
     /* .approx: the correctly rounded value, within PTX's bounds */
     case M_EX2_APPROX: case M_EXP2: v = exp2(x); break;
     case M_LG2_APPROX: case M_LOG2: v = log2(x); break;
@@ -222,5 +222,5 @@ uint64_t math(const emu_inst *in, uint64_t a, uint64_t b, uint64_t c) {
     case M_RCP_APPROX: v = 1.0 / x; break;
     default: v = 0; break;
     }
-    return fput(flush(v, e, ftz), e);
+    return emu_fput(flush(v, e, ftz), e);
 }

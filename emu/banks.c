@@ -90,7 +90,7 @@ static void smem_finish(smem_site_run *site, const uint64_t *addr, uint32_t mask
 }
 
 /* Finishes the instances warp w collected since it last synchronized. */
-void smem_sync_warp(smem_acct *a, uint32_t w, uint32_t first_thread, uint32_t nthreads) {
+void emu_smem_sync_warp(smem_acct *a, uint32_t w, uint32_t first_thread, uint32_t nthreads) {
     for (uint32_t s = 0; s < a->nsites; s++) {
         size_t ws = (size_t)w * a->nsites + s;
         for (uint32_t k = 0; k < a->npend[ws]; k++) {
@@ -103,7 +103,7 @@ void smem_sync_warp(smem_acct *a, uint32_t w, uint32_t first_thread, uint32_t nt
 }
 
 /* Thread t's access at pc of `bytes` at shared offset off. */
-void smem_record(run *r, const thread *t, uint32_t pc, uint64_t off) {
+void emu_smem_record(run *r, const thread *t, uint32_t pc, uint64_t off) {
     smem_acct *a = r->acct;
     uint32_t s = a->site_of_pc[pc];
     if (s == UINT32_MAX) return;
@@ -111,7 +111,7 @@ void smem_record(run *r, const thread *t, uint32_t pc, uint64_t off) {
     uint32_t k = a->occ[(size_t)t->tid * a->nsites + s]++;
     size_t ws = (size_t)w * a->nsites + s;
     if (k >= a->npend[ws]) {
-        a->pend[ws] = grow(a->pend[ws], &a->cappend[ws], k + 1, sizeof *a->pend[ws]);
+        a->pend[ws] = emu_grow(a->pend[ws], &a->cappend[ws], k + 1, sizeof *a->pend[ws]);
         for (uint32_t i = a->npend[ws]; i <= k; i++) a->pend[ws][i].reported = 0, a->pend[ws][i].done = false;
         a->npend[ws] = k + 1;
     }
@@ -125,13 +125,13 @@ void smem_record(run *r, const thread *t, uint32_t pc, uint64_t off) {
     }
 }
 
-void smem_sync_all(run *r) {
+void emu_smem_sync_all(run *r) {
     for (uint32_t w0 = 0; w0 < r->nth; w0 += EMU_WARP)
-        smem_sync_warp(r->acct, w0 / EMU_WARP, w0, r->nth - w0 < EMU_WARP ? r->nth - w0 : EMU_WARP);
+        emu_smem_sync_warp(r->acct, w0 / EMU_WARP, w0, r->nth - w0 < EMU_WARP ? r->nth - w0 : EMU_WARP);
 }
 
 /* ldmatrix's rows: matrix i's 8 addresses are one group of 8 x 16 bytes. */
-void smem_ldmatrix(run *r, uint32_t pc, const uint64_t *addr, unsigned matrices) {
+void emu_smem_ldmatrix(run *r, uint32_t pc, const uint64_t *addr, unsigned matrices) {
     smem_acct *a = r->acct;
     uint32_t s = a->site_of_pc[pc];
     if (s == UINT32_MAX) return;
@@ -143,7 +143,7 @@ void smem_ldmatrix(run *r, uint32_t pc, const uint64_t *addr, unsigned matrices)
     }
 }
 
-void smem_acct_free(smem_acct *a) {
+void emu_smem_acct_free(smem_acct *a) {
     if (!a) return;
     for (size_t i = 0; i < (size_t)a->nwarps * a->nsites; i++) free(a->pend[i]);
     free(a->pend), free(a->npend), free(a->cappend), free(a->occ), free(a->sites), free(a->site_of_pc);
@@ -152,14 +152,14 @@ void smem_acct_free(smem_acct *a) {
 
 /* The accounting's state for kernel f with nth threads: a site per
  * instruction that may touch shared memory. NULL: out of memory. */
-smem_acct *smem_acct_new(const emu_func *f, uint32_t nth, emu_smem_stats *out) {
+smem_acct *emu_smem_acct_new(const emu_func *f, uint32_t nth, emu_smem_stats *out) {
     smem_acct *a = calloc(1, sizeof *a);
     if (!a) return NULL;
     a->out = out;
     a->nwarps = (nth + EMU_WARP - 1) / EMU_WARP;
     a->site_of_pc = malloc(((size_t)f->ncode + 1) * sizeof *a->site_of_pc);
     a->sites = calloc((size_t)f->ncode + 1, sizeof *a->sites);
-    if (!a->site_of_pc || !a->sites) return smem_acct_free(a), NULL;
+    if (!a->site_of_pc || !a->sites) return emu_smem_acct_free(a), NULL;
     for (uint32_t pc = 0; pc < f->ncode; pc++) {
         const emu_inst *in = &f->code[pc];
         emu_smem_kind kind;
@@ -182,14 +182,14 @@ smem_acct *smem_acct_new(const emu_func *f, uint32_t nth, emu_smem_stats *out) {
     a->pend = calloc(ws, sizeof *a->pend);
     a->npend = calloc(ws, sizeof *a->npend);
     a->cappend = calloc(ws, sizeof *a->cappend);
-    if (!a->occ || !a->pend || !a->npend || !a->cappend) return smem_acct_free(a), NULL;
+    if (!a->occ || !a->pend || !a->npend || !a->cappend) return emu_smem_acct_free(a), NULL;
     return a;
 }
 
 /* Adds the run's counts to the caller's record: its totals, and a site
  * per instruction that touched shared memory (merged with the same
  * kernel's from earlier launches). */
-void smem_acct_publish(const smem_acct *a, const emu_func *f) {
+void emu_smem_acct_publish(const smem_acct *a, const emu_func *f) {
     emu_smem_stats *o = a->out;
     for (uint32_t s = 0; s < a->nsites; s++) {
         const smem_site_run *site = &a->sites[s];
@@ -201,7 +201,7 @@ void smem_acct_publish(const smem_acct *a, const emu_func *f) {
         for (uint32_t i = 0; i < o->nsites && !to; i++)
             if (o->sites[i].pc == site->pc && !strcmp(o->sites[i].kernel, f->name)) to = &o->sites[i];
         if (!to) {
-            o->sites = grow(o->sites, &o->capsites, o->nsites + 1, sizeof *o->sites);
+            o->sites = emu_grow(o->sites, &o->capsites, o->nsites + 1, sizeof *o->sites);
             to = &o->sites[o->nsites++];
             char *text = LLVMPrintValueToString(f->code[site->pc].src);
             *to = (emu_smem_site){strdup(f->name), site->pc, site->kind, site->bytes, {0, 0, 0},

@@ -67,18 +67,18 @@ emu_module *emu_module_load(const char *ir, size_t len, char *err, size_t err_si
     }
     m->td = LLVMCreateTargetData(LLVMGetDataLayoutStr(m->mod));
     xlate x = {m, NULL, NULL, 0, 0, err, err_size, false};
-    place_globals(&x);
+    emu_place_globals(&x);
     emu_func **tail = &m->funcs;
     for (LLVMValueRef fn = LLVMGetFirstFunction(m->mod); fn && !x.failed; fn = LLVMGetNextFunction(fn)) {
         bool is_kernel;
-        uint32_t threads = kernel_threads(m->mod, fn, &is_kernel);
+        uint32_t threads = emu_func_threads(m->mod, fn, &is_kernel);
         if (LLVMIsDeclaration(fn) || !is_kernel) continue;
         if (threads == 0 || threads > EMU_MAX_THREADS) {
             snprintf(err, err_size, "emulator: kernel has no usable maxntidx annotation (%u)", threads);
             x.failed = true;
             break;
         }
-        emu_func *f = xlate_func(&x, fn, threads);
+        emu_func *f = emu_xlate_func(&x, fn, threads);
         *tail = f;
         tail = &f->next;
     }
@@ -90,13 +90,13 @@ emu_module *emu_module_load(const char *ir, size_t len, char *err, size_t err_si
     return m;
 }
 
-const emu_func *find_func(const emu_module *m, const char *name) {
+const emu_func *emu_find_func(const emu_module *m, const char *name) {
     for (const emu_func *f = m ? m->funcs : NULL; f; f = f->next)
         if (!strcmp(f->name, name)) return f;
     return NULL;
 }
 
 uint32_t emu_kernel_threads(const emu_module *m, const char *kernel) {
-    const emu_func *f = find_func(m, kernel);
+    const emu_func *f = emu_find_func(m, kernel);
     return f ? f->threads : 0;
 }

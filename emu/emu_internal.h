@@ -210,32 +210,32 @@ typedef struct run {
 typedef struct smem_acct smem_acct;
 
 /* arith.c */
-double fget(uint64_t w, ek e);
-uint64_t fput(double x, ek e);
-uint64_t int_bin(uint16_t op, uint64_t a, uint64_t b, int bits);
-uint64_t float_bin(uint16_t op, uint64_t a, uint64_t b, ek e);
-bool icmp(int pred, uint64_t a, uint64_t b, int bits);
-bool fcmp(int pred, double x, double y);
-uint64_t cast(uint16_t op, uint64_t a, ek from, ek to);
-double fmin_ieee(double x, double y, bool propagate_nan, bool want_max);
-uint64_t math(const emu_inst *in, uint64_t a, uint64_t b, uint64_t c);
+double emu_fget(uint64_t w, ek e);
+uint64_t emu_fput(double x, ek e);
+uint64_t emu_int_bin(uint16_t op, uint64_t a, uint64_t b, int bits);
+uint64_t emu_float_bin(uint16_t op, uint64_t a, uint64_t b, ek e);
+bool emu_icmp(int pred, uint64_t a, uint64_t b, int bits);
+bool emu_fcmp(int pred, double x, double y);
+uint64_t emu_cast(uint16_t op, uint64_t a, ek from, ek to);
+double emu_fmin_ieee(double x, double y, bool propagate_nan, bool want_max);
+uint64_t emu_math(const emu_inst *in, uint64_t a, uint64_t b, uint64_t c);
 
 /* translate.c */
-void *grow(void *p, uint32_t *cap, uint32_t need, size_t elem);
-bool place_globals(xlate *x);
-uint32_t kernel_threads(LLVMModuleRef mod, LLVMValueRef fn, bool *is_kernel);
-emu_func *xlate_func(xlate *x, LLVMValueRef fn, uint32_t threads);
+void *emu_grow(void *p, uint32_t *cap, uint32_t need, size_t elem);
+bool emu_place_globals(xlate *x);
+uint32_t emu_func_threads(LLVMModuleRef mod, LLVMValueRef fn, bool *is_kernel);
+emu_func *emu_xlate_func(xlate *x, LLVMValueRef fn, uint32_t threads);
 
 /* banks.c */
-void smem_sync_warp(smem_acct *a, uint32_t w, uint32_t first_thread, uint32_t nthreads);
-void smem_record(run *r, const thread *t, uint32_t pc, uint64_t off);
-void smem_sync_all(run *r);
-void smem_ldmatrix(run *r, uint32_t pc, const uint64_t *addr, unsigned matrices);
-void smem_acct_free(smem_acct *a);
-smem_acct *smem_acct_new(const emu_func *f, uint32_t nth, emu_smem_stats *out);
-void smem_acct_publish(const smem_acct *a, const emu_func *f);
+void emu_smem_sync_warp(smem_acct *a, uint32_t w, uint32_t first_thread, uint32_t nthreads);
+void emu_smem_record(run *r, const thread *t, uint32_t pc, uint64_t off);
+void emu_smem_sync_all(run *r);
+void emu_smem_ldmatrix(run *r, uint32_t pc, const uint64_t *addr, unsigned matrices);
+void emu_smem_acct_free(smem_acct *a);
+smem_acct *emu_smem_acct_new(const emu_func *f, uint32_t nth, emu_smem_stats *out);
+void emu_smem_acct_publish(const smem_acct *a, const emu_func *f);
 
 /* emu.c */
-const emu_func *find_func(const emu_module *m, const char *name);
+const emu_func *emu_find_func(const emu_module *m, const char *name);
 
 #endif

@@ -293,8 +293,8 @@ static bool do_cp_async(run *r, thread *t, const emu_inst *in) {
     uint8_t *d = mem(r, t, in, dst, size, size, ACC_ATOMIC); /* checked when the copy lands */
     const uint8_t *s = src_size ? mem(r, t, in, src, src_size, size, ACC_READ) : NULL;
     if (!d || (src_size && !s)) return false;
-    if (r->acct) smem_record(r, t, t->pc, dst & OFFSET_MASK); /* the shared write, counted at issue */
-    t->cp = grow(t->cp, &t->capcp, t->ncp + 1, sizeof *t->cp);
+    if (r->acct) emu_smem_record(r, t, t->pc, dst & OFFSET_MASK); /* the shared write, counted at issue */
+    t->cp = emu_grow(t->cp, &t->capcp, t->ncp + 1, sizeof *t->cp);
     cp_pending *c = &t->cp[t->ncp++];
     c->dst = dst, c->size = size, c->group = t->committed;
     memset(c->data, 0, sizeof c->data); /* past src-size: zeros */
@@ -347,8 +347,8 @@ static bool run_thread(run *r, thread *t, uint64_t *tmp) {
         case EOP_BIN: {
             ek e = (ek)in->ek;
             for (uint32_t l = 0; l < in->lanes; l++)
-                R[in->dst + l] = ek_is_float(e) ? float_bin(in->sub, R[in->a + l], R[in->b + l], e)
-                                                : int_bin(in->sub, R[in->a + l], R[in->b + l], ek_bits[e]);
+                R[in->dst + l] = ek_is_float(e) ? emu_float_bin(in->sub, R[in->a + l], R[in->b + l], e)
+                                                : emu_int_bin(in->sub, R[in->a + l], R[in->b + l], ek_bits[e]);
             break;
         }
         case EOP_FNEG:
@@ -356,18 +356,18 @@ static bool run_thread(run *r, thread *t, uint64_t *tmp) {
             break;
         case EOP_ICMP:
             for (uint32_t l = 0; l < in->lanes; l++)
-                R[in->dst + l] = icmp(in->sub, R[in->a + l], R[in->b + l], ek_bits[in->ek]);
+                R[in->dst + l] = emu_icmp(in->sub, R[in->a + l], R[in->b + l], ek_bits[in->ek]);
             break;
         case EOP_FCMP:
             for (uint32_t l = 0; l < in->lanes; l++)
-                R[in->dst + l] = fcmp(in->sub, fget(R[in->a + l], (ek)in->ek), fget(R[in->b + l], (ek)in->ek));
+                R[in->dst + l] = emu_fcmp(in->sub, emu_fget(R[in->a + l], (ek)in->ek), emu_fget(R[in->b + l], (ek)in->ek));
             break;
         case EOP_SELECT:
             for (uint32_t w = 0; w < in->lanes; w++)
                 R[in->dst + w] = (R[in->c + (in->imm > 1 ? w : 0)] & 1) ? R[in->a + w] : R[in->b + w];
             break;
         case EOP_CAST:
-            for (uint32_t l = 0; l < in->lanes; l++) R[in->dst + l] = cast(in->sub, R[in->a + l], (ek)in->ek, (ek)in->ek2);
+            for (uint32_t l = 0; l < in->lanes; l++) R[in->dst + l] = emu_cast(in->sub, R[in->a + l], (ek)in->ek, (ek)in->ek2);
             break;
         case EOP_COPY:
             for (uint32_t w = 0; w < in->lanes; w++) R[in->dst + w] = R[in->a + w];
@@ -408,7 +408,7 @@ static bool run_thread(run *r, thread *t, uint64_t *tmp) {
             uint8_t *p = mem(r, t, in, R[in->a], bytes, (uint64_t)in->imm, st ? ACC_WRITE : ACC_READ);
             if (!p) return false;
             if (st && !same_value_store(r, t, in, R[in->a], p, R + in->b, e, in->lanes)) return false;
-            if (r->acct && R[in->a] >> REGION_SHIFT == REGION_SHARED) smem_record(r, t, t->pc, R[in->a] & OFFSET_MASK);
+            if (r->acct && R[in->a] >> REGION_SHIFT == REGION_SHARED) emu_smem_record(r, t, t->pc, R[in->a] & OFFSET_MASK);
             for (uint32_t l = 0; l < in->lanes; l++) {
                 if (st) store_word(p + l * (uint32_t)ek_bytes[e], R[in->b + l], e);
                 else R[in->dst + l] = load_word(p + l * (uint32_t)ek_bytes[e], e);
@@ -444,7 +444,7 @@ static bool run_thread(run *r, thread *t, uint64_t *tmp) {
             ek e = (ek)in->ek;
             uint8_t *p = mem(r, t, in, R[in->a], (uint64_t)ek_bytes[e], (uint64_t)ek_bytes[e], ACC_ATOMIC);
             if (!p) return false;
-            if (r->acct && R[in->a] >> REGION_SHIFT == REGION_SHARED) smem_record(r, t, t->pc, R[in->a] & OFFSET_MASK);
+            if (r->acct && R[in->a] >> REGION_SHIFT == REGION_SHARED) emu_smem_record(r, t, t->pc, R[in->a] & OFFSET_MASK);
             uint64_t old = load_word(p, e), v = R[in->b], nv;
             int bits = ek_bits[e];
             switch (in->sub) {
@@ -458,10 +458,10 @@ static bool run_thread(run *r, thread *t, uint64_t *tmp) {
             case LLVMAtomicRMWBinOpMin: nv = sx(old, bits) < sx(v, bits) ? old : v; break;
             case LLVMAtomicRMWBinOpUMax: nv = old > v ? old : v; break;
             case LLVMAtomicRMWBinOpUMin: nv = old < v ? old : v; break;
-            case LLVMAtomicRMWBinOpFAdd: nv = float_bin(LLVMFAdd, old, v, e); break;
-            case LLVMAtomicRMWBinOpFSub: nv = float_bin(LLVMFSub, old, v, e); break;
-            case LLVMAtomicRMWBinOpFMax: nv = fput(fmin_ieee(fget(old, e), fget(v, e), false, true), e); break;
-            case LLVMAtomicRMWBinOpFMin: nv = fput(fmin_ieee(fget(old, e), fget(v, e), false, false), e); break;
+            case LLVMAtomicRMWBinOpFAdd: nv = emu_float_bin(LLVMFAdd, old, v, e); break;
+            case LLVMAtomicRMWBinOpFSub: nv = emu_float_bin(LLVMFSub, old, v, e); break;
+            case LLVMAtomicRMWBinOpFMax: nv = emu_fput(emu_fmin_ieee(emu_fget(old, e), emu_fget(v, e), false, true), e); break;
+            case LLVMAtomicRMWBinOpFMin: nv = emu_fput(emu_fmin_ieee(emu_fget(old, e), emu_fget(v, e), false, false), e); break;
             default: return rfail(r, t, in, "an atomicrmw operation the emulator does not know");
             }
             store_word(p, nv, e);
@@ -472,7 +472,7 @@ static bool run_thread(run *r, thread *t, uint64_t *tmp) {
             ek e = (ek)in->ek;
             uint8_t *p = mem(r, t, in, R[in->a], (uint64_t)ek_bytes[e], (uint64_t)ek_bytes[e], ACC_ATOMIC);
             if (!p) return false;
-            if (r->acct && R[in->a] >> REGION_SHIFT == REGION_SHARED) smem_record(r, t, t->pc, R[in->a] & OFFSET_MASK);
+            if (r->acct && R[in->a] >> REGION_SHIFT == REGION_SHARED) emu_smem_record(r, t, t->pc, R[in->a] & OFFSET_MASK);
             uint64_t old = load_word(p, e);
             if (old == R[in->b]) store_word(p, R[in->c], e);
             R[in->dst] = old;
@@ -497,7 +497,7 @@ static bool run_thread(run *r, thread *t, uint64_t *tmp) {
         }
         case EOP_MATH:
             for (uint32_t l = 0; l < in->lanes; l++)
-                R[in->dst + l] = math(in, R[in->a + l], R[in->b + (in->b ? l : 0)], R[in->c + (in->c ? l : 0)]);
+                R[in->dst + l] = emu_math(in, R[in->a + l], R[in->b + (in->b ? l : 0)], R[in->c + (in->c ? l : 0)]);
             break;
         case EOP_F2TF32: R[in->dst] = emu_f2tf32_rna((uint32_t)R[in->a]); break;
         case EOP_ASM_LD:
@@ -606,7 +606,7 @@ static bool ldmatrix(run *r, thread *w, const emu_inst *in) {
         if (!(rows[lane] = mem(r, &w[lane], in, p, 16, 16, ACC_READ))) return false;
         offs[lane] = p & OFFSET_MASK;
     }
-    if (r->acct) smem_ldmatrix(r, (uint32_t)(in - r->f->code), offs, count);
+    if (r->acct) emu_smem_ldmatrix(r, (uint32_t)(in - r->f->code), offs, count);
     uint32_t out[EMU_WARP][4];
     emu_ldmatrix_compute(in->sub, rows, out);
     for (uint32_t lane = 0; lane < EMU_WARP; lane++)
@@ -659,12 +659,12 @@ static bool run_cta(run *r, uint64_t *tmp) {
             default: break; /* bar.warp.sync */
             }
             if (!ok) return false;
-            if (r->acct) smem_sync_warp(r->acct, w0 / EMU_WARP, w0, n); /* the warp met: its instances are whole */
+            if (r->acct) emu_smem_sync_warp(r->acct, w0 / EMU_WARP, w0, n); /* the warp met: its instances are whole */
             for (uint32_t lane = 0; lane < n; lane++) w[lane].pc++, w[lane].state = T_RUN;
             progressed = true;
         }
         if (all_done) {
-            if (r->acct) smem_sync_all(r);
+            if (r->acct) emu_smem_sync_all(r);
             return true;
         }
         if (progressed) continue;
@@ -683,13 +683,13 @@ static bool run_cta(run *r, uint64_t *tmp) {
         }
         for (uint32_t i = 0; i < r->nth; i++) r->th[i].pc++, r->th[i].state = T_RUN;
         r->epoch++;
-        if (r->acct) smem_sync_all(r);
+        if (r->acct) emu_smem_sync_all(r);
     }
 }
 
 emu_result emu_run(const emu_module *m, const emu_launch *l, char *err, size_t err_size) {
     snprintf(err, err_size, "%s", "");
-    const emu_func *f = find_func(m, l->kernel);
+    const emu_func *f = emu_find_func(m, l->kernel);
     if (!f) {
         snprintf(err, err_size, "emulator: no kernel '%s' in the module", l->kernel);
         return EMU_ERROR;
@@ -714,11 +714,11 @@ emu_result emu_run(const emu_module *m, const emu_launch *l, char *err, size_t e
     r.shared = aligned_alloc(256, (size_t)(r.shared_size + 255) / 256 * 256 + 256);
     r.sh = calloc((size_t)r.shared_size + 1, sizeof *r.sh);
     uint64_t *tmp = malloc(((size_t)f->nwords + 1) * sizeof *tmp);
-    r.acct = l->smem_stats ? smem_acct_new(f, r.nth, l->smem_stats) : NULL;
+    r.acct = l->smem_stats ? emu_smem_acct_new(f, r.nth, l->smem_stats) : NULL;
     if (!r.th || !frames || !locals || !r.shared || !r.sh || !tmp || (l->smem_stats && !r.acct)) {
         snprintf(err, err_size, "emulator: out of memory");
         free(r.th), free(frames), free(locals), free(r.shared), free(r.sh), free(tmp);
-        smem_acct_free(r.acct);
+        emu_smem_acct_free(r.acct);
         return EMU_ERROR;
     }
     for (uint32_t i = 0; i < r.nth; i++) {
@@ -746,8 +746,8 @@ emu_result emu_run(const emu_module *m, const emu_launch *l, char *err, size_t e
                 if (!run_cta(&r, tmp) && r.result == EMU_OK) r.result = EMU_ERROR;
             }
     if (r.linelen) emit_text(&r, "\n", 1); /* a last line without its newline */
-    if (r.acct) smem_acct_publish(r.acct, f);
-    smem_acct_free(r.acct);
+    if (r.acct) emu_smem_acct_publish(r.acct, f);
+    emu_smem_acct_free(r.acct);
     for (uint32_t i = 0; i < r.nth; i++) free(r.th[i].cp);
     free(r.th), free(frames), free(locals), free(r.shared), free(r.sh), free(tmp);
     return r.result;

@@ -62,7 +62,7 @@ static void map_put(xlate *x, LLVMValueRef k, uint32_t v) {
     x->map[i] = (map_entry){k, v};
 }
 
-void *grow(void *p, uint32_t *cap, uint32_t need, size_t elem) {
+void *emu_grow(void *p, uint32_t *cap, uint32_t need, size_t elem) {
     if (need <= *cap) return p;
     uint32_t n = *cap ? *cap : 64;
     while (n < need) n *= 2;
@@ -75,7 +75,7 @@ void *grow(void *p, uint32_t *cap, uint32_t need, size_t elem) {
 
 static uint32_t new_words(xlate *x, uint32_t n) {
     emu_func *f = x->f;
-    f->init = grow(f->init, &f->capwords, f->nwords + n, sizeof *f->init);
+    f->init = emu_grow(f->init, &f->capwords, f->nwords + n, sizeof *f->init);
     uint32_t s = f->nwords;
     f->nwords += n;
     return s;
@@ -83,14 +83,14 @@ static uint32_t new_words(xlate *x, uint32_t n) {
 
 static uint32_t add_aux(xlate *x, uint32_t v) {
     emu_func *f = x->f;
-    f->aux = grow(f->aux, &f->capaux, f->naux + 1, sizeof *f->aux);
+    f->aux = emu_grow(f->aux, &f->capaux, f->naux + 1, sizeof *f->aux);
     f->aux[f->naux] = v;
     return f->naux++;
 }
 
 static emu_inst *emit(xlate *x, eop op, LLVMValueRef src) {
     emu_func *f = x->f;
-    f->code = grow(f->code, &f->capcode, f->ncode + 1, sizeof *f->code);
+    f->code = emu_grow(f->code, &f->capcode, f->ncode + 1, sizeof *f->code);
     emu_inst *in = &f->code[f->ncode++];
     memset(in, 0, sizeof *in);
     in->op = (uint16_t)op;
@@ -177,7 +177,7 @@ static bool const_eval(xlate *x, LLVMValueRef v, uint64_t *words) {
     }
     if (LLVMIsAConstantFP(v)) {
         LLVMBool loses;
-        words[0] = fput(LLVMConstRealGetDouble(v, &loses), scalar_ek(t));
+        words[0] = emu_fput(LLVMConstRealGetDouble(v, &loses), scalar_ek(t));
         return true;
     }
     if (LLVMIsAGlobalVariable(v)) return global_addr(x, v, &words[0]);
@@ -294,7 +294,7 @@ static bool const_bytes(xlate *x, LLVMValueRef v, uint8_t *out) {
  * initializer is the dynamic shared array (extern __shared__): all of them
  * start after the static ones, 16-byte aligned, at the same address, and
  * the launch says how many bytes it has (emu_launch.dynamic_smem). */
-bool place_globals(xlate *x) {
+bool emu_place_globals(xlate *x) {
     emu_module *m = x->m;
     uint32_t n = 0;
     for (LLVMValueRef g = LLVMGetFirstGlobal(m->mod); g; g = LLVMGetNextGlobal(g)) n++;
@@ -885,7 +885,7 @@ static void xlate_inst(xlate *x, LLVMValueRef in) {
 
 /* maxntidx of each kernel from !nvvm.annotations; 0 for a function that
  * is not a kernel. */
-uint32_t kernel_threads(LLVMModuleRef mod, LLVMValueRef fn, bool *is_kernel) {
+uint32_t emu_func_threads(LLVMModuleRef mod, LLVMValueRef fn, bool *is_kernel) {
     unsigned n = LLVMGetNamedMetadataNumOperands(mod, "nvvm.annotations");
     LLVMValueRef *nodes = calloc(n + 1, sizeof *nodes);
     if (!nodes) abort();
@@ -910,7 +910,7 @@ uint32_t kernel_threads(LLVMModuleRef mod, LLVMValueRef fn, bool *is_kernel) {
     return threads;
 }
 
-emu_func *xlate_func(xlate *x, LLVMValueRef fn, uint32_t threads) {
+emu_func *emu_xlate_func(xlate *x, LLVMValueRef fn, uint32_t threads) {
     emu_func *f = calloc(1, sizeof *f);
     if (!f) abort();
     size_t len;
