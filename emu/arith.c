@@ -1,13 +1,10 @@
 /* arith.c - the emulator's arithmetic: integer and float operations,
- * comparisons, conversions and rounding (f16/bf16 included), and the math
- * intrinsics; pure functions of words, which translation and execution share. */
+ * comparisons, conversions and rounding (f16/bf16 through support/half.c),
+ * and the math intrinsics; pure functions of words, which translation and
+ * execution share. */
 #include "emu/emu_internal.h"
 
 #include <math.h>
-#include <stdarg.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "support/support.h"
 

@@ -4,8 +4,6 @@
  * nothing in it. */
 #include "emu/emu_internal.h"
 
-#include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -17,8 +17,6 @@
  * emu_internal.h, private to emu/, is what they share. */
 #include "emu/emu_internal.h"
 
-#include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,8 +24,6 @@
 #include <llvm-c/Core.h>
 #include <llvm-c/IRReader.h>
 #include <llvm-c/Target.h>
-
-#include "emu/mma.h"
 
 static void func_free(emu_func *f) {
     free(f->name);

@@ -4,7 +4,6 @@
  * regions with the shared-memory race check. */
 #include "emu/emu_internal.h"
 
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
