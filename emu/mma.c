@@ -19,6 +19,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "support/support.h"
+
 typedef enum elem { E_F16, E_BF16, E_TF32, E_S8 } elem;
 
 typedef struct shape {
@@ -56,8 +58,8 @@ static double element(const uint32_t *regs, elem e, unsigned i) {
     uint32_t r = regs[i / (unsigned)per];
     uint32_t v = (r >> ((i % (unsigned)per) * (unsigned)bits)) & (bits == 32 ? 0xffffffffu : (1u << bits) - 1);
     switch (e) {
-    case E_F16: return emu_half_value((uint16_t)v, false);
-    case E_BF16: return emu_half_value((uint16_t)v, true);
+    case E_F16: return tc_half_value((uint16_t)v, false);
+    case E_BF16: return tc_half_value((uint16_t)v, true);
     case E_TF32: {
         uint32_t t = v & 0xffffe000u; /* the tensor core reads 19 bits */
         float f;

@@ -37,8 +37,4 @@ void emu_ldmatrix_compute(int kind, const uint8_t *const rows[EMU_MMA_LANES], ui
  * low 13 bits zero. */
 uint32_t emu_f2tf32_rna(uint32_t f32_bits);
 
-/* f16 / bf16 bits and values (emu.c). */
-double emu_half_value(uint16_t h, bool bf16);
-uint16_t emu_half_bits(double x, bool bf16);
-
 #endif

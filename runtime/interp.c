@@ -124,37 +124,26 @@ static bool check_access(interp *in, const tir_op *op, cell p, unsigned bytes) {
     return true;
 }
 
+/* The shared conversion (support/half.c) for numbers, which arrive here
+ * already rounded to their format (round_to). A NaN keeps the encoding
+ * this file always gave it: f16 the positive quiet NaN 0x7e00 whatever its
+ * sign, bf16 the top half of the float NaN (sign and payload kept); and a
+ * bf16 NaN read back keeps its payload the same way. */
 static uint16_t half_bits(double x, bool bf) {
-    /* exact: x is already rounded to the format */
-    if (bf) {
-        float f = (float)x;
-        uint32_t u;
-        memcpy(&u, &f, 4);
-        return (uint16_t)(u >> 16);
-    }
-    uint16_t sign = signbit(x) ? 0x8000 : 0;
-    double a = fabs(x);
-    if (isnan(x)) return 0x7e00;
-    if (isinf(a)) return sign | 0x7c00;
-    if (a == 0) return sign;
-    int e;
-    frexp(a, &e);
-    int exp = e - 1;
-    if (exp < -14) return sign | (uint16_t)nearbyint(a / ldexp(1.0, -24)); /* subnormal */
-    uint16_t mant = (uint16_t)nearbyint((a / ldexp(1.0, exp) - 1.0) * 1024.0);
-    return sign | (uint16_t)((exp + 15) << 10) | mant;
+    if (!isnan(x)) return tc_half_bits(x, bf);
+    if (!bf) return 0x7e00;
+    float f = (float)x;
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return (uint16_t)(u >> 16);
 }
 
 static double half_value(uint16_t h, bool bf) {
-    if (bf) {
-        uint32_t u = (uint32_t)h << 16;
-        float f;
-        memcpy(&f, &u, 4);
-        return f;
-    }
-    int exp = (h >> 10) & 31, mant = h & 1023;
-    double v = exp == 0 ? ldexp(mant, -24) : exp == 31 ? (mant ? NAN : INFINITY) : ldexp(1024 + mant, exp - 25);
-    return (h & 0x8000) ? -v : v;
+    if (!bf || (h & 0x7f80) != 0x7f80 || !(h & 0x7f)) return tc_half_value(h, bf);
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
 }
 
 uint16_t rt_half_bits(double x, tir_elem e) { return half_bits(round_to(e, x), e == TIR_BF16); }

@@ -108,4 +108,13 @@ bool tc_read_file(const char *path, char **data, size_t *len, const char **err);
 /* ---- time -------------------------------------------------------------- */
 double tc_now_ms(void);
 
+/* ---- half precision (half.c): f16 and bf16 to and from double ---------- */
+/* x rounded to nearest even into f16 bits (bf16: bfloat16 bits); past the
+ * largest finite value, infinity of x's sign; a NaN, the quiet NaN of x's
+ * sign (f16 0x7e00 or 0xfe00, bf16 0x7fc0 or 0xffc0). */
+uint16_t tc_half_bits(double x, bool bf16);
+/* The value of f16 (bf16) bits h, exact; a NaN is NAN with h's sign (its
+ * payload is not kept). */
+double tc_half_value(uint16_t h, bool bf16);
+
 #endif

@@ -1,0 +1,241 @@
+/* emu_internal.h - private to emu/: the types the emulator's files share
+ * (tagged pointers, element kinds, the translated form emu_inst/emu_func/
+ * emu_module, the translation and execution states) and the functions one
+ * file of emu/ calls in another. emu.h stays the folder's public header. */
+#ifndef TILEC_EMU_INTERNAL_H
+#define TILEC_EMU_INTERNAL_H
+
+#include "emu/emu.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <llvm-c/Core.h>
+#include <llvm-c/Target.h>
+
+/* ---- pointers ------------------------------------------------------------ */
+
+enum {
+    REGION_SHIFT = 40,
+    REGION_SHARED = 0xfffff0,
+    REGION_LOCAL = 0xfffff1,
+    REGION_CONST = 0xfffff2,
+    BUFFER_BIAS_MOD = 4096, /* a buffer's offsets start at its address mod this, so alignment is the host's */
+    MAX_BITCAST_BYTES = 128,
+    MAX_PRINTF_TEXT = 4096,
+    CP_ASYNC_MAX_PENDING = 4096, /* a thread's copies in flight: a runaway guard, above what
+                                    deep rings give (4 stages of 128x32 f32 tiles whose layout
+                                    repeats each element: 160 copies a stage) */
+    POISON_BYTE = 0xff,
+    DYNAMIC_SMEM_ALIGN = 16 /* where the dynamic shared array starts (codegen aligns it to 16) */
+};
+#define OFFSET_MASK ((UINT64_C(1) << REGION_SHIFT) - 1)
+
+static inline uint64_t make_ptr(uint32_t region, uint64_t off) { return (uint64_t)region << REGION_SHIFT | off; }
+
+/* ---- element kinds --------------------------------------------------------- */
+
+typedef enum ek { EK_I1, EK_I8, EK_I16, EK_I32, EK_I64, EK_F16, EK_BF16, EK_F32, EK_F64, EK_PTR, EK_NONE } ek;
+static const int ek_bits[] = {1, 8, 16, 32, 64, 16, 16, 32, 64, 64, 0};
+static const int ek_bytes[] = {1, 1, 2, 4, 8, 2, 2, 4, 8, 8, 0};
+static inline bool ek_is_float(ek e) { return e >= EK_F16 && e <= EK_F64; }
+
+static inline uint64_t mask_bits(uint64_t v, int bits) { return bits >= 64 ? v : v & ((UINT64_C(1) << bits) - 1); }
+static inline int64_t sx(uint64_t v, int bits) {
+    if (bits >= 64) return (int64_t)v;
+    uint64_t m = UINT64_C(1) << (bits - 1);
+    v = mask_bits(v, bits);
+    return (int64_t)((v ^ m) - m);
+}
+
+static inline float f32_of(uint64_t w) {
+    uint32_t u = (uint32_t)w;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+static inline uint64_t bits_f32(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+static inline double f64_of(uint64_t w) {
+    double d;
+    memcpy(&d, &w, 8);
+    return d;
+}
+static inline uint64_t bits_f64(double d) {
+    uint64_t u;
+    memcpy(&u, &d, 8);
+    return u;
+}
+
+/* ---- the translated form ----------------------------------------------------- */
+
+typedef enum eop {
+    EOP_BR, EOP_CONDBR, EOP_SWITCH, EOP_RET, EOP_UNREACHABLE,
+    EOP_BIN, EOP_FNEG, EOP_ICMP, EOP_FCMP, EOP_SELECT, EOP_CAST, EOP_BITCAST, EOP_COPY, EOP_ASCAST,
+    EOP_GEP, EOP_LOAD, EOP_STORE, EOP_ALLOCA,
+    EOP_EXTRACTELT, EOP_INSERTELT, EOP_SHUFFLE, EOP_EXTRACTVALUE, EOP_INSERTVALUE,
+    EOP_ATOMICRMW, EOP_CMPXCHG,
+    EOP_SREG, EOP_MATH, EOP_ASM_LD, EOP_ASM_ST, EOP_NOP, EOP_VPRINTF, EOP_ASSERTFAIL,
+    EOP_CPASYNC, EOP_CPCOMMIT, EOP_CPWAIT, EOP_F2TF32,
+    /* collectives: every op from here on waits for its scope */
+    EOP_BARRIER, EOP_SHFL, EOP_VOTE, EOP_WARPSYNC, EOP_MMA, EOP_LDMATRIX
+} eop;
+
+enum { SREG_TID_X, SREG_TID_Y, SREG_TID_Z, SREG_NTID_X, SREG_NTID_Y, SREG_NTID_Z, SREG_CTAID_X, SREG_CTAID_Y,
+       SREG_CTAID_Z, SREG_NCTAID_X, SREG_NCTAID_Y, SREG_NCTAID_Z, SREG_LANEID, SREG_WARPID, SREG_WARPSIZE };
+
+typedef enum mathfn {
+    M_FABS, M_COPYSIGN, M_FMA, M_FMULADD, M_SQRT, M_FLOOR, M_CEIL, M_TRUNC, M_ROUND, M_RINT, M_MINNUM, M_MAXNUM,
+    M_MINIMUM, M_MAXIMUM, M_SMIN, M_SMAX, M_UMIN, M_UMAX, M_ABS, M_FPTOSI_SAT, M_FPTOUI_SAT, M_CTPOP, M_CTLZ, M_CTTZ,
+    M_EX2_APPROX, M_LG2_APPROX, M_SIN_APPROX, M_COS_APPROX, M_RSQRT_APPROX, M_RCP_APPROX, M_MULHI_U, M_MULHI_S,
+    M_EXP2, M_LOG2, M_EXP, M_LOG, M_SIN, M_COS
+} mathfn;
+
+typedef enum shfl_mode { SHFL_UP, SHFL_DOWN, SHFL_BFLY, SHFL_IDX } shfl_mode;
+typedef enum vote_mode { VOTE_ALL, VOTE_ANY, VOTE_UNI, VOTE_BALLOT } vote_mode;
+
+typedef struct emu_inst {
+    uint16_t op;
+    uint8_t ek, ek2;  /* operand / result element kinds */
+    uint16_t lanes;   /* vector lanes, or words of an aggregate */
+    uint16_t sub;     /* predicate, binop, cast opcode, intrinsic ... */
+    uint32_t dst, a, b, c;
+    uint32_t aux, naux; /* into the function's aux array */
+    int64_t imm;
+    LLVMValueRef src; /* for messages */
+} emu_inst;
+
+typedef struct emu_func {
+    char *name;
+    uint32_t threads;
+    emu_inst *code;
+    uint32_t ncode, capcode;
+    uint32_t *aux;
+    uint32_t naux, capaux;
+    uint64_t *init; /* the frame's initial image: constants in their slots */
+    uint32_t nwords, capwords;
+    uint32_t nparams;
+    uint32_t param_slot[EMU_MAX_ARGS];
+    uint8_t param_ek[EMU_MAX_ARGS];
+    uint64_t local_size;
+    struct emu_func *next;
+} emu_func;
+
+struct emu_module {
+    LLVMContextRef ctx;
+    LLVMModuleRef mod;
+    LLVMTargetDataRef td;
+    uint8_t *consts; /* constant globals */
+    uint64_t consts_size;
+    uint64_t shared_size;  /* static shared memory; the dynamic array starts here */
+    LLVMValueRef *globals; /* every global variable, and its tagged address */
+    uint64_t *global_addr;
+    uint32_t nglobals;
+    emu_func *funcs;
+};
+
+/* ---- translation -------------------------------------------------------------- */
+
+typedef struct map_entry {
+    LLVMValueRef key;
+    uint32_t val;
+} map_entry;
+
+typedef struct xlate {
+    emu_module *m;
+    emu_func *f;
+    map_entry *map; /* value -> slot; blocks -> pc */
+    uint32_t mapcap, mapn;
+    char *err;
+    size_t err_size;
+    bool failed;
+} xlate;
+
+/* ---- execution ---------------------------------------------------------------- */
+
+typedef enum tstate { T_RUN, T_WAIT, T_DONE } tstate;
+
+typedef struct cp_pending {
+    uint64_t dst;
+    uint32_t size, group;
+    uint8_t data[16];
+} cp_pending;
+
+typedef struct thread {
+    uint64_t *r; /* the frame */
+    uint8_t *local;
+    uint32_t pc, tid;
+    tstate state;
+    cp_pending *cp;
+    uint32_t ncp, capcp;
+    uint32_t committed; /* cp.async groups committed so far; the open group's number */
+} thread;
+
+/* Who last wrote and read a byte of shared memory, and in which epoch
+ * (barrier interval; 0: never), for the race check. */
+typedef struct shadow {
+    uint32_t wep, rep;
+    uint16_t wt, rt; /* rt RACE_MANY: read by several threads */
+} shadow;
+enum { RACE_MANY = 0xffff };
+
+typedef enum access { ACC_READ, ACC_WRITE, ACC_ATOMIC } access;
+
+typedef struct run {
+    const emu_module *m;
+    const emu_func *f;
+    const emu_launch *l;
+    thread *th;
+    uint32_t nth;
+    uint8_t *shared;
+    uint64_t shared_size; /* the module's static shared memory and the launch's dynamic */
+    shadow *sh;     /* one per shared byte */
+    uint32_t epoch; /* grows at every barrier and CTA */
+    uint32_t cta_epoch; /* the epoch the CTA began in */
+    uint32_t ctaid[3];
+    char *err;
+    size_t err_size;
+    emu_result result;
+    char line[MAX_PRINTF_TEXT]; /* printed text not yet ending in a newline */
+    size_t linelen;
+    char last[MAX_PRINTF_TEXT]; /* what the last vprintf printed, and who */
+    int64_t last_tid;
+    struct smem_acct *acct; /* bank accounting; NULL: off */
+} run;
+
+typedef struct smem_acct smem_acct;
+
+/* arith.c */
+double emu_fget(uint64_t w, ek e);
+uint64_t emu_fput(double x, ek e);
+uint64_t emu_int_bin(uint16_t op, uint64_t a, uint64_t b, int bits);
+uint64_t emu_float_bin(uint16_t op, uint64_t a, uint64_t b, ek e);
+bool emu_icmp(int pred, uint64_t a, uint64_t b, int bits);
+bool emu_fcmp(int pred, double x, double y);
+uint64_t emu_cast(uint16_t op, uint64_t a, ek from, ek to);
+double emu_fmin_ieee(double x, double y, bool propagate_nan, bool want_max);
+uint64_t emu_math(const emu_inst *in, uint64_t a, uint64_t b, uint64_t c);
+
+/* translate.c */
+void *emu_grow(void *p, uint32_t *cap, uint32_t need, size_t elem);
+bool emu_place_globals(xlate *x);
+uint32_t emu_func_threads(LLVMModuleRef mod, LLVMValueRef fn, bool *is_kernel);
+emu_func *emu_xlate_func(xlate *x, LLVMValueRef fn, uint32_t threads);
+
+/* banks.c */
+void emu_smem_sync_warp(smem_acct *a, uint32_t w, uint32_t first_thread, uint32_t nthreads);
+void emu_smem_record(run *r, const thread *t, uint32_t pc, uint64_t off);
+void emu_smem_sync_all(run *r);
+void emu_smem_ldmatrix(run *r, uint32_t pc, const uint64_t *addr, unsigned matrices);
+void emu_smem_acct_free(smem_acct *a);
+smem_acct *emu_smem_acct_new(const emu_func *f, uint32_t nth, emu_smem_stats *out);
+void emu_smem_acct_publish(const smem_acct *a, const emu_func *f);
+
+/* emu.c */
+const emu_func *emu_find_func(const emu_module *m, const char *name);
+
+#endif

@@ -1,0 +1,753 @@
+/* exec.c - execution (emu_run): the CTA loop, each thread run over its frame
+ * until a collective, the collectives themselves (bar.sync, shuffles, votes,
+ * ldmatrix, mma.sync), cp.async groups, printf, and the checked memory
+ * regions with the shared-memory race check. */
+#include "emu/emu_internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <llvm-c/Core.h>
+
+#include "emu/mma.h"
+
+static bool rfail(run *r, const thread *t, const emu_inst *in, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static bool rfail(run *r, const thread *t, const emu_inst *in, const char *fmt, ...) {
+    if (r->result != EMU_OK) return false;
+    r->result = EMU_ERROR;
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    char *text = in && in->src ? LLVMPrintValueToString(in->src) : NULL;
+    char who[64] = "";
+    if (t) snprintf(who, sizeof who, ", thread %u", t->tid);
+    snprintf(r->err, r->err_size, "emulator: kernel '%s', CTA (%u, %u, %u)%s: %s%s%s", r->f->name, r->ctaid[0],
+             r->ctaid[1], r->ctaid[2], who, msg, text ? "\n  at: " : "", text ? text + strspn(text, " ") : "");
+    if (text) LLVMDisposeMessage(text);
+    return false;
+}
+
+/* The host address of `size` bytes at tagged pointer p, checked. */
+static bool race_check(run *r, thread *t, const emu_inst *in, uint64_t off, uint64_t size, access acc);
+
+static uint8_t *mem(run *r, thread *t, const emu_inst *in, uint64_t p, uint64_t size, uint64_t align, access acc) {
+    bool write = acc != ACC_READ;
+    uint32_t region = (uint32_t)(p >> REGION_SHIFT);
+    uint64_t off = p & OFFSET_MASK, lo = 0, hi;
+    uint8_t *base;
+    const char *what;
+    switch (region) {
+    case REGION_SHARED: base = r->shared, hi = r->shared_size, what = "shared memory"; break;
+    case REGION_LOCAL: base = t->local, hi = r->f->local_size, what = "local memory"; break;
+    case REGION_CONST:
+        if (write) return rfail(r, t, in, "a store to constant memory (%#llx)", (unsigned long long)p), NULL;
+        base = r->m->consts, hi = r->m->consts_size, what = "constant memory";
+        break;
+    default: {
+        if (region == 0 || region > r->l->nbuffers) {
+            rfail(r, t, in, "an access to unmapped address %#llx%s", (unsigned long long)p,
+                  p < 4096 ? " (a null pointer?)" : "");
+            return NULL;
+        }
+        const emu_buffer *b = &r->l->buffers[region - 1];
+        if (!b->data) return rfail(r, t, in, "an access to freed buffer %u", region - 1), NULL;
+        lo = (uintptr_t)b->data % BUFFER_BIAS_MOD;
+        hi = lo + b->size;
+        if (off < lo || off - lo > b->size || size > b->size - (off - lo)) {
+            rfail(r, t, in, "an access of %llu bytes at byte %lld of buffer %u, which has %zu: out of bounds",
+                  (unsigned long long)size, (long long)(off - lo), region - 1, b->size);
+            return NULL;
+        }
+        if (off % align) {
+            rfail(r, t, in, "a misaligned access (%llu-byte alignment) at byte %lld of buffer %u", (unsigned long long)align,
+                  (long long)(off - lo), region - 1);
+            return NULL;
+        }
+        return (uint8_t *)b->data + (off - lo);
+    }
+    }
+    if (off > hi || size > hi - off) {
+        rfail(r, t, in, "an access of %llu bytes at byte %llu of %s, which has %llu: out of bounds",
+              (unsigned long long)size, (unsigned long long)off, what, (unsigned long long)hi);
+        return NULL;
+    }
+    if (off % align) {
+        rfail(r, t, in, "a misaligned access (%llu-byte alignment) at byte %llu of %s", (unsigned long long)align,
+              (unsigned long long)off, what);
+        return NULL;
+    }
+    if (region == REGION_SHARED && !race_check(r, t, in, off, size, acc)) return NULL;
+    return base + off;
+}
+
+/* Shared memory starts each CTA undefined: reading a byte no thread of the
+ * CTA wrote is an error. Between barriers, a byte one thread wrote may not be read
+ * or written by another (unless it writes the same value: redundant
+ * stores of one value are harmless on the GPU), nor written after another
+ * read it. Atomics take part in no race. A race is a missing barrier,
+ * which sequential execution would otherwise hide. */
+static bool race_check(run *r, thread *t, const emu_inst *in, uint64_t off, uint64_t size, access acc) {
+    if (acc == ACC_ATOMIC || !t) return true;
+    uint16_t me = (uint16_t)t->tid;
+    for (uint64_t b = off; b < off + size; b++) {
+        shadow *s = &r->sh[b];
+        if (acc == ACC_WRITE) {
+            if (s->rep == r->epoch && s->rt != me)
+                return rfail(r, t, in, "a data race in shared memory: a write to byte %llu, which %s read since the last barrier",
+                             (unsigned long long)b, s->rt == RACE_MANY ? "other threads" : "another thread");
+            if (s->wep == r->epoch && s->wt != me) s->wt = RACE_MANY; /* checked against the value by the store */
+            else s->wt = me;
+            s->wep = r->epoch;
+        } else {
+            if (s->wep == 0 || s->wep < r->cta_epoch)
+                return rfail(r, t, in,
+                             "a read of byte %llu of shared memory, which no thread of this CTA wrote (a cp.async "
+                             "writes when a wait covers it)",
+                             (unsigned long long)b);
+            if (s->wep == r->epoch && s->wt != me)
+                return rfail(r, t, in, "a data race in shared memory: a read of byte %llu, which %s wrote since the last barrier",
+                             (unsigned long long)b, s->wt == RACE_MANY ? "several threads" : "another thread");
+            s->rt = s->rep == r->epoch && s->rt != me ? RACE_MANY : me;
+            s->rep = r->epoch;
+        }
+    }
+    return true;
+}
+
+static uint64_t load_word(const uint8_t *p, ek e) {
+    uint64_t w = 0;
+    memcpy(&w, p, (size_t)ek_bytes[e]);
+    return e == EK_I1 ? (w & 1) : w;
+}
+static void store_word(uint8_t *p, uint64_t w, ek e) { memcpy(p, &w, (size_t)ek_bytes[e]); }
+
+/* A store to shared memory over bytes another thread wrote since the last
+ * barrier (race_check marked them) is a race unless it writes what is
+ * there already. */
+static bool same_value_store(run *r, thread *t, const emu_inst *in, uint64_t p, const uint8_t *at, const uint64_t *vals,
+                             ek e, uint32_t lanes) {
+    if (p >> REGION_SHIFT != REGION_SHARED) return true;
+    uint64_t off = p & OFFSET_MASK;
+    for (uint32_t l = 0; l < lanes; l++)
+        for (int k = 0; k < ek_bytes[e]; k++) {
+            uint64_t b = l * (uint64_t)ek_bytes[e] + (uint64_t)k;
+            const shadow *s = &r->sh[off + b];
+            uint8_t v = (uint8_t)(vals[l] >> (8 * k));
+            if (s->wep == r->epoch && s->wt == RACE_MANY && at[b] != v)
+                return rfail(r, t, in, "a data race in shared memory: threads write different values to byte %llu "
+                                       "between barriers",
+                             (unsigned long long)(off + b));
+        }
+    return true;
+}
+
+/* ---- printf ---- */
+
+static void emit_text(run *r, const char *s, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        if (r->linelen < sizeof r->line - 1) r->line[r->linelen++] = s[i];
+        if (s[i] != '\n') continue;
+        if (r->l->print) {
+            r->l->print(r->l->print_user, r->line, r->linelen);
+        } else {
+            fwrite(r->line, 1, r->linelen, stdout);
+            fflush(stdout);
+        }
+        r->linelen = 0;
+    }
+}
+
+/* A NUL-terminated string at tagged pointer p (at most max bytes). */
+static bool read_cstr(run *r, thread *t, const emu_inst *in, uint64_t p, char *out, size_t max) {
+    for (size_t i = 0; i + 1 < max; i++) {
+        uint8_t *c = mem(r, t, in, p + i, 1, 1, ACC_READ);
+        if (!c) return false;
+        out[i] = (char)*c;
+        if (!*c) return true;
+    }
+    out[max - 1] = 0;
+    return true;
+}
+
+static bool do_vprintf(run *r, thread *t, const emu_inst *in) {
+    char fmt[MAX_PRINTF_TEXT], out[MAX_PRINTF_TEXT];
+    if (!read_cstr(r, t, in, t->r[in->a], fmt, sizeof fmt)) return false;
+    uint64_t args = t->r[in->b], off = 0;
+    size_t n = 0;
+    for (const char *p = fmt; *p && n < sizeof out - 1;) {
+        if (*p != '%') {
+            out[n++] = *p++;
+            continue;
+        }
+        if (p[1] == '%') {
+            out[n++] = '%', p += 2;
+            continue;
+        }
+        const char *start = p++;
+        p += strspn(p, "-+ #0");
+        p += strspn(p, "0123456789");
+        if (*p == '.') p++, p += strspn(p, "0123456789");
+        int longs = 0;
+        while (*p == 'l' || *p == 'h' || *p == 'z' || *p == 'j' || *p == 't' || *p == 'L')
+            longs += *p == 'l' || *p == 'z' || *p == 'j' || *p == 't', p++;
+        char conv = *p;
+        if (!conv || !strchr("diouxXcfFeEgGaAsp", conv)) return rfail(r, t, in, "printf format '%s' is not supported", fmt);
+        p++;
+        char spec[64];
+        size_t sl = (size_t)(p - start);
+        if (sl >= sizeof spec - 4) return rfail(r, t, in, "printf conversion too long in '%s'", fmt);
+        bool is_float = strchr("fFeEgGaA", conv) != NULL, is_ptr = conv == 's' || conv == 'p';
+        uint64_t size = is_float || is_ptr || longs ? 8 : 4;
+        off = (off + size - 1) / size * size;
+        uint8_t *a = mem(r, t, in, args + off, size, size, ACC_READ);
+        if (!a) return false;
+        off += size;
+        uint64_t w = 0;
+        memcpy(&w, a, size);
+        /* the spec without its length modifiers, then ours */
+        size_t k = 0;
+        for (const char *q = start; q < p - 1; q++)
+            if (!strchr("lhzjtL", *q)) spec[k++] = *q;
+        int wrote;
+        size_t room = sizeof out - n;
+        if (is_float) {
+            spec[k++] = conv, spec[k] = 0;
+            wrote = snprintf(out + n, room, spec, f64_of(w));
+        } else if (conv == 's') {
+            char s[MAX_PRINTF_TEXT];
+            if (!read_cstr(r, t, in, w, s, sizeof s)) return false;
+            spec[k++] = 's', spec[k] = 0;
+            wrote = snprintf(out + n, room, spec, s);
+        } else if (conv == 'p') {
+            spec[k++] = 'p', spec[k] = 0;
+            wrote = snprintf(out + n, room, "0x%llx", (unsigned long long)w);
+        } else {
+            spec[k++] = 'l', spec[k++] = 'l', spec[k++] = conv, spec[k] = 0;
+            bool sgn = conv == 'd' || conv == 'i';
+            long long v = size == 4 ? (sgn ? (long long)(int32_t)w : (long long)(uint32_t)w) : (long long)w;
+            if (conv == 'c') {
+                spec[k - 3] = 'c', spec[k - 2] = 0;
+                wrote = snprintf(out + n, room, spec, (int)v);
+            } else {
+                wrote = snprintf(out + n, room, spec, v);
+            }
+        }
+        if (wrote > 0) n += (size_t)wrote < room ? (size_t)wrote : room - 1;
+    }
+    out[n] = 0;
+    snprintf(r->last, sizeof r->last, "%s", out);
+    r->last_tid = t->tid;
+    emit_text(r, out, n);
+    t->r[in->dst] = mask_bits((uint64_t)n, 32);
+    return true;
+}
+
+static bool do_assertfail(run *r, thread *t, const emu_inst *in) {
+    r->result = EMU_ASSERT;
+    if (r->last_tid == (int64_t)t->tid && r->last[0]) {
+        snprintf(r->err, r->err_size, "%s", r->last);
+        return false;
+    }
+    char msg[512] = "?", file[512] = "?", fn[512] = "?";
+    emu_result keep = r->result;
+    r->result = EMU_OK; /* reading the strings may fail on its own */
+    bool ok = read_cstr(r, t, in, t->r[in->a], msg, sizeof msg) && read_cstr(r, t, in, t->r[in->b], file, sizeof file) &&
+              read_cstr(r, t, in, t->r[in->imm], fn, sizeof fn);
+    if (!ok) return false;
+    r->result = keep;
+    snprintf(r->err, r->err_size, "%s:%u: %s: block [%u,%u,%u], thread [%u,0,0] Assertion `%s` failed.\n", file,
+             (unsigned)t->r[in->c], fn, r->ctaid[0], r->ctaid[1], r->ctaid[2], t->tid, msg);
+    return false;
+}
+
+/* ---- cp.async ---- */
+
+static bool cp_complete(run *r, thread *t, const emu_inst *in, uint32_t before_group) {
+    uint32_t keep = 0;
+    for (uint32_t i = 0; i < t->ncp; i++) {
+        cp_pending *c = &t->cp[i];
+        if (c->group < before_group) {
+            uint8_t *d = mem(r, t, in, c->dst, c->size, c->size, ACC_WRITE);
+            if (!d) return false;
+            memcpy(d, c->data, c->size);
+        } else {
+            t->cp[keep++] = *c;
+        }
+    }
+    t->ncp = keep;
+    return true;
+}
+
+static bool do_cp_async(run *r, thread *t, const emu_inst *in) {
+    uint64_t dst = t->r[in->a], src = t->r[in->b];
+    uint32_t size = (uint32_t)in->imm, src_size = in->c == UINT32_MAX ? size : (uint32_t)t->r[in->c];
+    if (dst >> REGION_SHIFT != REGION_SHARED) return rfail(r, t, in, "cp.async to a destination outside shared memory");
+    if (src_size > size) return rfail(r, t, in, "cp.async with src-size %u over its %u bytes", src_size, size);
+    if (t->ncp == CP_ASYNC_MAX_PENDING) return rfail(r, t, in, "more than %d cp.async copies pending", CP_ASYNC_MAX_PENDING);
+    uint8_t *d = mem(r, t, in, dst, size, size, ACC_ATOMIC); /* checked when the copy lands */
+    const uint8_t *s = src_size ? mem(r, t, in, src, src_size, size, ACC_READ) : NULL;
+    if (!d || (src_size && !s)) return false;
+    if (r->acct) emu_smem_record(r, t, t->pc, dst & OFFSET_MASK); /* the shared write, counted at issue */
+    t->cp = emu_grow(t->cp, &t->capcp, t->ncp + 1, sizeof *t->cp);
+    cp_pending *c = &t->cp[t->ncp++];
+    c->dst = dst, c->size = size, c->group = t->committed;
+    memset(c->data, 0, sizeof c->data); /* past src-size: zeros */
+    if (src_size) memcpy(c->data, s, src_size);
+    memset(d, POISON_BYTE, size); /* until a wait covers it, the destination reads as poison */
+    return true;
+}
+
+/* ---- one thread, until a collective or the end ---- */
+
+static void take_edge(thread *t, const uint32_t *aux, uint32_t at, uint64_t *tmp) {
+    uint32_t count = aux[at + 1], w = 0;
+    const uint32_t *mv = aux + at + 2;
+    for (uint32_t i = 0; i < count; i++)
+        for (uint32_t k = 0; k < mv[3 * i + 2]; k++) tmp[w++] = t->r[mv[3 * i + 1] + k];
+    w = 0;
+    for (uint32_t i = 0; i < count; i++)
+        for (uint32_t k = 0; k < mv[3 * i + 2]; k++) t->r[mv[3 * i] + k] = tmp[w++];
+    t->pc = aux[at];
+}
+
+static bool run_thread(run *r, thread *t, uint64_t *tmp) {
+    const emu_func *f = r->f;
+    uint64_t *R = t->r;
+    for (;;) {
+        const emu_inst *in = &f->code[t->pc];
+        if (in->op >= EOP_BARRIER) {
+            t->state = T_WAIT;
+            return true;
+        }
+        switch ((eop)in->op) {
+        case EOP_BR: take_edge(t, f->aux, in->aux, tmp); continue;
+        case EOP_CONDBR: take_edge(t, f->aux, (R[in->a] & 1) ? in->aux : in->naux, tmp); continue;
+        case EOP_SWITCH: {
+            const uint32_t *tab = f->aux + in->aux;
+            uint32_t target = tab[1];
+            for (uint32_t i = 0; i < tab[0]; i++)
+                if (mask_bits((uint64_t)tab[2 + 3 * i] | (uint64_t)tab[3 + 3 * i] << 32, ek_bits[in->ek]) == R[in->a]) {
+                    target = tab[4 + 3 * i];
+                    break;
+                }
+            take_edge(t, f->aux, target, tmp);
+            continue;
+        }
+        case EOP_RET:
+            if (t->ncp && !cp_complete(r, t, in, UINT32_MAX)) return false;
+            t->state = T_DONE;
+            return true;
+        case EOP_UNREACHABLE: return rfail(r, t, in, "reached unreachable");
+        case EOP_BIN: {
+            ek e = (ek)in->ek;
+            for (uint32_t l = 0; l < in->lanes; l++)
+                R[in->dst + l] = ek_is_float(e) ? emu_float_bin(in->sub, R[in->a + l], R[in->b + l], e)
+                                                : emu_int_bin(in->sub, R[in->a + l], R[in->b + l], ek_bits[e]);
+            break;
+        }
+        case EOP_FNEG:
+            for (uint32_t l = 0; l < in->lanes; l++) R[in->dst + l] = R[in->a + l] ^ (UINT64_C(1) << (ek_bits[in->ek] - 1));
+            break;
+        case EOP_ICMP:
+            for (uint32_t l = 0; l < in->lanes; l++)
+                R[in->dst + l] = emu_icmp(in->sub, R[in->a + l], R[in->b + l], ek_bits[in->ek]);
+            break;
+        case EOP_FCMP:
+            for (uint32_t l = 0; l < in->lanes; l++)
+                R[in->dst + l] = emu_fcmp(in->sub, emu_fget(R[in->a + l], (ek)in->ek), emu_fget(R[in->b + l], (ek)in->ek));
+            break;
+        case EOP_SELECT:
+            for (uint32_t w = 0; w < in->lanes; w++)
+                R[in->dst + w] = (R[in->c + (in->imm > 1 ? w : 0)] & 1) ? R[in->a + w] : R[in->b + w];
+            break;
+        case EOP_CAST:
+            for (uint32_t l = 0; l < in->lanes; l++) R[in->dst + l] = emu_cast(in->sub, R[in->a + l], (ek)in->ek, (ek)in->ek2);
+            break;
+        case EOP_COPY:
+            for (uint32_t w = 0; w < in->lanes; w++) R[in->dst + w] = R[in->a + w];
+            break;
+        case EOP_ASCAST:
+            for (uint32_t l = 0; l < in->lanes; l++) {
+                uint64_t p = R[in->a + l];
+                uint32_t region = (uint32_t)(p >> REGION_SHIFT);
+                bool ok = in->imm == 0 || p == 0 || (in->imm == 3 ? region == REGION_SHARED
+                                                     : in->imm == 5 ? region == REGION_LOCAL
+                                                     : in->imm == 4 ? region == REGION_CONST
+                                                                    : region != REGION_SHARED && region != REGION_LOCAL);
+                if (!ok) return rfail(r, t, in, "a cast of %#llx to address space %lld, where it does not point",
+                                      (unsigned long long)p, (long long)in->imm);
+                R[in->dst + l] = p;
+            }
+            break;
+        case EOP_BITCAST: {
+            uint8_t bytes[MAX_BITCAST_BYTES];
+            int sb = ek_bytes[in->ek], db = ek_bytes[in->ek2];
+            for (int64_t l = 0; l < in->imm; l++) store_word(bytes + l * sb, R[in->a + l], (ek)in->ek);
+            for (uint32_t l = 0; l < in->lanes; l++) R[in->dst + l] = load_word(bytes + l * (uint32_t)db, (ek)in->ek2);
+            break;
+        }
+        case EOP_GEP: {
+            uint64_t p = R[in->a] + (uint64_t)in->imm;
+            for (uint32_t i = 0; i < in->naux; i++) {
+                const uint32_t *term = f->aux + in->aux + 3 * i;
+                p += (uint64_t)sx(R[term[0]], ek_bits[term[2]]) * term[1];
+            }
+            R[in->dst] = p;
+            break;
+        }
+        case EOP_LOAD: case EOP_STORE: {
+            bool st = in->op == EOP_STORE;
+            ek e = (ek)in->ek;
+            uint64_t bytes = (uint64_t)in->lanes * (uint64_t)ek_bytes[e];
+            uint8_t *p = mem(r, t, in, R[in->a], bytes, (uint64_t)in->imm, st ? ACC_WRITE : ACC_READ);
+            if (!p) return false;
+            if (st && !same_value_store(r, t, in, R[in->a], p, R + in->b, e, in->lanes)) return false;
+            if (r->acct && R[in->a] >> REGION_SHIFT == REGION_SHARED) emu_smem_record(r, t, t->pc, R[in->a] & OFFSET_MASK);
+            for (uint32_t l = 0; l < in->lanes; l++) {
+                if (st) store_word(p + l * (uint32_t)ek_bytes[e], R[in->b + l], e);
+                else R[in->dst + l] = load_word(p + l * (uint32_t)ek_bytes[e], e);
+            }
+            break;
+        }
+        case EOP_ALLOCA: R[in->dst] = make_ptr(REGION_LOCAL, (uint64_t)in->imm); break;
+        case EOP_EXTRACTELT: {
+            uint64_t i = R[in->c];
+            R[in->dst] = i < in->lanes ? R[in->a + i] : 0; /* out of range: poison */
+            break;
+        }
+        case EOP_INSERTELT: {
+            uint64_t i = R[in->c];
+            for (uint32_t l = 0; l < in->lanes; l++) R[in->dst + l] = R[in->a + l];
+            if (i < in->lanes) R[in->dst + i] = R[in->b];
+            break;
+        }
+        case EOP_SHUFFLE:
+            for (uint32_t i = 0; i < in->naux; i++) {
+                uint32_t m = f->aux[in->aux + i];
+                R[in->dst + i] = m == UINT32_MAX ? 0 : m < in->imm ? R[in->a + m] : R[in->b + m - in->imm];
+            }
+            break;
+        case EOP_EXTRACTVALUE:
+            for (uint32_t w = 0; w < in->naux; w++) R[in->dst + w] = R[in->a + in->imm + w];
+            break;
+        case EOP_INSERTVALUE:
+            for (uint32_t w = 0; w < in->lanes; w++) R[in->dst + w] = R[in->a + w];
+            for (uint32_t w = 0; w < in->naux; w++) R[in->dst + in->imm + w] = R[in->b + w];
+            break;
+        case EOP_ATOMICRMW: {
+            ek e = (ek)in->ek;
+            uint8_t *p = mem(r, t, in, R[in->a], (uint64_t)ek_bytes[e], (uint64_t)ek_bytes[e], ACC_ATOMIC);
+            if (!p) return false;
+            if (r->acct && R[in->a] >> REGION_SHIFT == REGION_SHARED) emu_smem_record(r, t, t->pc, R[in->a] & OFFSET_MASK);
+            uint64_t old = load_word(p, e), v = R[in->b], nv;
+            int bits = ek_bits[e];
+            switch (in->sub) {
+            case LLVMAtomicRMWBinOpXchg: nv = v; break;
+            case LLVMAtomicRMWBinOpAdd: nv = mask_bits(old + v, bits); break;
+            case LLVMAtomicRMWBinOpSub: nv = mask_bits(old - v, bits); break;
+            case LLVMAtomicRMWBinOpAnd: nv = old & v; break;
+            case LLVMAtomicRMWBinOpOr: nv = old | v; break;
+            case LLVMAtomicRMWBinOpXor: nv = old ^ v; break;
+            case LLVMAtomicRMWBinOpMax: nv = sx(old, bits) > sx(v, bits) ? old : v; break;
+            case LLVMAtomicRMWBinOpMin: nv = sx(old, bits) < sx(v, bits) ? old : v; break;
+            case LLVMAtomicRMWBinOpUMax: nv = old > v ? old : v; break;
+            case LLVMAtomicRMWBinOpUMin: nv = old < v ? old : v; break;
+            case LLVMAtomicRMWBinOpFAdd: nv = emu_float_bin(LLVMFAdd, old, v, e); break;
+            case LLVMAtomicRMWBinOpFSub: nv = emu_float_bin(LLVMFSub, old, v, e); break;
+            case LLVMAtomicRMWBinOpFMax: nv = emu_fput(emu_fmin_ieee(emu_fget(old, e), emu_fget(v, e), false, true), e); break;
+            case LLVMAtomicRMWBinOpFMin: nv = emu_fput(emu_fmin_ieee(emu_fget(old, e), emu_fget(v, e), false, false), e); break;
+            default: return rfail(r, t, in, "an atomicrmw operation the emulator does not know");
+            }
+            store_word(p, nv, e);
+            R[in->dst] = old;
+            break;
+        }
+        case EOP_CMPXCHG: {
+            ek e = (ek)in->ek;
+            uint8_t *p = mem(r, t, in, R[in->a], (uint64_t)ek_bytes[e], (uint64_t)ek_bytes[e], ACC_ATOMIC);
+            if (!p) return false;
+            if (r->acct && R[in->a] >> REGION_SHIFT == REGION_SHARED) emu_smem_record(r, t, t->pc, R[in->a] & OFFSET_MASK);
+            uint64_t old = load_word(p, e);
+            if (old == R[in->b]) store_word(p, R[in->c], e);
+            R[in->dst] = old;
+            R[in->dst + 1] = old == R[in->b];
+            break;
+        }
+        case EOP_SREG: {
+            uint32_t v = 0;
+            switch (in->sub) {
+            case SREG_TID_X: v = t->tid; break;
+            case SREG_NTID_X: v = r->nth; break;
+            case SREG_NTID_Y: case SREG_NTID_Z: v = 1; break;
+            case SREG_CTAID_X: case SREG_CTAID_Y: case SREG_CTAID_Z: v = r->ctaid[in->sub - SREG_CTAID_X]; break;
+            case SREG_NCTAID_X: case SREG_NCTAID_Y: case SREG_NCTAID_Z: v = r->l->grid[in->sub - SREG_NCTAID_X]; break;
+            case SREG_LANEID: v = t->tid % EMU_WARP; break;
+            case SREG_WARPID: v = t->tid / EMU_WARP; break;
+            case SREG_WARPSIZE: v = EMU_WARP; break;
+            default: v = 0; break;
+            }
+            R[in->dst] = v;
+            break;
+        }
+        case EOP_MATH:
+            for (uint32_t l = 0; l < in->lanes; l++)
+                R[in->dst + l] = emu_math(in, R[in->a + l], R[in->b + (in->b ? l : 0)], R[in->c + (in->c ? l : 0)]);
+            break;
+        case EOP_F2TF32: R[in->dst] = emu_f2tf32_rna((uint32_t)R[in->a]); break;
+        case EOP_ASM_LD:
+            if (R[in->b] & 1) {
+                uint8_t *p = mem(r, t, in, R[in->a], (uint64_t)in->imm, (uint64_t)in->imm, ACC_READ);
+                if (!p) return false;
+                uint64_t w = 0;
+                memcpy(&w, p, (size_t)in->imm);
+                R[in->dst] = w;
+            } else {
+                R[in->dst] = R[in->c];
+            }
+            break;
+        case EOP_ASM_ST:
+            if (R[in->c] & 1) {
+                uint8_t *p = mem(r, t, in, R[in->a], (uint64_t)in->imm, (uint64_t)in->imm, ACC_WRITE);
+                if (!p) return false;
+                memcpy(p, &R[in->b], (size_t)in->imm);
+            }
+            break;
+        case EOP_NOP: break;
+        case EOP_VPRINTF:
+            if (!do_vprintf(r, t, in)) return false;
+            break;
+        case EOP_ASSERTFAIL: return do_assertfail(r, t, in);
+        case EOP_CPASYNC:
+            if (!do_cp_async(r, t, in)) return false;
+            break;
+        case EOP_CPCOMMIT: t->committed++; break;
+        case EOP_CPWAIT:
+            if (in->sub) { /* wait_all: commit, then wait for everything */
+                t->committed++;
+                if (!cp_complete(r, t, in, UINT32_MAX)) return false;
+            } else if ((uint64_t)in->imm < t->committed &&
+                       !cp_complete(r, t, in, t->committed - (uint32_t)in->imm)) {
+                return false;
+            }
+            break;
+        default: return rfail(r, t, in, "internal: operation %d", in->op);
+        }
+        t->pc++;
+    }
+}
+
+/* ---- collectives ---- */
+
+static bool shfl(run *r, thread *w, const emu_inst *in) {
+    uint64_t out[EMU_WARP];
+    for (uint32_t lane = 0; lane < EMU_WARP; lane++) {
+        const uint64_t *R = w[lane].r;
+        uint32_t mask = (uint32_t)R[in->a], b = (uint32_t)R[in->c] & 31, c = (uint32_t)R[in->imm];
+        if (mask != 0xffffffffu) return rfail(r, &w[lane], in, "a shuffle with member mask %#x (only full warps are emulated)", mask);
+        uint32_t cval = c & 31, segmask = (c >> 8) & 31;
+        uint32_t max_lane = (lane & segmask) | (cval & ~segmask), min_lane = lane & segmask, j;
+        bool ok;
+        switch (in->sub) {
+        case SHFL_UP: j = lane - b, ok = (int32_t)j >= (int32_t)max_lane; break;
+        case SHFL_DOWN: j = lane + b, ok = j <= max_lane; break;
+        case SHFL_BFLY: j = lane ^ b, ok = j <= max_lane; break;
+        default: j = min_lane | (b & ~segmask), ok = j <= max_lane; break;
+        }
+        out[lane] = w[ok ? j : lane].r[in->b];
+    }
+    for (uint32_t lane = 0; lane < EMU_WARP; lane++) w[lane].r[in->dst] = out[lane];
+    return true;
+}
+
+static bool vote(run *r, thread *w, const emu_inst *in) {
+    uint32_t ballot = 0;
+    for (uint32_t lane = 0; lane < EMU_WARP; lane++) {
+        if ((uint32_t)w[lane].r[in->a] != 0xffffffffu) return rfail(r, &w[lane], in, "a vote with a partial member mask");
+        if (w[lane].r[in->b] & 1) ballot |= 1u << lane;
+    }
+    uint64_t v = in->sub == VOTE_BALLOT ? ballot
+                 : in->sub == VOTE_ALL  ? ballot == 0xffffffffu
+                 : in->sub == VOTE_ANY  ? ballot != 0
+                                        : (ballot == 0 || ballot == 0xffffffffu);
+    for (uint32_t lane = 0; lane < EMU_WARP; lane++) w[lane].r[in->dst] = v;
+    return true;
+}
+
+static bool mma(run *r, thread *w, const emu_inst *in) {
+    (void)r;
+    uint32_t regs[EMU_WARP][EMU_MMA_MAX_REGS], out[EMU_WARP][4];
+    const uint32_t *args = r->f->aux + in->aux;
+    for (uint32_t lane = 0; lane < EMU_WARP; lane++)
+        for (uint32_t i = 0; i < in->naux; i++) {
+            const uint32_t *a = args + 3 * i;
+            uint32_t v = 0, bits = (uint32_t)ek_bits[a[2]];
+            for (uint32_t l = 0; l < a[1]; l++) v |= (uint32_t)mask_bits(w[lane].r[a[0] + l], (int)bits) << (l * bits);
+            regs[lane][i] = v;
+        }
+    emu_mma_compute(in->sub, regs, out);
+    for (uint32_t lane = 0; lane < EMU_WARP; lane++)
+        for (uint32_t i = 0; i < 4; i++) w[lane].r[in->dst + i] = out[lane][i];
+    return true;
+}
+
+static bool ldmatrix(run *r, thread *w, const emu_inst *in) {
+    const uint8_t *rows[EMU_WARP] = {0};
+    uint64_t offs[EMU_WARP];
+    unsigned count = emu_ldmatrix_count(in->sub);
+    for (uint32_t lane = 0; lane < 8 * count; lane++) {
+        uint64_t p = w[lane].r[in->a];
+        if (p >> REGION_SHIFT != REGION_SHARED) return rfail(r, &w[lane], in, "ldmatrix from outside shared memory");
+        if (!(rows[lane] = mem(r, &w[lane], in, p, 16, 16, ACC_READ))) return false;
+        offs[lane] = p & OFFSET_MASK;
+    }
+    if (r->acct) emu_smem_ldmatrix(r, (uint32_t)(in - r->f->code), offs, count);
+    uint32_t out[EMU_WARP][4];
+    emu_ldmatrix_compute(in->sub, rows, out);
+    for (uint32_t lane = 0; lane < EMU_WARP; lane++)
+        for (uint32_t i = 0; i < count; i++) w[lane].r[in->dst + i] = out[lane][i];
+    return true;
+}
+
+/* Runs one CTA to its end. */
+static bool run_cta(run *r, uint64_t *tmp) {
+    for (uint32_t i = 0; i < r->nth; i++) {
+        thread *t = &r->th[i];
+        t->pc = 0, t->state = T_RUN, t->ncp = 0, t->committed = 0;
+    }
+    if (r->shared_size) memset(r->shared, POISON_BYTE, r->shared_size);
+    r->epoch++;
+    r->cta_epoch = r->epoch;
+    for (;;) {
+        for (uint32_t i = 0; i < r->nth; i++)
+            if (r->th[i].state == T_RUN && !run_thread(r, &r->th[i], tmp)) return false;
+        bool progressed = false, all_done = true, warp_waiting = false;
+        for (uint32_t w0 = 0; w0 < r->nth; w0 += EMU_WARP) {
+            thread *w = &r->th[w0];
+            uint32_t n = r->nth - w0 < EMU_WARP ? r->nth - w0 : EMU_WARP;
+            const emu_inst *at = NULL;
+            bool any_warp_op = false;
+            for (uint32_t lane = 0; lane < n; lane++) {
+                if (w[lane].state == T_DONE) continue;
+                all_done = false;
+                const emu_inst *in = &r->f->code[w[lane].pc];
+                if (in->op != EOP_BARRIER) any_warp_op = true;
+            }
+            if (!any_warp_op) continue;
+            warp_waiting = true;
+            for (uint32_t lane = 0; lane < n; lane++) {
+                const emu_inst *in = w[lane].state == T_DONE ? NULL : &r->f->code[w[lane].pc];
+                if (!in) return rfail(r, &w[lane], NULL, "divergence: the thread exited while lanes of its warp wait at a warp collective (%s)",
+                                      "shuffle, vote, mma or ldmatrix");
+                if (!at) at = in;
+                if (in != at)
+                    return rfail(r, &w[lane], in, "divergence: lanes of one warp wait at different collectives (lane 0 of the warp at pc %u, this one at pc %u)",
+                                 (unsigned)(at - r->f->code), (unsigned)(in - r->f->code));
+            }
+            if (n != EMU_WARP) return rfail(r, w, at, "a warp collective in a partial warp");
+            bool ok = true;
+            switch ((eop)at->op) {
+            case EOP_SHFL: ok = shfl(r, w, at); break;
+            case EOP_VOTE: ok = vote(r, w, at); break;
+            case EOP_MMA: ok = mma(r, w, at); break;
+            case EOP_LDMATRIX: ok = ldmatrix(r, w, at); break;
+            default: break; /* bar.warp.sync */
+            }
+            if (!ok) return false;
+            if (r->acct) emu_smem_sync_warp(r->acct, w0 / EMU_WARP, w0, n); /* the warp met: its instances are whole */
+            for (uint32_t lane = 0; lane < n; lane++) w[lane].pc++, w[lane].state = T_RUN;
+            progressed = true;
+        }
+        if (all_done) {
+            if (r->acct) emu_smem_sync_all(r);
+            return true;
+        }
+        if (progressed) continue;
+        if (warp_waiting) return rfail(r, NULL, NULL, "internal: a warp waits without progress");
+        /* every live thread waits at a barrier: all of them, at the same one */
+        const emu_inst *at = NULL;
+        for (uint32_t i = 0; i < r->nth; i++) {
+            thread *t = &r->th[i];
+            if (t->state == T_DONE)
+                return rfail(r, t, NULL, "divergence: the thread exited while others wait at a barrier");
+            const emu_inst *in = &r->f->code[t->pc];
+            if (!at) at = in;
+            if (in != at)
+                return rfail(r, t, in, "divergence: threads wait at different barriers (thread 0 at pc %u, this one at pc %u)",
+                             (unsigned)(at - r->f->code), (unsigned)(in - r->f->code));
+        }
+        for (uint32_t i = 0; i < r->nth; i++) r->th[i].pc++, r->th[i].state = T_RUN;
+        r->epoch++;
+        if (r->acct) emu_smem_sync_all(r);
+    }
+}
+
+emu_result emu_run(const emu_module *m, const emu_launch *l, char *err, size_t err_size) {
+    snprintf(err, err_size, "%s", "");
+    const emu_func *f = emu_find_func(m, l->kernel);
+    if (!f) {
+        snprintf(err, err_size, "emulator: no kernel '%s' in the module", l->kernel);
+        return EMU_ERROR;
+    }
+    if (l->nargs != f->nparams) {
+        snprintf(err, err_size, "emulator: kernel '%s' takes %u arguments, %u given", f->name, f->nparams, l->nargs);
+        return EMU_ERROR;
+    }
+    if (l->dynamic_smem > EMU_MAX_DYNAMIC_SMEM) {
+        snprintf(err, err_size, "emulator: %u bytes of dynamic shared memory asked for (no GPU has more than %d)",
+                 l->dynamic_smem, EMU_MAX_DYNAMIC_SMEM);
+        return EMU_ERROR;
+    }
+    run r;
+    memset(&r, 0, sizeof r);
+    r.m = m, r.f = f, r.l = l, r.nth = f->threads, r.err = err, r.err_size = err_size, r.last_tid = -1;
+    r.shared_size = m->shared_size + l->dynamic_smem;
+    r.th = calloc(r.nth, sizeof *r.th);
+    uint64_t *frames = calloc((size_t)r.nth * f->nwords + 1, sizeof *frames);
+    uint64_t local_stride = (f->local_size + 15) / 16 * 16;
+    uint8_t *locals = calloc(1, (size_t)(r.nth * local_stride) + 16);
+    r.shared = aligned_alloc(256, (size_t)(r.shared_size + 255) / 256 * 256 + 256);
+    r.sh = calloc((size_t)r.shared_size + 1, sizeof *r.sh);
+    uint64_t *tmp = malloc(((size_t)f->nwords + 1) * sizeof *tmp);
+    r.acct = l->smem_stats ? emu_smem_acct_new(f, r.nth, l->smem_stats) : NULL;
+    if (!r.th || !frames || !locals || !r.shared || !r.sh || !tmp || (l->smem_stats && !r.acct)) {
+        snprintf(err, err_size, "emulator: out of memory");
+        free(r.th), free(frames), free(locals), free(r.shared), free(r.sh), free(tmp);
+        emu_smem_acct_free(r.acct);
+        return EMU_ERROR;
+    }
+    for (uint32_t i = 0; i < r.nth; i++) {
+        thread *t = &r.th[i];
+        t->tid = i;
+        t->r = frames + (size_t)i * f->nwords;
+        t->local = locals + i * local_stride;
+        memcpy(t->r, f->init, f->nwords * sizeof *t->r);
+        for (uint32_t p = 0; p < f->nparams; p++) {
+            const emu_arg *a = &l->args[p];
+            uint64_t v;
+            if (a->is_ptr) {
+                uint64_t bias = a->buffer < l->nbuffers ? (uintptr_t)l->buffers[a->buffer].data % BUFFER_BIAS_MOD : 0;
+                v = make_ptr(a->buffer + 1, bias + a->offset);
+            } else {
+                v = mask_bits(a->bits, ek_bits[f->param_ek[p]]);
+            }
+            t->r[f->param_slot[p]] = v;
+        }
+    }
+    for (uint32_t z = 0; z < l->grid[2] && r.result == EMU_OK; z++)
+        for (uint32_t y = 0; y < l->grid[1] && r.result == EMU_OK; y++)
+            for (uint32_t x = 0; x < l->grid[0] && r.result == EMU_OK; x++) {
+                r.ctaid[0] = x, r.ctaid[1] = y, r.ctaid[2] = z;
+                if (!run_cta(&r, tmp) && r.result == EMU_OK) r.result = EMU_ERROR;
+            }
+    if (r.linelen) emit_text(&r, "\n", 1); /* a last line without its newline */
+    if (r.acct) emu_smem_acct_publish(r.acct, f);
+    emu_smem_acct_free(r.acct);
+    for (uint32_t i = 0; i < r.nth; i++) free(r.th[i].cp);
+    free(r.th), free(frames), free(locals), free(r.shared), free(r.sh), free(tmp);
+    return r.result;
+}
