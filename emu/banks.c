@@ -173,7 +173,7 @@ smem_acct *emu_smem_acct_new(const emu_func *f, uint32_t nth, emu_smem_stats *ou
         default: a->site_of_pc[pc] = UINT32_MAX; continue;
         }
         a->site_of_pc[pc] = a->nsites;
-        a->sites[a->nsites++] = (smem_site_run){pc, kind, bytes ? bytes : 1, {0, 0, 0}};
+        a->sites[a->nsites++] = (smem_site_run){.pc = pc, .kind = kind, .bytes = bytes ? bytes : 1};
     }
     size_t ws = (size_t)a->nwarps * a->nsites + 1;
     a->occ = calloc((size_t)nth * a->nsites + 1, sizeof *a->occ);
@@ -202,8 +202,8 @@ void emu_smem_acct_publish(const smem_acct *a, const emu_func *f) {
             o->sites = emu_grow(o->sites, &o->capsites, o->nsites + 1, sizeof *o->sites);
             to = &o->sites[o->nsites++];
             char *text = LLVMPrintValueToString(f->code[site->pc].src);
-            *to = (emu_smem_site){strdup(f->name), site->pc, site->kind, site->bytes, {0, 0, 0},
-                                  strdup(text + strspn(text, " "))};
+            *to = (emu_smem_site){.kernel = strdup(f->name), .pc = site->pc, .kind = site->kind,
+                                  .bytes = site->bytes, .text = strdup(text + strspn(text, " "))};
             LLVMDisposeMessage(text);
             if (!to->kernel || !to->text) abort();
         }

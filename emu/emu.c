@@ -62,7 +62,7 @@ emu_module *emu_module_load(const char *ir, size_t len, char *err, size_t err_si
         return NULL;
     }
     m->td = LLVMCreateTargetData(LLVMGetDataLayoutStr(m->mod));
-    xlate x = {m, NULL, NULL, 0, 0, err, err_size, false};
+    xlate x = {.m = m, .err = err, .err_size = err_size};
     emu_place_globals(&x);
     emu_func **tail = &m->funcs;
     for (LLVMValueRef fn = LLVMGetFirstFunction(m->mod); fn && !x.failed; fn = LLVMGetNextFunction(fn)) {

@@ -59,7 +59,7 @@ static void map_put(xlate *x, LLVMValueRef k, uint32_t v) {
     uint32_t i = (uint32_t)(h >> 32) & (x->mapcap - 1);
     while (x->map[i].key && x->map[i].key != k) i = (i + 1) & (x->mapcap - 1);
     if (!x->map[i].key) x->mapn++;
-    x->map[i] = (map_entry){k, v};
+    x->map[i] = (map_entry){.key = k, .val = v};
 }
 
 void *emu_grow(void *p, uint32_t *cap, uint32_t need, size_t elem) {

@@ -183,7 +183,7 @@ static void write_elem(unsigned char *p, tir_elem e, cell c) {
 
 static void do_load(interp *in, const tir_op *op) {
     const tir_value *res = op->results[0];
-    tir_elem e = (tir_elem)res->type.elem;
+    tir_elem e = tir_type_elem(res->type);
     slot *s = out_slot(in, res);
     cell *ptr = val(in, op->operands[0]);
     cell *mask = op->noperands > 1 ? val(in, op->operands[1]) : NULL;
@@ -200,7 +200,7 @@ static void do_load(interp *in, const tir_op *op) {
 }
 
 static void do_store(interp *in, const tir_op *op) {
-    tir_elem e = (tir_elem)op->operands[1]->type.elem;
+    tir_elem e = tir_type_elem(op->operands[1]->type);
     uint32_t n = (uint32_t)tir_type_numel(op->operands[0]->type);
     cell *ptr = val(in, op->operands[0]), *v = val(in, op->operands[1]);
     cell *mask = op->noperands > 2 ? val(in, op->operands[2]) : NULL;
@@ -215,7 +215,7 @@ static void do_store(interp *in, const tir_op *op) {
 
 static void do_binary(interp *in, const tir_op *op) {
     const tir_value *res = op->results[0];
-    tir_elem e = (tir_elem)op->operands[0]->type.elem, re = (tir_elem)res->type.elem;
+    tir_elem e = tir_type_elem(op->operands[0]->type), re = tir_type_elem(res->type);
     slot *s = out_slot(in, res);
     cell *a = val(in, op->operands[0]), *b = val(in, op->operands[1]), *r = s->cells;
     uint32_t n = s->n;
@@ -277,7 +277,7 @@ static void do_binary(interp *in, const tir_op *op) {
 }
 
 static void do_cast(interp *in, const tir_op *op) {
-    tir_elem from = (tir_elem)op->operands[0]->type.elem, to = (tir_elem)op->results[0]->type.elem;
+    tir_elem from = tir_type_elem(op->operands[0]->type), to = tir_type_elem(op->results[0]->type);
     slot *s = out_slot(in, op->results[0]);
     cell *a = val(in, op->operands[0]);
     bool ff = tir_elem_is_float(from), tf = tir_elem_is_float(to);
@@ -327,7 +327,7 @@ static void axis_lines(const tir_type *t, unsigned axis, uint32_t *len, uint32_t
 
 static void do_reduce(interp *in, const tir_op *op) {
     const tir_value *x = op->operands[0];
-    tir_elem e = (tir_elem)x->type.elem;
+    tir_elem e = tir_type_elem(x->type);
     uint32_t len, stride, outer;
     axis_lines(&x->type, (unsigned)op->attr.axis, &len, &stride, &outer);
     slot *s = out_slot(in, op->results[0]);
@@ -347,7 +347,7 @@ static void do_reduce(interp *in, const tir_op *op) {
  * a plain left-to-right (right-to-left) sum. */
 static void do_scan(interp *in, const tir_op *op) {
     const tir_value *x = op->operands[0];
-    tir_elem e = (tir_elem)x->type.elem;
+    tir_elem e = tir_type_elem(x->type);
     uint32_t len, stride, outer;
     axis_lines(&x->type, (unsigned)op->attr.axis, &len, &stride, &outer);
     bool reverse = op->code == TIR_OP_CUMSUM_REV;
@@ -411,10 +411,10 @@ static void do_dot(interp *in, const tir_op *op) {
  * slot no copy filled shows in results. */
 static void do_local_alloc(interp *in, const tir_op *op) {
     slot *s = out_slot(in, op->results[0]);
-    bool fl = tir_elem_is_float((tir_elem)op->results[0]->type.elem);
+    bool fl = tir_elem_is_float(tir_type_elem(op->results[0]->type));
     for (uint32_t k = 0; k < s->n; k++) {
         if (fl) s->cells[k].f = NAN;
-        else s->cells[k].i = tir_wrap_int(0x5eed5eed5eedLL, (tir_elem)op->results[0]->type.elem);
+        else s->cells[k].i = tir_wrap_int(0x5eed5eed5eedLL, tir_type_elem(op->results[0]->type));
     }
 }
 
@@ -434,7 +434,7 @@ static cell *buffer_slot(interp *in, const tir_op *op) {
 static void do_async_copy(interp *in, const tir_op *op) {
     cell *dst = buffer_slot(in, op);
     if (!dst) return;
-    tir_elem e = (tir_elem)op->operands[0]->type.elem;
+    tir_elem e = tir_type_elem(op->operands[0]->type);
     const cell *ptr = val(in, op->operands[2]), *mask = op->noperands > 3 ? val(in, op->operands[3]) : NULL;
     uint32_t n = (uint32_t)tir_type_numel(op->operands[2]->type);
     for (uint32_t k = 0; k < n; k++) {
@@ -488,7 +488,7 @@ static cell atomic_combine(tir_opcode code, tir_elem e, cell old, cell v) {
 
 static void do_atomic(interp *in, const tir_op *op) {
     const tir_value *res = op->results[0];
-    tir_elem e = (tir_elem)res->type.elem;
+    tir_elem e = tir_type_elem(res->type);
     unsigned bytes = elem_bytes(e);
     bool cas = op->code == TIR_OP_ATOMIC_CAS;
     uint32_t nvals = cas ? 2 : 1;
@@ -590,7 +590,7 @@ static void put_index(tc_strbuf *out, tir_type t, uint32_t k) {
 }
 
 static void put_value(interp *in, tc_strbuf *out, tir_type t, cell c) {
-    switch ((tir_elem)t.elem) {
+    switch (tir_type_elem(t)) {
     case TIR_I1: tc_strbuf_puts(out, c.i ? " true" : " false"); break;
     case TIR_I8: case TIR_I16: case TIR_I32: tc_strbuf_printf(out, " %d", (int)c.i); break;
     case TIR_I64: tc_strbuf_printf(out, " %lld", (long long)c.i); break;
@@ -715,7 +715,7 @@ static void do_while(interp *in, const tir_op *op) {
 static void do_for(interp *in, const tir_op *op) {
     const tir_block *body = op->body;
     int64_t lo = val(in, op->operands[0])->i, hi = val(in, op->operands[1])->i, step = val(in, op->operands[2])->i;
-    tir_elem ivt = (tir_elem)op->operands[0]->type.elem;
+    tir_elem ivt = tir_type_elem(op->operands[0]->type);
     /* carried values start as the inits */
     for (uint32_t a = 1; a < body->nargs; a++) {
         slot *s = out_slot(in, body->args[a]);
@@ -743,10 +743,10 @@ static void run_op(interp *in, const tir_op *op) {
     switch (op->code) {
     case TIR_OP_CONST: {
         slot *s = out_slot(in, res);
-        bool fl = tir_elem_is_float((tir_elem)res->type.elem);
+        bool fl = tir_elem_is_float(tir_type_elem(res->type));
         for (uint32_t k = 0; k < s->n; k++) {
-            if (fl) s->cells[k].f = round_to((tir_elem)res->type.elem, op->attr.fval);
-            else s->cells[k].i = tir_wrap_int(op->attr.ival, (tir_elem)res->type.elem);
+            if (fl) s->cells[k].f = round_to(tir_type_elem(res->type), op->attr.fval);
+            else s->cells[k].i = tir_wrap_int(op->attr.ival, tir_type_elem(res->type));
         }
         return;
     }
@@ -787,7 +787,7 @@ static void run_op(interp *in, const tir_op *op) {
     case TIR_OP_NOT: {
         slot *s = out_slot(in, res);
         cell *a = val(in, op->operands[0]);
-        tir_elem e = (tir_elem)res->type.elem;
+        tir_elem e = tir_type_elem(res->type);
         for (uint32_t k = 0; k < s->n; k++) {
             if (op->code == TIR_OP_NOT) s->cells[k].i = e == TIR_I1 ? !a[k].i : ~a[k].i;
             else if (tir_elem_is_float(e)) s->cells[k].f = -a[k].f;
@@ -802,7 +802,7 @@ static void run_op(interp *in, const tir_op *op) {
     case TIR_OP_RSQRT: {
         slot *s = out_slot(in, res);
         cell *a = val(in, op->operands[0]);
-        tir_elem e = (tir_elem)res->type.elem;
+        tir_elem e = tir_type_elem(res->type);
         for (uint32_t k = 0; k < s->n; k++) {
             double x = a[k].f;
             double r = op->code == TIR_OP_EXP2 ? exp2(x) : op->code == TIR_OP_LOG2 ? log2(x)
@@ -814,7 +814,7 @@ static void run_op(interp *in, const tir_op *op) {
     case TIR_OP_ERF: {
         slot *s = out_slot(in, res);
         cell *a = val(in, op->operands[0]);
-        for (uint32_t k = 0; k < s->n; k++) s->cells[k].f = round_to((tir_elem)res->type.elem, erf(a[k].f));
+        for (uint32_t k = 0; k < s->n; k++) s->cells[k].f = round_to(tir_type_elem(res->type), erf(a[k].f));
         return;
     }
     case TIR_OP_RANDINT: do_randint(in, op); return;
@@ -824,7 +824,7 @@ static void run_op(interp *in, const tir_op *op) {
     case TIR_OP_CEIL: {
         slot *s = out_slot(in, res);
         cell *a = val(in, op->operands[0]);
-        tir_elem e = (tir_elem)res->type.elem;
+        tir_elem e = tir_type_elem(res->type);
         for (uint32_t k = 0; k < s->n; k++) {
             if (op->code == TIR_OP_ABS && !tir_elem_is_float(e))
                 s->cells[k].i = tir_wrap_int(a[k].i < 0 ? (int64_t)(0 - (uint64_t)a[k].i) : a[k].i, e);
@@ -838,7 +838,7 @@ static void run_op(interp *in, const tir_op *op) {
     case TIR_OP_FMA: {
         slot *s = out_slot(in, res);
         cell *a = val(in, op->operands[0]), *b = val(in, op->operands[1]), *c = val(in, op->operands[2]);
-        tir_elem e = (tir_elem)res->type.elem;
+        tir_elem e = tir_type_elem(res->type);
         for (uint32_t k = 0; k < s->n; k++)
             s->cells[k].f = e == TIR_F32 ? (double)fmaf((float)a[k].f, (float)b[k].f, (float)c[k].f)
                                          : round_to(e, fma(a[k].f, b[k].f, c[k].f));
@@ -868,7 +868,7 @@ static void run_op(interp *in, const tir_op *op) {
     case TIR_OP_ADDPTR: {
         slot *s = out_slot(in, res);
         cell *p = val(in, op->operands[0]), *o = val(in, op->operands[1]);
-        int64_t eb = elem_bytes((tir_elem)op->operands[0]->type.pointee);
+        int64_t eb = elem_bytes(tir_type_pointee(op->operands[0]->type));
         for (uint32_t k = 0; k < s->n; k++) {
             s->cells[k] = p[k];
             s->cells[k].p.off = (int64_t)((uint64_t)p[k].p.off + (uint64_t)o[k].i * (uint64_t)eb);
@@ -909,7 +909,7 @@ static bool bind_args(interp *in) {
     for (uint32_t i = 0; i < f->nparams; i++) {
         const tir_value *p = f->params[i];
         const rt_arg *a = &l->args[i];
-        tir_elem e = (tir_elem)p->type.elem;
+        tir_elem e = tir_type_elem(p->type);
         rt_arg_kind want = e == TIR_PTR ? RT_ARG_PTR : tir_elem_is_float(e) ? RT_ARG_FLOAT : RT_ARG_INT;
         if (a->kind != want || (want == RT_ARG_PTR && a->buffer >= l->nbuffers)) {
             run_error(in, NULL, "argument '%s' has the wrong kind", p->name ? p->name : "?");
@@ -924,8 +924,8 @@ static bool bind_args(interp *in) {
 }
 
 rt_run_result rt_interp_launch(const rt_launch *l, const rt_print_sink *print, tc_diag *diag) {
-    interp in = {l, diag, calloc(l->func->next_value_id + 1, sizeof(slot)), {0, 0, 0}, false, false,
-                 print && print->fn ? print : NULL};
+    interp in = {.l = l, .diag = diag, .slots = calloc(l->func->next_value_id + 1, sizeof(slot)),
+                 .print = print && print->fn ? print : NULL};
     if (!in.slots) abort();
     if (bind_args(&in)) {
         for (uint32_t z = 0; z < l->grid[2] && !in.failed; z++)

@@ -323,8 +323,8 @@ trt_status rt_module_make(trt_device *d, const char *file, const char *tir_file,
         for (uint32_t p = 0; p < f->nparams; p++) {
             tir_type t = f->params[p]->type;
             k->param_types[p] = t.elem == TIR_PTR
-                                    ? tc_arena_printf(m->arena, "*%s", tir_elem_name((tir_elem)t.pointee))
-                                    : tc_arena_strdup(m->arena, tir_elem_name((tir_elem)t.elem));
+                                    ? tc_arena_printf(m->arena, "*%s", tir_elem_name(tir_type_pointee(t)))
+                                    : tc_arena_strdup(m->arena, tir_elem_name(tir_type_elem(t)));
         }
     }
     m->dev = d;
@@ -531,7 +531,7 @@ static trt_status launch(trt_kernel *k, void *stream, uint32_t gx, uint32_t gy, 
                             i, param_name(k, i), RT_PTR_ALIGN, a->offset);
             ra[i] = (rt_arg){.kind = RT_ARG_PTR, .buffer = index, .offset = (int64_t)a->offset,
                              .bits = s->addr + a->offset};
-        } else if (tir_elem_is_float((tir_elem)t.elem)) {
+        } else if (tir_elem_is_float(tir_type_elem(t))) {
             if (a->kind != TRT_ARG_FLOAT)
                 return rt_fail(d, TRT_ERR_ARGUMENTS, "argument %u ('%s') of '%s' must be a float (%s)", i, param_name(k, i),
                             f->name, k->param_types[i]);
@@ -542,7 +542,7 @@ static trt_status launch(trt_kernel *k, void *stream, uint32_t gx, uint32_t gy, 
                 float f32 = (float)a->f;
                 memcpy(&bits, &f32, 4);
             } else {
-                uint16_t h = rt_half_bits(a->f, (tir_elem)t.elem);
+                uint16_t h = rt_half_bits(a->f, tir_type_elem(t));
                 memcpy(&bits, &h, 2);
             }
             ra[i] = (rt_arg){.kind = RT_ARG_FLOAT, .f = a->f, .bits = bits};
@@ -550,7 +550,7 @@ static trt_status launch(trt_kernel *k, void *stream, uint32_t gx, uint32_t gy, 
             if (a->kind != TRT_ARG_INT)
                 return rt_fail(d, TRT_ERR_ARGUMENTS, "argument %u ('%s') of '%s' must be an integer (%s)", i,
                             param_name(k, i), f->name, k->param_types[i]);
-            if (tir_wrap_int(a->i, (tir_elem)t.elem) != a->i)
+            if (tir_wrap_int(a->i, tir_type_elem(t)) != a->i)
                 return rt_fail(d, TRT_ERR_ARGUMENTS, "argument %u ('%s'): %lld does not fit in %s", i, param_name(k, i),
                             (long long)a->i, k->param_types[i]);
             /* little endian: the low bytes are the narrow value */
