@@ -45,52 +45,8 @@
 #include <string.h>
 
 #include "lower/erf_f32.h"
-#include "lower/lower.h"
+#include "lower/codegen_internal.h"
 
-enum {
-    CG_MAX_SPT = 64,
-    CG_SMEM_SLOT_BYTES = 8, /* one reduction partial per warp, any element type */
-    CG_MAX_LAYOUTS = 32,    /* layouts whose thread bases are kept (more are recomputed) */
-    CG_MAX_STATIC_SMEM = 48 * 1024, /* static shared memory of one CTA on every target; a kernel
-                                       needing more gets the dynamic array (see gen_func) */
-    CG_MOVE_ROUND_BYTES = 16 * 1024, /* a larger tile changes layout through scratch in rounds of this
-                                        size (a 128x128 f32 accumulator in 4), which leaves room
-                                        for other shared memory */
-    NVPTX_ADDRSPACE_GLOBAL = 1,
-    NVPTX_ADDRSPACE_SHARED = 3
-};
-
-typedef struct cg {
-    LLVMContextRef ctx;
-    LLVMModuleRef mod;
-    LLVMBuilderRef b;
-    LLVMValueRef fn;
-    tir_func *f;
-    lower_axis_map *axis;
-    tc_arena *arena;
-    tc_diag *diag;
-    const char *file;
-    LLVMValueRef **regs; /* by value id */
-    uint32_t *nregs;
-    LLVMValueRef tid;
-    LLVMBasicBlockRef entry;
-    LLVMValueRef tid_times[CG_MAX_SPT + 1]; /* tid * spt, made once per spt */
-    LLVMValueRef smem;                      /* the kernel's shared memory, or NULL */
-    uint32_t smem_used;                     /* bytes handed out so far */
-    uint32_t scratch;                       /* offset of the scratch area (layout changes) */
-    uint32_t buffer_next;                   /* where the next local_alloc's buffer goes */
-    struct base_cache {                     /* per blocked layout: each dim's thread base; per
-                                               mma/dot_op layout: mma_thread_parts */
-        tir_layout key;
-        LLVMValueRef base[TIR_MAX_RANK];
-    } bases[CG_MAX_LAYOUTS];
-    uint32_t nbases;
-    bool over_limit;                        /* the error is the kernel's: it needs more than the target has */
-    uint32_t smem_limit;                    /* shared memory one CTA may have on the target (lower_smem_limit) */
-    const char *arch;                       /* the target, for messages */
-    LLVMValueRef str_true, str_false;       /* print's i1 texts (module constants), made when first needed */
-    bool ok;
-} cg;
 
 static void cg_error(cg *c, const tir_op *op, const char *what) {
     tc_error_loc(c->diag, c->file, op ? op->loc : c->f->loc, "code generation: %s", what);
@@ -138,12 +94,6 @@ static LLVMValueRef i32c(cg *c, int64_t v) { return LLVMConstInt(LLVMInt32TypeIn
  * base_d = (warp_d tpw_d + lane_d) spt_d, where the lane and warp ids split
  * over the dims in ord the same way. For rank 1 this is the formula in the
  * header. */
-typedef struct view {
-    unsigned rank;
-    int sliced; /* the view dim the tile lacks, or -1 */
-    tir_layout l;
-    uint32_t shape[TIR_MAX_RANK], nreg[TIR_MAX_RANK], cover[TIR_MAX_RANK];
-} view;
 
 static view view_of(const tir_type *t) {
     view v;

@@ -1,0 +1,63 @@
+/* codegen_internal.h - private to lower/codegen*.c and lower/cg_*.c: the code generation context
+ * (cg), the types and limits the concern files share, and the functions one of them defines
+ * and another calls. codegen.c holds the overview of the whole lowering. */
+#ifndef TILEC_LOWER_CODEGEN_INTERNAL_H
+#define TILEC_LOWER_CODEGEN_INTERNAL_H
+
+#include "lower/lower.h"
+
+enum {
+    CG_MAX_SPT = 64,
+    CG_SMEM_SLOT_BYTES = 8, /* one reduction partial per warp, any element type */
+    CG_MAX_LAYOUTS = 32,    /* layouts whose thread bases are kept (more are recomputed) */
+    CG_MAX_STATIC_SMEM = 48 * 1024, /* static shared memory of one CTA on every target; a kernel
+                                       needing more gets the dynamic array (see gen_func) */
+    CG_MOVE_ROUND_BYTES = 16 * 1024, /* a larger tile changes layout through scratch in rounds of this
+                                        size (a 128x128 f32 accumulator in 4), which leaves room
+                                        for other shared memory */
+    NVPTX_ADDRSPACE_GLOBAL = 1,
+    NVPTX_ADDRSPACE_SHARED = 3
+};
+
+typedef struct cg {
+    LLVMContextRef ctx;
+    LLVMModuleRef mod;
+    LLVMBuilderRef b;
+    LLVMValueRef fn;
+    tir_func *f;
+    lower_axis_map *axis;
+    tc_arena *arena;
+    tc_diag *diag;
+    const char *file;
+    LLVMValueRef **regs; /* by value id */
+    uint32_t *nregs;
+    LLVMValueRef tid;
+    LLVMBasicBlockRef entry;
+    LLVMValueRef tid_times[CG_MAX_SPT + 1]; /* tid * spt, made once per spt */
+    LLVMValueRef smem;                      /* the kernel's shared memory, or NULL */
+    uint32_t smem_used;                     /* bytes handed out so far */
+    uint32_t scratch;                       /* offset of the scratch area (layout changes) */
+    uint32_t buffer_next;                   /* where the next local_alloc's buffer goes */
+    struct base_cache {                     /* per blocked layout: each dim's thread base; per
+                                               mma/dot_op layout: mma_thread_parts */
+        tir_layout key;
+        LLVMValueRef base[TIR_MAX_RANK];
+    } bases[CG_MAX_LAYOUTS];
+    uint32_t nbases;
+    bool over_limit;                        /* the error is the kernel's: it needs more than the target has */
+    uint32_t smem_limit;                    /* shared memory one CTA may have on the target (lower_smem_limit) */
+    const char *arch;                       /* the target, for messages */
+    LLVMValueRef str_true, str_false;       /* print's i1 texts (module constants), made when first needed */
+    bool ok;
+} cg;
+
+/* A tile's layout seen as a blocked layout over `rank` view dims: the "layouts as registers"
+ * comment in cg_regs.c says how registers map to elements. */
+typedef struct view {
+    unsigned rank;
+    int sliced; /* the view dim the tile lacks, or -1 */
+    tir_layout l;
+    uint32_t shape[TIR_MAX_RANK], nreg[TIR_MAX_RANK], cover[TIR_MAX_RANK];
+} view;
+
+#endif
