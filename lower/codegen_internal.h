@@ -60,4 +60,28 @@ typedef struct view {
     uint32_t shape[TIR_MAX_RANK], nreg[TIR_MAX_RANK], cover[TIR_MAX_RANK];
 } view;
 
+/* codegen.c */
+LLVMValueRef i32c(cg *c, int64_t v);
+
+/* cg_regs.c */
+view view_of(const tir_type *t);
+uint32_t view_regs(const view *v);
+void reg_split(const view *v, uint32_t r, uint32_t *rd);
+uint32_t reg_join(const view *v, const uint32_t *rd);
+uint32_t broadcast_source_reg(const tir_type *xt, const tir_type *rt, uint32_t r);
+unsigned view_dim(const view *v, unsigned td);
+bool is_rank1_blocked(const tir_type *t);
+bool is_mma_kind(const tir_layout *l);
+uint32_t reg_count(const tir_type *t);
+LLVMValueRef *new_regs(cg *c, const tir_value *v);
+LLVMValueRef reg(cg *c, const tir_value *v, uint32_t r);
+LLVMValueRef sreg(cg *c, const char *name);
+LLVMValueRef elem_index(cg *c, const tir_type *t, uint32_t r);
+uint32_t log2u(uint32_t x);
+void position_at_entry(cg *c);
+LLVMValueRef view_coord(cg *c, const view *v, uint32_t r, unsigned d);
+LLVMValueRef tile_coord(cg *c, const tir_type *t, uint32_t r, unsigned td);
+LLVMValueRef linear_index(cg *c, const tir_type *t, uint32_t r);
+LLVMValueRef first_holder(cg *c, const tir_type *t);
+
 #endif
