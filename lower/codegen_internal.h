@@ -61,6 +61,8 @@ typedef struct view {
 } view;
 
 /* codegen.c */
+void cg_error(cg *c, const tir_op *op, const char *what);
+LLVMTypeRef elem_type(cg *c, tir_elem e);
 LLVMValueRef i32c(cg *c, int64_t v);
 
 /* cg_regs.c */
@@ -83,5 +85,16 @@ LLVMValueRef view_coord(cg *c, const view *v, uint32_t r, unsigned d);
 LLVMValueRef tile_coord(cg *c, const tir_type *t, uint32_t r, unsigned td);
 LLVMValueRef linear_index(cg *c, const tir_type *t, uint32_t r);
 LLVMValueRef first_holder(cg *c, const tir_type *t);
+
+/* cg_math.c */
+void gen_const(cg *c, const tir_op *op);
+LLVMValueRef gen_binary(cg *c, tir_opcode code, tir_elem e, LLVMValueRef a, LLVMValueRef b);
+LLVMValueRef gen_cast(cg *c, LLVMValueRef v, tir_elem from, tir_elem to);
+LLVMValueRef call_intrinsic(cg *c, const char *name, LLVMValueRef *args, unsigned n);
+LLVMValueRef intrinsic(cg *c, const char *name, LLVMTypeRef ty, LLVMValueRef *args, unsigned n);
+void gen_math(cg *c, const tir_op *op);
+void gen_approx(cg *c, const tir_op *op);
+void gen_erf(cg *c, const tir_op *op);
+void gen_randint(cg *c, const tir_op *op);
 
 #endif
