@@ -63,7 +63,13 @@ typedef struct view {
 /* codegen.c */
 void cg_error(cg *c, const tir_op *op, const char *what);
 LLVMTypeRef elem_type(cg *c, tir_elem e);
+LLVMTypeRef mem_type(cg *c, tir_elem e);
+LLVMValueRef from_mem(cg *c, tir_elem e, LLVMValueRef v);
+LLVMValueRef to_mem(cg *c, tir_elem e, LLVMValueRef v);
 LLVMValueRef i32c(cg *c, int64_t v);
+void barrier(cg *c);
+LLVMValueRef smem_at(cg *c, LLVMValueRef offset);
+unsigned scratch_elem_bytes(tir_elem e);
 
 /* cg_regs.c */
 view view_of(const tir_type *t);
@@ -96,5 +102,25 @@ void gen_math(cg *c, const tir_op *op);
 void gen_approx(cg *c, const tir_op *op);
 void gen_erf(cg *c, const tir_op *op);
 void gen_randint(cg *c, const tir_op *op);
+
+/* cg_memory.c */
+uint32_t floor_pow2(int64_t v);
+uint32_t vec_width(cg *c, const tir_value *ptrs, bool *check_align);
+uint32_t equal_run(cg *c, const tir_value *v);
+LLVMValueRef groups_aligned(cg *c, const tir_value *ptrs, uint32_t n, uint32_t vec);
+LLVMBasicBlockRef new_block(cg *c, const char *name);
+void guard_begin(cg *c, LLVMValueRef pred, const char *name, const char *join_name, LLVMBasicBlockRef *join);
+void guard_end(cg *c, LLVMBasicBlockRef join);
+LLVMValueRef predicated_load(cg *c, tir_elem e, LLVMValueRef p, LLVMValueRef m, LLVMValueRef other);
+LLVMValueRef lane_ptr(cg *c, const tir_value *ptrs, uint32_t r, uint32_t vec);
+void split_on(cg *c, LLVMValueRef all, LLVMBasicBlockRef *fast, LLVMBasicBlockRef *slow,
+              LLVMBasicBlockRef *join);
+LLVMValueRef *mask_lanes(cg *c, const tir_value *mask, uint32_t n, uint32_t vec, LLVMValueRef *count);
+void gen_load(cg *c, const tir_op *op);
+LLVMValueRef element_owner(cg *c, const tir_type *t);
+void gen_store(cg *c, const tir_op *op);
+bool is_atomic(tir_opcode code);
+uint32_t atomic_scratch(const tir_func *f, const tir_op *op);
+void gen_atomic(cg *c, const tir_op *op);
 
 #endif
