@@ -70,6 +70,7 @@ LLVMValueRef i32c(cg *c, int64_t v);
 void barrier(cg *c);
 LLVMValueRef smem_at(cg *c, LLVMValueRef offset);
 unsigned scratch_elem_bytes(tir_elem e);
+uint32_t move_scratch(const tir_op *op);
 
 /* cg_regs.c */
 view view_of(const tir_type *t);
@@ -122,5 +123,12 @@ void gen_store(cg *c, const tir_op *op);
 bool is_atomic(tir_opcode code);
 uint32_t atomic_scratch(const tir_func *f, const tir_op *op);
 void gen_atomic(cg *c, const tir_op *op);
+
+/* cg_smem.c */
+uint32_t buffer_bytes(const tir_type *t);
+void gen_local_alloc(cg *c, const tir_op *op);
+void gen_async_copy(cg *c, const tir_op *op);
+void gen_local_load(cg *c, const tir_op *op);
+void gen_local_store(cg *c, const tir_op *op);
 
 #endif
