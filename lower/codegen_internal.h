@@ -140,4 +140,8 @@ void gen_move_scratch(cg *c, const tir_op *op);
 void gen_rename(cg *c, const tir_op *op);
 void gen_broadcast(cg *c, const tir_op *op);
 
+/* cg_print.c */
+void gen_print(cg *c, const tir_op *op);
+void gen_assert(cg *c, const tir_op *op);
+
 #endif
