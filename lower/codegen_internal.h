@@ -144,4 +144,7 @@ void gen_broadcast(cg *c, const tir_op *op);
 void gen_print(cg *c, const tir_op *op);
 void gen_assert(cg *c, const tir_op *op);
 
+/* cg_dot.c */
+void gen_dot(cg *c, const tir_op *op);
+
 #endif
