@@ -144,6 +144,9 @@ void gen_broadcast(cg *c, const tir_op *op);
 void gen_print(cg *c, const tir_op *op);
 void gen_assert(cg *c, const tir_op *op);
 
+/* cg_dot_mma_sync.c */
+void gen_dot_mma(cg *c, const tir_op *op);
+
 /* cg_dot.c */
 void gen_dot(cg *c, const tir_op *op);
 
