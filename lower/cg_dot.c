@@ -57,7 +57,14 @@ static void gen_dot_fma(cg *c, const tir_op *op) {
 
 void gen_dot(cg *c, const tir_op *op) {
     const tir_layout *l = &op->results[0]->type.layout;
-    if (l->kind == TIR_LAYOUT_MMA) gen_dot_mma(c, op);
+    if (c->dot->takes(c, op)) c->dot->emit(c, op);
     else if (l->kind == TIR_LAYOUT_BLOCKED) gen_dot_fma(c, op);
     else cg_error(c, op, "dot's result needs an mma or a blocked layout");
+}
+
+/* The tensor-core lowering for `arch`: mma.sync on every target for now
+ * (sm_80 and sm_90 alike); wgmma would be chosen here for sm_90. */
+const cg_dot_lowering *cg_dot_lowering_for(const char *arch) {
+    (void)arch;
+    return &cg_dot_mma_sync;
 }

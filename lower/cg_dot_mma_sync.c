@@ -12,8 +12,9 @@
  * warp's repetitions along M and N, each mma.sync updating four
  * accumulator registers in place.
  *
- * Which instruction a dot uses is decided in mma_instr_for alone, so a
- * later lowering (sm_90's wgmma) replaces one function. The names are
+ * Which mma.sync instruction a dot uses is decided in mma_instr_for alone;
+ * a later lowering (sm_90's wgmma) is a sibling file with its own
+ * cg_dot_lowering (codegen_internal.h). The names are
  * NVVM intrinsics (not inline asm), which the host emulator of our LLVM IR
  * recognizes. */
 #include <string.h>
@@ -61,7 +62,7 @@ static LLVMValueRef pack_fragment(cg *c, const tir_value *x, uint32_t first, boo
     return as_vector ? vec : LLVMBuildBitCast(c->b, vec, i32, "");
 }
 
-void gen_dot_mma(cg *c, const tir_op *op) {
+static void gen_dot_mma(cg *c, const tir_op *op) {
     const tir_value *a = op->operands[0], *b = op->operands[1], *acc = op->operands[2], *res = op->results[0];
     tir_elem in = (tir_elem)a->type.elem;
     const tir_layout *l = &res->type.layout;
@@ -109,3 +110,9 @@ void gen_dot_mma(cg *c, const tir_op *op) {
                 for (unsigned j = 0; j < 4; j++) cr[j] = LLVMBuildExtractValue(c->b, d, j, "");
             }
 }
+
+/* Dots whose result has the MMA layout: every one on mma.sync (gen_dot_mma
+ * says so when the inputs have no instruction). */
+static bool takes_mma(cg *c, const tir_op *op) { return op->results[0]->type.layout.kind == TIR_LAYOUT_MMA; }
+
+const cg_dot_lowering cg_dot_mma_sync = {.name = "mma.sync", .takes = takes_mma, .emit = gen_dot_mma};

@@ -497,7 +497,8 @@ LLVMModuleRef lower_codegen(tir_module *m, LLVMContextRef ctx, const lower_optio
     cg c = {.ctx = ctx, .mod = mod, .b = LLVMCreateBuilderInContext(ctx), .arena = arena, .diag = diag,
             .file = m->source_name ? m->source_name : "<tir>", .ok = true,
             .arch = opt->compile.arch ? opt->compile.arch : TILEC_DEFAULT_ARCH,
-            .smem_limit = lower_smem_limit(opt->compile.arch)};
+            .smem_limit = lower_smem_limit(opt->compile.arch),
+            .dot = cg_dot_lowering_for(opt->compile.arch ? opt->compile.arch : TILEC_DEFAULT_ARCH)};
     for (tir_func *f = m->funcs; f && c.ok; f = f->next) {
         c.f = f;
         if (!f->num_warps) {

@@ -48,6 +48,7 @@ typedef struct cg {
     uint32_t smem_limit;                    /* shared memory one CTA may have on the target (lower_smem_limit) */
     const char *arch;                       /* the target, for messages */
     LLVMValueRef str_true, str_false;       /* print's i1 texts (module constants), made when first needed */
+    const struct cg_dot_lowering *dot;      /* the target's tensor-core dot (cg_dot_lowering_for) */
     bool ok;
 } cg;
 
@@ -59,6 +60,17 @@ typedef struct view {
     tir_layout l;
     uint32_t shape[TIR_MAX_RANK], nreg[TIR_MAX_RANK], cover[TIR_MAX_RANK];
 } view;
+
+/* How the target lowers `dot` on tensor cores: chosen once per compilation
+ * (cg_dot_lowering_for), called by gen_dot for each dot it takes; a dot it
+ * does not take and whose result is blocked runs on FMAs (cg_dot.c). Today
+ * mma.sync serves every arch; a wgmma lowering for sm_90 is a sibling file
+ * of cg_dot_mma_sync.c with one more of these. */
+typedef struct cg_dot_lowering {
+    const char *name;                            /* for messages and tests */
+    bool (*takes)(cg *c, const tir_op *op);      /* this dot is this lowering's */
+    void (*emit)(cg *c, const tir_op *op);       /* its result's registers, or an error */
+} cg_dot_lowering;
 
 /* codegen.c */
 void cg_error(cg *c, const tir_op *op, const char *what);
@@ -145,9 +157,10 @@ void gen_print(cg *c, const tir_op *op);
 void gen_assert(cg *c, const tir_op *op);
 
 /* cg_dot_mma_sync.c */
-void gen_dot_mma(cg *c, const tir_op *op);
+extern const cg_dot_lowering cg_dot_mma_sync;
 
 /* cg_dot.c */
+const cg_dot_lowering *cg_dot_lowering_for(const char *arch);
 void gen_dot(cg *c, const tir_op *op);
 
 #endif
