@@ -1,7 +1,7 @@
 /* codegen.c - laid-out tile IR to LLVM IR for the NVPTX target.
  *
  * Every tile value becomes the registers one thread owns under its layout
- * (any rank: see "layouts as registers" below). For a rank-1 blocked
+ * (any rank: see "layouts as registers" in cg_regs.c). For a rank-1 blocked
  * layout, register r is element (r / spt) * C + tid * spt + r % spt, where
  * C = spt * 32 * num_warps is the layout's coverage; over a tile smaller
  * than C the pattern wraps (index mod N) and several threads hold copies.
@@ -17,7 +17,7 @@
  * a run-time value), every group's address aligned; the test is left out
  * when it is known true. Stores of replicated elements are issued
  * by the owning thread only, and of scalars by thread 0; so are atomics,
- * whose old values the owners then share ("atomics" below).
+ * whose old values the owners then share ("atomics" in cg_memory.c).
  *
  * A reduction to a scalar combines a thread's registers, then the lanes of
  * a warp by butterfly shuffles, then, when more than one warp holds
@@ -31,7 +31,7 @@
  *
  * A scan (cumsum) runs along any dim of any layout the same way, in
  * registers, then lanes (shfl.up), then warps (the scratch area): see
- * "scans" below.
+ * "scans" in cg_xthread.c.
  *
  * Tiles in a dot's MMA and DOT_OP layouts (tileir.h) take part in
  * elementwise ops, loops, branches, layout changes, loads, stores (one
@@ -39,8 +39,17 @@
  * with each register's coordinates from tir_mma_reg_offset plus a thread
  * part made once per layout (mma_thread_parts). Broadcasts, expand_dims,
  * reductions and scans need blocked layouts (the layout pass converts
- * first). `dot` itself: see "dot" below. A layout change of a tile over
- * CG_MOVE_ROUND_BYTES goes through shared memory in rounds. */
+ * first). `dot` itself: see cg_dot.c. A layout change of a tile over
+ * CG_MOVE_ROUND_BYTES goes through shared memory in rounds.
+ *
+ * This file holds the driver (lower_codegen, gen_func with the kernel's
+ * shared-memory plan), the op dispatch (gen_op) and structured control
+ * flow (for, if, while); each concern has a file of its own, sharing the
+ * context and helpers through lower/codegen_internal.h: cg_regs.c (layouts
+ * as registers), cg_math.c (elementwise arithmetic), cg_memory.c (global
+ * loads, stores, atomics), cg_smem.c (shared-memory buffers, cp.async,
+ * ldmatrix), cg_xthread.c (reductions, scans, layout changes), cg_print.c
+ * (print, assert), cg_dot.c with cg_dot_mma_sync.c (dot). */
 #include <stdio.h>
 #include <string.h>
 
