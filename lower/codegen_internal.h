@@ -1,0 +1,166 @@
+/* codegen_internal.h - private to lower/codegen*.c and lower/cg_*.c: the code generation context
+ * (cg), the types and limits the concern files share, and the functions one of them defines
+ * and another calls. codegen.c holds the overview of the whole lowering. */
+#ifndef TILEC_LOWER_CODEGEN_INTERNAL_H
+#define TILEC_LOWER_CODEGEN_INTERNAL_H
+
+#include "lower/lower.h"
+
+enum {
+    CG_MAX_SPT = 64,
+    CG_SMEM_SLOT_BYTES = 8, /* one reduction partial per warp, any element type */
+    CG_MAX_LAYOUTS = 32,    /* layouts whose thread bases are kept (more are recomputed) */
+    CG_MAX_STATIC_SMEM = 48 * 1024, /* static shared memory of one CTA on every target; a kernel
+                                       needing more gets the dynamic array (see gen_func) */
+    CG_MOVE_ROUND_BYTES = 16 * 1024, /* a larger tile changes layout through scratch in rounds of this
+                                        size (a 128x128 f32 accumulator in 4), which leaves room
+                                        for other shared memory */
+    NVPTX_ADDRSPACE_GLOBAL = 1,
+    NVPTX_ADDRSPACE_SHARED = 3
+};
+
+typedef struct cg {
+    LLVMContextRef ctx;
+    LLVMModuleRef mod;
+    LLVMBuilderRef b;
+    LLVMValueRef fn;
+    tir_func *f;
+    lower_axis_map *axis;
+    tc_arena *arena;
+    tc_diag *diag;
+    const char *file;
+    LLVMValueRef **regs; /* by value id */
+    uint32_t *nregs;
+    LLVMValueRef tid;
+    LLVMBasicBlockRef entry;
+    LLVMValueRef tid_times[CG_MAX_SPT + 1]; /* tid * spt, made once per spt */
+    LLVMValueRef smem;                      /* the kernel's shared memory, or NULL */
+    uint32_t smem_used;                     /* bytes handed out so far */
+    uint32_t scratch;                       /* offset of the scratch area (layout changes) */
+    uint32_t buffer_next;                   /* where the next local_alloc's buffer goes */
+    struct base_cache {                     /* per blocked layout: each dim's thread base; per
+                                               mma/dot_op layout: mma_thread_parts */
+        tir_layout key;
+        LLVMValueRef base[TIR_MAX_RANK];
+    } bases[CG_MAX_LAYOUTS];
+    uint32_t nbases;
+    bool over_limit;                        /* the error is the kernel's: it needs more than the target has */
+    uint32_t smem_limit;                    /* shared memory one CTA may have on the target (lower_smem_limit) */
+    const char *arch;                       /* the target, for messages */
+    LLVMValueRef str_true, str_false;       /* print's i1 texts (module constants), made when first needed */
+    const struct cg_dot_lowering *dot;      /* the target's tensor-core dot (cg_dot_lowering_for) */
+    bool ok;
+} cg;
+
+/* A tile's layout seen as a blocked layout over `rank` view dims: the "layouts as registers"
+ * comment in cg_regs.c says how registers map to elements. */
+typedef struct view {
+    unsigned rank;
+    int sliced; /* the view dim the tile lacks, or -1 */
+    tir_layout l;
+    uint32_t shape[TIR_MAX_RANK], nreg[TIR_MAX_RANK], cover[TIR_MAX_RANK];
+} view;
+
+/* How the target lowers `dot` on tensor cores: chosen once per compilation
+ * (cg_dot_lowering_for), called by gen_dot for each dot it takes; a dot it
+ * does not take and whose result is blocked runs on FMAs (cg_dot.c). Today
+ * mma.sync serves every arch; a wgmma lowering for sm_90 is a sibling file
+ * of cg_dot_mma_sync.c with one more of these. */
+typedef struct cg_dot_lowering {
+    const char *name;                            /* for messages and tests */
+    bool (*takes)(cg *c, const tir_op *op);      /* this dot is this lowering's */
+    void (*emit)(cg *c, const tir_op *op);       /* its result's registers, or an error */
+} cg_dot_lowering;
+
+/* codegen.c */
+void cg_error(cg *c, const tir_op *op, const char *what);
+LLVMTypeRef elem_type(cg *c, tir_elem e);
+LLVMTypeRef mem_type(cg *c, tir_elem e);
+LLVMValueRef from_mem(cg *c, tir_elem e, LLVMValueRef v);
+LLVMValueRef to_mem(cg *c, tir_elem e, LLVMValueRef v);
+LLVMValueRef i32c(cg *c, int64_t v);
+
+/* cg_regs.c */
+view view_of(const tir_type *t);
+uint32_t view_regs(const view *v);
+void reg_split(const view *v, uint32_t r, uint32_t *rd);
+uint32_t reg_join(const view *v, const uint32_t *rd);
+uint32_t broadcast_source_reg(const tir_type *xt, const tir_type *rt, uint32_t r);
+unsigned view_dim(const view *v, unsigned td);
+bool is_rank1_blocked(const tir_type *t);
+bool is_mma_kind(const tir_layout *l);
+uint32_t reg_count(const tir_type *t);
+LLVMValueRef *new_regs(cg *c, const tir_value *v);
+LLVMValueRef reg(cg *c, const tir_value *v, uint32_t r);
+LLVMValueRef sreg(cg *c, const char *name);
+LLVMValueRef elem_index(cg *c, const tir_type *t, uint32_t r);
+uint32_t log2u(uint32_t x);
+void position_at_entry(cg *c);
+LLVMValueRef view_coord(cg *c, const view *v, uint32_t r, unsigned d);
+LLVMValueRef tile_coord(cg *c, const tir_type *t, uint32_t r, unsigned td);
+LLVMValueRef linear_index(cg *c, const tir_type *t, uint32_t r);
+LLVMValueRef first_holder(cg *c, const tir_type *t);
+
+/* cg_math.c */
+void gen_const(cg *c, const tir_op *op);
+LLVMValueRef gen_binary(cg *c, tir_opcode code, tir_elem e, LLVMValueRef a, LLVMValueRef b);
+LLVMValueRef gen_cast(cg *c, LLVMValueRef v, tir_elem from, tir_elem to);
+LLVMValueRef call_intrinsic(cg *c, const char *name, LLVMValueRef *args, unsigned n);
+LLVMValueRef intrinsic(cg *c, const char *name, LLVMTypeRef ty, LLVMValueRef *args, unsigned n);
+void gen_math(cg *c, const tir_op *op);
+void gen_approx(cg *c, const tir_op *op);
+void gen_erf(cg *c, const tir_op *op);
+void gen_randint(cg *c, const tir_op *op);
+
+/* cg_memory.c */
+uint32_t floor_pow2(int64_t v);
+uint32_t vec_width(cg *c, const tir_value *ptrs, bool *check_align);
+uint32_t equal_run(cg *c, const tir_value *v);
+LLVMValueRef groups_aligned(cg *c, const tir_value *ptrs, uint32_t n, uint32_t vec);
+LLVMBasicBlockRef new_block(cg *c, const char *name);
+void guard_begin(cg *c, LLVMValueRef pred, const char *name, const char *join_name, LLVMBasicBlockRef *join);
+void guard_end(cg *c, LLVMBasicBlockRef join);
+LLVMValueRef predicated_load(cg *c, tir_elem e, LLVMValueRef p, LLVMValueRef m, LLVMValueRef other);
+LLVMValueRef lane_ptr(cg *c, const tir_value *ptrs, uint32_t r, uint32_t vec);
+void split_on(cg *c, LLVMValueRef all, LLVMBasicBlockRef *fast, LLVMBasicBlockRef *slow,
+              LLVMBasicBlockRef *join);
+LLVMValueRef *mask_lanes(cg *c, const tir_value *mask, uint32_t n, uint32_t vec, LLVMValueRef *count);
+void gen_load(cg *c, const tir_op *op);
+LLVMValueRef element_owner(cg *c, const tir_type *t);
+void gen_store(cg *c, const tir_op *op);
+bool is_atomic(tir_opcode code);
+uint32_t atomic_scratch(const tir_func *f, const tir_op *op);
+void gen_atomic(cg *c, const tir_op *op);
+
+/* cg_smem.c */
+uint32_t buffer_bytes(const tir_type *t);
+void gen_local_alloc(cg *c, const tir_op *op);
+void gen_async_copy(cg *c, const tir_op *op);
+void gen_local_load(cg *c, const tir_op *op);
+void gen_local_store(cg *c, const tir_op *op);
+
+/* cg_xthread.c */
+void barrier(cg *c);
+LLVMValueRef smem_at(cg *c, LLVMValueRef offset);
+void gen_reduce(cg *c, const tir_op *op);
+unsigned scratch_elem_bytes(tir_elem e);
+uint32_t reduce_scratch(const tir_op *op);
+uint32_t scan_scratch(const tir_op *op);
+void gen_scan(cg *c, const tir_op *op);
+uint32_t move_scratch(const tir_op *op);
+void gen_move_scratch(cg *c, const tir_op *op);
+void gen_rename(cg *c, const tir_op *op);
+void gen_broadcast(cg *c, const tir_op *op);
+
+/* cg_print.c */
+void gen_print(cg *c, const tir_op *op);
+void gen_assert(cg *c, const tir_op *op);
+
+/* cg_dot_mma_sync.c */
+extern const cg_dot_lowering cg_dot_mma_sync;
+
+/* cg_dot.c */
+const cg_dot_lowering *cg_dot_lowering_for(const char *arch);
+void gen_dot(cg *c, const tir_op *op);
+
+#endif
