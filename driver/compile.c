@@ -132,17 +132,20 @@ tilec_status tilec_compile(const char *filename, const char *source, size_t len,
         status = ends_with(src.name, ".tir") ? TILEC_ERR_SOURCE : TILEC_ERR_INTERNAL;
         goto done;
     }
+    bool over_limit = false;
     lower_options lopt = {
         .compile = *opt, /* the whole struct, with the two choices made here: */
         .dump_out = &dumps,
         .notes = opt->verbose ? &info : NULL, /* the passes' notes, before ptxas's report */
+        .over_limit = &over_limit,
     };
     lopt.compile.arch = arch;
     if (opt->emit != TILEC_EMIT_TIR) lopt.compile.passes = NULL; /* --passes is for testing passes on IR */
     bool from_tir = ends_with(src.name, ".tir");
     if (!lower_run_pipeline(m, &lopt, &diag)) {
-        /* a pass may refuse hand-written IR; IR from .tile source must pass */
-        status = from_tir ? TILEC_ERR_SOURCE : TILEC_ERR_INTERNAL;
+        /* a pass may refuse hand-written IR; IR from .tile source must
+         * pass, unless it asks for more than the target has */
+        status = from_tir || over_limit ? TILEC_ERR_SOURCE : TILEC_ERR_INTERNAL;
         goto done;
     }
     out->ms_frontend = tc_now_ms() - t0;
@@ -155,18 +158,16 @@ tilec_status tilec_compile(const char *filename, const char *source, size_t len,
 
     double t1 = tc_now_ms();
     LLVMContextRef ctx = LLVMContextCreate();
-    bool over_limit;
-    LLVMModuleRef lm = lower_codegen(m, ctx, &lopt, &diag, &over_limit);
+    LLVMModuleRef lm = lower_codegen(m, ctx, &lopt, &diag);
     if (!lm) {
-        /* IR the front end made must always lower, unless it asks for more
-         * than the target has; a .tir file may not lower */
-        status = from_tir || over_limit ? TILEC_ERR_SOURCE : TILEC_ERR_INTERNAL;
+        /* IR the front end made must always lower; a .tir file may not */
+        status = from_tir ? TILEC_ERR_SOURCE : TILEC_ERR_INTERNAL;
         LLVMContextDispose(ctx);
         goto done;
     }
     if (opt->sidecar) {
-        /* what the runtime needs to check and run loaded kernels; after
-         * codegen, which sets each kernel's dynamic_smem */
+        /* what the runtime needs to check and run loaded kernels (the
+         * smem_plan pass has set each kernel's dynamic_smem) */
         tc_strbuf side;
         tc_strbuf_init(&side);
         tc_strbuf_printf(&side,

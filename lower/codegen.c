@@ -90,40 +90,6 @@ LLVMValueRef to_mem(cg *c, tir_elem e, LLVMValueRef v) {
 
 LLVMValueRef i32c(cg *c, int64_t v) { return LLVMConstInt(LLVMInt32TypeInContext(c->ctx), (unsigned long long)v, true); }
 
-/* Shared memory the kernel's reductions need at most. */
-typedef struct smem_need {
-    const tir_func *f;
-    uint32_t buffers; /* local_alloc: each its own */
-    uint32_t slots;   /* rank-1 reductions: one slot each */
-    uint32_t scratch; /* the largest layout change, general reduction or scan */
-    const tir_op *largest; /* the op that needs `scratch` */
-    const tir_op *largest_buffer; /* the largest local_alloc */
-    uint32_t largest_buffer_bytes;
-} smem_need;
-
-static void count_smem(tir_op *op, void *p) {
-    smem_need *n = p;
-    uint32_t s = 0;
-    bool mma_operand = op->noperands && op->operands[0]->type.rank && is_mma_kind(&op->operands[0]->type.layout);
-    if (mma_operand && op->code != TIR_OP_CONVERT_LAYOUT && op->code != TIR_OP_RESHAPE && !is_atomic(op->code)) {
-        /* codegen refuses the rest (needs_blocked) */
-    } else if (op->code == TIR_OP_REDUCE_SUM || op->code == TIR_OP_REDUCE_MAX || op->code == TIR_OP_REDUCE_MIN) {
-        if (is_rank1_blocked(&op->operands[0]->type)) n->slots += CG_SMEM_SLOT_BYTES * LOWER_MAX_NUM_WARPS;
-        else s = reduce_scratch(op);
-    } else if (op->code == TIR_OP_CUMSUM || op->code == TIR_OP_CUMSUM_REV) {
-        s = scan_scratch(op);
-    } else if (is_atomic(op->code)) {
-        s = atomic_scratch(n->f, op);
-    } else if (op->code == TIR_OP_LOCAL_ALLOC) {
-        uint32_t b = buffer_bytes(&op->results[0]->type);
-        n->buffers += b;
-        if (b > n->largest_buffer_bytes) n->largest_buffer_bytes = b, n->largest_buffer = op;
-    } else if (op->nresults == 1 && op->noperands == 1) {
-        s = move_scratch(op);
-    }
-    if (s > n->scratch) n->scratch = s, n->largest = op;
-}
-
 static void gen_op(cg *c, const tir_op *op);
 
 /* Phis at the loop head for the registers of `args`, entered from `pre`
@@ -442,34 +408,14 @@ static bool gen_func(cg *c, tir_func *f) {
     }
     c->tid = sreg(c, "llvm.nvvm.read.ptx.sreg.tid.x");
     memset(c->tid_times, 0, sizeof c->tid_times);
-    smem_need need = {f, 0, 0, 0, NULL, NULL, 0};
-    tir_walk(f, count_smem, &need);
-    c->buffer_next = (need.slots + 15) & ~15u;
-    c->scratch = c->buffer_next + need.buffers;
-    uint32_t smem_bytes = need.scratch ? c->scratch + need.scratch : need.buffers ? c->scratch : need.slots;
-    if (smem_bytes > c->smem_limit) {
-        /* say which op, not ptxas or the launch */
-        char what[300];
-        bool buffers = need.buffers > need.scratch;
-        if (!buffers)
-            snprintf(what, sizeof what,
-                     "this needs %u bytes of shared memory to move or reduce a tile across threads (limit is %u on %s); "
-                     "use smaller tiles",
-                     smem_bytes, c->smem_limit, c->arch);
-        else
-            snprintf(what, sizeof what,
-                     "the kernel's shared-memory buffers need %u bytes (limit is %u on %s); use smaller tiles or fewer "
-                     "stages",
-                     smem_bytes, c->smem_limit, c->arch);
-        cg_error(c, buffers ? need.largest_buffer : need.largest, what);
-        c->over_limit = true;
-        return false;
-    }
+    /* the area the smem_plan pass sized: slots, buffers, scratch */
+    c->buffer_next = (f->smem.slots + 15) & ~15u;
+    c->scratch = c->buffer_next + f->smem.buffers;
+    uint32_t smem_bytes = lower_smem_bytes(f);
     c->smem = NULL;
     c->smem_used = 0;
     c->nbases = 0;
-    f->dynamic_smem = 0;
-    if (smem_bytes > CG_MAX_STATIC_SMEM) {
+    if (f->dynamic_smem) {
         /* the extern __shared__ array: one per module, shared by its
          * kernels (each CTA has its own); the launch gives it
          * f->dynamic_smem bytes, which reach the runtime with the kernel's
@@ -482,7 +428,6 @@ static bool gen_func(cg *c, tir_func *f) {
             LLVMSetLinkage(c->smem, LLVMExternalLinkage);
             LLVMSetAlignment(c->smem, 16);
         }
-        f->dynamic_smem = smem_bytes;
     } else if (smem_bytes) {
         char name[300];
         snprintf(name, sizeof name, "%s.smem", f->name);
@@ -496,9 +441,7 @@ static bool gen_func(cg *c, tir_func *f) {
     return c->ok;
 }
 
-LLVMModuleRef lower_codegen(tir_module *m, LLVMContextRef ctx, const lower_options *opt, tc_diag *diag,
-                            bool *over_limit) {
-    if (over_limit) *over_limit = false;
+LLVMModuleRef lower_codegen(tir_module *m, LLVMContextRef ctx, const lower_options *opt, tc_diag *diag) {
     LLVMModuleRef mod = LLVMModuleCreateWithNameInContext(m->source_name ? m->source_name : "tilec", ctx);
     LLVMSetTarget(mod, "nvptx64-nvidia-cuda");
     LLVMSetDataLayout(mod, "e-i64:64-i128:128-v16:16-v32:32-n16:32:64");
@@ -506,7 +449,6 @@ LLVMModuleRef lower_codegen(tir_module *m, LLVMContextRef ctx, const lower_optio
     cg c = {.ctx = ctx, .mod = mod, .b = LLVMCreateBuilderInContext(ctx), .arena = arena, .diag = diag,
             .file = m->source_name ? m->source_name : "<tir>", .ok = true,
             .arch = opt->compile.arch ? opt->compile.arch : TILEC_DEFAULT_ARCH,
-            .smem_limit = lower_smem_limit(opt->compile.arch),
             .dot = cg_dot_lowering_for(opt->compile.arch ? opt->compile.arch : TILEC_DEFAULT_ARCH)};
     for (tir_func *f = m->funcs; f && c.ok; f = f->next) {
         c.f = f;
@@ -519,7 +461,6 @@ LLVMModuleRef lower_codegen(tir_module *m, LLVMContextRef ctx, const lower_optio
     LLVMDisposeBuilder(c.b);
     tc_arena_free(arena);
     if (!c.ok) {
-        if (over_limit) *over_limit = c.over_limit;
         LLVMDisposeModule(mod);
         return NULL;
     }

@@ -1,4 +1,5 @@
-/* codegen_internal.h - private to lower/codegen*.c and lower/cg_*.c: the code generation context
+/* codegen_internal.h - private to lower/codegen*.c and lower/cg_*.c (and lower/smem_plan.c,
+ * which sizes shared memory with codegen's own sizing functions): the code generation context
  * (cg), the types and limits the concern files share, and the functions one of them defines
  * and another calls. codegen.c holds the overview of the whole lowering. */
 #ifndef TILEC_LOWER_CODEGEN_INTERNAL_H
@@ -11,7 +12,8 @@ enum {
     CG_SMEM_SLOT_BYTES = 8, /* one reduction partial per warp, any element type */
     CG_MAX_LAYOUTS = 32,    /* layouts whose thread bases are kept (more are recomputed) */
     CG_MAX_STATIC_SMEM = 48 * 1024, /* static shared memory of one CTA on every target; a kernel
-                                       needing more gets the dynamic array (see gen_func) */
+                                       needing more gets the dynamic array (smem_plan.c sizes it, gen_func
+                                       declares it) */
     CG_MOVE_ROUND_BYTES = 16 * 1024, /* a larger tile changes layout through scratch in rounds of this
                                         size (a 128x128 f32 accumulator in 4), which leaves room
                                         for other shared memory */
@@ -44,8 +46,6 @@ typedef struct cg {
         LLVMValueRef base[TIR_MAX_RANK];
     } bases[CG_MAX_LAYOUTS];
     uint32_t nbases;
-    bool over_limit;                        /* the error is the kernel's: it needs more than the target has */
-    uint32_t smem_limit;                    /* shared memory one CTA may have on the target (lower_smem_limit) */
     const char *arch;                       /* the target, for messages */
     LLVMValueRef str_true, str_false;       /* print's i1 texts (module constants), made when first needed */
     const struct cg_dot_lowering *dot;      /* the target's tensor-core dot (cg_dot_lowering_for) */

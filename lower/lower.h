@@ -44,6 +44,9 @@ typedef struct lower_options {
     tc_strbuf *notes;       /* where passes explain what they chose
                                ("file:line:col: note: ..." lines; tilec
                                --verbose); NULL: nowhere */
+    bool *over_limit;       /* set when a kernel needs more shared memory
+                               than the target has: its error, not the
+                               compiler's; NULL: not asked */
 } lower_options;
 
 typedef bool (*lower_pass_fn)(tir_module *m, const lower_options *opt, tc_diag *diag);
@@ -61,6 +64,9 @@ bool lower_simplify(tir_module *m, const lower_options *opt, tc_diag *diag); /* 
 bool lower_layout(tir_module *m, const lower_options *opt, tc_diag *diag);   /* blocked layouts */
 bool lower_pipeline_loops(tir_module *m, const lower_options *opt, tc_diag *diag); /* loads ahead via cp.async */
 bool lower_stage_operands(tir_module *m, const lower_options *opt, tc_diag *diag); /* dot operands via swizzled smem */
+bool lower_smem_plan(tir_module *m, const lower_options *opt, tc_diag *diag);     /* shared memory sized and checked */
+/* The bytes of a kernel's shared-memory area as smem_plan recorded it. */
+uint32_t lower_smem_bytes(const tir_func *f);
 
 /* The most shared memory (bytes) one CTA may use on `arch` ("sm_80",
  * "sm_90a"; NULL or unknown: sm_80's), with the dynamic opt-in
@@ -80,12 +86,10 @@ uint64_t lower_func_buffer_bytes(tir_func *f);
 bool lower_run_pipeline(tir_module *m, const lower_options *opt, tc_diag *diag);
 
 /* Builds the LLVM module (one kernel function per tir_func, NVPTX triple and
- * data layout, nvvm annotations). The IR must be laid out. NULL on error;
- * then *over_limit (if given) says whether the error was a kernel asking
- * for more than the target has (shared memory): the source's fault, not
- * the compiler's. */
-LLVMModuleRef lower_codegen(tir_module *m, LLVMContextRef ctx, const lower_options *opt, tc_diag *diag,
-                            bool *over_limit);
+ * data layout, nvvm annotations). The IR must have been through the whole
+ * pipeline (laid out, its shared memory planned); codegen only reads it.
+ * NULL on error. */
+LLVMModuleRef lower_codegen(tir_module *m, LLVMContextRef ctx, const lower_options *opt, tc_diag *diag);
 
 /* ---- analyses shared by passes and codegen ---------------------------- */
 /* What is known about the integer (or pointer) values of a 1-D tile along

@@ -759,6 +759,21 @@ static bool parse_kernel(reader *r) {
         f->num_warps = (int)w;
     }
     if (accept(r, "num_stages") && !stages(r, &f->num_stages)) return false;
+    if (accept(r, "smem")) {
+        static const char *const parts[3] = {"slots", "buffers", "scratch"};
+        uint32_t *field[3] = {&f->smem.slots, &f->smem.buffers, &f->smem.scratch};
+        if (!expect(r, "(")) return false;
+        for (int i = 0; i < 3; i++) {
+            int64_t bytes;
+            if ((i && !expect(r, ",")) || !expect(r, parts[i]) || !expect(r, "=") || !number(r, &bytes)) return false;
+            if (bytes < 0 || bytes > TIR_MAX_DYNAMIC_SMEM) {
+                error_here(r, "smem out of range");
+                return false;
+            }
+            *field[i] = (uint32_t)bytes;
+        }
+        if (!expect(r, ")")) return false;
+    }
     if (accept(r, "dynamic_smem")) {
         int64_t bytes;
         if (!expect(r, "(") || !number(r, &bytes) || !expect(r, ")")) return false;

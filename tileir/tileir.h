@@ -342,9 +342,16 @@ struct tir_func {
     int num_warps;       /* 0: not chosen yet */
     int num_stages;      /* software-pipelining depth of its loops that
                             name none; 0: the compiler's choice */
+    /* The kernel's shared-memory area as the smem_plan pass sizes it
+     * (lower/smem_plan.c), which codegen lays out: `slots` bytes of the
+     * rank-1 reductions' slots, then (from a 16-byte boundary) `buffers`
+     * bytes of local_alloc buffers, then one scratch area of `scratch`
+     * bytes; all 0 before the pass. Printed smem(slots=S, buffers=B,
+     * scratch=X). */
+    struct { uint32_t slots, buffers, scratch; } smem;
     uint32_t dynamic_smem; /* bytes of dynamic shared memory a launch must give
-                              it: set by codegen for kernels over 48 KB of
-                              shared memory (lower/codegen.c), 0 otherwise */
+                              it: set by the smem_plan pass for kernels over
+                              48 KB of shared memory, 0 otherwise */
     tc_loc loc;
     uint32_t next_value_id;
     tir_func *next;

@@ -149,7 +149,7 @@ static void test_codegen_vadd_to_ptx(void **state) {
     lower_options opt = {.compile = {.opt_level = 2, .arch = "sm_80"}};
     assert_true(lower_run_pipeline(f.m, &opt, &f.diag));
     LLVMContextRef ctx = LLVMContextCreate();
-    LLVMModuleRef mod = lower_codegen(f.m, ctx, &opt, &f.diag, NULL);
+    LLVMModuleRef mod = lower_codegen(f.m, ctx, &opt, &f.diag);
     assert_non_null(mod);
     tc_strbuf ptx;
     tc_strbuf_init(&ptx);
