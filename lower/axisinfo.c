@@ -85,7 +85,7 @@ static void set(lower_axis_map *map, const tir_value *v, lower_axis_info i) {
 static lower_axis_info sum_facts(const tir_op *op, lower_axis_info a, lower_axis_info b) {
     lower_axis_info out;
     int64_t scale = 1; /* offsets count elements; pointer facts count bytes */
-    if (op->code == TIR_OP_ADDPTR) scale = (tir_elem_bits((tir_elem)op->operands[0]->type.pointee) + 7) / 8;
+    if (op->code == TIR_OP_ADDPTR) scale = (tir_elem_bits(tir_type_pointee(op->operands[0]->type)) + 7) / 8;
     /* a run stays contiguous when the other side is constant across it */
     out.contiguity = max64(min64(a.contiguity, b.constancy), op->code == TIR_OP_SUB ? 1 : min64(b.contiguity, a.constancy));
     out.constancy = gcd64(a.constancy, b.constancy);
@@ -129,7 +129,7 @@ static void analyze(tir_op *op, void *p) {
     switch (op->code) {
     case TIR_OP_CONST:
         out = (lower_axis_info){.contiguity = 1, .constancy = n,
-                                .divisibility = tir_elem_is_int((tir_elem)r->type.elem) ? pow2_divisor(op->attr.ival) : 1};
+                                .divisibility = tir_elem_is_int(tir_type_elem(r->type)) ? pow2_divisor(op->attr.ival) : 1};
         break;
     case TIR_OP_ARANGE:
         out = (lower_axis_info){.contiguity = n, .constancy = 1, .divisibility = pow2_divisor(op->attr.range.lo)};
@@ -171,7 +171,7 @@ static void analyze(tir_op *op, void *p) {
         break;
     case TIR_OP_CAST: {
         /* sign-extending an integer keeps its values, so keeps every fact */
-        tir_elem from = (tir_elem)op->operands[0]->type.elem, to = (tir_elem)r->type.elem;
+        tir_elem from = tir_type_elem(op->operands[0]->type), to = tir_type_elem(r->type);
         if (tir_elem_is_int(from) && from != TIR_I1 && tir_elem_is_int(to) && tir_elem_bits(to) >= tir_elem_bits(from)) {
             out = a;
             break;
@@ -189,7 +189,7 @@ static void analyze(tir_op *op, void *p) {
          * elements are unrelated except by divisibility */
         const tir_value *x = op->operands[0];
         unsigned rr = r->type.rank, xr = x->type.rank;
-        int64_t unit = r->type.elem == TIR_PTR ? (tir_elem_bits((tir_elem)r->type.pointee) + 7) / 8 : 1;
+        int64_t unit = r->type.elem == TIR_PTR ? (tir_elem_bits(tir_type_pointee(r->type)) + 7) / 8 : 1;
         lower_axis_info loose = {.contiguity = 1, .constancy = 1, .divisibility = div_at(a, 1, unit)};
         if (op->code == TIR_OP_EXPAND_DIMS) out = (unsigned)op->attr.axis == rr - 1 ? loose : a;
         else if (op->code == TIR_OP_BROADCAST)
@@ -254,7 +254,7 @@ tir_value *lower_carried_step(const tir_op *loop, uint32_t arg) {
     const tir_op *next = body->last->operands[arg - 1]->def;
     if (!next || next->parent != body || next->noperands != 2) return NULL;
     /* float additions round: k of them are not one add of k*d */
-    if (next->code != TIR_OP_ADDPTR && !(next->code == TIR_OP_ADD && tir_elem_is_int((tir_elem)v->type.elem)))
+    if (next->code != TIR_OP_ADDPTR && !(next->code == TIR_OP_ADD && tir_elem_is_int(tir_type_elem(v->type))))
         return NULL;
     tir_value *d = next->operands[0] == v ? next->operands[1]
                    : next->code == TIR_OP_ADD && next->operands[1] == v ? next->operands[0]

@@ -27,7 +27,7 @@ static LLVMValueRef fma_input(cg *c, const tir_op *op, LLVMValueRef v, tir_elem 
 
 static void gen_dot_fma(cg *c, const tir_op *op) {
     const tir_value *a = op->operands[0], *b = op->operands[1], *acc = op->operands[2], *res = op->results[0];
-    tir_elem in = (tir_elem)a->type.elem;
+    tir_elem in = tir_type_elem(a->type);
     uint32_t k = a->type.shape[1];
     view vr = view_of(&res->type), va = view_of(&a->type), vb = view_of(&b->type);
     if (va.nreg[1] != k || vb.nreg[0] != k || va.nreg[0] != vr.nreg[0] || vb.nreg[1] != vr.nreg[1]) {

@@ -46,7 +46,7 @@ static bool mma_instr_for(tir_elem in, uint32_t k, mma_instr *out) {
 /* One 32-bit fragment register from kw elements of a dot operand,
  * starting at register `first`. */
 static LLVMValueRef pack_fragment(cg *c, const tir_value *x, uint32_t first, bool as_vector) {
-    tir_elem e = (tir_elem)x->type.elem;
+    tir_elem e = tir_type_elem(x->type);
     LLVMTypeRef i32 = LLVMInt32TypeInContext(c->ctx);
     if (e == TIR_F32) { /* tf32: cvt.rna.tf32.f32, the bits in an i32 */
         LLVMValueRef v = reg(c, x, first);
@@ -64,7 +64,7 @@ static LLVMValueRef pack_fragment(cg *c, const tir_value *x, uint32_t first, boo
 
 static void gen_dot_mma(cg *c, const tir_op *op) {
     const tir_value *a = op->operands[0], *b = op->operands[1], *acc = op->operands[2], *res = op->results[0];
-    tir_elem in = (tir_elem)a->type.elem;
+    tir_elem in = tir_type_elem(a->type);
     const tir_layout *l = &res->type.layout;
     uint32_t m = res->type.shape[0], n = res->type.shape[1], k = a->type.shape[1];
     mma_instr ins;

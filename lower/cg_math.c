@@ -10,7 +10,7 @@
 
 void gen_const(cg *c, const tir_op *op) {
     const tir_value *v = op->results[0];
-    tir_elem e = (tir_elem)v->type.elem;
+    tir_elem e = tir_type_elem(v->type);
     LLVMTypeRef ty = elem_type(c, e);
     LLVMValueRef k = tir_elem_is_float(e) ? LLVMConstReal(ty, op->attr.fval)
                                           : LLVMConstInt(ty, (unsigned long long)op->attr.ival, true);
@@ -105,7 +105,7 @@ LLVMValueRef intrinsic(cg *c, const char *name, LLVMTypeRef ty, LLVMValueRef *ar
 
 void gen_math(cg *c, const tir_op *op) {
     const tir_value *res = op->results[0];
-    tir_elem e = (tir_elem)res->type.elem;
+    tir_elem e = tir_type_elem(res->type);
     bool fl = tir_elem_is_float(e);
     LLVMTypeRef ty = elem_type(c, e);
     LLVMValueRef *r = new_regs(c, res);
@@ -136,7 +136,7 @@ void gen_math(cg *c, const tir_op *op) {
  * bf16 go through f32. */
 void gen_approx(cg *c, const tir_op *op) {
     const tir_value *res = op->results[0];
-    tir_elem e = (tir_elem)res->type.elem;
+    tir_elem e = tir_type_elem(res->type);
     static const char *const f32_names[] = {"llvm.nvvm.ex2.approx.f", "llvm.nvvm.lg2.approx.f", "llvm.nvvm.sin.approx.f",
                                             "llvm.nvvm.cos.approx.f", "llvm.nvvm.rsqrt.approx.f"};
     const char *name = f32_names[op->code - TIR_OP_EXP2];
@@ -176,7 +176,7 @@ static LLVMValueRef horner_f32(cg *c, const float *k, int n, LLVMValueRef x) {
 
 void gen_erf(cg *c, const tir_op *op) {
     const tir_value *res = op->results[0];
-    LLVMTypeRef f32 = LLVMFloatTypeInContext(c->ctx), ty = elem_type(c, (tir_elem)res->type.elem);
+    LLVMTypeRef f32 = LLVMFloatTypeInContext(c->ctx), ty = elem_type(c, tir_type_elem(res->type));
     const char *name = "llvm.nvvm.ex2.approx.f";
     unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
     LLVMValueRef ex2 = LLVMGetIntrinsicDeclaration(c->mod, id, NULL, 0);

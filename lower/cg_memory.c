@@ -35,7 +35,7 @@ uint32_t vec_width(cg *c, const tir_value *ptrs, bool *check_align) {
     if (ptrs->type.rank == 0) return 1;
     if (is_mma_kind(&ptrs->type.layout)) return 1; /* fragments hold pairs at most: one access each */
     lower_axis_info ai = lower_axis_get(c->axis, ptrs);
-    int64_t eb = (tir_elem_bits((tir_elem)ptrs->type.pointee) + 7) / 8;
+    int64_t eb = (tir_elem_bits(tir_type_pointee(ptrs->type)) + 7) / 8;
     int64_t v = last_dim_regs(&ptrs->type);
     if (ai.contiguity < v) v = ai.contiguity;
     if (LOWER_MAX_ACCESS_BYTES / eb < v) v = LOWER_MAX_ACCESS_BYTES / eb;
@@ -57,7 +57,7 @@ uint32_t equal_run(cg *c, const tir_value *v) {
 /* True when the address of every group of `vec` registers is aligned to the
  * group's size. */
 LLVMValueRef groups_aligned(cg *c, const tir_value *ptrs, uint32_t n, uint32_t vec) {
-    uint32_t bytes = vec * ((tir_elem_bits((tir_elem)ptrs->type.pointee) + 7) / 8);
+    uint32_t bytes = vec * ((tir_elem_bits(tir_type_pointee(ptrs->type)) + 7) / 8);
     LLVMTypeRef i64 = LLVMInt64TypeInContext(c->ctx);
     LLVMValueRef low = NULL;
     for (uint32_t r = 0; r < n; r += vec) {
@@ -178,7 +178,7 @@ static void predicated_store(cg *c, tir_elem e, LLVMValueRef p, LLVMValueRef v, 
 LLVMValueRef lane_ptr(cg *c, const tir_value *ptrs, uint32_t r, uint32_t vec) {
     if (vec <= 1 || r % vec == 0) return reg(c, ptrs, r);
     LLVMValueRef at = i32c(c, r % vec);
-    return LLVMBuildGEP2(c->b, mem_type(c, (tir_elem)ptrs->type.pointee), reg(c, ptrs, r - r % vec), &at, 1, "");
+    return LLVMBuildGEP2(c->b, mem_type(c, tir_type_pointee(ptrs->type)), reg(c, ptrs, r - r % vec), &at, 1, "");
 }
 
 /* Plain (unmasked) vector load of `vec` registers starting at r. */
@@ -197,7 +197,7 @@ static void vector_load(cg *c, const tir_value *ptrs, tir_elem e, uint32_t r, ui
 }
 
 static void vector_store(cg *c, const tir_value *ptrs, const tir_value *val, uint32_t r, uint32_t vec) {
-    tir_elem e = (tir_elem)val->type.elem;
+    tir_elem e = tir_type_elem(val->type);
     unsigned eb = (tir_elem_bits(e) + 7) / 8;
     LLVMValueRef x = to_mem(c, e, reg(c, val, r));
     if (vec > 1) {
@@ -253,7 +253,7 @@ static LLVMValueRef run_count(cg *c, const tir_value *m, uint32_t r, uint32_t ve
     }
     case TIR_OP_LT: case TIR_OP_LE: case TIR_OP_GT: case TIR_OP_GE: {
         const tir_value *x = op->operands[0], *y = op->operands[1];
-        if (!tir_elem_is_int((tir_elem)x->type.elem) || x->type.elem == TIR_I1) return NULL;
+        if (!tir_elem_is_int(tir_type_elem(x->type)) || x->type.elem == TIR_I1) return NULL;
         bool lt = op->code == TIR_OP_LT || op->code == TIR_OP_GT;
         if (op->code == TIR_OP_GT || op->code == TIR_OP_GE) { /* y > x: x < y */
             const tir_value *t = x;
@@ -300,7 +300,7 @@ LLVMValueRef *mask_lanes(cg *c, const tir_value *mask, uint32_t n, uint32_t vec,
 void gen_load(cg *c, const tir_op *op) {
     const tir_value *ptrs = op->operands[0], *res = op->results[0];
     const tir_value *mask = op->noperands > 1 ? op->operands[1] : NULL;
-    tir_elem e = (tir_elem)res->type.elem;
+    tir_elem e = tir_type_elem(res->type);
     LLVMTypeRef ty = elem_type(c, e);
     bool check_align;
     uint32_t vec = vec_width(c, ptrs, &check_align);
@@ -388,7 +388,7 @@ LLVMValueRef element_owner(cg *c, const tir_type *t) {
 void gen_store(cg *c, const tir_op *op) {
     const tir_value *ptrs = op->operands[0], *val = op->operands[1];
     const tir_value *mask = op->noperands > 2 ? op->operands[2] : NULL;
-    tir_elem e = (tir_elem)val->type.elem;
+    tir_elem e = tir_type_elem(val->type);
     bool check_align;
     uint32_t vec = vec_width(c, ptrs, &check_align);
     uint32_t n = reg_count(&ptrs->type);
@@ -481,7 +481,7 @@ static bool replicates(const tir_type *t) {
 uint32_t atomic_scratch(const tir_func *f, const tir_op *op) {
     const tir_value *res = op->results[0];
     if (!replicates(&res->type) || !tir_value_has_uses(f, res)) return 0;
-    return (uint32_t)tir_type_numel(res->type) * scratch_elem_bytes((tir_elem)res->type.elem);
+    return (uint32_t)tir_type_numel(res->type) * scratch_elem_bytes(tir_type_elem(res->type));
 }
 
 static void fence_acq_rel_gpu(cg *c) {
@@ -536,7 +536,7 @@ static LLVMValueRef atomic_elem(cg *c, tir_opcode code, tir_elem e, LLVMValueRef
 /* Old values, owned or not, from the owners: each owner writes its
  * registers at their row-major index, a barrier, every thread reads. */
 static void share_from_owners(cg *c, const tir_value *res, LLVMValueRef owner, LLVMValueRef *old) {
-    tir_elem e = (tir_elem)res->type.elem;
+    tir_elem e = tir_type_elem(res->type);
     unsigned eb = scratch_elem_bytes(e);
     uint32_t n = c->nregs[res->id];
     barrier(c); /* the scratch area's last readers are done */
@@ -563,7 +563,7 @@ void gen_atomic(cg *c, const tir_op *op) {
     uint32_t nvals = op->code == TIR_OP_ATOMIC_CAS ? 2 : 1;
     const tir_value *val = op->operands[nvals], *cmp = nvals == 2 ? op->operands[1] : NULL;
     const tir_value *mask = op->noperands > 1 + nvals ? op->operands[1 + nvals] : NULL;
-    tir_elem e = (tir_elem)res->type.elem;
+    tir_elem e = tir_type_elem(res->type);
     if (!tir_atomic_supports(op->code, e)) { /* the verifier says so too */
         cg_error(c, op, "this atomic does not support its element type");
         return;

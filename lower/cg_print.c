@@ -141,7 +141,7 @@ static void print_element(cg *c, const tir_op *op, uint32_t r, LLVMValueRef owne
         put_literal(&fmt, op->attr.text);
     }
     for (uint32_t i = 0; i < op->noperands; i++)
-        args[n++] = printf_arg(c, (tir_elem)op->operands[i]->type.elem, reg(c, op->operands[i], r), &fmt);
+        args[n++] = printf_arg(c, tir_type_elem(op->operands[i]->type), reg(c, op->operands[i], r), &fmt);
     tc_strbuf_putc(&fmt, '\n');
     call_vprintf(c, site, fmt.data, args, n);
     tc_strbuf_free(&fmt);

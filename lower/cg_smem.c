@@ -54,7 +54,7 @@ static LLVMValueRef slot_addr_at(cg *c, const tir_op *op, LLVMValueRef const *co
     off = off ? LLVMBuildAdd(c->b, LLVMBuildMul(c->b, off, i32c(c, shape[ord[0]]), ""), col, "") : col;
     uint32_t slot_elems = (uint32_t)(tir_type_numel(*bt) / bt->shape[0]);
     LLVMValueRef at = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, reg(c, op->operands[1], 0), i32c(c, slot_elems), ""), off, "");
-    return LLVMBuildGEP2(c->b, mem_type(c, (tir_elem)bt->elem), reg(c, op->operands[0], 0), &at, 1, "");
+    return LLVMBuildGEP2(c->b, mem_type(c, tir_type_elem(*bt)), reg(c, op->operands[0], 0), &at, 1, "");
 }
 
 /* The shared address of the element register r of a tile of type t (one
@@ -76,7 +76,7 @@ static uint32_t slot_run(const tir_op *op, const tir_type *t) {
     unsigned fast = v.l.ord[0];
     if (fast != slot_contig_dim(bt)) return 1;
     uint32_t w = v.l.spt[fast] < v.nreg[fast] ? v.l.spt[fast] : v.nreg[fast];
-    uint32_t eb = scratch_elem_bytes((tir_elem)bt->elem);
+    uint32_t eb = scratch_elem_bytes(tir_type_elem(*bt));
     if (w > LOWER_MAX_ACCESS_BYTES / eb) w = LOWER_MAX_ACCESS_BYTES / eb;
     if (bt->layout.kind == TIR_LAYOUT_SHARED && bt->layout.sw_max_phase > 1 && w > bt->layout.sw_vec) w = bt->layout.sw_vec;
     return floor_pow2(w);
@@ -91,7 +91,7 @@ static void cp_async(cg *c, LLVMValueRef dst, LLVMValueRef src, uint32_t bytes, 
 
 void gen_async_copy(cg *c, const tir_op *op) {
     const tir_value *ptrs = op->operands[2], *mask = op->noperands > 3 ? op->operands[3] : NULL;
-    tir_elem e = (tir_elem)ptrs->type.pointee;
+    tir_elem e = tir_type_pointee(ptrs->type);
     unsigned eb = scratch_elem_bytes(e);
     uint32_t n = reg_count(&ptrs->type);
     bool check_align;
@@ -159,7 +159,7 @@ void gen_async_copy(cg *c, const tir_op *op) {
 static bool ldmatrix_fits(const tir_op *op) {
     const tir_type *t = &op->results[0]->type, *bt = &op->operands[0]->type;
     if (t->layout.kind != TIR_LAYOUT_DOT_OP || bt->rank != 3) return false;
-    unsigned eb = scratch_elem_bytes((tir_elem)t->elem), kw = t->layout.dot_kw;
+    unsigned eb = scratch_elem_bytes(tir_type_elem(*t)), kw = t->layout.dot_kw;
     unsigned kdim = t->layout.dot_idx == 0 ? 1 : 0, cd = slot_contig_dim(bt);
     if (cd != kdim && (kw != 2 || eb != 2)) return false; /* .trans moves 16-bit elements only */
     if (kw * eb != 4 || t->shape[cd] * eb < 16) return false;
@@ -171,7 +171,7 @@ static void gen_ldmatrix(cg *c, const tir_op *op) {
     const tir_value *res = op->results[0];
     const tir_type *t = &res->type;
     const tir_layout *l = &t->layout;
-    tir_elem e = (tir_elem)t->elem;
+    tir_elem e = tir_type_elem(*t);
     unsigned kw = l->dot_kw, kdim = l->dot_idx == 0 ? 1 : 0, gdim = 1 - kdim;
     unsigned cd = slot_contig_dim(&op->operands[0]->type);
     bool trans = cd != kdim;
@@ -235,7 +235,7 @@ void gen_local_load(cg *c, const tir_op *op) {
         return;
     }
     const tir_value *res = op->results[0];
-    tir_elem e = (tir_elem)res->type.elem;
+    tir_elem e = tir_type_elem(res->type);
     uint32_t w = slot_run(op, &res->type), eb = scratch_elem_bytes(e);
     LLVMValueRef *out = new_regs(c, res);
     for (uint32_t r = 0; r < c->nregs[res->id]; r += w) {
@@ -249,7 +249,7 @@ void gen_local_load(cg *c, const tir_op *op) {
 
 void gen_local_store(cg *c, const tir_op *op) {
     const tir_value *x = op->operands[2];
-    tir_elem e = (tir_elem)x->type.elem;
+    tir_elem e = tir_type_elem(x->type);
     uint32_t w = slot_run(op, &x->type), eb = scratch_elem_bytes(e), n = reg_count(&x->type);
     for (uint32_t r = 0; r < n; r += w) {
         LLVMValueRef v = to_mem(c, e, reg(c, x, r));

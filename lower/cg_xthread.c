@@ -74,7 +74,7 @@ void gen_reduce(cg *c, const tir_op *op) {
         gen_reduce_general(c, op);
         return;
     }
-    tir_elem e = (tir_elem)x->type.elem;
+    tir_elem e = tir_type_elem(x->type);
     uint32_t n = x->type.shape[0], spt = x->type.layout.spt[0], threads = 32u * (uint32_t)c->f->num_warps;
     /* threads holding distinct elements: all, or the first n / spt (the
      * layout pass keeps spt <= n, so a thread's own registers differ) */
@@ -134,7 +134,7 @@ uint32_t reduce_scratch(const tir_op *op) {
     if (is_rank1_blocked(x)) return 0;
     view v = view_of(x);
     uint32_t dw = distinct_warps(&v, view_dim(&v, (unsigned)op->attr.axis));
-    return dw > 1 ? dw * (uint32_t)tir_type_numel(op->results[0]->type) * scratch_elem_bytes((tir_elem)x->elem) : 0;
+    return dw > 1 ? dw * (uint32_t)tir_type_numel(op->results[0]->type) * scratch_elem_bytes(tir_type_elem(*x)) : 0;
 }
 
 /* A reduction along a dim of any tile: within each thread over the
@@ -146,7 +146,7 @@ uint32_t reduce_scratch(const tir_op *op) {
  * layout enumerates them. */
 static void gen_reduce_general(cg *c, const tir_op *op) {
     const tir_value *x = op->operands[0], *res = op->results[0];
-    tir_elem e = (tir_elem)x->type.elem;
+    tir_elem e = tir_type_elem(x->type);
     view vx = view_of(&x->type);
     unsigned va = view_dim(&vx, (unsigned)op->attr.axis);
     view vr = vx;
@@ -269,7 +269,7 @@ uint32_t scan_scratch(const tir_op *op) {
     if (p.dw <= 1) return 0;
     const tir_type *t = &op->operands[0]->type;
     uint32_t others = (uint32_t)(tir_type_numel(*t) / p.vx.shape[p.a]);
-    return p.segs * p.dw * others * scratch_elem_bytes((tir_elem)t->elem);
+    return p.segs * p.dw * others * scratch_elem_bytes(tir_type_elem(*t));
 }
 
 /* v + carry where `when` is true (always when it is NULL), else v: an
@@ -293,7 +293,7 @@ static LLVMValueRef scan_pos(cg *c, const scan_plan *p, bool warps, LLVMValueRef
 
 void gen_scan(cg *c, const tir_op *op) {
     const tir_value *x = op->operands[0], *res = op->results[0];
-    tir_elem e = (tir_elem)x->type.elem;
+    tir_elem e = tir_type_elem(x->type);
     scan_plan p = plan_scan(op);
     LLVMValueRef *out = new_regs(c, res);
     if (c->nregs[res->id] != c->nregs[x->id]) {
@@ -424,7 +424,7 @@ void gen_scan(cg *c, const tir_op *op) {
  * row, 2-way at best, and the index arithmetic made tf32's general path
  * spill). */
 static uint32_t move_row_pad(const tir_type *x, uint32_t chunk) {
-    uint32_t eb = scratch_elem_bytes((tir_elem)x->elem), n = x->rank >= 2 ? x->shape[x->rank - 1u] : 0;
+    uint32_t eb = scratch_elem_bytes(tir_type_elem(*x)), n = x->rank >= 2 ? x->shape[x->rank - 1u] : 0;
     if (n == 0 || chunk < n || (n * eb) % 32 != 0 || eb > 2) return 0;
     return 16 / eb;
 }
@@ -432,7 +432,7 @@ static uint32_t move_row_pad(const tir_type *x, uint32_t chunk) {
 /* Elements of a tile of type x that one round of a move through scratch
  * holds: all of them, or CG_MOVE_ROUND_BYTES' worth for larger tiles. */
 static uint32_t move_chunk(const tir_type *x) {
-    uint32_t eb = scratch_elem_bytes((tir_elem)x->elem), numel = (uint32_t)tir_type_numel(*x);
+    uint32_t eb = scratch_elem_bytes(tir_type_elem(*x)), numel = (uint32_t)tir_type_numel(*x);
     return numel * eb > CG_MOVE_ROUND_BYTES ? CG_MOVE_ROUND_BYTES / eb : numel;
 }
 
@@ -453,11 +453,11 @@ uint32_t move_scratch(const tir_op *op) {
     case TIR_OP_RESHAPE: break;
     default: return 0;
     }
-    uint32_t eb = scratch_elem_bytes((tir_elem)x->elem), numel = (uint32_t)tir_type_numel(*x);
+    uint32_t eb = scratch_elem_bytes(tir_type_elem(*x)), numel = (uint32_t)tir_type_numel(*x);
     /* in rounds of CG_MOVE_ROUND_BYTES, plus a spare slot per thread where
      * the elements of other rounds go (see gen_move_scratch); rows padded */
     uint32_t threads = 32u * (uint32_t)(op->parent && op->parent->func->num_warps ? op->parent->func->num_warps
-                                                                                   : LOWER_MAX_NUM_WARPS);
+                                                                                   : TILEC_MAX_NUM_WARPS);
     uint32_t chunk = move_chunk(x);
     uint32_t bytes = (chunk + move_row_pad(x, chunk) * (chunk / x->shape[x->rank - 1u])) * eb;
     return chunk < numel ? bytes + eb * threads : bytes;
@@ -477,7 +477,7 @@ static LLVMValueRef padded_slot(cg *c, LLVMValueRef lin, uint32_t chunk, uint32_
  * of an element write the same value to the same place. */
 void gen_move_scratch(cg *c, const tir_op *op) {
     const tir_value *x = op->operands[0], *res = op->results[0];
-    tir_elem e = (tir_elem)x->type.elem;
+    tir_elem e = tir_type_elem(x->type);
     unsigned eb = scratch_elem_bytes(e);
     LLVMTypeRef ty = e == TIR_PTR ? elem_type(c, e) : mem_type(c, e);
     uint32_t numel = (uint32_t)tir_type_numel(x->type), nx = c->nregs[x->id], nr = reg_count(&res->type);

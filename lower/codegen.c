@@ -97,7 +97,7 @@ static void gen_op(cg *c, const tir_op *op);
 static void head_phis(cg *c, tir_value *const *args, uint32_t n, tir_value *const *inits, LLVMBasicBlockRef pre) {
     for (uint32_t a = 0; a < n; a++) {
         LLVMValueRef *r = new_regs(c, args[a]);
-        LLVMTypeRef ty = elem_type(c, (tir_elem)args[a]->type.elem);
+        LLVMTypeRef ty = elem_type(c, tir_type_elem(args[a]->type));
         for (uint32_t i = 0; i < c->nregs[args[a]->id]; i++) {
             r[i] = LLVMBuildPhi(c->b, ty, "");
             LLVMValueRef in = reg(c, inits[a], i);
@@ -161,7 +161,7 @@ static void gen_merge(cg *c, tir_value *const *dst, uint32_t ndst, LLVMBasicBloc
                       const tir_op *const *yields, uint32_t n) {
     for (uint32_t k = 0; k < ndst; k++) {
         LLVMValueRef *r = new_regs(c, dst[k]);
-        LLVMTypeRef ty = elem_type(c, (tir_elem)dst[k]->type.elem);
+        LLVMTypeRef ty = elem_type(c, tir_type_elem(dst[k]->type));
         for (uint32_t i = 0; i < c->nregs[dst[k]->id]; i++) {
             r[i] = LLVMBuildPhi(c->b, ty, "");
             for (uint32_t j = 0; j < n; j++) {
@@ -270,7 +270,7 @@ static void gen_op(cg *c, const tir_op *op) {
     }
     case TIR_OP_NEG:
     case TIR_OP_NOT: {
-        tir_elem e = (tir_elem)res->type.elem;
+        tir_elem e = tir_type_elem(res->type);
         LLVMValueRef *r = new_regs(c, res);
         for (uint32_t i = 0; i < c->nregs[res->id]; i++) {
             LLVMValueRef a = reg(c, op->operands[0], i);
@@ -283,8 +283,8 @@ static void gen_op(cg *c, const tir_op *op) {
     case TIR_OP_CAST: {
         LLVMValueRef *r = new_regs(c, res);
         for (uint32_t i = 0; i < c->nregs[res->id]; i++)
-            r[i] = gen_cast(c, reg(c, op->operands[0], i), (tir_elem)op->operands[0]->type.elem,
-                            (tir_elem)res->type.elem);
+            r[i] = gen_cast(c, reg(c, op->operands[0], i), tir_type_elem(op->operands[0]->type),
+                            tir_type_elem(res->type));
         return;
     }
     case TIR_OP_SELECT: {
@@ -295,7 +295,7 @@ static void gen_op(cg *c, const tir_op *op) {
         return;
     }
     case TIR_OP_ADDPTR: {
-        LLVMTypeRef pointee = mem_type(c, (tir_elem)op->operands[0]->type.pointee);
+        LLVMTypeRef pointee = mem_type(c, tir_type_pointee(op->operands[0]->type));
         LLVMValueRef *r = new_regs(c, res);
         for (uint32_t i = 0; i < c->nregs[res->id]; i++) {
             LLVMValueRef off = reg(c, op->operands[1], i);
@@ -338,7 +338,7 @@ static void gen_op(cg *c, const tir_op *op) {
     default: break;
     }
     if ((info->flags & TIR_F_ELEMENTWISE) && op->noperands == 2) {
-        tir_elem e = (tir_elem)op->operands[0]->type.elem;
+        tir_elem e = tir_type_elem(op->operands[0]->type);
         LLVMValueRef *r = new_regs(c, res);
         /* a comparison the analysis finds constant over runs of k registers
          * (cols < n with n a multiple of 8) is made once per run: LLVM
@@ -385,7 +385,7 @@ static bool gen_func(cg *c, tir_func *f) {
     c->axis = lower_axis_analyze(f, c->arena);
     LLVMTypeRef *pt = TC_NEW_ARRAY(c->arena, LLVMTypeRef, f->nparams + 1);
     for (uint32_t i = 0; i < f->nparams; i++) {
-        tir_elem e = (tir_elem)f->params[i]->type.elem;
+        tir_elem e = tir_type_elem(f->params[i]->type);
         /* i1 travels as a byte: the launch ABI has no 1-bit parameters */
         pt[i] = e == TIR_I1 ? LLVMInt8TypeInContext(c->ctx) : elem_type(c, e);
     }

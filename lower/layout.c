@@ -443,8 +443,8 @@ static void repair(tir_op *op, void *p) {
         tir_value *r = op->results[0];
         tir_layout want[3];
         if (r->type.layout.kind == TIR_LAYOUT_MMA) {
-            want[0] = tir_layout_dot_op(&r->type.layout, 0, tir_dot_kw((tir_elem)op->operands[0]->type.elem));
-            want[1] = tir_layout_dot_op(&r->type.layout, 1, tir_dot_kw((tir_elem)op->operands[1]->type.elem));
+            want[0] = tir_layout_dot_op(&r->type.layout, 0, tir_dot_kw(tir_type_elem(op->operands[0]->type)));
+            want[1] = tir_layout_dot_op(&r->type.layout, 1, tir_dot_kw(tir_type_elem(op->operands[1]->type)));
         } else {
             want[0] = tir_layout_dot_fma(&r->type.layout, op->operands[0]->type.shape[1], 0);
             want[1] = tir_layout_dot_fma(&r->type.layout, op->operands[0]->type.shape[1], 1);
@@ -507,7 +507,7 @@ static void find_largest(tir_op *op, void *p) {
         }
     if ((op->code != TIR_OP_LOAD && op->code != TIR_OP_STORE) || !op->operands[0]->type.rank) return;
     tir_type ptrs = op->operands[0]->type;
-    uint64_t bytes = tir_type_numel(ptrs) * ((tir_elem_bits((tir_elem)ptrs.pointee) + 7) / 8);
+    uint64_t bytes = tir_type_numel(ptrs) * ((tir_elem_bits(tir_type_pointee(ptrs)) + 7) / 8);
     uint64_t *slot = op->code == TIR_OP_LOAD ? &t->loaded : &t->stored;
     if (bytes > *slot) *slot = bytes;
 }
@@ -521,14 +521,14 @@ static int heuristic_num_warps(const tile_bytes *t) {
     uint64_t b = t->loaded ? t->loaded : t->stored ? t->stored : t->computed;
     int w = b < 1024 ? 1 : b < 2048 ? 2 : b < 8192 ? LOWER_DEFAULT_NUM_WARPS : b < 16384 ? 8 : b < 131072 ? 16 : 32;
     /* a small load beside a large computed tile (arange(0, 1 << 20)) */
-    while (w < LOWER_MAX_NUM_WARPS && elems_per_thread(t, w) > TIR_MAX_THREAD_ELEMS) w *= 2;
+    while (w < TILEC_MAX_NUM_WARPS && elems_per_thread(t, w) > TIR_MAX_THREAD_ELEMS) w *= 2;
     return w;
 }
 
 static void find_widest(tir_op *op, void *p) {
     layout_ctx *c = p;
     if (op->code != TIR_OP_LOAD && op->code != TIR_OP_STORE) return;
-    unsigned bytes = (tir_elem_bits((tir_elem)op->operands[0]->type.pointee) + 7) / 8;
+    unsigned bytes = (tir_elem_bits(tir_type_pointee(op->operands[0]->type)) + 7) / 8;
     if (bytes > c->widest_bytes) c->widest_bytes = bytes;
 }
 
@@ -539,7 +539,7 @@ static void find_access_bytes(tir_op *op, void *p) {
     if (op->code != TIR_OP_LOAD && op->code != TIR_OP_STORE) return;
     const tir_value *ptrs = op->operands[0];
     if (!ptrs->type.rank) return;
-    unsigned bytes = (tir_elem_bits((tir_elem)ptrs->type.pointee) + 7) / 8;
+    unsigned bytes = (tir_elem_bits(tir_type_pointee(ptrs->type)) + 7) / 8;
     uint8_t *a = &c->access_bytes[find(c, ptrs->id)];
     if (!*a || bytes < *a) *a = (uint8_t)bytes;
 }
@@ -611,9 +611,9 @@ bool lower_layout(tir_module *m, const lower_options *opt, tc_diag *diag) {
         int w = opt->compile.num_warps ? opt->compile.num_warps : f->num_warps ? f->num_warps : heuristic_num_warps(&t);
         /* a .tir file may ask for any count; layouts and codegen's index
          * arithmetic need a power of two, and a CTA holds 1024 threads */
-        if (w < 1 || w > LOWER_MAX_NUM_WARPS || (w & (w - 1))) {
+        if (w < 1 || w > TILEC_MAX_NUM_WARPS || (w & (w - 1))) {
             tc_error_loc(diag, m->source_name, f->loc, "num_warps(%d) of kernel '%s' must be a power of two from 1 to %d",
-                         w, f->name, LOWER_MAX_NUM_WARPS);
+                         w, f->name, TILEC_MAX_NUM_WARPS);
             ok = false;
             continue;
         }

@@ -15,7 +15,6 @@
 
 enum {
     LOWER_DEFAULT_NUM_WARPS = 4,
-    LOWER_MAX_NUM_WARPS = 32,
     LOWER_WARP_SIZE = 32,
     LOWER_ASSUMED_PTR_ALIGN = 16, /* bytes; pointer parameters are assumed this
                                     aligned (docs/language.md; the runtime checks) */

@@ -118,7 +118,7 @@ static bool feeds_dot(const tir_block *body, const tir_value *v, int depth) {
 
 static bool is_zero(const tir_value *v) {
     if (!v->def || v->def->code != TIR_OP_CONST) return false;
-    return tir_elem_is_float((tir_elem)v->type.elem) ? v->def->attr.fval == 0.0 : v->def->attr.ival == 0;
+    return tir_elem_is_float(tir_type_elem(v->type)) ? v->def->attr.fval == 0.0 : v->def->attr.ival == 0;
 }
 
 /* The bytes of each cp.async that copies the tile of pointers `ptrs`:
@@ -131,7 +131,7 @@ static uint32_t copy_run_bytes(const lower_axis_map *axis, const tir_value *ptrs
     const tir_type *t = &ptrs->type;
     if (t->layout.kind != TIR_LAYOUT_BLOCKED) return LOWER_MAX_ACCESS_BYTES;
     unsigned last = t->rank - 1u;
-    int64_t eb = (tir_elem_bits((tir_elem)t->pointee) + 7) / 8;
+    int64_t eb = (tir_elem_bits(tir_type_pointee(*t)) + 7) / 8;
     if (t->layout.ord[0] != last) return (uint32_t)eb;
     lower_axis_info ai = lower_axis_get(axis, ptrs);
     int64_t run = t->layout.spt[last] < t->shape[last] ? t->layout.spt[last] : t->shape[last];
@@ -180,7 +180,7 @@ static tir_value *carried_ahead(pl_ctx *c, tir_builder *b, const tir_block *body
     tir_value *dk = clone_for_trip(c, b, body, lower_carried_step(body->parent, v->index), trip);
     const tir_op *step = body->last->operands[v->index - 1]->def;
     if (trip->ahead > 1) {
-        if (step->code == TIR_OP_ADDPTR && tir_elem_bits((tir_elem)dk->type.elem) < 64) dk = tir_build_cast(b, dk, TIR_I64);
+        if (step->code == TIR_OP_ADDPTR && tir_elem_bits(tir_type_elem(dk->type)) < 64) dk = tir_build_cast(b, dk, TIR_I64);
         dk = tir_build_binary(b, TIR_OP_MUL, dk, tir_build_const_int(b, dk->type, trip->ahead));
     }
     tir_value *ops[2] = {base, dk};
@@ -284,7 +284,7 @@ static void pipeline_loop(pl_ctx *c, tir_op *loop) {
     b.func = c->f;
     b.loc = loop->loc;
     tir_value *lo = loop->operands[0], *step = loop->operands[2];
-    tir_elem ie = (tir_elem)lo->type.elem;
+    tir_elem ie = tir_type_elem(lo->type);
 
     /* before the loop: the buffers and the first S-1 trips' copies */
     tir_builder_before(&b, loop);

@@ -16,7 +16,7 @@ typedef struct simplify_ctx {
 } simplify_ctx;
 
 static bool const_int(const tir_value *v, int64_t *out) {
-    if (!v->def || v->def->code != TIR_OP_CONST || !tir_elem_is_int((tir_elem)v->type.elem)) return false;
+    if (!v->def || v->def->code != TIR_OP_CONST || !tir_elem_is_int(tir_type_elem(v->type))) return false;
     *out = v->def->attr.ival;
     return true;
 }
@@ -64,10 +64,10 @@ static void fold_op(tir_op *op, void *p) {
     if (op->noperands != 2 || !(tir_ops[op->code].flags & TIR_F_ELEMENTWISE) || (tir_ops[op->code].flags & TIR_F_WRITES))
         return;
     bool ca = const_int(op->operands[0], &a), cb = const_int(op->operands[1], &b);
-    tir_elem el = (tir_elem)op->operands[0]->type.elem;
+    tir_elem el = tir_type_elem(op->operands[0]->type);
     if (ca && cb && tir_elem_is_int(el) && fold(op->code, a, b, tir_elem_bits(el), &v)) {
         op->code = TIR_OP_CONST;
-        op->attr.ival = tir_wrap_int(v, (tir_elem)r->type.elem);
+        op->attr.ival = tir_wrap_int(v, tir_type_elem(r->type));
         op->noperands = 0;
         return;
     }

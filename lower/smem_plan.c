@@ -2,7 +2,7 @@
  * it against the target's, and records it in the IR.
  *
  * Codegen lays out one area per kernel: the rank-1 reductions' slots (one
- * per reduction, CG_SMEM_SLOT_BYTES for each of up to LOWER_MAX_NUM_WARPS
+ * per reduction, CG_SMEM_SLOT_BYTES for each of up to TILEC_MAX_NUM_WARPS
  * warps), then from a 16-byte boundary the local_alloc buffers (each its
  * own), then one scratch area as large as the largest layout conversion,
  * general reduction, scan or atomic needs (each use sits between two
@@ -40,7 +40,7 @@ static void count_smem(tir_op *op, void *p) {
     if (mma_operand && op->code != TIR_OP_CONVERT_LAYOUT && op->code != TIR_OP_RESHAPE && !is_atomic(op->code)) {
         /* codegen refuses the rest (needs_blocked) */
     } else if (op->code == TIR_OP_REDUCE_SUM || op->code == TIR_OP_REDUCE_MAX || op->code == TIR_OP_REDUCE_MIN) {
-        if (is_rank1_blocked(&op->operands[0]->type)) n->slots += CG_SMEM_SLOT_BYTES * LOWER_MAX_NUM_WARPS;
+        if (is_rank1_blocked(&op->operands[0]->type)) n->slots += CG_SMEM_SLOT_BYTES * TILEC_MAX_NUM_WARPS;
         else s = reduce_scratch(op);
     } else if (op->code == TIR_OP_CUMSUM || op->code == TIR_OP_CUMSUM_REV) {
         s = scan_scratch(op);

@@ -110,7 +110,7 @@ static bool stage_from_ring(stage_ctx *c, tir_op *cv) {
     if (!ld || ld->code != TIR_OP_LOCAL_LOAD || !ring_only(c->f, ld->operands[0], ld)) return false;
     tir_value *buf = ld->operands[0];
     if (buf->type.layout.kind == TIR_LAYOUT_NONE)
-        buf->type.layout = tir_shared_for_dot(&buf->type.shape[1], 1, elem_bytes((tir_elem)buf->type.elem));
+        buf->type.layout = tir_shared_for_dot(&buf->type.shape[1], 1, elem_bytes(tir_type_elem(buf->type)));
     load_in_place(c, cv, buf, ld->operands[1]);
     remove_if_unused(c->f, ld);
     return true;
@@ -157,7 +157,7 @@ static bool stage_from_turned_ring(stage_ctx *c, tir_op *cv) {
     uint32_t t = buf->type.shape[1];
     buf->type.shape[1] = buf->type.shape[2];
     buf->type.shape[2] = t;
-    buf->type.layout = tir_shared_for_dot(&buf->type.shape[1], 0, elem_bytes((tir_elem)buf->type.elem));
+    buf->type.layout = tir_shared_for_dot(&buf->type.shape[1], 0, elem_bytes(tir_type_elem(buf->type)));
     tir_builder b = {0};
     b.module = c->f->module;
     b.func = c->f;
@@ -202,7 +202,7 @@ static bool stage_through_buffer(stage_ctx *c, tir_op *cv) {
     unsigned contig = xt.layout.kind == TIR_LAYOUT_BLOCKED ? xt.layout.ord[0] : 1;
     uint32_t shape[3] = {1, xt.shape[0], xt.shape[1]};
     tir_type bt = tir_smem(tir_element_of(xt), 3, shape);
-    bt.layout = tir_shared_for_dot(xt.shape, contig, elem_bytes((tir_elem)xt.elem));
+    bt.layout = tir_shared_for_dot(xt.shape, contig, elem_bytes(tir_type_elem(xt)));
     tir_value *buf = tir_build_op(&b, TIR_OP_LOCAL_ALLOC, 0, NULL, 1, &bt)->results[0];
     tir_value *slot = tir_build_const_int(&b, tir_scalar(TIR_I32), 0);
     if (in_loop(blk)) tir_build_op(&b, TIR_OP_BARRIER, 0, NULL, 0, NULL);

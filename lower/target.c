@@ -22,7 +22,7 @@ enum {
 };
 
 uint64_t lower_buffer_bytes(tir_type t) {
-    uint64_t eb = t.elem == TIR_PTR ? 8 : (tir_elem_bits((tir_elem)t.elem) + 7) / 8;
+    uint64_t eb = t.elem == TIR_PTR ? 8 : (tir_elem_bits(tir_type_elem(t)) + 7) / 8;
     return (tir_type_numel(t) * eb + 15) & ~(uint64_t)15;
 }
 

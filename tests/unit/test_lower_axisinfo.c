@@ -67,7 +67,7 @@ static int64_t random_int(eval *e) {
     return v * ((int64_t)1 << (next_rand(e) % 12));
 }
 
-static int64_t elem_bytes(tir_type t) { return (tir_elem_bits((tir_elem)t.pointee) + 7) / 8; }
+static int64_t elem_bytes(tir_type t) { return (tir_elem_bits(tir_type_pointee(t)) + 7) / 8; }
 
 static int64_t cmp(tir_opcode code, int64_t a, int64_t b) {
     switch (code) {
@@ -85,10 +85,10 @@ static void eval_func(eval *e, tir_func *fn, int64_t pid) {
         tir_value *p = fn->params[i];
         e->vals[p->id] = malloc(sizeof(int64_t));
         e->vals[p->id][0] = p->type.elem == TIR_PTR ? (int64_t)(next_rand(e) % 100000) * LOWER_ASSUMED_PTR_ALIGN
-                                                    : tir_wrap_int(random_int(e), (tir_elem)p->type.elem);
+                                                    : tir_wrap_int(random_int(e), tir_type_elem(p->type));
     }
     for (tir_op *op = fn->body->first; op; op = op->next) {
-        if (op->nresults != 1 || tir_elem_is_float((tir_elem)op->results[0]->type.elem)) continue; /* loads */
+        if (op->nresults != 1 || tir_elem_is_float(tir_type_elem(op->results[0]->type))) continue; /* loads */
         tir_value *r = op->results[0];
         uint64_t n = tir_type_numel(r->type);
         assert_true(n <= EVAL_MAX_ELEMS);
@@ -97,7 +97,7 @@ static void eval_func(eval *e, tir_func *fn, int64_t pid) {
         int64_t *a = op->noperands > 0 ? e->vals[op->operands[0]->id] : NULL;
         int64_t *b = op->noperands > 1 ? e->vals[op->operands[1]->id] : NULL;
         uint64_t na = op->noperands > 0 ? tir_type_numel(op->operands[0]->type) : 0;
-        tir_elem el = (tir_elem)r->type.elem;
+        tir_elem el = tir_type_elem(r->type);
         for (uint64_t i = 0; i < n; i++) {
             int64_t x = a ? a[na == 1 ? 0 : i] : 0, y = b ? b[i % tir_type_numel(op->operands[1]->type)] : 0, v;
             switch (op->code) {
