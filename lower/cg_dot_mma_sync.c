@@ -32,12 +32,21 @@ typedef struct mma_instr {
  * sm_90 alike for now). False where there is none. */
 static bool mma_instr_for(tir_elem in, uint32_t k, mma_instr *out) {
     switch (in) {
-    case TIR_F16: *out = (mma_instr){"llvm.nvvm.mma.m16n8k16.row.col.f32.f32", 16, 4, 2, true}; return true;
-    case TIR_BF16: *out = (mma_instr){"llvm.nvvm.mma.m16n8k16.row.col.bf16", 16, 4, 2, false}; return true;
-    case TIR_F32: *out = (mma_instr){"llvm.nvvm.mma.m16n8k8.row.col.tf32", 8, 4, 2, false}; return true;
+    case TIR_F16:
+        *out = (mma_instr){.name = "llvm.nvvm.mma.m16n8k16.row.col.f32.f32", .k = 16, .a_regs = 4, .b_regs = 2,
+                           .packs_as_vector = true};
+        return true;
+    case TIR_BF16:
+        *out = (mma_instr){.name = "llvm.nvvm.mma.m16n8k16.row.col.bf16", .k = 16, .a_regs = 4, .b_regs = 2};
+        return true;
+    case TIR_F32:
+        *out = (mma_instr){.name = "llvm.nvvm.mma.m16n8k8.row.col.tf32", .k = 8, .a_regs = 4, .b_regs = 2};
+        return true;
     case TIR_I8:
-        if (k % 32 == 0) *out = (mma_instr){"llvm.nvvm.mma.m16n8k32.row.col.s8", 32, 4, 2, false};
-        else *out = (mma_instr){"llvm.nvvm.mma.m16n8k16.row.col.s8", 16, 2, 1, false};
+        if (k % 32 == 0)
+            *out = (mma_instr){.name = "llvm.nvvm.mma.m16n8k32.row.col.s8", .k = 32, .a_regs = 4, .b_regs = 2};
+        else
+            *out = (mma_instr){.name = "llvm.nvvm.mma.m16n8k16.row.col.s8", .k = 16, .a_regs = 2, .b_regs = 1};
         return true;
     default: return false;
     }

@@ -121,7 +121,7 @@ static LLVMValueRef printf_arg(cg *c, tir_elem e, LLVMValueRef v, tc_strbuf *fmt
 static void for_owned(cg *c, const tir_op *op, const tir_type *t,
                       void (*emit)(cg *c, const tir_op *op, uint32_t r, LLVMValueRef owner, printf_site *site)) {
     LLVMValueRef owner = element_owner(c, t);
-    printf_site site = {NULL, NULL, NULL};
+    printf_site site = {0};
     uint32_t n = reg_count(t);
     for (uint32_t r = 0; r < n; r++) emit(c, op, r, owner, &site);
 }
