@@ -165,3 +165,12 @@ int harness_open(int argc, char **argv, const char **which_out) {
     *which_out = which;
     return 0;
 }
+
+int harness_main(int argc, char **argv, const struct CMUnitTest *tests, size_t ntests) {
+    const char *which;
+    int rc = harness_open(argc, argv, &which);
+    if (rc) return rc;
+    int failed = _cmocka_run_group_tests(which, tests, ntests, NULL, NULL);
+    trt_close(dev);
+    return failed ? 1 : 0;
+}

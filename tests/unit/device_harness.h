@@ -109,5 +109,14 @@ float rand_ref(int64_t seed, int32_t offset);
  * missing and TILEC_TEST_REQUIRE_CUDA says it must not be. *which: the
  * device's name, for the cmocka group. */
 int harness_open(int argc, char **argv, const char **which);
+/* A device test program's main: opens the device argv names (or exits as
+ * harness_open says), runs `tests` as a group named for the device, closes
+ * it; 1 if any test failed. */
+int harness_main(int argc, char **argv, const struct CMUnitTest *tests, size_t ntests);
+#define HARNESS_MAIN(...)                                                        \
+    int main(int argc, char **argv) {                                            \
+        const struct CMUnitTest tests[] = {__VA_ARGS__};                         \
+        return harness_main(argc, argv, tests, sizeof tests / sizeof tests[0]); \
+    }
 
 #endif

@@ -395,20 +395,12 @@ static void test_launch_after_close(void **state) {
 }
 
 
-int main(int argc, char **argv) {
-    const char *which;
-    int rc = harness_open(argc, argv, &which);
-    if (rc) return rc;
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_streams),
-        cmocka_unit_test(test_stream_misuse),
-        cmocka_unit_test(test_load_prebuilt_modules),
-        cmocka_unit_test(test_disk_cache),
-        cmocka_unit_test(test_wrapped_memory),
-        cmocka_unit_test(test_misuse_is_an_error),
-        cmocka_unit_test(test_launch_after_close),
-    };
-    int failed = cmocka_run_group_tests_name(which, tests, NULL, NULL);
-    trt_close(dev);
-    return failed ? 1 : 0;
-}
+HARNESS_MAIN(
+    cmocka_unit_test(test_streams),
+    cmocka_unit_test(test_stream_misuse),
+    cmocka_unit_test(test_load_prebuilt_modules),
+    cmocka_unit_test(test_disk_cache),
+    cmocka_unit_test(test_wrapped_memory),
+    cmocka_unit_test(test_misuse_is_an_error),
+    cmocka_unit_test(test_launch_after_close))
+

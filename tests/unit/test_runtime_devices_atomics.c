@@ -399,19 +399,11 @@ static void test_atomic_cas_claims(void **state) {
 }
 
 
-int main(int argc, char **argv) {
-    const char *which;
-    int rc = harness_open(argc, argv, &which);
-    if (rc) return rc;
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_atomic_histogram),
-        cmocka_unit_test(test_atomic_2d_and_scalar),
-        cmocka_unit_test(test_atomic_add_sums),
-        cmocka_unit_test(test_atomic_max_min),
-        cmocka_unit_test(test_atomic_xchg),
-        cmocka_unit_test(test_atomic_cas_claims),
-    };
-    int failed = cmocka_run_group_tests_name(which, tests, NULL, NULL);
-    trt_close(dev);
-    return failed ? 1 : 0;
-}
+HARNESS_MAIN(
+    cmocka_unit_test(test_atomic_histogram),
+    cmocka_unit_test(test_atomic_2d_and_scalar),
+    cmocka_unit_test(test_atomic_add_sums),
+    cmocka_unit_test(test_atomic_max_min),
+    cmocka_unit_test(test_atomic_xchg),
+    cmocka_unit_test(test_atomic_cas_claims))
+

@@ -348,17 +348,9 @@ static void test_dynamic_shared_memory(void **state) {
 }
 
 
-int main(int argc, char **argv) {
-    const char *which;
-    int rc = harness_open(argc, argv, &which);
-    if (rc) return rc;
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_dot),
-        cmocka_unit_test(test_dot_result_uses),
-        cmocka_unit_test(test_pipelined_carried_pointers),
-        cmocka_unit_test(test_dynamic_shared_memory),
-    };
-    int failed = cmocka_run_group_tests_name(which, tests, NULL, NULL);
-    trt_close(dev);
-    return failed ? 1 : 0;
-}
+HARNESS_MAIN(
+    cmocka_unit_test(test_dot),
+    cmocka_unit_test(test_dot_result_uses),
+    cmocka_unit_test(test_pipelined_carried_pointers),
+    cmocka_unit_test(test_dynamic_shared_memory))
+

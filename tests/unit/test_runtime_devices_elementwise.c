@@ -260,19 +260,11 @@ static void test_control_flow_on_tiles(void **state) {
 }
 
 
-int main(int argc, char **argv) {
-    const char *which;
-    int rc = harness_open(argc, argv, &which);
-    if (rc) return rc;
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_vadd_tails_blocks_grids),
-        cmocka_unit_test(test_pointer_at_an_offset),
-        cmocka_unit_test(test_three_axis_grid),
-        cmocka_unit_test(test_loop_row_sums),
-        cmocka_unit_test(test_while_and_if_on_scalars),
-        cmocka_unit_test(test_control_flow_on_tiles),
-    };
-    int failed = cmocka_run_group_tests_name(which, tests, NULL, NULL);
-    trt_close(dev);
-    return failed ? 1 : 0;
-}
+HARNESS_MAIN(
+    cmocka_unit_test(test_vadd_tails_blocks_grids),
+    cmocka_unit_test(test_pointer_at_an_offset),
+    cmocka_unit_test(test_three_axis_grid),
+    cmocka_unit_test(test_loop_row_sums),
+    cmocka_unit_test(test_while_and_if_on_scalars),
+    cmocka_unit_test(test_control_flow_on_tiles))
+

@@ -308,18 +308,10 @@ static void test_rand_is_philox(void **state) {
 }
 
 
-int main(int argc, char **argv) {
-    const char *which;
-    int rc = harness_open(argc, argv, &which);
-    if (rc) return rc;
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_math_builtins_exact),
-        cmocka_unit_test(test_integers_and_casts),
-        cmocka_unit_test(test_transcendentals_within_tolerance),
-        cmocka_unit_test(test_erf_within_tolerance),
-        cmocka_unit_test(test_rand_is_philox),
-    };
-    int failed = cmocka_run_group_tests_name(which, tests, NULL, NULL);
-    trt_close(dev);
-    return failed ? 1 : 0;
-}
+HARNESS_MAIN(
+    cmocka_unit_test(test_math_builtins_exact),
+    cmocka_unit_test(test_integers_and_casts),
+    cmocka_unit_test(test_transcendentals_within_tolerance),
+    cmocka_unit_test(test_erf_within_tolerance),
+    cmocka_unit_test(test_rand_is_philox))
+

@@ -220,16 +220,8 @@ static void test_assert_failing(void **state) {
 }
 
 
-int main(int argc, char **argv) {
-    const char *which;
-    int rc = harness_open(argc, argv, &which);
-    if (rc) return rc;
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_print_scalars_and_tiles),
-        cmocka_unit_test(test_assert_passing_and_compiled_out),
-        cmocka_unit_test(test_assert_failing), /* last: on the GPU it loses the context */
-    };
-    int failed = cmocka_run_group_tests_name(which, tests, NULL, NULL);
-    trt_close(dev);
-    return failed ? 1 : 0;
-}
+HARNESS_MAIN(
+    cmocka_unit_test(test_print_scalars_and_tiles),
+    cmocka_unit_test(test_assert_passing_and_compiled_out),
+    cmocka_unit_test(test_assert_failing), /* last: on the GPU it loses the context */)
+

@@ -404,19 +404,11 @@ static void test_argmax_argmin(void **state) {
 }
 
 
-int main(int argc, char **argv) {
-    const char *which;
-    int rc = harness_open(argc, argv, &which);
-    if (rc) return rc;
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_reductions),
-        cmocka_unit_test(test_reduction_in_a_loop),
-        cmocka_unit_test(test_argmax_argmin),
-        cmocka_unit_test(test_cumsum_1d),
-        cmocka_unit_test(test_cumsum_2d),
-        cmocka_unit_test(test_cumsum_3d),
-    };
-    int failed = cmocka_run_group_tests_name(which, tests, NULL, NULL);
-    trt_close(dev);
-    return failed ? 1 : 0;
-}
+HARNESS_MAIN(
+    cmocka_unit_test(test_reductions),
+    cmocka_unit_test(test_reduction_in_a_loop),
+    cmocka_unit_test(test_argmax_argmin),
+    cmocka_unit_test(test_cumsum_1d),
+    cmocka_unit_test(test_cumsum_2d),
+    cmocka_unit_test(test_cumsum_3d))
+

@@ -610,21 +610,13 @@ static void test_every_stdlib_kernel_is_tested(void **state) {
 }
 
 
-int main(int argc, char **argv) {
-    const char *which;
-    int rc = harness_open(argc, argv, &which);
-    if (rc) return rc;
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_stdlib_elementwise),
-        cmocka_unit_test(test_samples_elementwise),
-        cmocka_unit_test(test_stdlib_softmax),
-        cmocka_unit_test(test_stdlib_layernorm),
-        cmocka_unit_test(test_stdlib_rmsnorm),
-        cmocka_unit_test(test_stdlib_gelu),
-        cmocka_unit_test(test_stdlib_dropout),
-        cmocka_unit_test(test_every_stdlib_kernel_is_tested),
-    };
-    int failed = cmocka_run_group_tests_name(which, tests, NULL, NULL);
-    trt_close(dev);
-    return failed ? 1 : 0;
-}
+HARNESS_MAIN(
+    cmocka_unit_test(test_stdlib_elementwise),
+    cmocka_unit_test(test_samples_elementwise),
+    cmocka_unit_test(test_stdlib_softmax),
+    cmocka_unit_test(test_stdlib_layernorm),
+    cmocka_unit_test(test_stdlib_rmsnorm),
+    cmocka_unit_test(test_stdlib_gelu),
+    cmocka_unit_test(test_stdlib_dropout),
+    cmocka_unit_test(test_every_stdlib_kernel_is_tested))
+

@@ -152,15 +152,7 @@ static void test_tiles_3d(void **state) {
 }
 
 
-int main(int argc, char **argv) {
-    const char *which;
-    int rc = harness_open(argc, argv, &which);
-    if (rc) return rc;
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_tiles_2d),
-        cmocka_unit_test(test_tiles_3d),
-    };
-    int failed = cmocka_run_group_tests_name(which, tests, NULL, NULL);
-    trt_close(dev);
-    return failed ? 1 : 0;
-}
+HARNESS_MAIN(
+    cmocka_unit_test(test_tiles_2d),
+    cmocka_unit_test(test_tiles_3d))
+
