@@ -1,0 +1,301 @@
+#!/usr/bin/env python3
+"""sass_loop.py - the matmul main loop's machine code, counted offline.
+
+Compiles stdlib/matmul.tile (rows contiguous: A_LAYOUT = B_LAYOUT =
+C_LAYOUT = 1; EVEN and K-masked) at each configuration of issue 19 (f16 and
+bf16; 128x128x32 and 64x64x32; 4 and 8 warps; 3 and 4 stages; sm_80 and
+sm_90), disassembles each cubin with cuobjdump -sass and counts the SASS
+instructions of the main loop: from the target of the back-edge branch to
+the branch itself, in the loop with the most HMMA (the innermost, where two
+have as many). Prints one markdown table row per configuration: HMMA, LDSM,
+LDGSTS, BAR, register moves (MOV, IMAD.MOV, UMOV), other integer
+instructions, the rest, the total and instructions per HMMA, with ptxas -v's
+registers and spill bytes and the shared memory the kernel asks for.
+
+With --triton it also compiles a Triton matmul written as its tutorial's
+(grouped order, pointers bumped by BLOCK_K each trip; K masked, or not for
+the EVEN rows; strides of 1 and divisibility by 16 specialized as Triton's
+launcher would at these shapes) for sm_80 without a GPU, and its sm_80 PTX
+assembled by ptxas for sm_90 (Triton would use wgmma there: this row
+compares the same mma.sync loop). Triton is not a dependency of the
+project: install it, with cuobjdump, in a throwaway environment:
+
+  python3 -m venv /tmp/sassenv
+  /tmp/sassenv/bin/pip install triton nvidia-cuda-cuobjdump
+  /tmp/sassenv/bin/python bench/sass_loop.py --tilec build/tilec --triton
+
+Nothing here runs on a GPU: these are instruction counts, not timings.
+"""
+import argparse
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")  # Triton 3.9 warns without it; its default
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MOVES = {"MOV", "IMAD.MOV", "IMAD.MOV.U32", "UMOV", "MOV.U32"}
+INT_PREFIXES = ("IMAD", "IADD", "LEA", "SHF", "LOP", "ISETP", "SEL", "IABS", "IMNMX", "PRMT", "UIADD", "ULEA",
+                "USHF", "ULOP", "UISETP", "USEL", "UIMAD", "USEL", "SGXT", "USGXT", "FLO", "POPC", "BMSK", "UPRMT",
+                "R2UR", "S2UR", "S2R", "CS2R", "VIADD", "IDP", "UMOV", "VIMNMX")
+INSN = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)\s*([^;]*);")
+
+
+def find_tool(name, explicit):
+    if explicit:
+        return explicit
+    found = shutil.which(name)
+    if found:
+        return found
+    for pattern in (os.path.join(sys.prefix, "lib", "python3*", "site-packages", "nvidia", "*", "bin", name),
+                    os.path.join(sys.prefix, "lib", "python3*", "site-packages", "triton", "backends", "nvidia", "bin",
+                                 name), "/usr/local/cuda/bin/" + name):
+        hits = sorted(glob.glob(pattern))
+        if hits:
+            return hits[0]
+    return None
+
+
+def parse_sass(text):
+    """The instructions of the first function in cuobjdump -sass output: (address, opcode, operands)."""
+    out = []
+    for line in text.splitlines():
+        m = INSN.search(line)
+        if m:
+            out.append((int(m.group(1), 16), m.group(3), m.group(4).strip()))
+    return out
+
+
+def main_loop(insns):
+    """The (start, end) indices of the loop with the most HMMA: [back-edge target, back-edge]."""
+    index = {addr: i for i, (addr, _, _) in enumerate(insns)}
+    best = None
+    for i, (addr, op, args) in enumerate(insns):
+        if not op.startswith("BRA"):
+            continue
+        m = re.search(r"0x([0-9a-f]+)", args)
+        if not m:
+            continue
+        target = int(m.group(1), 16)
+        if target > addr or target not in index:
+            continue
+        lo = index[target]
+        hmma = sum(1 for _, o, _ in insns[lo:i + 1] if o.startswith("HMMA"))
+        key = (hmma, -(i - lo))
+        if hmma and (best is None or key > best[0]):
+            best = (key, lo, i)
+    return (best[1], best[2]) if best else None
+
+
+def classify(op):
+    if op.startswith("HMMA"):
+        return "hmma"
+    if op.startswith("LDSM"):
+        return "ldsm"
+    if op.startswith("LDGSTS"):
+        return "ldgsts"
+    if op.startswith("BAR"):
+        return "bar"
+    if op in MOVES:
+        return "moves"
+    if op.startswith(INT_PREFIXES):
+        return "int"
+    return "other"
+
+
+def count_loop(sass_text):
+    insns = [x for x in parse_sass(sass_text) if x[1] != "NOP"]
+    loop = main_loop(insns)
+    if loop is None:
+        return None
+    counts = {k: 0 for k in ("hmma", "ldsm", "ldgsts", "bar", "moves", "int", "other")}
+    for _, op, _ in insns[loop[0]:loop[1] + 1]:
+        counts[classify(op)] += 1
+    counts["total"] = loop[1] - loop[0] + 1
+    return counts
+
+
+def ptxas_figures(log):
+    """(registers, spill store bytes + spill load bytes, static smem bytes) from a ptxas -v report."""
+    regs = spills = smem = 0
+    for line in log.splitlines():
+        m = re.search(r"Used (\d+) registers", line)
+        if m:
+            regs = int(m.group(1))
+        m = re.search(r"(\d+) bytes smem", line)
+        if m:
+            smem = int(m.group(1))
+        m = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", line)
+        if m:
+            spills = int(m.group(1)) + int(m.group(2))
+    return regs, spills, smem
+
+
+def sass_of(cuobjdump, cubin):
+    r = subprocess.run([cuobjdump, "-sass", cubin], capture_output=True, text=True)
+    if r.returncode:
+        raise RuntimeError("cuobjdump failed: " + r.stderr)
+    return r.stdout
+
+
+def tilec_row(args, tmp, dtype, bm, bn, bk, warps, stages, arch, even):
+    cubin = os.path.join(tmp, "k.cubin")
+    cmd = [args.tilec, os.path.join(ROOT, "stdlib", "matmul.tile"), "--kernel", "matmul_" + dtype, "-D",
+           "BLOCK_M=%d" % bm, "-D", "BLOCK_N=%d" % bn, "-D", "BLOCK_K=%d" % bk, "-D", "GROUP_M=8", "-D",
+           "A_LAYOUT=1", "-D", "B_LAYOUT=1", "-D", "C_LAYOUT=1", "-D", "EVEN=%d" % even, "--num-warps=%d" % warps,
+           "--num-stages=%d" % stages, "--arch=" + arch, "-v", "-o", cubin]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode:
+        raise RuntimeError("tilec failed: %s\n%s" % (" ".join(cmd), r.stderr))
+    regs, spills, smem = ptxas_figures(r.stderr)
+    with open(cubin + ".tir") as f:  # the sidecar: the kernel's dynamic shared memory
+        m = re.search(r"dynamic_smem\((\d+)\)", f.read())
+    smem += int(m.group(1)) if m else 0
+    return count_loop(sass_of(args.cuobjdump, cubin)), regs, spills, smem
+
+
+TRITON_KERNEL = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def mm(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+       EVEN: tl.constexpr):
+    pid = tl.program_id(0)
+    tiles_m = tl.cdiv(M, BLOCK_M)
+    tiles_n = tl.cdiv(N, BLOCK_N)
+    in_group = GROUP_M * tiles_n
+    first_m = (pid // in_group) * GROUP_M
+    group_m = min(tiles_m - first_m, GROUP_M)
+    pid_m = first_m + ((pid % in_group) % group_m)
+    pid_n = (pid % in_group) // group_m
+    rm = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
+    rn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
+    rk = tl.arange(0, BLOCK_K)
+    pa = a_ptr + rm[:, None] * stride_am + rk[None, :] * stride_ak
+    pb = b_ptr + rk[:, None] * stride_bk + rn[None, :] * stride_bn
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        if EVEN:
+            x = tl.load(pa)
+            y = tl.load(pb)
+        else:
+            x = tl.load(pa, mask=rk[None, :] < K - k * BLOCK_K, other=0.0)
+            y = tl.load(pb, mask=rk[:, None] < K - k * BLOCK_K, other=0.0)
+        acc = tl.dot(x, y, acc)
+        pa += BLOCK_K * stride_ak
+        pb += BLOCK_K * stride_bk
+    out = acc.to(c_ptr.dtype.element_ty)
+    cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    tl.store(c_ptr + cm[:, None] * stride_cm + cn[None, :] * stride_cn, out, mask=(cm[:, None] < M) & (cn[None, :] < N))
+'''
+
+
+def triton_rows(args, tmp, dtype, bm, bn, bk, warps, stages, even):
+    """Triton's loop for sm_80 and, from the same PTX, for sm_90: {arch: (counts, regs, spills, smem)}."""
+    import importlib.util
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    path = os.path.join(tmp, "tt_mm.py")
+    if not os.path.exists(path):
+        with open(path, "w") as f:
+            f.write(TRITON_KERNEL)
+    spec = importlib.util.spec_from_file_location("tt_mm", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    ty = {"f16": "*fp16", "bf16": "*bf16"}[dtype]
+    sig = {"a_ptr": ty, "b_ptr": ty, "c_ptr": ty, "M": "i32", "N": "i32", "K": "i32", "stride_am": "i32",
+           "stride_ak": "constexpr", "stride_bk": "i32", "stride_bn": "constexpr", "stride_cm": "i32",
+           "stride_cn": "constexpr", "BLOCK_M": "constexpr", "BLOCK_N": "constexpr", "BLOCK_K": "constexpr",
+           "GROUP_M": "constexpr", "EVEN": "constexpr"}
+    consts = {"stride_ak": 1, "stride_bn": 1, "stride_cn": 1, "BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk,
+              "GROUP_M": 8, "EVEN": bool(even)}
+    names = list(sig)
+    div16 = [["tt.divisibility", 16]]
+    attrs = {(names.index(n),): div16 for n in ("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_bk",
+                                                 "stride_cm")}
+    src = ASTSource(fn=mod.mm, signature=sig, constexprs=consts, attrs=attrs)
+    k = triton.compile(src, target=GPUTarget("cuda", 80, 32), options={"num_warps": warps, "num_stages": stages})
+    rows = {}
+    cubin = os.path.join(tmp, "tt.cubin")
+    with open(cubin, "wb") as f:
+        f.write(k.asm["cubin"])
+    ptx = os.path.join(tmp, "tt.ptx")
+    with open(ptx, "w") as f:
+        f.write(k.asm["ptx"])
+    for arch in ("sm_80", "sm_90"):
+        if arch == "sm_90":
+            with open(ptx) as f:
+                text = re.sub(r"\.target sm_80\w*", ".target sm_90", f.read())
+            with open(ptx, "w") as f:
+                f.write(text)
+        r = subprocess.run([args.ptxas, "-v", "--gpu-name", arch, ptx, "-o", cubin], capture_output=True, text=True)
+        if r.returncode:
+            raise RuntimeError("ptxas failed on Triton's PTX: " + r.stderr)
+        regs, spills, _ = ptxas_figures(r.stderr)
+        rows[arch] = (count_loop(sass_of(args.cuobjdump, cubin)), regs, spills, k.metadata.shared)
+    return rows
+
+
+def fmt(who, what, counts, regs, spills, smem):
+    if counts is None:
+        return "| %s | %s | no loop with HMMA found |" % (who, what)
+    c = counts
+    return "| %s | %s | %d | %d | %d | %d | %d | %d | %d | %d | %.2f | %d | %d | %d |" % (
+        who, what, c["hmma"], c["ldsm"], c["ldgsts"], c["bar"], c["moves"], c["int"], c["other"], c["total"],
+        c["total"] / c["hmma"], regs, spills, smem)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--tilec", default=os.path.join(ROOT, "build", "tilec"))
+    p.add_argument("--cuobjdump", help="default: on PATH, beside this Python's packages, or in /usr/local/cuda")
+    p.add_argument("--ptxas", help="default: on PATH or in /usr/local/cuda")
+    p.add_argument("--triton", action="store_true", help="add Triton's rows (needs triton importable)")
+    p.add_argument("--quick", action="store_true", help="only 128x128x32, 4 warps, 4 stages")
+    p.add_argument("--dtype", action="append", help="f16 or bf16 (default both)")
+    p.add_argument("--arch", action="append", help="sm_80 or sm_90 (default both)")
+    args = p.parse_args()
+    args.cuobjdump = find_tool("cuobjdump", args.cuobjdump)
+    args.ptxas = find_tool("ptxas", args.ptxas)
+    if not args.cuobjdump or not args.ptxas:
+        sys.exit("sass_loop.py: needs cuobjdump and ptxas (pip install nvidia-cuda-cuobjdump in a throwaway venv)")
+    tiles = [(128, 128, 32)] if args.quick else [(128, 128, 32), (64, 64, 32)]
+    warps_list = [4] if args.quick else [4, 8]
+    stages_list = [4] if args.quick else [3, 4]
+    print("| who | configuration | HMMA | LDSM | LDGSTS | BAR | moves | other int | rest | loop | per HMMA "
+          "| registers | spill bytes | smem |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    bad = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for dtype in args.dtype or ["f16", "bf16"]:
+            for bm, bn, bk in tiles:
+                for warps in warps_list:
+                    for stages in stages_list:
+                        for even in (1, 0):
+                            tt = None
+                            if args.triton:
+                                try:
+                                    tt = triton_rows(args, tmp, dtype, bm, bn, bk, warps, stages, even)
+                                except Exception as e:  # noqa: BLE001 - reported, the tilec rows go on
+                                    print("| triton | %s | failed: %s |" % (dtype, str(e).splitlines()[0][:120]))
+                            for arch in args.arch or ["sm_80", "sm_90"]:
+                                what = "%s %dx%dx%d w%d s%d %s %s" % (dtype, bm, bn, bk, warps, stages, arch,
+                                                                      "EVEN" if even else "K masked")
+                                row = tilec_row(args, tmp, dtype, bm, bn, bk, warps, stages, arch, even)
+                                bad += row[0] is None
+                                print(fmt("tilec", what, *row), flush=True)
+                                if tt:
+                                    print(fmt("triton", what, *tt[arch]), flush=True)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
