@@ -167,6 +167,34 @@ static bool ldmatrix_fits(const tir_op *op) {
     return bt->layout.kind != TIR_LAYOUT_SHARED || bt->layout.sw_max_phase == 1 || bt->layout.sw_vec * eb >= 16;
 }
 
+/* Which 32-bit fragment registers each ldmatrix fills, in order: cnt at a
+ * time from the list. One ldmatrix writes its cnt results to consecutive
+ * hardware registers, and an mma.sync reads each operand's fragment
+ * registers as one aligned group, so an instruction's fragments should
+ * come out of one ldmatrix, in the order the instruction takes them:
+ * else ptxas assembles every operand with moves before each mma. a's
+ * registers are already in that order, (rm, kc, h): an instruction's four
+ * are (rm, 2s, 0..1) and (rm, 2s + 1, 0..1). b's are (kc, rn), and an
+ * instruction takes (2s, rn) and (2s + 1, rn): so they go in K pairs at
+ * each rn (when the chunks pair up: one chunk an instruction, i8's k16,
+ * needs no pairing). */
+static uint32_t *ldmatrix_order(cg *c, const tir_layout *l, const uint32_t *shape, uint32_t n32) {
+    uint32_t *order = TC_NEW_ARRAY(c->arena, uint32_t, n32);
+    uint32_t rn_count = l->wpc[1] * (uint32_t)TIR_MMA_TILE_N < shape[1] ? shape[1] / (TIR_MMA_TILE_N * l->wpc[1]) : 1;
+    uint32_t nkc = n32 / rn_count;
+    if (l->dot_idx == 0 || nkc % 2 || nkc * rn_count != n32) {
+        for (uint32_t j = 0; j < n32; j++) order[j] = j;
+        return order;
+    }
+    uint32_t at = 0;
+    for (uint32_t kc = 0; kc < nkc; kc += 2)
+        for (uint32_t rn = 0; rn < rn_count; rn++) {
+            order[at++] = kc * rn_count + rn;
+            order[at++] = (kc + 1) * rn_count + rn;
+        }
+    return order;
+}
+
 static void gen_ldmatrix(cg *c, const tir_op *op) {
     const tir_value *res = op->results[0];
     const tir_type *t = &res->type;
@@ -188,6 +216,7 @@ static void gen_ldmatrix(cg *c, const tir_op *op) {
         wpart[d] = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, wm, i32c(c, k[d][0]), ""), LLVMBuildMul(c->b, wn, i32c(c, k[d][1]), ""), "");
     LLVMTypeRef pty = LLVMPointerTypeInContext(c->ctx, NVPTX_ADDRSPACE_SHARED);
     LLVMValueRef *out = new_regs(c, res);
+    uint32_t *order = ldmatrix_order(c, l, t->shape, n32);
     for (uint32_t j0 = 0; j0 < n32;) {
         uint32_t cnt = n32 - j0 >= 4 ? 4 : n32 - j0 >= 2 ? 2 : 1;
         LLVMValueRef mi = LLVMBuildAnd(c->b, mat, i32c(c, cnt - 1), "");
@@ -197,7 +226,7 @@ static void gen_ldmatrix(cg *c, const tir_op *op) {
             LLVMValueRef o = NULL;
             for (uint32_t i = 0; i < cnt; i++) {
                 uint32_t off[2];
-                tir_mma_reg_offset(l, t->shape, (j0 + i) * kw, off);
+                tir_mma_reg_offset(l, t->shape, order[j0 + i] * kw, off);
                 LLVMValueRef v = i32c(c, off[d]);
                 o = o ? LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntEQ, mi, i32c(c, i), ""), v, o, "") : v;
             }
@@ -218,12 +247,13 @@ static void gen_ldmatrix(cg *c, const tir_op *op) {
         LLVMValueRef got = LLVMBuildCall2(c->b, fty, fn, &addr, 1, "");
         for (uint32_t i = 0; i < cnt; i++) {
             LLVMValueRef w = cnt == 1 ? got : LLVMBuildExtractValue(c->b, got, i, "");
+            uint32_t j = order[j0 + i];
             if (kw == 1) {
-                out[j0 + i] = LLVMBuildBitCast(c->b, w, elem_type(c, e), "");
+                out[j] = LLVMBuildBitCast(c->b, w, elem_type(c, e), "");
                 continue;
             }
             LLVMValueRef vec = LLVMBuildBitCast(c->b, w, LLVMVectorType(elem_type(c, e), kw), "");
-            for (unsigned q = 0; q < kw; q++) out[(j0 + i) * kw + q] = LLVMBuildExtractElement(c->b, vec, i32c(c, q), "");
+            for (unsigned q = 0; q < kw; q++) out[j * kw + q] = LLVMBuildExtractElement(c->b, vec, i32c(c, q), "");
         }
         j0 += cnt;
     }
