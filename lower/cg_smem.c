@@ -30,10 +30,22 @@ static unsigned slot_contig_dim(const tir_type *bt) {
     return bt->layout.kind == TIR_LAYOUT_SHARED ? bt->layout.ord[0] : bt->rank - 2u;
 }
 
+/* How slot_addr_at adds the slot and the element: SLOT_SPLIT for the
+ * few wide accesses of a pipelined loop (16-byte cp.async, ldmatrix): the
+ * slot's address, then the element's byte offset. The slot's is one value for
+ * all of a trip's accesses and the offset does not depend on the trip, so
+ * each access is a hoisted offset plus the slot's address, which ptxas
+ * folds into the access ([R+UR+imm]); as one element index, slot * elems
+ * + off, it was an or and a shift-add each. SLOT_INDEX for narrower
+ * accesses, element by element or nearly, whose hoisted offsets, one per
+ * access, would stay live through the loop (it spilled tf32's general
+ * path, 4-byte copies). */
+typedef enum slot_form { SLOT_INDEX, SLOT_SPLIT } slot_form;
+
 /* The shared address of the element at `coord` (one per slot dim) of the
  * slot in register 0 of operand 1 of buffer op `op`, under the buffer's
  * shared layout: tir_shared_offset in LLVM IR. */
-static LLVMValueRef slot_addr_at(cg *c, const tir_op *op, LLVMValueRef const *coord) {
+static LLVMValueRef slot_addr_at(cg *c, const tir_op *op, LLVMValueRef const *coord, slot_form form) {
     const tir_type *bt = &op->operands[0]->type;
     const tir_layout *l = &bt->layout;
     unsigned rank = bt->rank - 1u;
@@ -52,17 +64,25 @@ static LLVMValueRef slot_addr_at(cg *c, const tir_op *op, LLVMValueRef const *co
     for (unsigned k = rank; k-- > 1;)
         off = off ? LLVMBuildAdd(c->b, LLVMBuildMul(c->b, off, i32c(c, shape[ord[k]]), ""), coord[ord[k]], "") : coord[ord[k]];
     off = off ? LLVMBuildAdd(c->b, LLVMBuildMul(c->b, off, i32c(c, shape[ord[0]]), ""), col, "") : col;
-    uint32_t slot_elems = (uint32_t)(tir_type_numel(*bt) / bt->shape[0]);
-    LLVMValueRef at = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, reg(c, op->operands[1], 0), i32c(c, slot_elems), ""), off, "");
-    return LLVMBuildGEP2(c->b, mem_type(c, tir_type_elem(*bt)), reg(c, op->operands[0], 0), &at, 1, "");
+    uint32_t slot_elems = (uint32_t)(tir_type_numel(*bt) / bt->shape[0]), eb = scratch_elem_bytes(tir_type_elem(*bt));
+    LLVMValueRef slot = reg(c, op->operands[1], 0);
+    if (form == SLOT_INDEX) {
+        LLVMValueRef at = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, slot, i32c(c, slot_elems), ""), off, "");
+        return LLVMBuildGEP2(c->b, mem_type(c, tir_type_elem(*bt)), reg(c, op->operands[0], 0), &at, 1, "");
+    }
+    LLVMTypeRef i8 = LLVMInt8TypeInContext(c->ctx);
+    LLVMValueRef first = LLVMBuildMul(c->b, slot, i32c(c, slot_elems * eb), "");
+    LLVMValueRef base = LLVMBuildGEP2(c->b, i8, reg(c, op->operands[0], 0), &first, 1, "");
+    off = LLVMBuildMul(c->b, off, i32c(c, eb), "");
+    return LLVMBuildGEP2(c->b, i8, base, &off, 1, "");
 }
 
 /* The shared address of the element register r of a tile of type t (one
  * slot's shape) stands for. */
-static LLVMValueRef slot_addr(cg *c, const tir_op *op, const tir_type *t, uint32_t r) {
+static LLVMValueRef slot_addr(cg *c, const tir_op *op, const tir_type *t, uint32_t r, slot_form form) {
     LLVMValueRef coord[TIR_MAX_RANK];
     for (unsigned d = 0; d < t->rank; d++) coord[d] = tile_coord(c, t, r, d);
-    return slot_addr_at(c, op, coord);
+    return slot_addr_at(c, op, coord, form);
 }
 
 /* How many consecutive registers of a tile of type t are consecutive
@@ -102,7 +122,7 @@ void gen_async_copy(cg *c, const tir_op *op) {
     uint32_t vec = vec_width(c, runs_of, &check_align);
     if (vec > slot_run(op, &ptrs->type)) vec = slot_run(op, &ptrs->type);
     LLVMValueRef *dst = TC_NEW_ARRAY(c->arena, LLVMValueRef, n);
-    for (uint32_t r = 0; r < n; r++) dst[r] = slot_addr(c, op, &ptrs->type, r);
+    for (uint32_t r = 0; r < n; r++) dst[r] = slot_addr(c, op, &ptrs->type, r, vec * eb >= 16 ? SLOT_SPLIT : SLOT_INDEX);
     LLVMValueRef *count = TC_NEW_ARRAY(c->arena, LLVMValueRef, n);
     LLVMValueRef *m = mask ? mask_lanes(c, mask, n, vec, count) : NULL;
     bool prefix = m && count[0];
@@ -243,7 +263,7 @@ static void gen_ldmatrix(cg *c, const tir_op *op) {
         }
         LLVMValueRef fn = LLVMGetIntrinsicDeclaration(c->mod, id, &pty, 1);
         LLVMTypeRef fty = LLVMIntrinsicGetType(c->ctx, id, &pty, 1);
-        LLVMValueRef addr = slot_addr_at(c, op, coord);
+        LLVMValueRef addr = slot_addr_at(c, op, coord, SLOT_SPLIT);
         LLVMValueRef got = LLVMBuildCall2(c->b, fty, fn, &addr, 1, "");
         for (uint32_t i = 0; i < cnt; i++) {
             LLVMValueRef w = cnt == 1 ? got : LLVMBuildExtractValue(c->b, got, i, "");
@@ -270,7 +290,7 @@ void gen_local_load(cg *c, const tir_op *op) {
     LLVMValueRef *out = new_regs(c, res);
     for (uint32_t r = 0; r < c->nregs[res->id]; r += w) {
         LLVMTypeRef ty = w > 1 ? LLVMVectorType(mem_type(c, e), w) : mem_type(c, e);
-        LLVMValueRef v = LLVMBuildLoad2(c->b, ty, slot_addr(c, op, &res->type, r), "");
+        LLVMValueRef v = LLVMBuildLoad2(c->b, ty, slot_addr(c, op, &res->type, r, SLOT_INDEX), "");
         LLVMSetAlignment(v, w * eb);
         for (uint32_t i = 0; i < w; i++)
             out[r + i] = from_mem(c, e, w > 1 ? LLVMBuildExtractElement(c->b, v, i32c(c, i), "") : v);
@@ -287,6 +307,6 @@ void gen_local_store(cg *c, const tir_op *op) {
             v = LLVMGetUndef(LLVMVectorType(mem_type(c, e), w));
             for (uint32_t i = 0; i < w; i++) v = LLVMBuildInsertElement(c->b, v, to_mem(c, e, reg(c, x, r + i)), i32c(c, i), "");
         }
-        LLVMSetAlignment(LLVMBuildStore(c->b, v, slot_addr(c, op, &x->type, r)), w * eb);
+        LLVMSetAlignment(LLVMBuildStore(c->b, v, slot_addr(c, op, &x->type, r, SLOT_INDEX)), w * eb);
     }
 }
