@@ -16,17 +16,22 @@
  *                     for s in 0 .. S-2: copy trip s into slot s, commit
  *                     (the pointer computation cloned for lo + s*step;
  *                     a trip that does not exist copies nothing)
- *   top of each trip  t = (iv - lo) / step
+ *   top of each trip  (trip t; the loop carries r = t % S, from 0)
  *                     async_wait S-2   (this trip's group has landed)
  *                     barrier          (everyone's has, and everyone is
  *                                      done reading the previous trip's
  *                                      slot, which the next copy reuses)
- *                     x = local_load buf, t % S     (replaces the load)
- *                     copy trip t + S-1 into slot (t + S-1) % S, commit
+ *                     x = local_load buf, r     (replaces the load)
+ *                     copy trip t + S-1 into slot (t + S-1) % S, commit:
+ *                                      r == 0 ? S-1 : r - 1
+ *   end of each trip  the next r: r == S-1 ? 0 : r + 1
  *   after the loop    async_wait 0     (no copy still writing)
  *
  * Counting groups: before trip t, S-1 + t groups are committed, one per
  * trip in order; trip t needs the first t+1 done, so S-2 may be in flight.
+ * The ring index is carried, not computed from the induction variable:
+ * ((iv - lo) / step) % S was a division and a signed remainder each trip
+ * (issue 19); a compare and a select are all it takes.
  *
  * Carried induction values (lower_carried_step): a value the loop carries
  * whose yielded next value is `addptr v, d`, `add v, d` or `add d, v`, d
@@ -240,8 +245,10 @@ static void reset_clones(pl_ctx *c) { memset(c->clone, 0, sizeof(tir_value *) * 
 
 static tir_value *i32c(tir_builder *b, int64_t v) { return tir_build_const_int(b, tir_scalar(TIR_I32), v); }
 
-static tir_value *to_i32(tir_builder *b, tir_value *v) {
-    return v->type.elem == TIR_I32 ? v : tir_build_cast(b, v, TIR_I32);
+/* c ? x : y, for i32 scalars */
+static tir_value *select_i32(tir_builder *b, tir_value *c, tir_value *x, tir_value *y) {
+    tir_value *ops[3] = {c, x, y};
+    return tir_build1(b, TIR_OP_SELECT, tir_scalar(TIR_I32), 3, ops);
 }
 
 /* Under --verbose: the loop gets `stages` stages (0: none) instead of the
@@ -284,7 +291,6 @@ static void pipeline_loop(pl_ctx *c, tir_op *loop) {
     b.func = c->f;
     b.loc = loop->loc;
     tir_value *lo = loop->operands[0], *step = loop->operands[2];
-    tir_elem ie = tir_type_elem(lo->type);
 
     /* before the loop: the buffers and the first S-1 trips' copies */
     tir_builder_before(&b, loop);
@@ -307,14 +313,16 @@ static void pipeline_loop(pl_ctx *c, tir_op *loop) {
         tir_build_op(&b, TIR_OP_ASYNC_COMMIT, 0, NULL, 0, NULL);
     }
 
-    /* top of each trip: wait, read this trip's slot, start trip t + S-1 */
+    /* the ring index, carried: this trip's slot, 0 on the first */
+    tir_value *rslot = tir_for_add_carried(loop, i32c(&b, 0));
+
+    /* top of each trip: wait, read this trip's slot, start trip t + S-1
+     * into the slot before this one (the one trip t - 1 read) */
     tir_builder_before(&b, body->first);
     tir_value *iv = body->args[0];
-    tir_value *trip = tir_build_binary(&b, TIR_OP_DIV, tir_build_binary(&b, TIR_OP_SUB, iv, lo), step);
-    tir_value *sv = tir_build_const_int(&b, tir_scalar(ie), stages);
-    tir_value *rslot = to_i32(&b, tir_build_binary(&b, TIR_OP_REM, trip, sv));
-    tir_value *ahead = tir_build_binary(&b, TIR_OP_ADD, trip, tir_build_const_int(&b, tir_scalar(ie), stages - 1));
-    tir_value *wslot = to_i32(&b, tir_build_binary(&b, TIR_OP_REM, ahead, sv));
+    tir_value *last = i32c(&b, stages - 1);
+    tir_value *wslot = select_i32(&b, tir_build_binary(&b, TIR_OP_EQ, rslot, i32c(&b, 0)), last,
+                                        tir_build_binary(&b, TIR_OP_SUB, rslot, i32c(&b, 1)));
     tir_op *wait = tir_build_op(&b, TIR_OP_ASYNC_WAIT, 0, NULL, 0, NULL);
     wait->attr.axis = stages - 2;
     tir_build_op(&b, TIR_OP_BARRIER, 0, NULL, 0, NULL);
@@ -334,6 +342,12 @@ static void pipeline_loop(pl_ctx *c, tir_op *loop) {
     tir_build_op(&b, TIR_OP_ASYNC_COMMIT, 0, NULL, 0, NULL);
     for (uint32_t j = 0; j < n; j++) tir_op_remove(loads[j]);
     remove_dead(c->f, body);
+
+    /* the next trip's slot: the one after this, wrapping */
+    tir_op *yield = body->last;
+    tir_builder_before(&b, yield);
+    yield->operands[yield->noperands - 1] = select_i32(
+        &b, tir_build_binary(&b, TIR_OP_EQ, rslot, last), i32c(&b, 0), tir_build_binary(&b, TIR_OP_ADD, rslot, i32c(&b, 1)));
 
     /* after the loop: no copy may still be writing the buffers */
     if (loop->next) tir_builder_before(&b, loop->next);

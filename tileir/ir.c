@@ -238,6 +238,29 @@ tir_op *tir_build_for(tir_builder *b, tir_value *lo, tir_value *hi, tir_value *s
     return op;
 }
 
+/* Arrays of an op are sized when it is built: one more element is a new
+ * array with the old ones copied (the arena keeps the old). */
+static tir_value **append_value(tc_arena *a, tir_value **arr, uint32_t n, tir_value *v) {
+    tir_value **p = TC_NEW_ARRAY(a, tir_value *, n + 2);
+    if (n) memcpy(p, arr, sizeof *p * n);
+    p[n] = v;
+    return p;
+}
+
+tir_value *tir_for_add_carried(tir_op *loop, tir_value *init) {
+    tir_func *f = loop->body->func;
+    tc_arena *a = f->module->arena;
+    tir_op *yield = loop->body->last;
+    tir_value *arg = tir_block_add_arg(loop->body, init->type, NULL);
+    tir_value *res = value_new(f, init->type, NULL);
+    res->def = loop;
+    res->index = loop->nresults;
+    loop->operands = append_value(a, loop->operands, loop->noperands++, init);
+    loop->results = append_value(a, loop->results, loop->nresults++, res);
+    yield->operands = append_value(a, yield->operands, yield->noperands++, arg);
+    return arg;
+}
+
 tir_op *tir_build_if(tir_builder *b, tir_value *cond, uint32_t nresults, const tir_type *types) {
     tir_op *op = tir_build_op(b, TIR_OP_IF, 1, &cond, nresults, types);
     op->body = block_new(b->func, op);

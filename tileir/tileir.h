@@ -415,6 +415,12 @@ tir_op *tir_build_assert(tir_builder *b, const char *msg, tir_value *cond);
 tir_op *tir_build_for(tir_builder *b, tir_value *lo, tir_value *hi, tir_value *step, uint32_t ninits,
                       tir_value *const *inits);
 
+/* Adds a value carried by `for` loop `loop` (whose body ends in its
+ * yield), starting at `init`: a new operand, body argument (returned) and
+ * result. The yield carries the argument itself, unchanged, until the
+ * caller replaces that last yield operand with the next trip's value. */
+tir_value *tir_for_add_carried(tir_op *loop, tir_value *init);
+
 /* An `if` with empty then and else blocks (the caller fills both, ending
  * each with a yield of `nresults` values of the given types). */
 tir_op *tir_build_if(tir_builder *b, tir_value *cond, uint32_t nresults, const tir_type *types);
