@@ -58,7 +58,24 @@ uint32_t reg_join(const view *v, const uint32_t *rd) {
 
 /* The register of broadcast operand type xt that register r of its
  * result type rt repeats (the operand's dims of 1 at index 0). */
+/* Repetitions of an MMA layout's 16x8 pieces along N over n columns. */
+static uint32_t mma_reps_n(const tir_layout *l, uint32_t n) {
+    uint32_t cover = (uint32_t)TIR_MMA_TILE_N * l->wpc[1];
+    return n > cover ? n / cover : 1;
+}
+
 uint32_t broadcast_source_reg(const tir_type *xt, const tir_type *rt, uint32_t r) {
+    if (rt->layout.kind == TIR_LAYOUT_MMA) {
+        /* register r is (rm, rn, i): rows rm * 16 wpc + 8 (i >> 1), columns
+         * rn * 8 wpc + (i & 1) of the thread's. Along a dim of 1 every
+         * register of the operand holds its one row (column): take the
+         * first repetition there, and the same one along the other dim */
+        uint32_t i = r % 4, t = r / 4, rn_r = mma_reps_n(&rt->layout, rt->shape[1]);
+        uint32_t rm = t / rn_r, rn = t % rn_r, rn_x = mma_reps_n(&xt->layout, xt->shape[1]);
+        if (xt->shape[0] == 1) rm = 0;
+        if (xt->shape[1] == 1) rn = 0;
+        return (rm * rn_x + rn) * 4 + i;
+    }
     view vx = view_of(xt), vr = view_of(rt);
     uint32_t rd[TIR_MAX_RANK];
     reg_split(&vr, r, rd);

@@ -355,6 +355,13 @@ static void gen_op(cg *c, const tir_op *op) {
  * scans, permute): the layout pass gives them blocked operands; a .tir
  * file that gives them mma or dot_op tiles gets an error, not wrong code. */
 static bool needs_blocked(cg *c, const tir_op *op) {
+    if (op->code == TIR_OP_BROADCAST) {
+        /* in the mma layout too, operand and result alike (broadcast_source_reg) */
+        const tir_layout *x = &op->operands[0]->type.layout, *r = &op->results[0]->type.layout;
+        if (op->operands[0]->type.rank && x->kind == TIR_LAYOUT_MMA && r->kind == TIR_LAYOUT_MMA &&
+            x->wpc[0] == r->wpc[0] && x->wpc[1] == r->wpc[1])
+            return false;
+    }
     switch (op->code) {
     case TIR_OP_BROADCAST: case TIR_OP_EXPAND_DIMS: case TIR_OP_REDUCE_SUM: case TIR_OP_REDUCE_MAX:
     case TIR_OP_REDUCE_MIN: case TIR_OP_CUMSUM: case TIR_OP_CUMSUM_REV: case TIR_OP_PERMUTE: break;

@@ -226,6 +226,12 @@ static bool register_only(const tir_value *v) {
     switch (op->code) {
     case TIR_OP_DOT: return dot_uses_mma(op);
     case TIR_OP_FOR: case TIR_OP_IF: case TIR_OP_WHILE: case TIR_OP_CONST: case TIR_OP_SPLAT: return true;
+    /* a broadcast renames its operand's registers, in the MMA layout too:
+     * an epilogue's `acc + bias[None, :]` converts the 1 x N row into the
+     * MMA layout, not the broadcast M x N tile (a shared-memory trip for
+     * every element of the tile and as many registers again as the
+     * accumulator: the bias epilogue spilled, issue 19) */
+    case TIR_OP_BROADCAST: return true;
     default: return (fl & TIR_F_ELEMENTWISE) && !(fl & (TIR_F_READS | TIR_F_WRITES | TIR_F_EFFECT));
     }
 }
