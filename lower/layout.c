@@ -264,6 +264,18 @@ static void collect_wishes(tir_op *op, void *p) {
          * the dot instead: their producers are loads in blocked layouts) */
         if (dot_uses_mma(op)) break;
         for (unsigned i = 0; i < 2; i++) {
+            /* an operand loaded in a loop's body keeps its load's
+             * coalesced layout: the whole-row layout spreads a tile over
+             * more threads than it has elements (a 32x16 a on 8 warps:
+             * each element loaded by 8 threads, 16 pointers a thread),
+             * and pipelined, the copies take the load's layout while the
+             * ring is read straight into the dot's (stage_operands; a
+             * transposed load's ring turned). Elsewhere the load takes
+             * the dot's layout: a warp's copies of an element are one
+             * access, cheaper than a conversion through shared memory */
+            const tir_op *src = op->operands[i]->def;
+            if (src && src->code == TIR_OP_PERMUTE) src = src->operands[0]->def; /* trans(load(...)) */
+            if (src && src->code == TIR_OP_LOAD && src->parent->parent && src->parent->parent->code == TIR_OP_FOR) continue;
             add_wish(c, op->operands[i], op->results[0], WISH_DOT_FMA_OF, i, NULL);
             wish *w = c->wishes[find(c, op->operands[i]->id)];
             while (w->next) w = w->next;

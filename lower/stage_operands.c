@@ -109,7 +109,7 @@ static bool stage_from_ring(stage_ctx *c, tir_op *cv) {
     tir_op *ld = x->def;
     if (!ld || ld->code != TIR_OP_LOCAL_LOAD || !ring_only(c->f, ld->operands[0], ld)) return false;
     tir_value *buf = ld->operands[0];
-    if (buf->type.layout.kind == TIR_LAYOUT_NONE)
+    if (buf->type.layout.kind == TIR_LAYOUT_NONE && cv->results[0]->type.layout.kind == TIR_LAYOUT_DOT_OP)
         buf->type.layout = tir_shared_for_dot(&buf->type.shape[1], 1, elem_bytes(tir_type_elem(buf->type)));
     load_in_place(c, cv, buf, ld->operands[1]);
     remove_if_unused(c->f, ld);
@@ -226,10 +226,11 @@ typedef struct conv_list {
 
 static void find_conversions(tir_op *op, void *p) {
     conv_list *l = p;
-    if (op->code != TIR_OP_DOT) return;
+    if (op->code != TIR_OP_DOT && op->code != TIR_OP_DOT_IEEE) return;
     for (uint32_t i = 0; i < 2; i++) {
         tir_op *cv = op->operands[i]->def;
-        if (!cv || cv->code != TIR_OP_CONVERT_LAYOUT || cv->results[0]->type.layout.kind != TIR_LAYOUT_DOT_OP) continue;
+        tir_layout_kind want = op->code == TIR_OP_DOT ? TIR_LAYOUT_DOT_OP : TIR_LAYOUT_BLOCKED;
+        if (!cv || cv->code != TIR_OP_CONVERT_LAYOUT || cv->results[0]->type.layout.kind != want) continue;
         bool seen = false;
         for (uint32_t k = 0; k < l->n; k++) seen |= l->op[k] == cv;
         if (!seen && l->n < LOWER_MAX_STAGED_OPERANDS) l->op[l->n++] = cv;
@@ -247,6 +248,10 @@ bool lower_stage_operands(tir_module *m, const lower_options *opt, tc_diag *diag
         for (uint32_t i = 0; i < l->n; i++) {
             tir_op *cv = l->op[i];
             if (!tir_value_has_uses(f, cv->results[0])) continue;
+            if (cv->results[0]->type.layout.kind != TIR_LAYOUT_DOT_OP) { /* dot_ieee's, from a ring only */
+                if (!stage_from_ring(&c, cv)) stage_from_turned_ring(&c, cv);
+                continue;
+            }
             if (!stage_from_ring(&c, cv) && !stage_from_turned_ring(&c, cv)) stage_through_buffer(&c, cv);
         }
     }
