@@ -481,16 +481,30 @@ static const rt_matmul_config matmul_configs[] = {
     {1, 1, 32, 32, 32, 8, 2, 4, 2}, /* skinny or small: less padding past the edges */
 };
 
-const rt_matmul_config *rt_matmul_config_for(int64_t M, int64_t N, int64_t batch, int sms) {
-    size_t n = sizeof matmul_configs / sizeof matmul_configs[0];
+/* matmul_f32_ieee's (dot_ieee on FMAs, each thread holding whole rows of a
+ * and columns of b over BLOCK_K): the same tiles as far as they do not
+ * spill (tests/stdlib-no-spills.sh), with BLOCK_K 16 on the largest and
+ * smallest and 8 warps on the middle one, where 32 and 4 spilled (issue
+ * 19). Triton's FMA path keeps a and b in registers the same way. */
+static const rt_matmul_config matmul_ieee_configs[] = {
+    /* min_m, min_n, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages, wide_warps */
+    {128, 128, 128, 128, 16, 8, 8, 4, 8},
+    {64, 64, 64, 64, 32, 8, 8, 4, 8},
+    {1, 1, 32, 32, 16, 8, 2, 4, 2},
+};
+
+const rt_matmul_config *rt_matmul_config_for(int64_t M, int64_t N, int64_t batch, int sms, bool fma) {
+    const rt_matmul_config *table = fma ? matmul_ieee_configs : matmul_configs;
+    size_t n = fma ? sizeof matmul_ieee_configs / sizeof matmul_ieee_configs[0]
+                   : sizeof matmul_configs / sizeof matmul_configs[0];
     for (size_t i = 0; i < n - 1; i++) {
-        const rt_matmul_config *r = &matmul_configs[i];
+        const rt_matmul_config *r = &table[i];
         if (M < r->min_m || N < r->min_n) continue;
         /* in double: M and N up to TLS_MATMUL_MAX_DIM, batch too, need not fit a product of int64 */
         double tiles = (double)cdiv(M, r->block_m) * (double)cdiv(N, r->block_n) * (double)batch;
         if (sms <= 0 || tiles >= sms) return r;
     }
-    return &matmul_configs[n - 1];
+    return &table[n - 1];
 }
 
 /* One matrix operand: its memory, its name in messages, and its three
@@ -602,7 +616,7 @@ static trt_status matmul(const call *c, matrix a, matrix b, matrix x, const epil
     if (ieee && c->st != &storages[TLS_F32])
         return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: precision TLS_IEEE is for f32 inputs, not %s", c->op,
                        c->st->suffix);
-    const rt_matmul_config *cfg = rt_matmul_config_for(M, N, batch, gpu_sms(c));
+    const rt_matmul_config *cfg = rt_matmul_config_for(M, N, batch, gpu_sms(c), ieee);
     int64_t tiles = cdiv(M, cfg->block_m) * cdiv(N, cfg->block_n);
     if (tiles > INT32_MAX)
         return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: %lld x %lld needs %lld tiles of %d x %d; at most %d fit a grid",

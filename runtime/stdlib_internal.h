@@ -5,9 +5,11 @@
 #ifndef TILEC_RUNTIME_STDLIB_INTERNAL_H
 #define TILEC_RUNTIME_STDLIB_INTERNAL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
-/* The stdlib matmul's tile configuration (runtime/stdlib.c's table) for
+/* The stdlib matmul's tile configuration (runtime/stdlib.c's tables: one
+ * for the tensor cores, one for matmul_f32_ieee's FMAs when `fma`) for
  * `batch` products of M x N on a GPU of `sms` multiprocessors (0: not a
  * GPU, or its count unknown). */
 typedef struct rt_matmul_config {
@@ -24,6 +26,6 @@ typedef struct rt_matmul_config {
      * warps, fewer accumulators a thread */
     int wide_warps;
 } rt_matmul_config;
-const rt_matmul_config *rt_matmul_config_for(int64_t M, int64_t N, int64_t batch, int sms);
+const rt_matmul_config *rt_matmul_config_for(int64_t M, int64_t N, int64_t batch, int sms, bool fma);
 
 #endif

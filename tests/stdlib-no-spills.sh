@@ -60,12 +60,17 @@ done
 # (any strides, masks); each kernel on the warps tls_matmul gives it:
 # wide_warps for f32 inputs and for the general path, num_warps for the
 # rest.
-configs=$(sed -n '/matmul_configs\[\] = {/,/^};/p' "$root/runtime/stdlib.c" | grep -o '^ *{[0-9, ]*}' | tr -d '{ }')
+# matmul_f32_ieee (FMAs) takes its own table, matmul_ieee_configs, on its
+# wide_warps.
+rows_of() { sed -n "/ $1\[\] = {/,/^};/p" "$root/runtime/stdlib.c" | grep -o '^ *{[0-9, ]*}' | tr -d '{ }'; }
+configs=$(rows_of matmul_configs | sed 's/^/mma,/')
+ieee_configs=$(rows_of matmul_ieee_configs | sed 's/^/fma,/')
 [ -n "$configs" ] || { echo "FAIL: no matmul_configs rows found in runtime/stdlib.c"; fail=1; }
-table=() matmul_spills=0
-for cfg in $configs; do
-  IFS=, read -r _ _ bm bn bk gm warps stages wide <<<"$cfg"
-  [ -n "$wide" ] || { echo "FAIL: matmul_configs row {$cfg} has no wide_warps"; fail=1; continue; }
+[ -n "$ieee_configs" ] || { echo "FAIL: no matmul_ieee_configs rows found in runtime/stdlib.c"; fail=1; }
+table=()
+for cfg in $configs $ieee_configs; do
+  IFS=, read -r path _ _ bm bn bk gm warps stages wide <<<"$cfg"
+  [ -n "$wide" ] || { echo "FAIL: matmul config row {$cfg} has no wide_warps"; fail=1; continue; }
   for layouts in "1 1 1 1" "2 2 1 1" "1 1 1 0" "0 0 0 0"; do
     read -r la lb lc even <<<"$layouts"
     nw16=$warps # f16 and bf16: num_warps, or wide_warps on the general path
@@ -73,8 +78,13 @@ for cfg in $configs; do
     for nw in $(printf '%s\n' "$nw16" "$wide" | sort -u); do
       # the kernels this compile stands for
       kernels=""
-      [ "$nw" = "$nw16" ] && kernels="matmul_f16 matmul_bf16"
-      [ "$nw" = "$wide" ] && kernels="$kernels matmul_f32 matmul_f32_ieee"
+      if [ "$path" = fma ]; then
+        [ "$nw" = "$wide" ] || continue
+        kernels="matmul_f32_ieee"
+      else
+        [ "$nw" = "$nw16" ] && kernels="matmul_f16 matmul_bf16"
+        [ "$nw" = "$wide" ] && kernels="$kernels matmul_f32"
+      fi
       args=(-D "BLOCK_M=$bm" -D "BLOCK_N=$bn" -D "BLOCK_K=$bk" -D "GROUP_M=$gm" -D "A_LAYOUT=$la" -D "B_LAYOUT=$lb"
             -D "C_LAYOUT=$lc" -D "EVEN=$even" --num-warps="$nw" --num-stages="$stages")
       what="${bm}x${bn}x${bk} w$nw s$stages layouts $la$lb$lc even $even"
@@ -96,21 +106,10 @@ for cfg in $configs; do
       bad=$(awk -v kernels=" $kernels " '/Function properties for/ {k=$NF}
         /spill stores/ {if (index(kernels, " " k " ") && ($5 != 0 || $9 != 0)) print k ": " $0}' "$tmp/log")
       checked=$((checked + $(wc -w <<<"$kernels")))
-      # Gated: every kernel but dot_ieee (matmul_f32_ieee: the FMA path
-      # holds whole rows of a and columns of b per thread), known and
-      # reported.
-      if [ -n "$bad" ]; then
-        known=$(awk '{k=$1; sub(":", "", k); if (k == "matmul_f32_ieee") next; print}' <<<"$bad")
-        if [ -n "$known" ]; then echo "FAIL: matmul.tile ($what) spills:"; echo "$known"; fail=1; fi
-        echo "KNOWN, NOT GATED: matmul.tile ($what) spills (dot_ieee):"; echo "$bad"
-        matmul_spills=$((matmul_spills + 1))
-      fi
+      if [ -n "$bad" ]; then echo "FAIL: matmul.tile ($what) spills:"; echo "$bad"; fail=1; fi
     done
   done
 done
-if [ "$matmul_spills" -gt 0 ]; then
-  echo "NOT GATED: stdlib/matmul.tile spills in $matmul_spills configurations (reported above: dot_ieee)"
-fi
 if [ ${#table[@]} -gt 0 ]; then
   echo "== stdlib matmul, ptxas -v for sm_90 (bytes; layouts A B C: 1 rows contiguous, 2 columns, 0 any)"
   printf '%-16s %-32s %9s %10s %9s %12s %11s\n' kernel configuration registers smem dyn-smem spill-stores spill-loads

@@ -12,7 +12,7 @@
 enum { H100_SMS = 132 };
 
 static int tile(int64_t M, int64_t N, int64_t batch, int sms) {
-    const rt_matmul_config *c = rt_matmul_config_for(M, N, batch, sms);
+    const rt_matmul_config *c = rt_matmul_config_for(M, N, batch, sms, false);
     assert_non_null(c);
     assert_int_equal(c->block_m, c->block_n); /* the table's tiles are square: one number says which */
     return c->block_m;
@@ -50,6 +50,19 @@ static void test_tiles_fill_the_multiprocessors(void **state) {
     assert_int_equal(tile(256, 256, 1, H100_SMS), 32);
 }
 
+/* matmul_f32_ieee's table (FMAs) picks its tiles by the same rules */
+static void test_the_fma_table_picks_the_same_way(void **state) {
+    (void)state;
+    const rt_matmul_config *big = rt_matmul_config_for(4096, 4096, 1, H100_SMS, true),
+                           *mid = rt_matmul_config_for(100, 100, 1, 0, true),
+                           *small = rt_matmul_config_for(1, 1, 1, H100_SMS, true);
+    assert_int_equal(big->block_m, 128);
+    assert_int_equal(mid->block_m, 64);
+    assert_int_equal(small->block_m, 32);
+    assert_ptr_not_equal(big, rt_matmul_config_for(4096, 4096, 1, H100_SMS, false));
+    assert_int_equal(rt_matmul_config_for(1024, 1024, 1, H100_SMS, true)->block_m, 64);
+}
+
 static void test_huge_shapes_do_not_overflow(void **state) {
     (void)state;
     assert_int_equal(tile(INT64_C(1) << 40, INT64_C(1) << 40, INT64_C(1) << 40, H100_SMS), 128);
@@ -58,6 +71,7 @@ static void test_huge_shapes_do_not_overflow(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_large_products_take_the_largest_tile),
+        cmocka_unit_test(test_the_fma_table_picks_the_same_way),
         cmocka_unit_test(test_the_shape_minimums_hold),
         cmocka_unit_test(test_tiles_fill_the_multiprocessors),
         cmocka_unit_test(test_huge_shapes_do_not_overflow),
