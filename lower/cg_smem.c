@@ -215,6 +215,49 @@ static uint32_t *ldmatrix_order(cg *c, const tir_layout *l, const uint32_t *shap
     return order;
 }
 
+/* One ldmatrix of a local_load: its matrices' origins (register offsets,
+ * tir_mma_reg_offset), whether no lane's row wraps around the tile, and
+ * its address. */
+typedef struct ldm_call {
+    uint32_t cnt;
+    uint32_t o[4][2];
+    bool whole;
+    LLVMValueRef addr;
+} ldm_call;
+
+/* The address of ldmatrix `at` as an earlier one's plus a constant, or
+ * NULL. Where every matrix of the two sits the same (rows, columns) apart,
+ * neither wraps, and the buffer's swizzle moves both alike (rows a
+ * multiple of its phase period apart, columns a multiple of its chunk
+ * period), each lane's address is the earlier one's plus that many bytes:
+ * one hoisted offset serves both, and ptxas folds the constant into the
+ * access ([R+UR+imm]), where each ldmatrix had an offset of its own live
+ * through the loop (registers the fused epilogues spilled for). */
+static LLVMValueRef ldmatrix_near(cg *c, const tir_op *op, const ldm_call *calls, uint32_t at) {
+    const ldm_call *me = &calls[at];
+    const tir_type *bt = &op->operands[0]->type;
+    const tir_layout *sl = &bt->layout;
+    unsigned contig = slot_contig_dim(bt), other = 1 - contig;
+    bool swizzled = sl->kind == TIR_LAYOUT_SHARED && sl->sw_max_phase > 1;
+    if (!me->whole) return NULL;
+    for (uint32_t b = 0; b < at; b++) {
+        const ldm_call *e = &calls[b];
+        if (e->cnt != me->cnt || !e->whole) continue;
+        int64_t delta[2] = {(int64_t)me->o[0][0] - e->o[0][0], (int64_t)me->o[0][1] - e->o[0][1]};
+        bool same = true;
+        for (uint32_t i = 1; i < me->cnt; i++)
+            for (unsigned d = 0; d < 2; d++) same &= (int64_t)me->o[i][d] - e->o[i][d] == delta[d];
+        if (!same) continue;
+        if (swizzled && (delta[other] % ((int64_t)sl->sw_per_phase * sl->sw_max_phase) != 0 ||
+                         delta[contig] % ((int64_t)sl->sw_vec * sl->sw_max_phase) != 0))
+            continue;
+        int64_t bytes = (delta[other] * bt->shape[1 + contig] + delta[contig]) * scratch_elem_bytes(tir_type_elem(*bt));
+        LLVMValueRef off = LLVMConstInt(LLVMInt32TypeInContext(c->ctx), (unsigned long long)bytes, true);
+        return LLVMBuildGEP2(c->b, LLVMInt8TypeInContext(c->ctx), e->addr, &off, 1, "");
+    }
+    return NULL;
+}
+
 static void gen_ldmatrix(cg *c, const tir_op *op) {
     const tir_value *res = op->results[0];
     const tir_type *t = &res->type;
@@ -237,23 +280,39 @@ static void gen_ldmatrix(cg *c, const tir_op *op) {
     LLVMTypeRef pty = LLVMPointerTypeInContext(c->ctx, NVPTX_ADDRSPACE_SHARED);
     LLVMValueRef *out = new_regs(c, res);
     uint32_t *order = ldmatrix_order(c, l, t->shape, n32);
+    ldm_call *calls = TC_NEW_ARRAY(c->arena, ldm_call, n32);
+    uint32_t ncalls = 0;
     for (uint32_t j0 = 0; j0 < n32;) {
         uint32_t cnt = n32 - j0 >= 4 ? 4 : n32 - j0 >= 2 ? 2 : 1;
-        LLVMValueRef mi = LLVMBuildAnd(c->b, mat, i32c(c, cnt - 1), "");
-        LLVMValueRef coord[2];
+        ldm_call *me = &calls[ncalls++];
+        *me = (ldm_call){.cnt = cnt};
+        for (uint32_t i = 0; i < cnt; i++) tir_mma_reg_offset(l, t->shape, order[j0 + i] * kw, me->o[i]);
+        /* the largest coordinate a lane's row address can have: below the
+         * shape, nothing wraps (the & below) */
+        me->whole = true;
         for (unsigned d = 0; d < 2; d++) {
-            /* matrix mi's origin: register j0 + mi's part, chosen by mi */
-            LLVMValueRef o = NULL;
-            for (uint32_t i = 0; i < cnt; i++) {
-                uint32_t off[2];
-                tir_mma_reg_offset(l, t->shape, order[j0 + i] * kw, off);
-                LLVMValueRef v = i32c(c, off[d]);
-                o = o ? LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntEQ, mi, i32c(c, i), ""), v, o, "") : v;
-            }
-            LLVMValueRef x = LLVMBuildAdd(c->b, wpart[d], o, "");
-            if (d == row_dim) x = LLVMBuildAdd(c->b, x, row, "");
-            coord[d] = LLVMBuildAnd(c->b, x, i32c(c, t->shape[d] - 1), "");
+            uint32_t most = k[d][0] * (l->wpc[0] - 1u) + k[d][1] * (l->wpc[1] - 1u) + (d == row_dim ? 7u : 0u), o = 0;
+            for (uint32_t i = 0; i < cnt; i++) o = me->o[i][d] > o ? me->o[i][d] : o;
+            me->whole &= most + o < t->shape[d];
         }
+        LLVMValueRef addr = ldmatrix_near(c, op, calls, ncalls - 1);
+        if (!addr) {
+            LLVMValueRef mi = LLVMBuildAnd(c->b, mat, i32c(c, cnt - 1), "");
+            LLVMValueRef coord[2];
+            for (unsigned d = 0; d < 2; d++) {
+                /* matrix mi's origin: register j0 + mi's part, chosen by mi */
+                LLVMValueRef o = NULL;
+                for (uint32_t i = 0; i < cnt; i++) {
+                    LLVMValueRef v = i32c(c, me->o[i][d]);
+                    o = o ? LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntEQ, mi, i32c(c, i), ""), v, o, "") : v;
+                }
+                LLVMValueRef x = LLVMBuildAdd(c->b, wpart[d], o, "");
+                if (d == row_dim) x = LLVMBuildAdd(c->b, x, row, "");
+                coord[d] = LLVMBuildAnd(c->b, x, i32c(c, t->shape[d] - 1), "");
+            }
+            addr = slot_addr_at(c, op, coord, SLOT_SPLIT);
+        }
+        me->addr = addr;
         char name[80];
         snprintf(name, sizeof name, "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x%u%s.b16", cnt, trans ? ".trans" : "");
         unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
@@ -263,7 +322,6 @@ static void gen_ldmatrix(cg *c, const tir_op *op) {
         }
         LLVMValueRef fn = LLVMGetIntrinsicDeclaration(c->mod, id, &pty, 1);
         LLVMTypeRef fty = LLVMIntrinsicGetType(c->ctx, id, &pty, 1);
-        LLVMValueRef addr = slot_addr_at(c, op, coord, SLOT_SPLIT);
         LLVMValueRef got = LLVMBuildCall2(c->b, fty, fn, &addr, 1, "");
         for (uint32_t i = 0; i < cnt; i++) {
             LLVMValueRef w = cnt == 1 ? got : LLVMBuildExtractValue(c->b, got, i, "");
