@@ -22,7 +22,9 @@
  *     result wants its operand's layout permuted (then it moves no data),
  *     and the a and b of a dot on FMAs (dot_ieee) want its result's
  *     blocked layout holding whole rows of a (spt[1] = K) and whole
- *     columns of b (spt[0] = K), so each thread has what its results need.
+ *     columns of b (spt[0] = K), so each thread has what its results need
+ *     (but for operands loaded in a loop's body, which keep their loads'
+ *     layouts: see collect_wishes).
  *  3. Choice. Classes are decided from the highest rank down (slices come
  *     from the rank above). Within a rank, every class whose first
  *     satisfiable wish has a decided source takes it, until none can; then
@@ -38,16 +40,18 @@
  *     elementwise ops that touch no memory, constants, splats, what loops
  *     and branches carry): a second union-find over the joins of step 1
  *     restricted to those. So the accumulator, the loop carrying it, and
- *     an epilogue's casts and adds take the MMA layout, while loads,
- *     stores, pointer arithmetic, broadcasts and expand_dims keep their
- *     blocked classes.
+ *     an epilogue's casts, adds and broadcasts take the MMA layout, while
+ *     loads, stores, pointer arithmetic and expand_dims keep their
+ *     blocked classes (a broadcast only renames registers, in any
+ *     layout, and the MMA layout takes a tile with a dim of 1).
  *  4. Repair. Where an op's operand still does not have the layout the op
  *     needs (two wishes disagreed: `offs[:, None]` and `offs[None, :]`;
  *     an MMA region meets a blocked value), a convert_layout goes in,
  *     which codegen does through shared memory: a dot's a and b into the
  *     DOT_OP layouts of its result's MMA layout (from the blocked layouts
- *     of their loads), a broadcast bias into the MMA layout, and an MMA
- *     value stored into the pointers' blocked layout (the epilogue
+ *     of their loads), a bias row (1 x N, before its broadcast) into
+ *     the MMA layout, and an MMA value stored into the pointers' blocked
+ *     layout (the epilogue
  *     conversion: the store then issues 16-byte accesses); reductions and
  *     scans of MMA tiles read a blocked copy; a loop's inits and yields
  *     and a branch's yields take the layout of what they feed.
