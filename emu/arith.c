@@ -151,8 +151,10 @@ uint64_t emu_cast(uint16_t op, uint64_t a, ek from, ek to) {
     }
 }
 
+/* .ftz: a subnormal f32 becomes a zero of its sign; NaN is not
+ * subnormal (the compare below is false for it: it flushed to 0 before) */
 static double flush(double v, ek e, bool ftz) {
-    if (!ftz || e != EK_F32 || v == 0 || fabs(v) >= 0x1p-126) return v;
+    if (!ftz || e != EK_F32 || v == 0 || isnan(v) || fabs(v) >= 0x1p-126) return v;
     return copysign(0.0, v);
 }
 

@@ -568,6 +568,55 @@ static void test_f2tf32_and_predicated_asm(void **state) {
     emu_module_free(m);
 }
 
+/* rcp.approx.ftz.f32 (llvm.nvvm.rcp.approx.ftz.f, sigmoid's reciprocal),
+ * by the PTX ISA's description of rcp: "rcp.approx.f32 implements a fast
+ * approximation to reciprocal. The maximum ulp error is 1 across the full
+ * range of inputs"; ".ftz: subnormal inputs and results are flushed to
+ * sign-preserving zero"; 1/+-0 is +-Inf, 1/+-Inf is +-0, 1/NaN is NaN. */
+static void test_rcp_approx_ftz(void **state) {
+    (void)state;
+    enum { N = 32 };
+    const float in[N] = {1.0f, -1.0f, 2.0f, 3.0f, 0.1f, -7.5f, 0x1p126f, 0x1p127f, -0x1p127f, 0x1.8p-149f /* subnormal */,
+                         -0x1p-130f, 0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e10f, 1.5f, 0x1p-126f, 0x1.fffffep127f,
+                         12345.0f, -0.001f, 1.0f / 3.0f, 8.0f, 0.25f, 100.0f, -100.0f, 0.5f, 65504.0f, 1e-20f, 7.0f, 9.0f};
+    float got[N];
+    for (int i = 0; i < N; i++) got[i] = 12345.678f;
+    static char ir[4096];
+    snprintf(ir, sizeof ir,
+             "%sdeclare float @llvm.nvvm.rcp.approx.ftz.f(float)\n"
+             "define void @k(ptr addrspace(1) %%x, ptr addrspace(1) %%out) {\n"
+             "  %%t = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()\n"
+             "  %%p = getelementptr float, ptr addrspace(1) %%x, i32 %%t\n"
+             "  %%v = load float, ptr addrspace(1) %%p, align 4\n"
+             "  %%r = call float @llvm.nvvm.rcp.approx.ftz.f(float %%v)\n"
+             "  %%q = getelementptr float, ptr addrspace(1) %%out, i32 %%t\n"
+             "  store float %%r, ptr addrspace(1) %%q, align 4\n"
+             "  ret void\n}\n",
+             header);
+    annotate(ir, sizeof ir, N);
+    emu_module *m = load(ir);
+    emu_buffer bufs[2] = {{(void *)in, sizeof in}, {got, sizeof got}};
+    char err[ERR];
+    if (run1(m, bufs, 2, err) != EMU_OK) fail_msg("%s", err);
+    for (int i = 0; i < N; i++) {
+        float x = in[i], y = got[i];
+        if (isnan(x)) {
+            if (!isnan(y)) fail_msg("rcp(NaN) = %a, want NaN", (double)y);
+            continue;
+        }
+        bool sub_in = x != 0 && fabsf(x) < 0x1p-126f;
+        double want = sub_in ? (signbit(x) ? -INFINITY : INFINITY) : 1.0 / (double)x;
+        if (want != 0 && fabs(want) < 0x1p-126) want = signbit(x) ? -0.0 : 0.0; /* a subnormal result flushes */
+        if (isinf(want) || want == 0) {
+            if ((double)y != want || !signbit(y) != !signbit(want)) fail_msg("rcp(%a) = %a, want %a", (double)x, (double)y, want);
+            continue;
+        }
+        double ulp = ldexp(1.0, ilogb(want) - 23);
+        if (fabs((double)y - want) > ulp) fail_msg("rcp(%a) = %a, want %a within 1 ulp", (double)x, (double)y, want);
+    }
+    emu_module_free(m);
+}
+
 /* ---- what the emulator must refuse ---------------------------------------------- */
 
 /* @k's body (with %t the thread id and %out a 32-float buffer) run on 32
@@ -791,6 +840,7 @@ int main(void) {
         cmocka_unit_test(test_cp_async_groups),
         cmocka_unit_test(test_shuffles_follow_ptx),
         cmocka_unit_test(test_f2tf32_and_predicated_asm),
+        cmocka_unit_test(test_rcp_approx_ftz),
         cmocka_unit_test(test_errors_are_reported),
         cmocka_unit_test(test_shared_memory_races),
         cmocka_unit_test(test_dynamic_shared_array),
