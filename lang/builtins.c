@@ -614,7 +614,8 @@ static operand check_shape_op(lang_ctx *c, const ast_expr *call, const ast_expr 
 /* ---- transcendental functions ------------------------------------------
  * exp2, log2, sin, cos and rsqrt are IR ops (PTX .approx on the GPU); the
  * rest are built from them: exp(x) = exp2(x log2 e), log(x) = log2(x) ln 2,
- * sigmoid(x) = 1 / (1 + exp(-x)), tanh(x) = 2 sigmoid(2x) - 1. */
+ * sigmoid(x) = 1 / (1 + exp(-x)), tanh(x) = 2 sigmoid(2x) - 1, the
+ * reciprocal an op of its own (rcp: rcp.approx on the GPU). */
 
 static tir_value *float_arg(lang_ctx *c, const ast_expr *call, const ast_expr *arg, bool allow_f64) {
     operand o = lang_check_expr(c, arg);
@@ -658,8 +659,8 @@ static operand check_transcendental(lang_ctx *c, const ast_expr *call, const ast
         double k = id == B_TANH ? -2 * log2e : -log2e; /* e^-x, or e^-2x for tanh */
         tir_value *e = tir_build_unary(b, TIR_OP_EXP2, tir_build_binary(b, TIR_OP_MUL, x, fconst(c, x, k)));
         tir_value *den = tir_build_binary(b, TIR_OP_ADD, fconst(c, x, 1.0), e);
-        r = tir_build_binary(b, TIR_OP_DIV, fconst(c, x, id == B_TANH ? 2.0 : 1.0), den);
-        if (id == B_TANH) r = tir_build_binary(b, TIR_OP_SUB, r, fconst(c, x, 1.0));
+        r = tir_build_unary(b, TIR_OP_RCP, den); /* approximate on the GPU, as exp2 */
+        if (id == B_TANH) r = tir_build_binary(b, TIR_OP_SUB, tir_build_binary(b, TIR_OP_MUL, r, fconst(c, x, 2.0)), fconst(c, x, 1.0));
         break;
     }
     default: break;

@@ -137,15 +137,20 @@ void gen_math(cg *c, const tir_op *op) {
 void gen_approx(cg *c, const tir_op *op) {
     const tir_value *res = op->results[0];
     tir_elem e = tir_type_elem(res->type);
+    /* rcp: the .ftz form is the one NVVM has for f32 (a subnormal
+     * reciprocal flushes to 0, which sigmoid's 1 / (1 + e) only reaches
+     * for e > 2^126); unlike IEEE division it has no slow path, whose
+     * calls made the GELU epilogue spill (issue 19) */
     static const char *const f32_names[] = {"llvm.nvvm.ex2.approx.f", "llvm.nvvm.lg2.approx.f", "llvm.nvvm.sin.approx.f",
-                                            "llvm.nvvm.cos.approx.f", "llvm.nvvm.rsqrt.approx.f"};
+                                            "llvm.nvvm.cos.approx.f", "llvm.nvvm.rsqrt.approx.f",
+                                            "llvm.nvvm.rcp.approx.ftz.f"};
     const char *name = f32_names[op->code - TIR_OP_EXP2];
     if (e == TIR_F64) {
-        if (op->code != TIR_OP_RSQRT) {
+        if (op->code != TIR_OP_RSQRT && op->code != TIR_OP_RCP) {
             cg_error(c, op, "exp2, log2, sin and cos on f64 are not supported yet (f32 math only)");
             return;
         }
-        name = "llvm.nvvm.rsqrt.approx.d";
+        name = op->code == TIR_OP_RSQRT ? "llvm.nvvm.rsqrt.approx.d" : "llvm.nvvm.rcp.approx.ftz.d";
     }
     LLVMTypeRef f32 = LLVMFloatTypeInContext(c->ctx), ty = elem_type(c, e);
     LLVMTypeRef cty = e == TIR_F64 ? ty : f32;

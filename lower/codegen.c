@@ -307,7 +307,7 @@ static void gen_op(cg *c, const tir_op *op) {
     }
     case TIR_OP_MIN: case TIR_OP_MAX: case TIR_OP_ABS: case TIR_OP_SQRT: case TIR_OP_FLOOR: case TIR_OP_CEIL:
     case TIR_OP_FMA: gen_math(c, op); return;
-    case TIR_OP_EXP2: case TIR_OP_LOG2: case TIR_OP_SIN: case TIR_OP_COS: case TIR_OP_RSQRT: gen_approx(c, op); return;
+    case TIR_OP_EXP2: case TIR_OP_LOG2: case TIR_OP_SIN: case TIR_OP_COS: case TIR_OP_RSQRT: case TIR_OP_RCP: gen_approx(c, op); return;
     case TIR_OP_ERF: gen_erf(c, op); return;
     case TIR_OP_RANDINT: gen_randint(c, op); return;
     case TIR_OP_LOAD: gen_load(c, op); return;

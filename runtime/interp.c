@@ -799,14 +799,16 @@ static void run_op(interp *in, const tir_op *op) {
     case TIR_OP_LOG2:
     case TIR_OP_SIN:
     case TIR_OP_COS:
-    case TIR_OP_RSQRT: {
+    case TIR_OP_RSQRT:
+    case TIR_OP_RCP: {
         slot *s = out_slot(in, res);
         cell *a = val(in, op->operands[0]);
         tir_elem e = tir_type_elem(res->type);
         for (uint32_t k = 0; k < s->n; k++) {
             double x = a[k].f;
             double r = op->code == TIR_OP_EXP2 ? exp2(x) : op->code == TIR_OP_LOG2 ? log2(x)
-                     : op->code == TIR_OP_SIN ? sin(x) : op->code == TIR_OP_COS ? cos(x) : 1.0 / sqrt(x);
+                     : op->code == TIR_OP_SIN ? sin(x) : op->code == TIR_OP_COS ? cos(x)
+                     : op->code == TIR_OP_RSQRT ? 1.0 / sqrt(x) : 1.0 / x;
             s->cells[k].f = round_to(e, r);
         }
         return;

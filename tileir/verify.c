@@ -226,7 +226,7 @@ static void check_types(verifier *v, const tir_op *op) {
         break;
     case TIR_OP_MIN: case TIR_OP_MAX: case TIR_OP_ABS: case TIR_OP_SQRT: case TIR_OP_FLOOR: case TIR_OP_CEIL:
     case TIR_OP_FMA: case TIR_OP_EXP2: case TIR_OP_LOG2: case TIR_OP_SIN: case TIR_OP_COS: case TIR_OP_RSQRT:
-    case TIR_OP_ERF:
+    case TIR_OP_RCP: case TIR_OP_ERF:
         for (uint32_t i = 0; i < op->noperands; i++)
             if (!tir_type_eq(o[i]->type, r)) fail(v, op, "operands and result must have one type");
         if (!numeric(r) || r.elem == TIR_I1) fail(v, op, "math ops need numbers");
