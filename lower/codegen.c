@@ -408,9 +408,9 @@ static bool gen_func(cg *c, tir_func *f) {
     }
     c->tid = sreg(c, "llvm.nvvm.read.ptx.sreg.tid.x");
     memset(c->tid_times, 0, sizeof c->tid_times);
-    /* the area the smem_plan pass sized: slots, buffers, scratch */
+    /* the area the smem_plan pass sized and placed: slots, buffers, scratch */
     c->buffer_next = (f->smem.slots + 15) & ~15u;
-    c->scratch = c->buffer_next + f->smem.buffers;
+    c->scratch = f->smem.scratch_at;
     uint32_t smem_bytes = lower_smem_bytes(f);
     c->smem = NULL;
     c->smem_used = 0;

@@ -772,6 +772,17 @@ static bool parse_kernel(reader *r) {
             }
             *field[i] = (uint32_t)bytes;
         }
+        /* scratch_at: optional, after the buffers unless said */
+        f->smem.scratch_at = ((f->smem.slots + 15) & ~15u) + f->smem.buffers;
+        if (accept(r, ",")) {
+            int64_t at;
+            if (!expect(r, "scratch_at") || !expect(r, "=") || !number(r, &at)) return false;
+            if (at < 0 || at > TIR_MAX_DYNAMIC_SMEM) {
+                error_here(r, "smem out of range");
+                return false;
+            }
+            f->smem.scratch_at = (uint32_t)at;
+        }
         if (!expect(r, ")")) return false;
     }
     if (accept(r, "dynamic_smem")) {

@@ -345,10 +345,13 @@ struct tir_func {
     /* The kernel's shared-memory area as the smem_plan pass sizes it
      * (lower/smem_plan.c), which codegen lays out: `slots` bytes of the
      * rank-1 reductions' slots, then (from a 16-byte boundary) `buffers`
-     * bytes of local_alloc buffers, then one scratch area of `scratch`
-     * bytes; all 0 before the pass. Printed smem(slots=S, buffers=B,
-     * scratch=X). */
-    struct { uint32_t slots, buffers, scratch; } smem;
+     * bytes of local_alloc buffers, and one scratch area of `scratch`
+     * bytes at byte `scratch_at`: after the buffers, or where no scratch
+     * use overlaps a buffer's lifetime, on the buffers' own bytes (at their
+     * start); all 0 before the pass. Printed smem(slots=S, buffers=B,
+     * scratch=X, scratch_at=O); read with scratch_at optional (default:
+     * after the buffers). */
+    struct { uint32_t slots, buffers, scratch, scratch_at; } smem;
     uint32_t dynamic_smem; /* bytes of dynamic shared memory a launch must give
                               it: set by the smem_plan pass for kernels over
                               48 KB of shared memory, 0 otherwise */
