@@ -635,6 +635,13 @@ static move_plan plan_move(const tir_op *op, uint32_t num_warps) {
     return best;
 }
 
+/* The scratch bytes of a plan: the round's rows, padded, and spare slots
+ * for the stores of other rounds. */
+static uint32_t move_bytes(const move_plan *p) {
+    uint32_t bytes = (p->chunk + p->pad * (p->chunk / p->n)) * p->eb;
+    return p->rounds > 1 ? bytes + p->eb * p->vx * p->threads : bytes;
+}
+
 static uint32_t op_warps(const tir_op *op) {
     return op->parent && op->parent->func && op->parent->func->num_warps ? (uint32_t)op->parent->func->num_warps
                                                                           : TILEC_MAX_NUM_WARPS;
@@ -658,9 +665,7 @@ uint32_t move_scratch(const tir_op *op) {
     default: return 0;
     }
     move_plan p = plan_move(op, op_warps(op));
-    /* the round's rows, padded, and spare slots for the stores of other rounds */
-    uint32_t bytes = (p.chunk + p.pad * (p.chunk / p.n)) * p.eb;
-    return p.rounds > 1 ? bytes + p.eb * p.vx * p.threads : bytes;
+    return move_bytes(&p);
 }
 
 /* The scratch slot (elements) of the element at row-major index lin
@@ -700,6 +705,10 @@ void gen_move_scratch(cg *c, const tir_op *op) {
     move_plan p = plan_move(op, (uint32_t)c->f->num_warps);
     if (c->nregs[x->id] != p.nx) {
         cg_error(c, op, "operand registers do not match its layout");
+        return;
+    }
+    if (move_bytes(&p) > c->f->smem.scratch) { /* smem_plan sized it with the same plan: never, unless a bug */
+        cg_error(c, op, "the kernel's smem scratch is smaller than this move needs");
         return;
     }
     LLVMTypeRef ty = e == TIR_PTR ? elem_type(c, e) : mem_type(c, e);
