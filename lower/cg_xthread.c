@@ -707,7 +707,7 @@ void gen_move_scratch(cg *c, const tir_op *op) {
         cg_error(c, op, "operand registers do not match its layout");
         return;
     }
-    if (move_bytes(&p) > c->f->smem.scratch) { /* smem_plan sized it with the same plan: never, unless a bug */
+    if (move_bytes(&p) > c->scratch_bytes) { /* smem_plan sized it with the same plan: never, unless a bug */
         cg_error(c, op, "the kernel's smem scratch is smaller than this move needs");
         return;
     }

@@ -772,16 +772,15 @@ static bool parse_kernel(reader *r) {
             }
             *field[i] = (uint32_t)bytes;
         }
-        /* scratch_at: optional, after the buffers unless said */
-        f->smem.scratch_at = ((f->smem.slots + 15) & ~15u) + f->smem.buffers;
+        f->smem.live_scratch = 0; /* optional */
         if (accept(r, ",")) {
-            int64_t at;
-            if (!expect(r, "scratch_at") || !expect(r, "=") || !number(r, &at)) return false;
-            if (at < 0 || at > TIR_MAX_DYNAMIC_SMEM) {
+            int64_t live;
+            if (!expect(r, "live_scratch") || !expect(r, "=") || !number(r, &live)) return false;
+            if (live < 0 || live > TIR_MAX_DYNAMIC_SMEM) {
                 error_here(r, "smem out of range");
                 return false;
             }
-            f->smem.scratch_at = (uint32_t)at;
+            f->smem.live_scratch = (uint32_t)live;
         }
         if (!expect(r, ")")) return false;
     }

@@ -551,12 +551,8 @@ bool tir_verify(const tir_module *m, const char *after_pass, tc_diag *diag) {
             if (f->params[i]->type.rank) fail(&v, NULL, "kernel parameters must be scalars or pointers");
             v.defined[f->params[i]->id] = 1;
         }
-        /* the scratch area: after the buffers, or on them (smem_plan
-         * shares their bytes where no lifetimes overlap) */
-        uint32_t base = (f->smem.slots + 15) & ~15u;
-        if ((f->smem.slots || f->smem.buffers || f->smem.scratch) && f->smem.scratch_at != base &&
-            f->smem.scratch_at != base + f->smem.buffers)
-            fail(&v, NULL, "smem scratch_at must be where the buffers start or end");
+        /* scratch apart from the buffers is for uses inside their lifetime */
+        if (f->smem.live_scratch && !f->smem.buffers) fail(&v, NULL, "smem live_scratch needs buffers");
         verify_block(&v, f->body, true);
         if (v.any_layout && v.any_missing) fail(&v, NULL, "some tiles have layouts and others do not");
         ok = ok && v.ok;
