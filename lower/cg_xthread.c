@@ -409,31 +409,242 @@ void gen_scan(cg *c, const tir_op *op) {
     }
 }
 
-/* ---- moving elements between layouts and shapes ----------------------------- */
+/* ---- moving elements between layouts and shapes -----------------------------
+ * A conversion, reshape or permute whose layouts do not line up goes
+ * through the scratch area: every thread writes its registers at their
+ * row-major index in the operand, a barrier, every thread reads the
+ * elements its result registers hold. The plan (plan_move, a pure function
+ * of the op and the warp count, so smem_plan sizes the area as codegen
+ * uses it) picks:
+ *  - the vector width of each side: the most elements (at most 16 bytes)
+ *    such that each group of that many consecutive registers holds, in
+ *    every thread, consecutive elements of one row from an aligned column
+ *    (an mma accumulator's column pairs: 4-byte stores of 16-bit elements,
+ *    8-byte of f32; a blocked layout's runs along its fastest dim: 16-byte
+ *    loads). It is checked by evaluating every thread's elements
+ *    (move_lin), not assumed from the layout's kind.
+ *  - where each element goes in the scratch: at its index, or with the
+ *    16-byte pieces of each row xor-ed by (row / per_phase) % max_phase
+ *    (a swizzle, as the shared layouts of tileir.h; over the operand's
+ *    rows or, for rank 1 or rows too short, rows of other lengths), or
+ *    with a few bytes of padding after each of the operand's rows: of these
+ *    candidates, the one whose accesses on both sides need the fewest bank
+ *    wavefronts by the hardware's rule (the emulator's, emu/emu.h), counted
+ *    for every warp (warp 0 alone for the largest moves), no change
+ *    before a swizzle and a swizzle before padding on a tie. An mma
+ *    accumulator's stores write, per warp instruction, 8 rows at one
+ *    16-byte piece each (4 lanes of column pairs), which rows a multiple of
+ *    128 bytes long put on the same 4 banks; xor-ing the piece by the row
+ *    puts the 8 rows on 8 different pieces, and a row's 8 pieces stay 8
+ *    different ones, so the 16-byte reads along a row are conflict-free
+ *    too (the stdlib matmul's epilogue: both at 1.00x the ideal, and no
+ *    padding bytes).
+ * A tile larger than CG_MOVE_ROUND_BYTES moves in rounds of `chunk`
+ * elements (by row-major index); a store group outside the round goes to
+ * the thread's own spare slots past the round (branch-free; one spare area
+ * for all would be a race of different values), and a load outside it
+ * reads the in-round slot with its index modulo chunk, which some thread
+ * wrote, and keeps its earlier value. */
 
-/* Elements of padding after each row (the operand's last dim) of the
- * scratch area in a move through it whose rounds hold `chunk` elements.
- * An mma accumulator's stores write, per warp instruction, 8 rows at 4
- * consecutive words each: rows a multiple of 32 bytes long put rows g and
- * g + 128 / row_bytes on the same banks (8-way conflicts for rows of 128
- * bytes and more). 16 bytes more a row make the row pitch 4 words more
- * than a multiple of 8, which puts the 8 rows on 8 different 4-bank
- * groups, and keep rows 16-byte aligned for vector reads. 0 for other
- * rows, where a round holds less than a row, and for elements over 2
- * bytes (f32 accumulators store one word a lane at every other word of a
- * row, 2-way at best, and the index arithmetic made tf32's general path
- * spill). */
-static uint32_t move_row_pad(const tir_type *x, uint32_t chunk) {
-    uint32_t eb = scratch_elem_bytes(tir_type_elem(*x)), n = x->rank >= 2 ? x->shape[x->rank - 1u] : 0;
-    if (n == 0 || chunk < n || (n * eb) % 32 != 0 || eb > 2) return 0;
-    return 16 / eb;
-}
+enum {
+    MOVE_MAX_VEC_BYTES = 16,  /* the widest shared access (ld/st.shared.v4.b32) */
+    MOVE_WAVEFRONT_BYTES = 128, /* bytes one group of lanes moves per wavefront */
+    MOVE_BANKS = 32,
+    MOVE_MAX_PHASE = 8,         /* swizzles tried: rows in phases of up to 8, over up to 8 pieces */
+    MOVE_MAX_SWIZZLE_ROW = 1024, /* and rows of up to this many bytes */
+    MOVE_WEIGH_ACCESSES = 1 << 16 /* thread accesses a plan weighs for every warp; past it, warp 0's (compile time) */
+};
+
+typedef struct move_plan {
+    uint32_t numel, chunk, rounds; /* elements */
+    uint32_t row;    /* the operand's rows (last dim): a vector stays in one */
+    uint32_t n, pad; /* the scratch's rows (the operand's, or others for a swizzle), and the padding after each */
+    uint32_t per_phase, max_phase; /* the swizzle: 16-byte piece k of row i goes to k ^ (i / per_phase % max_phase) */
+    uint32_t vx, vr; /* elements per store (operand registers) and per load (result registers) */
+    uint32_t nx, nr; /* registers per thread of the operand and the result */
+    uint32_t threads;
+    unsigned eb;
+} move_plan;
 
 /* Elements of a tile of type x that one round of a move through scratch
  * holds: all of them, or CG_MOVE_ROUND_BYTES' worth for larger tiles. */
 static uint32_t move_chunk(const tir_type *x) {
     uint32_t eb = scratch_elem_bytes(tir_type_elem(*x)), numel = (uint32_t)tir_type_numel(*x);
     return numel * eb > CG_MOVE_ROUND_BYTES ? CG_MOVE_ROUND_BYTES / eb : numel;
+}
+
+/* Tile coordinates of the element thread tid holds in register r under
+ * t's layout (the same arithmetic as tile_coord, on numbers). */
+static void elem_coord(const tir_type *t, const view *v, uint32_t tid, uint32_t r, uint32_t *coord) {
+    if (is_mma_kind(&t->layout)) {
+        tir_mma_coord(&t->layout, t->shape, tid, r, coord);
+        return;
+    }
+    uint32_t lane = tid & 31u, warp = tid >> 5, rd[TIR_MAX_RANK], vc[TIR_MAX_RANK];
+    reg_split(v, r, rd);
+    for (unsigned k = 0; k < v->rank; k++) {
+        unsigned d = v->l.ord[k];
+        uint32_t lane_d = lane & (v->l.tpw[d] - 1u), warp_d = warp & (v->l.wpc[d] - 1u);
+        lane >>= log2u(v->l.tpw[d]), warp >>= log2u(v->l.wpc[d]);
+        uint32_t spt = v->l.spt[d];
+        uint32_t idx = (warp_d * v->l.tpw[d] + lane_d) * spt + rd[d] / spt * v->cover[d] + rd[d] % spt;
+        vc[d] = v->shape[d] == 1 ? 0 : v->shape[d] < v->cover[d] ? idx & (v->shape[d] - 1u) : idx;
+    }
+    for (unsigned d = 0, k = 0; d < v->rank; d++)
+        if ((int)d != v->sliced) coord[k++] = vc[d];
+}
+
+/* Row-major index in the operand of the element thread tid holds in
+ * register r of the operand (result false) or of the result (true). */
+static uint32_t move_lin(const tir_op *op, bool result, const view *v, uint32_t tid, uint32_t r) {
+    const tir_type *x = &op->operands[0]->type, *t = result ? &op->results[0]->type : x;
+    uint32_t c[TIR_MAX_RANK], xc[TIR_MAX_RANK];
+    elem_coord(t, v, tid, r, c);
+    const uint32_t *at = c, *shape = t->shape;
+    if (result && op->code == TIR_OP_PERMUTE) { /* operand index along dim perm[i] is the result's along dim i */
+        for (unsigned i = 0; i < t->rank; i++) xc[op->attr.perm[i]] = c[i];
+        at = xc, shape = x->shape;
+    } /* reshape and conversion keep row-major order */
+    uint32_t lin = 0;
+    for (unsigned d = 0; d < t->rank; d++) lin = lin * shape[d] + at[d];
+    return lin;
+}
+
+/* The widest vector (elements, a power of two) in which one side's
+ * registers can go: each group of that many consecutive registers holds,
+ * in every thread, consecutive indices from a multiple of the width, in
+ * one row (the width divides the row). */
+static uint32_t move_vec(const tir_op *op, bool result, uint32_t nregs, uint32_t n, unsigned eb, uint32_t threads) {
+    const tir_type *t = result ? &op->results[0]->type : &op->operands[0]->type;
+    if (tir_type_elem(*t) == TIR_PTR || !t->rank) return 1;
+    view v = {0};
+    if (!is_mma_kind(&t->layout)) v = view_of(t);
+    for (uint32_t w = MOVE_MAX_VEC_BYTES / eb; w > 1; w /= 2) {
+        if (nregs % w || n % w) continue;
+        bool ok = true;
+        for (uint32_t tid = 0; tid < threads && ok; tid++)
+            for (uint32_t g = 0; g < nregs && ok; g += w) {
+                uint32_t lin = move_lin(op, result, &v, tid, g);
+                ok = lin % w == 0;
+                for (uint32_t j = 1; j < w && ok; j++) ok = move_lin(op, result, &v, tid, g + j) == lin + j;
+            }
+        if (ok) return w;
+    }
+    return 1;
+}
+
+/* The scratch slot (elements) of row-major index lin within its round. */
+static uint32_t plan_slot(const move_plan *p, uint32_t lin) {
+    uint32_t i = lin & (p->chunk - 1u);
+    if (p->max_phase > 1) i ^= (i / p->n / p->per_phase % p->max_phase) * (MOVE_MAX_VEC_BYTES / p->eb);
+    return p->pad ? i + i / p->n * p->pad : i;
+}
+
+/* The row-major indices one side of a move accesses, for the threads
+ * the plan weighs (all, or warp 0 where they and their accesses are more
+ * than MOVE_WEIGH_ACCESSES): lin[g * lanes + l] for thread l's register
+ * group g. */
+typedef struct move_side {
+    uint32_t *lin;
+    uint32_t groups, lanes, bytes; /* bytes: of one access */
+} move_side;
+
+static move_side weighed_side(tc_arena *a, const tir_op *op, bool result, const move_plan *p) {
+    const tir_type *t = result ? &op->results[0]->type : &op->operands[0]->type;
+    view v = {0};
+    if (!is_mma_kind(&t->layout)) v = view_of(t);
+    uint32_t vec = result ? p->vr : p->vx;
+    uint32_t accesses = (p->nx / p->vx + p->nr / p->vr) * p->threads;
+    move_side s = {.groups = (result ? p->nr : p->nx) / vec,
+                   .lanes = p->threads < 32 || accesses <= MOVE_WEIGH_ACCESSES ? p->threads : 32, .bytes = vec * p->eb};
+    s.lin = TC_NEW_ARRAY(a, uint32_t, (size_t)s.groups * s.lanes);
+    for (uint32_t g = 0; g < s.groups; g++)
+        for (uint32_t l = 0; l < s.lanes; l++) s.lin[g * s.lanes + l] = move_lin(op, result, &v, l, g * vec);
+    return s;
+}
+
+/* Bank wavefronts of one side's weighed accesses under plan p, by the rule
+ * emu/emu.h states: lanes in groups moving at most 128 bytes; in each, the
+ * most distinct words any bank holds. */
+static uint64_t side_wavefronts(const move_side *s, const move_plan *p) {
+    uint32_t group = s->bytes <= 4 ? 32 : MOVE_WAVEFRONT_BYTES / s->bytes;
+    uint64_t total = 0;
+    for (uint32_t g = 0; g < s->groups; g++)
+        for (uint32_t l0 = 0; l0 < s->lanes; l0 += group) {
+            uint32_t words[MOVE_BANKS][32 * 4]; /* distinct words per bank: at most the group's lanes x 4 */
+            uint32_t nw[MOVE_BANKS] = {0}, most = 0;
+            for (uint32_t l = l0; l < l0 + group && l < s->lanes; l++) {
+                uint32_t at = plan_slot(p, s->lin[g * s->lanes + l]) * p->eb;
+                for (uint32_t w = at / 4; w <= (at + s->bytes - 1) / 4; w++) {
+                    uint32_t b = w % MOVE_BANKS, k = 0;
+                    while (k < nw[b] && words[b][k] != w) k++;
+                    if (k == nw[b]) words[b][nw[b]++] = w;
+                    if (nw[b] > most) most = nw[b];
+                }
+            }
+            total += most;
+        }
+    return total;
+}
+
+/* The plan of a move through scratch (the section's header comment). */
+static move_plan plan_move(const tir_op *op, uint32_t num_warps) {
+    const tir_type *x = &op->operands[0]->type, *r = &op->results[0]->type;
+    move_plan p = {.eb = scratch_elem_bytes(tir_type_elem(*x)), .threads = 32u * num_warps};
+    p.numel = (uint32_t)tir_type_numel(*x);
+    p.chunk = move_chunk(x);
+    p.rounds = p.numel / p.chunk;
+    p.row = p.n = x->rank ? x->shape[x->rank - 1u] : 1;
+    p.nx = reg_count(x), p.nr = reg_count(r);
+    p.vx = move_vec(op, false, p.nx, p.row, p.eb, p.threads);
+    p.vr = move_vec(op, true, p.nr, p.row, p.eb, p.threads);
+    uint32_t widest = (p.vx > p.vr ? p.vx : p.vr) * p.eb, piece = MOVE_MAX_VEC_BYTES / p.eb;
+    if (p.eb > MOVE_MAX_VEC_BYTES || p.chunk < 2 * piece) return p;
+    tc_arena *a = tc_arena_new();
+    move_side sx = weighed_side(a, op, false, &p), sr = weighed_side(a, op, true, &p);
+    /* candidates in order of preference on a tie: as it is; swizzles (no
+     * bytes more) over the operand's rows, then over rows of other
+     * lengths (for rank 1, or rows too short to swizzle); paddings of the
+     * operand's rows (bytes more) */
+    move_plan best = p;
+    uint64_t fewest = side_wavefronts(&sx, &p) + side_wavefronts(&sr, &p);
+    bool tile_rows = x->rank >= 2 && p.row % piece == 0 && p.row <= p.chunk / 2;
+    uint32_t rows[24], nrows = 0;
+    if (tile_rows) rows[nrows++] = p.row;
+    for (uint32_t n = 2 * piece; n <= p.chunk / 2 && n * p.eb <= MOVE_MAX_SWIZZLE_ROW; n *= 2)
+        if (!tile_rows || n != p.row) rows[nrows++] = n;
+    for (uint32_t i = 0; i < nrows; i++) {
+        uint32_t n = rows[i];
+        for (uint32_t mp = 2; mp <= MOVE_MAX_PHASE && mp * piece <= n; mp *= 2)
+            for (uint32_t pp = 1; pp <= MOVE_MAX_PHASE && n * pp * mp <= p.chunk; pp *= 2) {
+                move_plan c = p;
+                c.n = n, c.per_phase = pp, c.max_phase = mp;
+                uint64_t w = side_wavefronts(&sx, &c) + side_wavefronts(&sr, &c);
+                if (w < fewest) fewest = w, best = c;
+            }
+    }
+    static const uint32_t pads[] = {4, 8, 16, 32}; /* bytes */
+    for (size_t i = 0; i < sizeof pads / sizeof pads[0] && tile_rows; i++) {
+        if (pads[i] % widest || pads[i] % p.eb || 2 * pads[i] > p.row * p.eb) continue;
+        move_plan c = p;
+        c.pad = pads[i] / p.eb;
+        uint64_t w = side_wavefronts(&sx, &c) + side_wavefronts(&sr, &c);
+        if (w < fewest) fewest = w, best = c;
+    }
+    tc_arena_free(a);
+    return best;
+}
+
+/* The scratch bytes of a plan: the round's rows, padded, and spare slots
+ * for the stores of other rounds. */
+static uint32_t move_bytes(const move_plan *p) {
+    uint32_t bytes = (p->chunk + p->pad * (p->chunk / p->n)) * p->eb;
+    return p->rounds > 1 ? bytes + p->eb * p->vx * p->threads : bytes;
+}
+
+static uint32_t op_warps(const tir_op *op) {
+    return op->parent && op->parent->func && op->parent->func->num_warps ? (uint32_t)op->parent->func->num_warps
+                                                                          : TILEC_MAX_NUM_WARPS;
 }
 
 /* Whether an op moves data through the scratch area (else registers are
@@ -453,86 +664,96 @@ uint32_t move_scratch(const tir_op *op) {
     case TIR_OP_RESHAPE: break;
     default: return 0;
     }
-    uint32_t eb = scratch_elem_bytes(tir_type_elem(*x)), numel = (uint32_t)tir_type_numel(*x);
-    /* in rounds of CG_MOVE_ROUND_BYTES, plus a spare slot per thread where
-     * the elements of other rounds go (see gen_move_scratch); rows padded */
-    uint32_t threads = 32u * (uint32_t)(op->parent && op->parent->func->num_warps ? op->parent->func->num_warps
-                                                                                   : TILEC_MAX_NUM_WARPS);
-    uint32_t chunk = move_chunk(x);
-    uint32_t bytes = (chunk + move_row_pad(x, chunk) * (chunk / x->shape[x->rank - 1u])) * eb;
-    return chunk < numel ? bytes + eb * threads : bytes;
+    move_plan p = plan_move(op, op_warps(op));
+    return move_bytes(&p);
 }
 
-/* The scratch slot of the element at row-major index lin within its
- * round of `chunk` elements, rows of n padded by `pad`. */
-static LLVMValueRef padded_slot(cg *c, LLVMValueRef lin, uint32_t chunk, uint32_t n, uint32_t pad) {
-    LLVMValueRef i = LLVMBuildAnd(c->b, lin, i32c(c, chunk - 1), "");
-    if (!pad) return i;
-    return LLVMBuildAdd(c->b, i, LLVMBuildMul(c->b, LLVMBuildLShr(c->b, i, i32c(c, log2u(n)), ""), i32c(c, pad), ""), "");
+/* The scratch slot (elements) of the element at row-major index lin
+ * within its round (plan_slot, in code). */
+static LLVMValueRef padded_slot(cg *c, const move_plan *p, LLVMValueRef lin) {
+    LLVMValueRef i = LLVMBuildAnd(c->b, lin, i32c(c, p->chunk - 1), "");
+    if (p->max_phase > 1) {
+        LLVMValueRef phase = LLVMBuildLShr(c->b, i, i32c(c, log2u(p->n) + log2u(p->per_phase)), "");
+        phase = LLVMBuildAnd(c->b, phase, i32c(c, p->max_phase - 1), "");
+        i = LLVMBuildXor(c->b, i, LLVMBuildShl(c->b, phase, i32c(c, log2u(MOVE_MAX_VEC_BYTES / p->eb)), ""), "");
+    }
+    if (!p->pad) return i;
+    return LLVMBuildAdd(c->b, i, LLVMBuildMul(c->b, LLVMBuildLShr(c->b, i, i32c(c, log2u(p->n)), ""), i32c(c, p->pad), ""),
+                        "");
 }
 
-/* Through the scratch area: every thread writes its registers at their
- * row-major index in the operand (rows padded: move_row_pad), a barrier,
- * and every thread reads the elements its result registers hold. Copies
- * of an element write the same value to the same place. */
+/* The operand index the result's register r holds (as move_lin). */
+static LLVMValueRef result_lin(cg *c, const tir_op *op, uint32_t r) {
+    const tir_value *x = op->operands[0], *res = op->results[0];
+    if (op->code != TIR_OP_PERMUTE) return linear_index(c, &res->type, r);
+    view vr = view_of(&res->type); /* blocked: needs_blocked() */
+    LLVMValueRef xc[TIR_MAX_RANK];
+    for (unsigned i = 0; i < res->type.rank; i++) xc[op->attr.perm[i]] = view_coord(c, &vr, r, view_dim(&vr, i));
+    LLVMValueRef lin = xc[0];
+    for (unsigned d = 1; d < x->type.rank; d++)
+        lin = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, lin, i32c(c, x->type.shape[d]), ""), xc[d], "");
+    return lin;
+}
+
+/* Every thread writes its registers at their row-major index in the
+ * operand, a barrier, every thread reads the elements its result registers
+ * hold, in the plan's vectors and rows (the section's header). Copies of an
+ * element write the same value to the same place. */
 void gen_move_scratch(cg *c, const tir_op *op) {
     const tir_value *x = op->operands[0], *res = op->results[0];
     tir_elem e = tir_type_elem(x->type);
-    unsigned eb = scratch_elem_bytes(e);
-    LLVMTypeRef ty = e == TIR_PTR ? elem_type(c, e) : mem_type(c, e);
-    uint32_t numel = (uint32_t)tir_type_numel(x->type), nx = c->nregs[x->id], nr = reg_count(&res->type);
-    /* every register's row-major index in the operand, written and read */
-    LLVMValueRef *lin_x = TC_NEW_ARRAY(c->arena, LLVMValueRef, nx), *lin_r = TC_NEW_ARRAY(c->arena, LLVMValueRef, nr);
-    for (uint32_t r = 0; r < nx; r++) lin_x[r] = linear_index(c, &x->type, r);
-    for (uint32_t r = 0; r < nr; r++) {
-        if (op->code == TIR_OP_PERMUTE) {
-            /* operand index along dim perm[i] is the result's along dim i */
-            view vr = view_of(&res->type); /* blocked: needs_blocked() */
-            LLVMValueRef xc[TIR_MAX_RANK];
-            for (unsigned i = 0; i < res->type.rank; i++) xc[op->attr.perm[i]] = view_coord(c, &vr, r, view_dim(&vr, i));
-            LLVMValueRef lin = xc[0];
-            for (unsigned d = 1; d < x->type.rank; d++)
-                lin = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, lin, i32c(c, x->type.shape[d]), ""), xc[d], "");
-            lin_r[r] = lin;
-        } else {
-            lin_r[r] = linear_index(c, &res->type, r); /* reshape and conversion keep row-major order */
-        }
+    move_plan p = plan_move(op, (uint32_t)c->f->num_warps);
+    if (c->nregs[x->id] != p.nx) {
+        cg_error(c, op, "operand registers do not match its layout");
+        return;
     }
-    /* A tile larger than a round moves in rounds: round q takes the
-     * elements with index in [q chunk, (q + 1) chunk); the others write to
-     * and read from the thread's own spare slot past the chunk, branch-free
-     * (one spare slot for all would be a race: threads writing different
-     * values to one place between barriers). */
-    uint32_t chunk = move_chunk(&x->type), rounds = numel / chunk;
-    /* each row of a round padded (move_row_pad): slot i at i + (i / n) pad */
-    uint32_t pad = move_row_pad(&x->type, chunk), n = x->type.rank ? x->type.shape[x->type.rank - 1u] : 1;
-    LLVMValueRef spare = rounds > 1 ? LLVMBuildAdd(c->b, c->tid, i32c(c, chunk + pad * (chunk / n)), "") : NULL;
+    if (move_bytes(&p) > c->scratch_bytes) { /* smem_plan sized it with the same plan: never, unless a bug */
+        cg_error(c, op, "the kernel's smem scratch is smaller than this move needs");
+        return;
+    }
+    LLVMTypeRef ty = e == TIR_PTR ? elem_type(c, e) : mem_type(c, e);
+    LLVMTypeRef vx_ty = p.vx > 1 ? LLVMVectorType(ty, p.vx) : ty, vr_ty = p.vr > 1 ? LLVMVectorType(ty, p.vr) : ty;
+    /* each group's first row-major index, written and read */
+    uint32_t gx = p.nx / p.vx, gr = p.nr / p.vr;
+    LLVMValueRef *lin_x = TC_NEW_ARRAY(c->arena, LLVMValueRef, gx), *lin_r = TC_NEW_ARRAY(c->arena, LLVMValueRef, gr);
+    for (uint32_t g = 0; g < gx; g++) lin_x[g] = linear_index(c, &x->type, g * p.vx);
+    for (uint32_t g = 0; g < gr; g++) lin_r[g] = result_lin(c, op, g * p.vr);
+    uint32_t area = p.chunk + p.pad * (p.chunk / p.n); /* the round's slots; the spares follow */
+    LLVMValueRef spare = p.rounds > 1 ? LLVMBuildAdd(c->b, LLVMBuildMul(c->b, c->tid, i32c(c, p.vx), ""), i32c(c, area), "")
+                                      : NULL;
     LLVMValueRef *out = new_regs(c, res);
-    for (uint32_t q = 0; q < rounds; q++) {
+    for (uint32_t q = 0; q < p.rounds; q++) {
         barrier(c); /* the scratch area's last readers are done */
-        for (uint32_t r = 0; r < nx; r++) {
-            LLVMValueRef slot = padded_slot(c, lin_x[r], chunk, n, pad);
-            if (rounds > 1) {
-                LLVMValueRef in = LLVMBuildICmp(c->b, LLVMIntEQ, LLVMBuildLShr(c->b, lin_x[r], i32c(c, log2u(chunk)), ""),
+        for (uint32_t g = 0; g < gx; g++) {
+            LLVMValueRef slot = padded_slot(c, &p, lin_x[g]);
+            if (p.rounds > 1) {
+                LLVMValueRef in = LLVMBuildICmp(c->b, LLVMIntEQ, LLVMBuildLShr(c->b, lin_x[g], i32c(c, log2u(p.chunk)), ""),
                                                 i32c(c, q), "");
                 slot = LLVMBuildSelect(c->b, in, slot, spare, "");
             }
-            LLVMValueRef at = LLVMBuildAdd(c->b, i32c(c, c->scratch), LLVMBuildMul(c->b, slot, i32c(c, eb), ""), "");
-            LLVMValueRef st = LLVMBuildStore(c->b, e == TIR_PTR ? reg(c, x, r) : to_mem(c, e, reg(c, x, r)), smem_at(c, at));
-            LLVMSetAlignment(st, eb);
+            LLVMValueRef v = p.vx > 1 ? LLVMGetUndef(vx_ty) : NULL;
+            for (uint32_t j = 0; j < p.vx; j++) {
+                LLVMValueRef el = e == TIR_PTR ? reg(c, x, g * p.vx + j) : to_mem(c, e, reg(c, x, g * p.vx + j));
+                v = p.vx > 1 ? LLVMBuildInsertElement(c->b, v, el, i32c(c, j), "") : el;
+            }
+            LLVMValueRef at = LLVMBuildAdd(c->b, i32c(c, c->scratch), LLVMBuildMul(c->b, slot, i32c(c, p.eb), ""), "");
+            LLVMSetAlignment(LLVMBuildStore(c->b, v, smem_at(c, at)), p.eb * p.vx);
         }
         barrier(c);
-        for (uint32_t r = 0; r < nr; r++) {
-            LLVMValueRef slot = padded_slot(c, lin_r[r], chunk, n, pad), in = NULL;
-            if (rounds > 1) {
-                in = LLVMBuildICmp(c->b, LLVMIntEQ, LLVMBuildLShr(c->b, lin_r[r], i32c(c, log2u(chunk)), ""), i32c(c, q), "");
-                slot = LLVMBuildSelect(c->b, in, slot, spare, "");
+        for (uint32_t g = 0; g < gr; g++) {
+            LLVMValueRef slot = padded_slot(c, &p, lin_r[g]), in = NULL;
+            if (p.rounds > 1)
+                in = LLVMBuildICmp(c->b, LLVMIntEQ, LLVMBuildLShr(c->b, lin_r[g], i32c(c, log2u(p.chunk)), ""),
+                                   i32c(c, q), "");
+            LLVMValueRef at = LLVMBuildAdd(c->b, i32c(c, c->scratch), LLVMBuildMul(c->b, slot, i32c(c, p.eb), ""), "");
+            LLVMValueRef v = LLVMBuildLoad2(c->b, vr_ty, smem_at(c, at), "");
+            LLVMSetAlignment(v, p.eb * p.vr);
+            for (uint32_t j = 0; j < p.vr; j++) {
+                LLVMValueRef el = p.vr > 1 ? LLVMBuildExtractElement(c->b, v, i32c(c, j), "") : v;
+                el = e == TIR_PTR ? el : from_mem(c, e, el);
+                uint32_t r = g * p.vr + j;
+                out[r] = in && q > 0 ? LLVMBuildSelect(c->b, in, el, out[r], "") : el;
             }
-            LLVMValueRef at = LLVMBuildAdd(c->b, i32c(c, c->scratch), LLVMBuildMul(c->b, slot, i32c(c, eb), ""), "");
-            LLVMValueRef v = LLVMBuildLoad2(c->b, ty, smem_at(c, at), "");
-            LLVMSetAlignment(v, eb);
-            v = e == TIR_PTR ? v : from_mem(c, e, v);
-            out[r] = in && q > 0 ? LLVMBuildSelect(c->b, in, v, out[r], "") : v;
         }
     }
 }

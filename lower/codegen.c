@@ -415,9 +415,9 @@ static bool gen_func(cg *c, tir_func *f) {
     }
     c->tid = sreg(c, "llvm.nvvm.read.ptx.sreg.tid.x");
     memset(c->tid_times, 0, sizeof c->tid_times);
-    /* the area the smem_plan pass sized: slots, buffers, scratch */
+    /* the area the smem_plan pass sized: slots, buffers, live scratch;
+     * the other scratch on the buffers (set per top-level op below) */
     c->buffer_next = (f->smem.slots + 15) & ~15u;
-    c->scratch = c->buffer_next + f->smem.buffers;
     uint32_t smem_bytes = lower_smem_bytes(f);
     c->smem = NULL;
     c->smem_used = 0;
@@ -444,7 +444,17 @@ static bool gen_func(cg *c, tir_func *f) {
         LLVMSetLinkage(c->smem, LLVMInternalLinkage);
         LLVMSetAlignment(c->smem, 16);
     }
-    for (const tir_op *op = f->body->first; op && c->ok; op = op->next) gen_op(c, op);
+    const tir_op *live_first, *live_end;
+    smem_live_range(f, &live_first, &live_end);
+    uint32_t buffers_at = c->buffer_next; /* gen_local_alloc moves buffer_next on */
+    bool live = false;
+    for (const tir_op *op = f->body->first; op && c->ok; op = op->next) {
+        if (op == live_first) live = true;
+        if (op == live_end) live = false;
+        c->scratch = live ? buffers_at + f->smem.buffers : buffers_at;
+        c->scratch_bytes = live ? f->smem.live_scratch : f->smem.scratch;
+        gen_op(c, op);
+    }
     return c->ok;
 }
 

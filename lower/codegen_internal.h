@@ -38,7 +38,9 @@ typedef struct cg {
     LLVMValueRef tid_times[CG_MAX_SPT + 1]; /* tid * spt, made once per spt */
     LLVMValueRef smem;                      /* the kernel's shared memory, or NULL */
     uint32_t smem_used;                     /* bytes handed out so far */
-    uint32_t scratch;                       /* offset of the scratch area (layout changes) */
+    uint32_t scratch;                       /* offset of the scratch area (layout changes) the
+                                               top-level op being generated uses */
+    uint32_t scratch_bytes;                 /* and its size */
     uint32_t buffer_next;                   /* where the next local_alloc's buffer goes */
     struct base_cache {                     /* per blocked layout: each dim's thread base; per
                                                mma/dot_op layout: mma_thread_parts */
@@ -131,6 +133,11 @@ void gen_store(cg *c, const tir_op *op);
 bool is_atomic(tir_opcode code);
 uint32_t atomic_scratch(const tir_func *f, const tir_op *op);
 void gen_atomic(cg *c, const tir_op *op);
+
+/* smem_plan.c: the kernel's top-level ops [*first, *end) over which its
+ * buffers are live, whose scratch uses go after the buffers (first NULL:
+ * none; end NULL: to the end) */
+void smem_live_range(const tir_func *f, const tir_op **first, const tir_op **end);
 
 /* cg_smem.c */
 uint32_t buffer_bytes(const tir_type *t);

@@ -181,9 +181,9 @@ void tir_print_func(tc_strbuf *out, const tir_func *f, unsigned flags) {
     tc_strbuf_putc(out, ')');
     if (f->num_warps) tc_strbuf_printf(out, " num_warps(%d)", f->num_warps);
     if (f->num_stages) tc_strbuf_printf(out, " num_stages(%d)", f->num_stages);
-    if (f->smem.slots || f->smem.buffers || f->smem.scratch)
-        tc_strbuf_printf(out, " smem(slots=%u, buffers=%u, scratch=%u)", f->smem.slots, f->smem.buffers,
-                         f->smem.scratch);
+    if (f->smem.slots || f->smem.buffers || f->smem.scratch || f->smem.live_scratch)
+        tc_strbuf_printf(out, " smem(slots=%u, buffers=%u, scratch=%u, live_scratch=%u)", f->smem.slots,
+                         f->smem.buffers, f->smem.scratch, f->smem.live_scratch);
     if (f->dynamic_smem) tc_strbuf_printf(out, " dynamic_smem(%u)", f->dynamic_smem);
     if ((flags & TIR_PRINT_LOCS) && f->loc.line) tc_strbuf_printf(out, " loc(%u:%u)", f->loc.line, f->loc.col);
     tc_strbuf_puts(out, " {\n");

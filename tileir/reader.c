@@ -772,6 +772,16 @@ static bool parse_kernel(reader *r) {
             }
             *field[i] = (uint32_t)bytes;
         }
+        f->smem.live_scratch = 0; /* optional */
+        if (accept(r, ",")) {
+            int64_t live;
+            if (!expect(r, "live_scratch") || !expect(r, "=") || !number(r, &live)) return false;
+            if (live < 0 || live > TIR_MAX_DYNAMIC_SMEM) {
+                error_here(r, "smem out of range");
+                return false;
+            }
+            f->smem.live_scratch = (uint32_t)live;
+        }
         if (!expect(r, ")")) return false;
     }
     if (accept(r, "dynamic_smem")) {

@@ -345,10 +345,13 @@ struct tir_func {
     /* The kernel's shared-memory area as the smem_plan pass sizes it
      * (lower/smem_plan.c), which codegen lays out: `slots` bytes of the
      * rank-1 reductions' slots, then (from a 16-byte boundary) `buffers`
-     * bytes of local_alloc buffers, then one scratch area of `scratch`
-     * bytes; all 0 before the pass. Printed smem(slots=S, buffers=B,
-     * scratch=X). */
-    struct { uint32_t slots, buffers, scratch; } smem;
+     * bytes of local_alloc buffers, then `live_scratch` bytes of scratch
+     * for the layout moves, reductions and scans inside the buffers' live
+     * range; the others' `scratch` bytes start where the buffers do, on
+     * their bytes (outside the range they are dead). All 0 before the
+     * pass. Printed smem(slots=S, buffers=B, scratch=X, live_scratch=L);
+     * read with live_scratch optional (0). */
+    struct { uint32_t slots, buffers, scratch, live_scratch; } smem;
     uint32_t dynamic_smem; /* bytes of dynamic shared memory a launch must give
                               it: set by the smem_plan pass for kernels over
                               48 KB of shared memory, 0 otherwise */

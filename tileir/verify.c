@@ -556,6 +556,8 @@ bool tir_verify(const tir_module *m, const char *after_pass, tc_diag *diag) {
             if (f->params[i]->type.rank) fail(&v, NULL, "kernel parameters must be scalars or pointers");
             v.defined[f->params[i]->id] = 1;
         }
+        /* scratch apart from the buffers is for uses inside their lifetime */
+        if (f->smem.live_scratch && !f->smem.buffers) fail(&v, NULL, "smem live_scratch needs buffers");
         verify_block(&v, f->body, true);
         if (v.any_layout && v.any_missing) fail(&v, NULL, "some tiles have layouts and others do not");
         ok = ok && v.ok;

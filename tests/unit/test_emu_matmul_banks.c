@@ -6,11 +6,15 @@
  * matmul_f16 and matmul_bf16 at the runtime's tile configurations
  * (runtime/stdlib.c's matmul_configs) and every pair of fast-path operand
  * layouts, one CTA's product must have ldmatrix wavefronts == ideal,
- * cp.async shared writes wavefronts == ideal, and the epilogue's 2-byte
- * stores of the accumulator into the scratch area wavefronts == ideal; the results are checked
- * against a double reference too, so the counted run is a correct one.
- * The plain shared loads and stores (the epilogue's layout conversion,
- * matmul_f32's element-wise tf32 operand loads) are printed, not gated.
+ * cp.async shared writes wavefronts == ideal, and the epilogue's layout
+ * conversion of the accumulator (C's element type through the scratch
+ * area, lower/cg_xthread.c's plan_move) in wide accesses at the ideal: its
+ * stores at least 4 bytes a lane (the mma layout's column pairs), its
+ * loads 16 (the store layout's runs), every one wavefronts == ideal (issue
+ * 19); the results are checked against a double reference too, so the
+ * counted run is a correct one. The other plain shared loads and stores
+ * (the index tiles' small conversions, matmul_f32's element-wise tf32
+ * operand loads) are printed, not gated.
  *
  * A conflict found goes in known_conflicts (below) with what it is: such
  * a case prints KNOWN FAILURE loudly and is not counted as passing, and
@@ -40,7 +44,9 @@ enum {
     EVEN_K = 256,    /* K of the EVEN runs: 8 steps of BLOCK_K 32, past the 4-stage pipeline's prologue */
     NUM_STAGES = 4,  /* runtime/stdlib.c's matmul_configs */
     GROUP_M = 8,
-    REPORT_TOP = 4   /* conflicted instructions a report names */
+    REPORT_TOP = 4,  /* conflicted instructions a report names */
+    EPILOGUE_STORE_BYTES = 4, /* the accumulator's column pairs of 16-bit elements */
+    EPILOGUE_LOAD_BYTES = 16  /* C's store layout: 8 consecutive elements a thread */
 };
 
 typedef enum dtype { DT_F16, DT_BF16, DT_F32 } dtype;
@@ -272,14 +278,32 @@ static void check_case(const mm_case *c, tally *t) {
             case_ok = false;
         }
     }
-    /* the epilogue's conversion of the accumulator to C's layout: its
-     * 2-byte stores into the scratch area (rows padded by codegen's
-     * move_row_pad; 8-way conflicts without) */
-    for (uint32_t i = 0; i < st.nsites; i++) {
+    /* the epilogue's conversion of the accumulator to C's layout: the
+     * plain accesses of C's element type (LLVM's half or bfloat), wide and
+     * at the ideal, and some of each kind (else nothing was checked) */
+    const char *elem = c->dt == DT_F16 ? "half" : c->dt == DT_BF16 ? "bfloat" : NULL;
+    uint32_t epilogue[EMU_SMEM_KINDS] = {0};
+    for (uint32_t i = 0; elem && i < st.nsites; i++) {
         const emu_smem_site *site = &st.sites[i];
-        if (site->kind != EMU_SMEM_STORE || site->bytes != 2 || site->count.wavefronts == site->count.ideal) continue;
-        printf("  FAILED: epilogue store conflicted: %llu wavefronts, ideal %llu, pc %u: %s\n",
-               (unsigned long long)site->count.wavefronts, (unsigned long long)site->count.ideal, site->pc, site->text);
+        bool store = site->kind == EMU_SMEM_STORE;
+        if ((!store && site->kind != EMU_SMEM_LOAD) || !strstr(site->text, elem)) continue;
+        epilogue[site->kind]++;
+        uint32_t want = store ? EPILOGUE_STORE_BYTES : EPILOGUE_LOAD_BYTES;
+        if (site->bytes < want) {
+            printf("  FAILED: epilogue %s of %u bytes a lane (want %u or more), pc %u: %s\n",
+                   emu_smem_kind_name(site->kind), site->bytes, want, site->pc, site->text);
+            case_ok = false;
+        }
+        if (site->count.wavefronts != site->count.ideal) {
+            printf("  FAILED: epilogue %s conflicted: %llu wavefronts, ideal %llu, pc %u: %s\n",
+                   emu_smem_kind_name(site->kind), (unsigned long long)site->count.wavefronts,
+                   (unsigned long long)site->count.ideal, site->pc, site->text);
+            case_ok = false;
+        }
+    }
+    if (elem && (!epilogue[EMU_SMEM_STORE] || !epilogue[EMU_SMEM_LOAD])) {
+        printf("  FAILED: no epilogue %s of %s in shared memory counted\n",
+               epilogue[EMU_SMEM_STORE] ? "load" : "store", elem);
         case_ok = false;
     }
     if (conflicted_plain) print_plain_conflicts(&st);
