@@ -3,8 +3,8 @@
 # as ptxas -v reports it for sm_90, at its default sizes, the row kernels
 # also at the row widths the bench times (BLOCK below; ALIGN 1 and 8),
 # and stdlib/matmul.tile at each tile configuration runtime/stdlib.c picks
-# from, whose ptxas -v figures it prints as a table (scripts/gpu-check.sh
-# shows it). Exits 77 (skipped) without ptxas.
+# from, for sm_80 and sm_90, fused epilogues included, whose ptxas -v
+# figures for sm_90 it prints as a table (scripts/gpu-check.sh shows it). Exits 77 (skipped) without ptxas.
 set -u
 tilec=$1
 root=$2
@@ -61,7 +61,9 @@ done
 # wide_warps for f32 inputs and for the general path, num_warps for the
 # rest.
 # matmul_f32_ieee (FMAs) takes its own table, matmul_ieee_configs, on its
-# wide_warps.
+# wide_warps. The fused epilogues (HAS_BIAS with ACTIVATION none, ReLU and
+# GELU) at the fast path's layouts, EVEN and masked; everything for sm_80
+# and sm_90 (the table below prints sm_90's).
 rows_of() { sed -n "/ $1\[\] = {/,/^};/p" "$root/runtime/stdlib.c" | grep -o '^ *{[0-9, ]*}' | tr -d '{ }'; }
 configs=$(rows_of matmul_configs | sed 's/^/mma,/')
 ieee_configs=$(rows_of matmul_ieee_configs | sed 's/^/fma,/')
@@ -71,42 +73,48 @@ table=()
 for cfg in $configs $ieee_configs; do
   IFS=, read -r path _ _ bm bn bk gm warps stages wide <<<"$cfg"
   [ -n "$wide" ] || { echo "FAIL: matmul config row {$cfg} has no wide_warps"; fail=1; continue; }
-  for layouts in "1 1 1 1" "2 2 1 1" "1 1 1 0" "0 0 0 0"; do
-    read -r la lb lc even <<<"$layouts"
-    nw16=$warps # f16 and bf16: num_warps, or wide_warps on the general path
-    if [ "$la" = 0 ] || [ "$lb" = 0 ]; then nw16=$wide; fi
-    for nw in $(printf '%s\n' "$nw16" "$wide" | sort -u); do
-      # the kernels this compile stands for
-      kernels=""
-      if [ "$path" = fma ]; then
-        [ "$nw" = "$wide" ] || continue
-        kernels="matmul_f32_ieee"
-      else
-        [ "$nw" = "$nw16" ] && kernels="matmul_f16 matmul_bf16"
-        [ "$nw" = "$wide" ] && kernels="$kernels matmul_f32"
-      fi
-      args=(-D "BLOCK_M=$bm" -D "BLOCK_N=$bn" -D "BLOCK_K=$bk" -D "GROUP_M=$gm" -D "A_LAYOUT=$la" -D "B_LAYOUT=$lb"
-            -D "C_LAYOUT=$lc" -D "EVEN=$even" --num-warps="$nw" --num-stages="$stages")
-      what="${bm}x${bn}x${bk} w$nw s$stages layouts $la$lb$lc even $even"
-      if ! "$tilec" "$root/stdlib/matmul.tile" "${args[@]}" --arch=sm_90 -v -o "$tmp/k.cubin" >"$tmp/log" 2>&1; then
-        echo "FAIL: matmul.tile ($what) does not compile:"; cat "$tmp/log"; fail=1; continue
-      fi
-      # ptxas knows the static shared memory only; the dynamic bytes a
-      # launch gives a kernel over 48 KB are in the sidecar (dynamic_smem)
-      sed -n 's/^kernel @\([A-Za-z0-9_]*\)(.*dynamic_smem(\([0-9]*\)).*/\1 \2/p' "$tmp/k.cubin.tir" >"$tmp/dyn" 2>/dev/null
-      rows=$(awk -v what="$what" -v kernels=" $kernels " '
-        FILENAME == ARGV[1] {dyn[$1] = $2; next}
-        /Function properties for/ {k=$NF; st=0; ld=0}
-        /spill stores/ {st=$5; ld=$9}
-        /Used [0-9]+ registers/ {r=0; sm=0
-          if (index(kernels, " " k " ") == 0) next
-          for (i = 1; i <= NF; i++) { if ($i ~ /^registers/) r=$(i-1); if ($i == "smem") sm=$(i-2) }
-          printf "%-16s %-32s %9s %10s %9s %12s %11s\n", k, what, r, sm, (k in dyn) ? dyn[k] : 0, st, ld}' "$tmp/dyn" "$tmp/log")
-      table+=("$rows")
-      bad=$(awk -v kernels=" $kernels " '/Function properties for/ {k=$NF}
-        /spill stores/ {if (index(kernels, " " k " ") && ($5 != 0 || $9 != 0)) print k ": " $0}' "$tmp/log")
-      checked=$((checked + $(wc -w <<<"$kernels")))
-      if [ -n "$bad" ]; then echo "FAIL: matmul.tile ($what) spills:"; echo "$bad"; fail=1; fi
+  for layouts in "1 1 1 1 0 0" "2 2 1 1 0 0" "1 1 1 0 0 0" "0 0 0 0 0 0" "1 1 1 1 1 0" "1 1 1 1 1 1" "1 1 1 1 1 2" \
+                 "1 1 1 0 1 0" "1 1 1 0 1 1" "1 1 1 0 1 2"; do
+    for arch in sm_90 sm_80; do
+      read -r la lb lc even bias act <<<"$layouts"
+      nw16=$warps # f16 and bf16: num_warps, or wide_warps on the general path
+      if [ "$la" = 0 ] || [ "$lb" = 0 ]; then nw16=$wide; fi
+      for nw in $(printf '%s\n' "$nw16" "$wide" | sort -u); do
+        # the kernels this compile stands for
+        kernels=""
+        if [ "$path" = fma ]; then
+          [ "$nw" = "$wide" ] || continue
+          kernels="matmul_f32_ieee"
+        else
+          [ "$nw" = "$nw16" ] && kernels="matmul_f16 matmul_bf16"
+          [ "$nw" = "$wide" ] && kernels="$kernels matmul_f32"
+        fi
+        args=(-D "BLOCK_M=$bm" -D "BLOCK_N=$bn" -D "BLOCK_K=$bk" -D "GROUP_M=$gm" -D "A_LAYOUT=$la" -D "B_LAYOUT=$lb"
+              -D "C_LAYOUT=$lc" -D "EVEN=$even" -D "HAS_BIAS=$bias" -D "ACTIVATION=$act" --num-warps="$nw"
+              --num-stages="$stages")
+        what="${bm}x${bn}x${bk} w$nw s$stages layouts $la$lb$lc even $even"
+        [ "$bias" = 1 ] && what="$what bias act $act"
+        [ "$arch" = sm_90 ] || what="$what $arch"
+        if ! "$tilec" "$root/stdlib/matmul.tile" "${args[@]}" --arch="$arch" -v -o "$tmp/k.cubin" >"$tmp/log" 2>&1; then
+          echo "FAIL: matmul.tile ($what) does not compile:"; cat "$tmp/log"; fail=1; continue
+        fi
+        # ptxas knows the static shared memory only; the dynamic bytes a
+        # launch gives a kernel over 48 KB are in the sidecar (dynamic_smem)
+        sed -n 's/^kernel @\([A-Za-z0-9_]*\)(.*dynamic_smem(\([0-9]*\)).*/\1 \2/p' "$tmp/k.cubin.tir" >"$tmp/dyn" 2>/dev/null
+        rows=$(awk -v what="$what" -v kernels=" $kernels " '
+          FILENAME == ARGV[1] {dyn[$1] = $2; next}
+          /Function properties for/ {k=$NF; st=0; ld=0}
+          /spill stores/ {st=$5; ld=$9}
+          /Used [0-9]+ registers/ {r=0; sm=0
+            if (index(kernels, " " k " ") == 0) next
+            for (i = 1; i <= NF; i++) { if ($i ~ /^registers/) r=$(i-1); if ($i == "smem") sm=$(i-2) }
+            printf "%-16s %-32s %9s %10s %9s %12s %11s\n", k, what, r, sm, (k in dyn) ? dyn[k] : 0, st, ld}' "$tmp/dyn" "$tmp/log")
+        [ "$arch" = sm_90 ] && table+=("$rows")
+        bad=$(awk -v kernels=" $kernels " '/Function properties for/ {k=$NF}
+          /spill stores/ {if (index(kernels, " " k " ") && ($5 != 0 || $9 != 0)) print k ": " $0}' "$tmp/log")
+        checked=$((checked + $(wc -w <<<"$kernels")))
+        if [ -n "$bad" ]; then echo "FAIL: matmul.tile ($what) spills:"; echo "$bad"; fail=1; fi
+      done
     done
   done
 done
