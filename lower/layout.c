@@ -54,7 +54,9 @@
  *     layout (the epilogue
  *     conversion: the store then issues 16-byte accesses); reductions and
  *     scans of MMA tiles read a blocked copy; a loop's inits and yields
- *     and a branch's yields take the layout of what they feed.
+ *     and a branch's yields take the layout of what they feed. A
+ *     conversion of a value defined before a loop goes before the loop
+ *     (out of every loop it is invariant in), not into its body.
  *
  * Default blocked layouts: each thread's run along the last dim is 16
  * bytes of the narrowest element the class's own tile loads and stores
@@ -416,7 +418,24 @@ static void decide_rank(layout_ctx *c, unsigned rank) {
 
 /* ---- repair ---------------------------------------------------------------- */
 
+/* Whether v is defined outside `loop` (before it: a parameter, an outer
+ * block's argument, or an op not in its regions). */
+static bool defined_outside(const tir_value *v, const tir_op *loop) {
+    const tir_block *b = v->def ? v->def->parent : v->block;
+    for (; b; b = b->parent ? b->parent->parent : NULL)
+        if (b->parent == loop) return false;
+    return true;
+}
+
 static tir_value *convert(layout_ctx *c, tir_op *before, tir_value *v, tir_layout want) {
+    /* a value the loop does not change converts once, before the loop,
+     * not on every trip: each conversion is a trip through shared memory
+     * between two barriers (a user's matmul converting `offs_k` for its
+     * masks paid two a trip, issue 19) */
+    for (tir_op *loop = before->parent ? before->parent->parent : NULL;
+         loop && (loop->code == TIR_OP_FOR || loop->code == TIR_OP_WHILE) && defined_outside(v, loop);
+         loop = before->parent ? before->parent->parent : NULL)
+        before = loop;
     tir_builder b = {.module = c->f->module, .func = c->f, .block = before->parent, .loc = before->loc};
     tir_builder_before(&b, before);
     tir_type t = v->type;
