@@ -12,6 +12,10 @@ LDGSTS, BAR, register moves (MOV, IMAD.MOV, UMOV), other integer
 instructions, the rest, the total and instructions per HMMA, with ptxas -v's
 registers and spill bytes and the shared memory the kernel asks for.
 
+With --user it also counts bench/kernels/user_matmul.tile, a matmul written
+as Triton's tutorial writes it (carried pointers, offs_k masks), compiled
+by tilec: the compiler, not stdlib/matmul.tile, is what makes the loop lean.
+
 With --triton it also compiles a Triton matmul written as its tutorial's
 (grouped order, pointers bumped by BLOCK_K each trip; K masked, or not for
 the EVEN rows; strides of 1 and divisibility by 16 specialized as Triton's
@@ -141,6 +145,22 @@ def sass_of(cuobjdump, cubin):
     return r.stdout
 
 
+def user_row(args, tmp, bm, bn, bk, warps, stages, arch, even):
+    """bench/kernels/user_matmul.tile (f16): a loop written as Triton's tutorial, not the stdlib's."""
+    cubin = os.path.join(tmp, "u.cubin")
+    cmd = [args.tilec, os.path.join(ROOT, "bench", "kernels", "user_matmul.tile"), "-D", "BM=%d" % bm, "-D",
+           "BN=%d" % bn, "-D", "BK=%d" % bk, "-D", "MASKED=%d" % (0 if even else 1), "--num-warps=%d" % warps,
+           "--num-stages=%d" % stages, "--arch=" + arch, "-v", "-o", cubin]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode:
+        raise RuntimeError("tilec failed: %s\n%s" % (" ".join(cmd), r.stderr))
+    regs, spills, smem = ptxas_figures(r.stderr)
+    with open(cubin + ".tir") as f:
+        m = re.search(r"dynamic_smem\((\d+)\)", f.read())
+    smem += int(m.group(1)) if m else 0
+    return count_loop(sass_of(args.cuobjdump, cubin)), regs, spills, smem
+
+
 def tilec_row(args, tmp, dtype, bm, bn, bk, warps, stages, arch, even):
     cubin = os.path.join(tmp, "k.cubin")
     cmd = [args.tilec, os.path.join(ROOT, "stdlib", "matmul.tile"), "--kernel", "matmul_" + dtype, "-D",
@@ -259,6 +279,8 @@ def main():
     p.add_argument("--cuobjdump", help="default: on PATH, beside this Python's packages, or in /usr/local/cuda")
     p.add_argument("--ptxas", help="default: on PATH or in /usr/local/cuda")
     p.add_argument("--triton", action="store_true", help="add Triton's rows (needs triton importable)")
+    p.add_argument("--user", action="store_true",
+                   help="add rows (f16) for bench/kernels/user_matmul.tile, a loop written as Triton's tutorial")
     p.add_argument("--quick", action="store_true", help="only 128x128x32, 4 warps, 4 stages")
     p.add_argument("--dtype", action="append", help="f16 or bf16 (default both)")
     p.add_argument("--arch", action="append", help="sm_80 or sm_90 (default both)")
@@ -292,6 +314,9 @@ def main():
                                 row = tilec_row(args, tmp, dtype, bm, bn, bk, warps, stages, arch, even)
                                 bad += row[0] is None
                                 print(fmt("tilec", what, *row), flush=True)
+                                if args.user and dtype == "f16":
+                                    print(fmt("user", what, *user_row(args, tmp, bm, bn, bk, warps, stages, arch, even)),
+                                          flush=True)
                                 if tt:
                                     print(fmt("triton", what, *tt[arch]), flush=True)
     return 1 if bad else 0
