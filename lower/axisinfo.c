@@ -108,6 +108,34 @@ static void carried_facts(lower_axis_map *map, const tir_op *loop) {
     }
 }
 
+enum { AXIS_NONNEG_DEPTH = 16 }; /* how far back nonneg looks: index arithmetic is a few ops deep */
+
+/* Whether every element of v is >= 0, by how it is made: program ids,
+ * aranges from 0 up, constants >= 0, and sums, products, quotients and
+ * remainders (C's: the sign of the dividend) of such, through shape ops
+ * and widening casts. As elsewhere here, index arithmetic is assumed not
+ * to wrap. False when unsure. */
+static bool nonneg(const tir_value *v, int depth) {
+    const tir_op *op = v->def;
+    if (!op || depth > AXIS_NONNEG_DEPTH || !tir_elem_is_int(tir_type_elem(v->type))) return false;
+    switch (op->code) {
+    case TIR_OP_PROGRAM_ID: case TIR_OP_NUM_PROGRAMS: return true;
+    case TIR_OP_CONST: return op->attr.ival >= 0;
+    case TIR_OP_ARANGE: return op->attr.range.lo >= 0;
+    case TIR_OP_ADD: case TIR_OP_MUL: case TIR_OP_DIV:
+        return nonneg(op->operands[0], depth + 1) && nonneg(op->operands[1], depth + 1);
+    case TIR_OP_REM: return nonneg(op->operands[0], depth + 1);
+    case TIR_OP_CAST:
+        return tir_elem_is_int(tir_type_elem(op->operands[0]->type)) && tir_type_elem(op->operands[0]->type) != TIR_I1 &&
+               tir_elem_bits(tir_type_elem(v->type)) >= tir_elem_bits(tir_type_elem(op->operands[0]->type)) &&
+               nonneg(op->operands[0], depth + 1);
+    case TIR_OP_SPLAT: case TIR_OP_BROADCAST: case TIR_OP_EXPAND_DIMS: case TIR_OP_RESHAPE: case TIR_OP_PERMUTE:
+    case TIR_OP_CONVERT_LAYOUT: case TIR_OP_MULTIPLE_OF:
+        return nonneg(op->operands[0], depth + 1);
+    default: return false;
+    }
+}
+
 static void analyze(tir_op *op, void *p) {
     lower_axis_map *map = p;
     if (op->code == TIR_OP_FOR) {
@@ -149,6 +177,24 @@ static void analyze(tir_op *op, void *p) {
     case TIR_OP_MUL: /* no runs survive (x * 1 is folded away by simplify) */
         out.constancy = gcd64(a.constancy, b.constancy);
         out.divisibility = min64(div_at(a, 1, 1) * div_at(b, 1, 1), AXIS_MAX_DIVISIBILITY);
+        break;
+    case TIR_OP_REM:
+        /* x % m, m the same across the run and divisible by d, x >= 0: a
+         * run of x cut into blocks of g = gcd(contiguity, div(start), d)
+         * elements starting at multiples of g never crosses a multiple of
+         * m inside a block, so each block stays consecutive (Triton's
+         * `(pid * BN + arange(0, BN)) % N` with N a multiple of 16). A
+         * negative x wraps differently (C's remainder keeps its sign:
+         * -32 % 16 is 0, -31 % 16 is -15), hence nonneg. */
+        out.constancy = gcd64(a.constancy, b.constancy);
+        out.divisibility = gcd64(div_at(a, 1, 1), b.divisibility);
+        if (b.constancy >= n && a.contiguity > 1 && nonneg(op->operands[0], 0)) {
+            int64_t g = gcd64(gcd64(a.contiguity, a.divisibility), b.divisibility);
+            if (g > 1) {
+                out.contiguity = g;
+                out.divisibility = gcd64(div_at(a, g, 1), b.divisibility);
+            }
+        }
         break;
     case TIR_OP_EQ: case TIR_OP_NE: case TIR_OP_LT: case TIR_OP_LE: case TIR_OP_GT: case TIR_OP_GE:
         /* constant compared with constant stays constant. A contiguous run

@@ -283,6 +283,72 @@ static void test_pipelined_carried_pointers(void **state) {
 }
 
 
+/* ---- wrapped columns ------------------------------------------------------
+ * Triton's tutorial wraps b's columns past N into the matrix,
+ * `(pid * BN + arange(0, BN)) % N`, along b's contiguous dim; with N a
+ * multiple of 8 the axis analysis keeps each thread's 8 columns one 16-byte
+ * run (lower/axisinfo.c, the remainder rule) and the loop is pipelined. N
+ * = 40 is not a multiple of the tile: the second column tile's 32..63 load
+ * 32..39 and 0..23, so a run claimed contiguous across the wrap would read
+ * the wrong columns; the store masks the columns past N by the unwrapped
+ * index. */
+static const char wrap_src[] =
+    "kernel mm(a: *f16, b: *f16, c: *f32, M: i32, N: i32, K: i32) {\n"
+    "    let n8 = multiple_of(N, 8);\n"
+    "    let rm = program_id(0) * 32 + arange(0, 32);\n"
+    "    let cn = program_id(1) * 32 + arange(0, 32);\n"
+    "    let rn = cn % n8;\n"
+    "    let rk = arange(0, 16);\n"
+    "    var acc = zeros((32, 32), f32);\n"
+    "    for k in range(0, K, 16, num_stages = 3) {\n"
+    "        let x = load(a + rm[:, None] * K + (k + rk)[None, :], rm[:, None] < M & (k + rk)[None, :] < K, other = 0.0);\n"
+    "        let y = load(b + (k + rk)[:, None] * n8 + rn[None, :], (k + rk)[:, None] < K, other = 0.0);\n"
+    "        acc = dot(x, y, acc);\n"
+    "    }\n"
+    "    store(c + rm[:, None] * N + cn[None, :], acc, rm[:, None] < M & cn[None, :] < N);\n"
+    "}\n";
+
+static void test_wrapped_columns(void **state) {
+    (void)state;
+    const int M = 32 + 5, N = 40, K = 3 * 16 + 5;
+    float *a = malloc(sizeof(float) * (size_t)(M * K)), *b = malloc(sizeof(float) * (size_t)(K * N));
+    uint16_t *ha = malloc(2 * (size_t)(M * K)), *hb = malloc(2 * (size_t)(K * N));
+    for (int i = 0; i < M * K; i++) {
+        put_f16(ha, (size_t)i, rand_f32() / 1000.0f);
+        if (!ha[i]) put_f16(ha, (size_t)i, 0.5f);
+        a[i] = get_f16(ha, (size_t)i);
+    }
+    for (int i = 0; i < K * N; i++) {
+        put_f16(hb, (size_t)i, rand_f32() / 1000.0f);
+        if (!hb[i]) put_f16(hb, (size_t)i, -0.25f);
+        b[i] = get_f16(hb, (size_t)i);
+    }
+    float *c = poison_f32s(M * N);
+    prog p;
+    trt_kernel *k = compile_text(&p, "wrap.tile", wrap_src, "mm", NULL, 0);
+    trt_buffer ba = upload(ha, 2 * (size_t)(M * K)), bb = upload(hb, 2 * (size_t)(K * N)),
+               bc = upload(c, sizeof(float) * (size_t)(M * N));
+    trt_arg args[6] = {trt_buf(ba), trt_buf(bb), trt_buf(bc), trt_int(M), trt_int(N), trt_int(K)};
+    launch(k, cdiv(M, 32), cdiv(N, 32), 1, args, 6);
+    download(bc, c, sizeof(float) * (size_t)(M * N));
+    OK(trt_free(dev, ba));
+    OK(trt_free(dev, bb));
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double want = 0, mag = 0;
+            for (int kk = 0; kk < K; kk++) {
+                want += (double)a[i * K + kk] * b[kk * N + j];
+                mag += fabs((double)a[i * K + kk] * b[kk * N + j]);
+            }
+            double tol = K * ldexp(1.0, -23) * mag; /* f16 products are exact in f32; K f32 adds */
+            if (!(fabs(c[i * N + j] - want) <= tol))
+                fail_msg("wrapped columns matmul: c[%d][%d] = %.9g, want %.9g (tolerance %.3g) on %s", i, j,
+                         c[i * N + j], want, tol, trt_device_name(dev));
+        }
+    free(a), free(b), free(ha), free(hb), free(c);
+    drop(&p);
+}
+
 /* ---- dynamic shared memory ------------------------------------------------ */
 
 /* A kernel needing more than the 48 KB of static shared memory: a
@@ -352,5 +418,6 @@ HARNESS_MAIN(
     cmocka_unit_test(test_dot),
     cmocka_unit_test(test_dot_result_uses),
     cmocka_unit_test(test_pipelined_carried_pointers),
+    cmocka_unit_test(test_wrapped_columns),
     cmocka_unit_test(test_dynamic_shared_memory))
 
