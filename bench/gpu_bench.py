@@ -342,40 +342,15 @@ def tt_dropout(x, y, n, p, seed, BLOCK: tl.constexpr):
     tl.store(y + offs, tl.where(keep, v / (1 - p), 0.0).to(y.dtype.element_ty), mask=m)
 
 
-# matmul as Triton's tutorial writes it (grouped program order, pointers
-# advanced along K, the K tail masked, c stored in the input type), at one
-# fixed configuration: the tutorial autotuner's first for CUDA, its best
-# f16 choice on an H100 at large sizes
-@triton.jit
-def tt_matmul(a, b, c, M, N, K, sam, sak, sbk, sbn, scm, scn,
-              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
-    pid = tl.program_id(0)
-    tiles_m = tl.cdiv(M, BLOCK_M)
-    tiles_n = tl.cdiv(N, BLOCK_N)
-    in_group = GROUP_M * tiles_n
-    first_m = (pid // in_group) * GROUP_M
-    group_m = min(tiles_m - first_m, GROUP_M)
-    pid_m = first_m + ((pid % in_group) % group_m)
-    pid_n = (pid % in_group) // group_m
-    rm = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
-    rn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
-    rk = tl.arange(0, BLOCK_K)
-    pa = a + rm[:, None] * sam + rk[None, :] * sak
-    pb = b + rk[:, None] * sbk + rn[None, :] * sbn
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BLOCK_K)):
-        x = tl.load(pa, mask=rk[None, :] < K - k * BLOCK_K, other=0.0)
-        y = tl.load(pb, mask=rk[:, None] < K - k * BLOCK_K, other=0.0)
-        acc += tl.dot(x, y)
-        pa += BLOCK_K * sak
-        pb += BLOCK_K * sbk
-    cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    tl.store(c + cm[:, None] * scm + cn[None, :] * scn, acc.to(c.dtype.element_ty),
-             mask=(cm[:, None] < M) & (cn[None, :] < N))
+# matmul as Triton's tutorial writes it (bench/tt_matmul.py, which
+# bench/sass_loop.py disassembles too), at one fixed configuration: the
+# tutorial autotuner's first for CUDA, its best f16 choice on an H100 at
+# large sizes
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tt_matmul import tt_matmul  # noqa: E402 - beside this file, found through the path above
 
 
-TT_MATMUL_CONFIG = dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, num_warps=8, num_stages=3)
+TT_MATMUL_CONFIG = dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, EVEN=False, num_warps=8, num_stages=3)
 
 
 def tt_matmul_run(a, b, c):

@@ -16,9 +16,9 @@ With --user it also counts bench/kernels/user_matmul.tile, a matmul written
 as Triton's tutorial writes it (carried pointers, offs_k masks), compiled
 by tilec: the compiler, not stdlib/matmul.tile, is what makes the loop lean.
 
-With --triton it also compiles a Triton matmul written as its tutorial's
-(grouped order, pointers bumped by BLOCK_K each trip; K masked, or not for
-the EVEN rows; strides of 1 and divisibility by 16 specialized as Triton's
+With --triton it also compiles bench/tt_matmul.py, Triton's tutorial
+matmul (grouped order, pointers bumped by BLOCK_K each trip; K masked, or
+not for the EVEN rows; strides of 1 and divisibility by 16 specialized as Triton's
 launcher would at these shapes) for sm_80 without a GPU, and its sm_80 PTX
 assembled by ptxas for sm_90 (Triton would use wgmma there: this row
 compares the same mma.sync loop). Triton is not a dependency of the
@@ -177,71 +177,25 @@ def tilec_row(args, tmp, dtype, bm, bn, bk, warps, stages, arch, even):
     return count_loop(sass_of(args.cuobjdump, cubin)), regs, spills, smem
 
 
-TRITON_KERNEL = '''
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def mm(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-       EVEN: tl.constexpr):
-    pid = tl.program_id(0)
-    tiles_m = tl.cdiv(M, BLOCK_M)
-    tiles_n = tl.cdiv(N, BLOCK_N)
-    in_group = GROUP_M * tiles_n
-    first_m = (pid // in_group) * GROUP_M
-    group_m = min(tiles_m - first_m, GROUP_M)
-    pid_m = first_m + ((pid % in_group) % group_m)
-    pid_n = (pid % in_group) // group_m
-    rm = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
-    rn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
-    rk = tl.arange(0, BLOCK_K)
-    pa = a_ptr + rm[:, None] * stride_am + rk[None, :] * stride_ak
-    pb = b_ptr + rk[:, None] * stride_bk + rn[None, :] * stride_bn
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BLOCK_K)):
-        if EVEN:
-            x = tl.load(pa)
-            y = tl.load(pb)
-        else:
-            x = tl.load(pa, mask=rk[None, :] < K - k * BLOCK_K, other=0.0)
-            y = tl.load(pb, mask=rk[:, None] < K - k * BLOCK_K, other=0.0)
-        acc = tl.dot(x, y, acc)
-        pa += BLOCK_K * stride_ak
-        pb += BLOCK_K * stride_bk
-    out = acc.to(c_ptr.dtype.element_ty)
-    cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    tl.store(c_ptr + cm[:, None] * stride_cm + cn[None, :] * stride_cn, out, mask=(cm[:, None] < M) & (cn[None, :] < N))
-'''
-
-
 def triton_rows(args, tmp, dtype, bm, bn, bk, warps, stages, even):
     """Triton's loop for sm_80 and, from the same PTX, for sm_90: {arch: (counts, regs, spills, smem)}."""
     import importlib.util
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
-    path = os.path.join(tmp, "tt_mm.py")
-    if not os.path.exists(path):
-        with open(path, "w") as f:
-            f.write(TRITON_KERNEL)
-    spec = importlib.util.spec_from_file_location("tt_mm", path)
+    spec = importlib.util.spec_from_file_location("tt_matmul", os.path.join(ROOT, "bench", "tt_matmul.py"))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     ty = {"f16": "*fp16", "bf16": "*bf16"}[dtype]
-    sig = {"a_ptr": ty, "b_ptr": ty, "c_ptr": ty, "M": "i32", "N": "i32", "K": "i32", "stride_am": "i32",
-           "stride_ak": "constexpr", "stride_bk": "i32", "stride_bn": "constexpr", "stride_cm": "i32",
-           "stride_cn": "constexpr", "BLOCK_M": "constexpr", "BLOCK_N": "constexpr", "BLOCK_K": "constexpr",
-           "GROUP_M": "constexpr", "EVEN": "constexpr"}
-    consts = {"stride_ak": 1, "stride_bn": 1, "stride_cn": 1, "BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk,
-              "GROUP_M": 8, "EVEN": bool(even)}
+    sig = {"a": ty, "b": ty, "c": ty, "M": "i32", "N": "i32", "K": "i32", "sam": "i32", "sak": "constexpr",
+           "sbk": "i32", "sbn": "constexpr", "scm": "i32", "scn": "constexpr", "BLOCK_M": "constexpr",
+           "BLOCK_N": "constexpr", "BLOCK_K": "constexpr", "GROUP_M": "constexpr", "EVEN": "constexpr"}
+    consts = {"sak": 1, "sbn": 1, "scn": 1, "BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8,
+              "EVEN": bool(even)}
     names = list(sig)
     div16 = [["tt.divisibility", 16]]
-    attrs = {(names.index(n),): div16 for n in ("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_bk",
-                                                 "stride_cm")}
-    src = ASTSource(fn=mod.mm, signature=sig, constexprs=consts, attrs=attrs)
+    attrs = {(names.index(n),): div16 for n in ("a", "b", "c", "M", "N", "K", "sam", "sbk", "scm")}
+    src = ASTSource(fn=mod.tt_matmul, signature=sig, constexprs=consts, attrs=attrs)
     k = triton.compile(src, target=GPUTarget("cuda", 80, 32), options={"num_warps": warps, "num_stages": stages})
     rows = {}
     cubin = os.path.join(tmp, "tt.cubin")
