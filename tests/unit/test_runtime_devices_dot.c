@@ -283,6 +283,48 @@ static void test_pipelined_carried_pointers(void **state) {
 }
 
 
+/* `src`'s kernel mm(a: *f16, b: *f16, c: *f32, M, N, K) on random f16 a
+ * (M x K) and b (K x N), row-major, over cdiv(M, bm) x cdiv(N, bn)
+ * programs, against float64: `what` names it in a failure. */
+static void run_f16_matmul(const char *what, const char *src, int M, int N, int K, int bm, int bn) {
+    float *a = malloc(sizeof(float) * (size_t)(M * K)), *b = malloc(sizeof(float) * (size_t)(K * N));
+    uint16_t *ha = malloc(2 * (size_t)(M * K)), *hb = malloc(2 * (size_t)(K * N));
+    for (int i = 0; i < M * K; i++) {
+        put_f16(ha, (size_t)i, rand_f32() / 1000.0f);
+        if (!ha[i]) put_f16(ha, (size_t)i, 0.5f);
+        a[i] = get_f16(ha, (size_t)i);
+    }
+    for (int i = 0; i < K * N; i++) {
+        put_f16(hb, (size_t)i, rand_f32() / 1000.0f);
+        if (!hb[i]) put_f16(hb, (size_t)i, -0.25f);
+        b[i] = get_f16(hb, (size_t)i);
+    }
+    float *c = poison_f32s(M * N);
+    prog p;
+    trt_kernel *k = compile_text(&p, "matmul.tile", src, "mm", NULL, 0);
+    trt_buffer ba = upload(ha, 2 * (size_t)(M * K)), bb = upload(hb, 2 * (size_t)(K * N)),
+               bc = upload(c, sizeof(float) * (size_t)(M * N));
+    trt_arg args[6] = {trt_buf(ba), trt_buf(bb), trt_buf(bc), trt_int(M), trt_int(N), trt_int(K)};
+    launch(k, cdiv(M, bm), cdiv(N, bn), 1, args, 6);
+    download(bc, c, sizeof(float) * (size_t)(M * N));
+    OK(trt_free(dev, ba));
+    OK(trt_free(dev, bb));
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double want = 0, mag = 0;
+            for (int kk = 0; kk < K; kk++) {
+                want += (double)a[i * K + kk] * b[kk * N + j];
+                mag += fabs((double)a[i * K + kk] * b[kk * N + j]);
+            }
+            double tol = K * ldexp(1.0, -23) * mag; /* f16 products are exact in f32; K f32 adds */
+            if (!(fabs(c[i * N + j] - want) <= tol))
+                fail_msg("%s: c[%d][%d] = %.9g, want %.9g (tolerance %.3g) on %s", what, i, j,
+                         c[i * N + j], want, tol, trt_device_name(dev));
+        }
+    free(a), free(b), free(ha), free(hb), free(c);
+    drop(&p);
+}
+
 /* ---- wrapped columns ------------------------------------------------------
  * Triton's tutorial wraps b's columns past N into the matrix,
  * `(pid * BN + arange(0, BN)) % N`, along b's contiguous dim; with N a
@@ -310,43 +352,7 @@ static const char wrap_src[] =
 
 static void test_wrapped_columns(void **state) {
     (void)state;
-    const int M = 32 + 5, N = 40, K = 3 * 16 + 5;
-    float *a = malloc(sizeof(float) * (size_t)(M * K)), *b = malloc(sizeof(float) * (size_t)(K * N));
-    uint16_t *ha = malloc(2 * (size_t)(M * K)), *hb = malloc(2 * (size_t)(K * N));
-    for (int i = 0; i < M * K; i++) {
-        put_f16(ha, (size_t)i, rand_f32() / 1000.0f);
-        if (!ha[i]) put_f16(ha, (size_t)i, 0.5f);
-        a[i] = get_f16(ha, (size_t)i);
-    }
-    for (int i = 0; i < K * N; i++) {
-        put_f16(hb, (size_t)i, rand_f32() / 1000.0f);
-        if (!hb[i]) put_f16(hb, (size_t)i, -0.25f);
-        b[i] = get_f16(hb, (size_t)i);
-    }
-    float *c = poison_f32s(M * N);
-    prog p;
-    trt_kernel *k = compile_text(&p, "wrap.tile", wrap_src, "mm", NULL, 0);
-    trt_buffer ba = upload(ha, 2 * (size_t)(M * K)), bb = upload(hb, 2 * (size_t)(K * N)),
-               bc = upload(c, sizeof(float) * (size_t)(M * N));
-    trt_arg args[6] = {trt_buf(ba), trt_buf(bb), trt_buf(bc), trt_int(M), trt_int(N), trt_int(K)};
-    launch(k, cdiv(M, 32), cdiv(N, 32), 1, args, 6);
-    download(bc, c, sizeof(float) * (size_t)(M * N));
-    OK(trt_free(dev, ba));
-    OK(trt_free(dev, bb));
-    for (int i = 0; i < M; i++)
-        for (int j = 0; j < N; j++) {
-            double want = 0, mag = 0;
-            for (int kk = 0; kk < K; kk++) {
-                want += (double)a[i * K + kk] * b[kk * N + j];
-                mag += fabs((double)a[i * K + kk] * b[kk * N + j]);
-            }
-            double tol = K * ldexp(1.0, -23) * mag; /* f16 products are exact in f32; K f32 adds */
-            if (!(fabs(c[i * N + j] - want) <= tol))
-                fail_msg("wrapped columns matmul: c[%d][%d] = %.9g, want %.9g (tolerance %.3g) on %s", i, j,
-                         c[i * N + j], want, tol, trt_device_name(dev));
-        }
-    free(a), free(b), free(ha), free(hb), free(c);
-    drop(&p);
+    run_f16_matmul("wrapped columns matmul", wrap_src, 32 + 5, 40, 3 * 16 + 5, 32, 32);
 }
 
 /* ---- dynamic shared memory ------------------------------------------------ */
@@ -374,43 +380,7 @@ static const char dynsmem_src[] =
 
 static void test_dynamic_shared_memory(void **state) {
     (void)state;
-    const int M = 128 + 5, N = 128 + 3, K = 4 * 32 + 7;
-    float *a = malloc(sizeof(float) * (size_t)(M * K)), *b = malloc(sizeof(float) * (size_t)(K * N));
-    uint16_t *ha = malloc(2 * (size_t)(M * K)), *hb = malloc(2 * (size_t)(K * N));
-    for (int i = 0; i < M * K; i++) {
-        put_f16(ha, (size_t)i, rand_f32() / 1000.0f);
-        if (!ha[i]) put_f16(ha, (size_t)i, 0.5f);
-        a[i] = get_f16(ha, (size_t)i);
-    }
-    for (int i = 0; i < K * N; i++) {
-        put_f16(hb, (size_t)i, rand_f32() / 1000.0f);
-        if (!hb[i]) put_f16(hb, (size_t)i, -0.25f);
-        b[i] = get_f16(hb, (size_t)i);
-    }
-    float *c = poison_f32s(M * N);
-    prog p;
-    trt_kernel *k = compile_text(&p, "dynsmem.tile", dynsmem_src, "mm", NULL, 0);
-    trt_buffer ba = upload(ha, 2 * (size_t)(M * K)), bb = upload(hb, 2 * (size_t)(K * N)),
-               bc = upload(c, sizeof(float) * (size_t)(M * N));
-    trt_arg args[6] = {trt_buf(ba), trt_buf(bb), trt_buf(bc), trt_int(M), trt_int(N), trt_int(K)};
-    launch(k, cdiv(M, 128), cdiv(N, 128), 1, args, 6);
-    download(bc, c, sizeof(float) * (size_t)(M * N));
-    OK(trt_free(dev, ba));
-    OK(trt_free(dev, bb));
-    for (int i = 0; i < M; i++)
-        for (int j = 0; j < N; j++) {
-            double want = 0, mag = 0;
-            for (int kk = 0; kk < K; kk++) {
-                want += (double)a[i * K + kk] * b[kk * N + j];
-                mag += fabs((double)a[i * K + kk] * b[kk * N + j]);
-            }
-            double tol = K * ldexp(1.0, -23) * mag; /* f16 products are exact in f32; K f32 adds */
-            if (!(fabs(c[i * N + j] - want) <= tol))
-                fail_msg("dynamic shared memory matmul: c[%d][%d] = %.9g, want %.9g (tolerance %.3g) on %s", i, j,
-                         c[i * N + j], want, tol, trt_device_name(dev));
-        }
-    free(a), free(b), free(ha), free(hb), free(c);
-    drop(&p);
+    run_f16_matmul("dynamic shared memory matmul", dynsmem_src, 128 + 5, 128 + 3, 4 * 32 + 7, 128, 128);
 }
 
 
