@@ -187,7 +187,9 @@ static void analyze(tir_op *op, void *p) {
          * negative x wraps differently (C's remainder keeps its sign:
          * -32 % 16 is 0, -31 % 16 is -15), hence nonneg. */
         out.constancy = gcd64(a.constancy, b.constancy);
-        out.divisibility = gcd64(div_at(a, 1, 1), b.divisibility);
+        /* every element: each side's divisor at every element, not only at
+         * its runs' starts (a contiguous divisor's holds at those only) */
+        out.divisibility = gcd64(div_at(a, 1, 1), div_at(b, 1, 1));
         if (b.constancy >= n && a.contiguity > 1 && nonneg(op->operands[0], 0)) {
             int64_t g = gcd64(gcd64(a.contiguity, a.divisibility), b.divisibility);
             if (g > 1) {
