@@ -60,13 +60,13 @@ static void check_layout(verifier *v, const tir_op *op, tir_type t) {
     v->any_layout = true;
     const tir_layout *l = &t.layout;
     if (l->kind == TIR_LAYOUT_MMA || l->kind == TIR_LAYOUT_DOT_OP) {
-        /* an mma tile may have one dim of 1: a row or column broadcast
-         * over the accumulator (every thread holds it whole along that dim) */
-        bool row_or_col = l->kind == TIR_LAYOUT_MMA && (t.shape[0] == 1) != (t.shape[1] == 1);
-        uint32_t least = t.rank == 2 && row_or_col ? (t.shape[0] == 1 ? t.shape[1] : t.shape[0]) : 0;
-        if (t.rank != 2 || l->rank != 2 ||
-            (row_or_col ? least < TIR_MMA_MIN_DIM : t.shape[0] < TIR_MMA_MIN_DIM || t.shape[1] < TIR_MMA_MIN_DIM))
-            fail(v, op, "mma and dot_op layouts are for 2-D tiles with dims of at least 16 (an mma tile: or one dim of 1)");
+        /* an mma tile's dims may be 1: a row, a column or a scalar
+         * broadcast over the accumulator (every thread holds it whole
+         * along such a dim) */
+        bool ok = t.rank == 2 && l->rank == 2;
+        for (unsigned d = 0; ok && d < 2; d++)
+            ok = t.shape[d] >= TIR_MMA_MIN_DIM || (l->kind == TIR_LAYOUT_MMA && t.shape[d] == 1);
+        if (!ok) fail(v, op, "mma and dot_op layouts are for 2-D tiles with dims of at least 16 (an mma tile's may be 1)");
         else if (!is_pow2(l->wpc[0]) || !is_pow2(l->wpc[1]))
             fail(v, op, "layout sizes must be powers of two");
         else if (v->f->num_warps && (uint64_t)l->wpc[0] * l->wpc[1] != (uint64_t)v->f->num_warps)

@@ -355,6 +355,29 @@ static void test_wrapped_columns(void **state) {
     run_f16_matmul("wrapped columns matmul", wrap_src, 32 + 5, 40, 3 * 16 + 5, 32, 32);
 }
 
+/* A 1 x 1 tile broadcast over the accumulator, in its mma layout (the
+ * layout pass joins broadcasts to the accumulator's region; an mma tile's
+ * dims may be 1): 0.75 added through it, and taken away as a scalar. */
+static const char scalar_src[] =
+    "kernel mm(a: *f16, b: *f16, c: *f32, M: i32, N: i32, K: i32) {\n"
+    "    let rm = program_id(0) * 32 + arange(0, 32);\n"
+    "    let rn = program_id(1) * 32 + arange(0, 32);\n"
+    "    let rk = arange(0, 16);\n"
+    "    var acc = zeros((32, 32), f32);\n"
+    "    for k in range(0, K, 16) {\n"
+    "        let x = load(a + rm[:, None] * K + (k + rk)[None, :], rm[:, None] < M & (k + rk)[None, :] < K, other = 0.0);\n"
+    "        let y = load(b + (k + rk)[:, None] * N + rn[None, :], (k + rk)[:, None] < K & rn[None, :] < N, other = 0.0);\n"
+    "        acc = dot(x, y, acc);\n"
+    "    }\n"
+    "    acc = acc + (zeros((1, 1), f32) + 0.75) - 0.75;\n"
+    "    store(c + rm[:, None] * N + rn[None, :], acc, rm[:, None] < M & rn[None, :] < N);\n"
+    "}\n";
+
+static void test_scalar_tile_broadcast(void **state) {
+    (void)state;
+    run_f16_matmul("1 x 1 tile broadcast over a matmul", scalar_src, 32 + 5, 32 + 3, 2 * 16 + 5, 32, 32);
+}
+
 /* ---- dynamic shared memory ------------------------------------------------ */
 
 /* A kernel needing more than the 48 KB of static shared memory: a
@@ -389,5 +412,6 @@ HARNESS_MAIN(
     cmocka_unit_test(test_dot_result_uses),
     cmocka_unit_test(test_pipelined_carried_pointers),
     cmocka_unit_test(test_wrapped_columns),
+    cmocka_unit_test(test_scalar_tile_broadcast),
     cmocka_unit_test(test_dynamic_shared_memory))
 
