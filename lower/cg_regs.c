@@ -56,14 +56,14 @@ uint32_t reg_join(const view *v, const uint32_t *rd) {
     return r;
 }
 
-/* The register of broadcast operand type xt that register r of its
- * result type rt repeats (the operand's dims of 1 at index 0). */
 /* Repetitions of an MMA layout's 16x8 pieces along N over n columns. */
 static uint32_t mma_reps_n(const tir_layout *l, uint32_t n) {
     uint32_t cover = (uint32_t)TIR_MMA_TILE_N * l->wpc[1];
     return n > cover ? n / cover : 1;
 }
 
+/* The register of broadcast operand type xt that register r of its
+ * result type rt repeats (the operand's dims of 1 at index 0). */
 uint32_t broadcast_source_reg(const tir_type *xt, const tir_type *rt, uint32_t r) {
     if (rt->layout.kind == TIR_LAYOUT_MMA) {
         /* register r is (rm, rn, i): rows rm * 16 wpc + 8 (i >> 1), columns

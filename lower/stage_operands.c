@@ -29,6 +29,12 @@
  *     memory (lower_smem_limit) less LOWER_PIPELINE_SMEM_RESERVE, as the
  *     rings do; past it the conversion stays as it is.
  *
+ * dot_ieee (FMAs) takes cases 1 and 2 too: the layout pass leaves its
+ * operands loaded in a loop in their loads' layouts, and a ring read only
+ * by the conversion to the FMA dot's layout (whole rows of a, whole
+ * columns of b a thread) is read straight into it, element by element
+ * (a plain ring keeps no shared layout; a turned one gets the swizzle).
+ *
  * The swizzle (tir_shared_for_dot) keeps 16-byte chunks together and
  * xors their position in a row with the row's index, so the 8 rows of an
  * 8x8 matrix that ldmatrix reads sit in 8 different bank groups. Values
