@@ -77,11 +77,20 @@ static LLVMValueRef slot_addr_at(cg *c, const tir_op *op, LLVMValueRef const *co
     return LLVMBuildGEP2(c->b, i8, base, &off, 1, "");
 }
 
+/* Where a local_load's part of the slot starts along dim d (0 for the
+ * whole slot and for the other buffer ops). */
+static uint32_t part_offset(const tir_op *op, unsigned d) {
+    return op->code == TIR_OP_LOCAL_LOAD ? op->attr.offset[d] : 0;
+}
+
 /* The shared address of the element register r of a tile of type t (one
- * slot's shape) stands for. */
+ * slot's shape, or a local_load's part of it) stands for. */
 static LLVMValueRef slot_addr(cg *c, const tir_op *op, const tir_type *t, uint32_t r, slot_form form) {
     LLVMValueRef coord[TIR_MAX_RANK];
-    for (unsigned d = 0; d < t->rank; d++) coord[d] = tile_coord(c, t, r, d);
+    for (unsigned d = 0; d < t->rank; d++) {
+        coord[d] = tile_coord(c, t, r, d);
+        if (part_offset(op, d)) coord[d] = LLVMBuildAdd(c->b, coord[d], i32c(c, part_offset(op, d)), "");
+    }
     return slot_addr_at(c, op, coord, form);
 }
 
@@ -99,7 +108,9 @@ static uint32_t slot_run(const tir_op *op, const tir_type *t) {
     uint32_t eb = scratch_elem_bytes(tir_type_elem(*bt));
     if (w > LOWER_MAX_ACCESS_BYTES / eb) w = LOWER_MAX_ACCESS_BYTES / eb;
     if (bt->layout.kind == TIR_LAYOUT_SHARED && bt->layout.sw_max_phase > 1 && w > bt->layout.sw_vec) w = bt->layout.sw_vec;
-    return floor_pow2(w);
+    w = floor_pow2(w);
+    while (w > 1 && part_offset(op, fast) % w) w /= 2; /* a part's runs start where its offset puts them */
+    return w;
 }
 
 static void cp_async(cg *c, LLVMValueRef dst, LLVMValueRef src, uint32_t bytes, LLVMValueRef src_bytes) {
@@ -183,6 +194,7 @@ static bool ldmatrix_fits(const tir_op *op) {
     unsigned kdim = t->layout.dot_idx == 0 ? 1 : 0, cd = slot_contig_dim(bt);
     if (cd != kdim && (kw != 2 || eb != 2)) return false; /* .trans moves 16-bit elements only */
     if (kw * eb != 4 || t->shape[cd] * eb < 16) return false;
+    if (part_offset(op, cd) * eb % 16) return false; /* a part's matrix rows start on 16 bytes */
     /* a matrix row's 16 bytes stay together under the swizzle */
     return bt->layout.kind != TIR_LAYOUT_SHARED || bt->layout.sw_max_phase == 1 || bt->layout.sw_vec * eb >= 16;
 }
@@ -309,6 +321,7 @@ static void gen_ldmatrix(cg *c, const tir_op *op) {
                 LLVMValueRef x = LLVMBuildAdd(c->b, wpart[d], o, "");
                 if (d == row_dim) x = LLVMBuildAdd(c->b, x, row, "");
                 coord[d] = LLVMBuildAnd(c->b, x, i32c(c, t->shape[d] - 1), "");
+                if (part_offset(op, d)) coord[d] = LLVMBuildAdd(c->b, coord[d], i32c(c, part_offset(op, d)), "");
             }
             addr = slot_addr_at(c, op, coord, SLOT_SPLIT);
         }

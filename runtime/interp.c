@@ -447,11 +447,22 @@ static void do_async_copy(interp *in, const tir_op *op) {
     }
 }
 
+/* The slot's tile, or the part of the result's shape at the op's offsets
+ * (row-major both). */
 static void do_local_load(interp *in, const tir_op *op) {
     const cell *src = buffer_slot(in, op);
     if (!src) return;
     slot *s = out_slot(in, op->results[0]);
-    memcpy(s->cells, src, sizeof(cell) * s->n);
+    const tir_type *t = &op->results[0]->type, *bt = &op->operands[0]->type;
+    for (uint32_t k = 0; k < s->n; k++) {
+        uint64_t at = 0, rest = k, stride = 1, tstride = 1;
+        for (unsigned d = t->rank; d-- > 0;) {
+            uint64_t i = rest / tstride % t->shape[d];
+            at += (i + op->attr.offset[d]) * stride;
+            stride *= bt->shape[d + 1], tstride *= t->shape[d];
+        }
+        s->cells[k] = src[at];
+    }
 }
 
 static void do_local_store(interp *in, const tir_op *op) {

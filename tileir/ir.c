@@ -295,6 +295,12 @@ void tir_op_remove(tir_op *op) {
     op->parent = NULL;
 }
 
+void tir_op_move_before(tir_op *op, tir_op *before) {
+    tir_op_remove(op);
+    tir_builder b = {.block = before->parent, .before = before};
+    insert(&b, op);
+}
+
 static void walk_block(tir_block *blk, tir_walk_fn fn, void *ctx) {
     for (tir_op *op = blk->first, *next; op; op = next) {
         next = op->next; /* fn may remove op */

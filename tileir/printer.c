@@ -136,6 +136,21 @@ static void print_op_line(tc_strbuf *out, namer *n, const tir_op *op, int indent
         first = false;
         break;
     }
+    case TIR_ATTR_OFFSET: {
+        /* printed for a part of the slot (a result smaller than it, or
+         * offsets that are not 0), as the verifier reads it */
+        unsigned rank = op->nresults ? op->results[0]->type.rank : 0;
+        bool part = false;
+        for (unsigned i = 0; i < rank && i < TIR_MAX_RANK; i++)
+            part |= op->attr.offset[i] != 0 || (op->noperands && op->operands[0]->type.rank == rank + 1 &&
+                                                op->operands[0]->type.shape[i + 1] != op->results[0]->type.shape[i]);
+        if (!part) break;
+        tc_strbuf_puts(out, " [");
+        for (unsigned i = 0; i < rank && i < TIR_MAX_RANK; i++) tc_strbuf_printf(out, "%s%u", i ? ", " : "", op->attr.offset[i]);
+        tc_strbuf_putc(out, ']');
+        first = false;
+        break;
+    }
     case TIR_ATTR_STRING:
         tc_strbuf_putc(out, ' ');
         print_string(out, op->attr.text);

@@ -130,6 +130,27 @@ static bool number(reader *r, int64_t *out) {
     return true;
 }
 
+/* [a, b, ...]: up to TIR_MAX_RANK entries in 0..hi, into out (entries not
+ * given keep out's). */
+static bool index_list(reader *r, int64_t hi, const char *range_msg, int64_t *out) {
+    if (!expect(r, "[")) return false;
+    unsigned k = 0;
+    do {
+        int64_t d;
+        if (k == TIR_MAX_RANK) {
+            error_here(r, "too many dimensions (limit is 3)");
+            return false;
+        }
+        if (!number(r, &d)) return false;
+        if (d < 0 || d > hi) {
+            error_here(r, range_msg);
+            return false;
+        }
+        out[k++] = d;
+    } while (accept(r, ","));
+    return expect(r, "]");
+}
+
 static bool float_number(reader *r, double *out) {
     skip_space(r);
     size_t start = r->pos;
@@ -570,6 +591,8 @@ static bool parse_op(reader *r, tir_builder *b) {
     bool need_comma = false;
     size_t attr_pos = 0, attr_end = 0;
     uint8_t perm[TIR_MAX_RANK] = {0, 1, 2};
+    uint32_t offset[TIR_MAX_RANK] = {0};
+    int64_t list[TIR_MAX_RANK] = {0, 1, 2}; /* entries not given keep these: perm's identity */
     const char *text = NULL;
     switch (info->attr) {
     case TIR_ATTR_AXIS:
@@ -587,27 +610,19 @@ static bool parse_op(reader *r, tir_builder *b) {
         attr_end = r->pos;
         need_comma = true;
         break;
-    case TIR_ATTR_PERM: {
-        /* [1, 0]: checked against the operand's rank by the verifier */
-        if (!expect(r, "[")) return false;
-        unsigned k = 0;
-        do {
-            int64_t d;
-            if (k == TIR_MAX_RANK) {
-                error_here(r, "too many dimensions (limit is 3)");
-                return false;
-            }
-            if (!number(r, &d)) return false;
-            if (d < 0 || d >= TIR_MAX_RANK) {
-                error_here(r, "permutation entry out of range");
-                return false;
-            }
-            perm[k++] = (uint8_t)d;
-        } while (accept(r, ","));
-        if (!expect(r, "]")) return false;
+    case TIR_ATTR_PERM: /* [1, 0]: checked against the operand's rank by the verifier */
+        if (!index_list(r, TIR_MAX_RANK - 1, "permutation entry out of range", list)) return false;
+        for (unsigned k = 0; k < TIR_MAX_RANK; k++) perm[k] = (uint8_t)list[k];
         need_comma = true;
         break;
-    }
+    case TIR_ATTR_OFFSET: /* optional [0, 16]: checked against the result's shape by the verifier */
+        skip_space(r);
+        if (peekc(r) != '[') break;
+        memset(list, 0, sizeof list); /* dims not given start at 0 */
+        if (!index_list(r, UINT32_MAX, "offset out of range", list)) return false;
+        for (unsigned k = 0; k < TIR_MAX_RANK; k++) offset[k] = (uint32_t)list[k];
+        need_comma = true;
+        break;
     case TIR_ATTR_STRING:
         if (!quoted(r, &text)) return false;
         need_comma = true;
@@ -662,6 +677,7 @@ static bool parse_op(reader *r, tir_builder *b) {
     if (info->attr == TIR_ATTR_AXIS) op->attr.axis = a0;
     if (info->attr == TIR_ATTR_RANGE) op->attr.range.lo = a0, op->attr.range.hi = a1;
     if (info->attr == TIR_ATTR_PERM) memcpy(op->attr.perm, perm, sizeof perm);
+    if (info->attr == TIR_ATTR_OFFSET) memcpy(op->attr.offset, offset, sizeof offset);
     if (info->attr == TIR_ATTR_STRING) op->attr.text = text;
     if (info->attr == TIR_ATTR_VALUE) {
         if (nres && tir_elem_is_float(tir_type_elem(types[0]))) {

@@ -49,6 +49,9 @@
  *   async_wait 1
  *   barrier
  *   %x = local_load %buf, %slot : tile<64x32xf16, #blocked<...>>
+ * and a part of a slot (prefetch_fragments reads a dot's operands along K
+ * in pieces) names where it starts:
+ *   %x = local_load [0, 16], %buf, %slot : tile<64x16xf16, #dot_op<...>>
  * The layouts of a dot (tensor cores, mma.sync m16n8kK; see "mma and
  * dot-operand layouts" below) print as
  *   tile<64x32xf32, #mma<wpc=[2, 2]>>
@@ -259,7 +262,7 @@ enum {
 
 typedef enum tir_attr_kind {
     TIR_ATTR_NONE, TIR_ATTR_AXIS, TIR_ATTR_RANGE, TIR_ATTR_VALUE, TIR_ATTR_PERM,
-    TIR_ATTR_STRING
+    TIR_ATTR_OFFSET, TIR_ATTR_STRING
 } tir_attr_kind;
 
 typedef enum tir_opcode {
@@ -325,6 +328,7 @@ struct tir_op {
         int64_t ival;                   /* VALUE with an integer/i1 result */
         double fval;                    /* VALUE with a float result */
         uint8_t perm[TIR_MAX_RANK];     /* PERM: result dim i is operand dim perm[i] */
+        uint32_t offset[TIR_MAX_RANK];  /* OFFSET: the part's first index in each dim */
         const char *text;               /* STRING: NUL-terminated, in the module's arena */
     } attr;
     int num_stages;      /* for: the software-pipelining depth asked for
@@ -434,6 +438,7 @@ tir_op *tir_build_while(tir_builder *b, uint32_t ninits, tir_value *const *inits
 
 /* ---- editing ----------------------------------------------------------- */
 void tir_op_remove(tir_op *op);               /* unlinks; its results must be unused */
+void tir_op_move_before(tir_op *op, tir_op *before); /* moves op (in before's block or another) before `before` */
 void tir_replace_all_uses(tir_func *f, tir_value *from, tir_value *to);
 bool tir_value_has_uses(const tir_func *f, const tir_value *v);
 /* Walks every op of f in order, descending into regions (pre-order; body

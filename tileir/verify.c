@@ -175,9 +175,14 @@ static void check_types(verifier *v, const tir_op *op) {
         }
         bool same = t.rank + 1 == buf.rank && t.space == TIR_SPACE_REGS &&
                     (values ? t.elem == buf.elem : t.elem == TIR_PTR && t.pointee == buf.elem);
-        for (unsigned d = 0; same && d < t.rank; d++) same = t.shape[d] == buf.shape[d + 1];
+        /* local_load [off]: the part of the result's shape at off, inside the slot */
+        for (unsigned d = 0; same && d < t.rank; d++)
+            same = op->code == TIR_OP_LOCAL_LOAD ? (uint64_t)op->attr.offset[d] + t.shape[d] <= buf.shape[d + 1]
+                                                 : t.shape[d] == buf.shape[d + 1];
+        for (unsigned d = t.rank; same && op->code == TIR_OP_LOCAL_LOAD && d < TIR_MAX_RANK; d++)
+            same = op->attr.offset[d] == 0;
         if (!same)
-            fail(v, op, op->code == TIR_OP_LOCAL_LOAD    ? "local_load gives a tile of one slot's shape and element type"
+            fail(v, op, op->code == TIR_OP_LOCAL_LOAD    ? "local_load gives a tile of one slot's shape and element type, or a part of it inside the slot"
                         : op->code == TIR_OP_LOCAL_STORE ? "local_store takes a tile of one slot's shape and element type"
                                                          : "async_copy needs pointers to the buffer's element type, in one slot's shape");
         else if (op->code == TIR_OP_ASYNC_COPY && op->noperands == 4 &&
