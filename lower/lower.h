@@ -63,6 +63,7 @@ bool lower_simplify(tir_module *m, const lower_options *opt, tc_diag *diag); /* 
 bool lower_layout(tir_module *m, const lower_options *opt, tc_diag *diag);   /* blocked layouts */
 bool lower_pipeline_loops(tir_module *m, const lower_options *opt, tc_diag *diag); /* loads ahead via cp.async */
 bool lower_stage_operands(tir_module *m, const lower_options *opt, tc_diag *diag); /* dot operands via swizzled smem */
+bool lower_prefetch_fragments(tir_module *m, const lower_options *opt, tc_diag *diag); /* next trip's first K piece */
 bool lower_sink_pure(tir_module *m, const lower_options *opt, tc_diag *diag);  /* pure ops down to their first use */
 bool lower_smem_plan(tir_module *m, const lower_options *opt, tc_diag *diag);     /* shared memory sized and checked */
 /* The bytes of a kernel's shared-memory area as smem_plan recorded it. */

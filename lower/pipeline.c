@@ -12,6 +12,7 @@ const lower_pass lower_passes[] = {
     {"layout", lower_layout},
     {"pipeline_loops", lower_pipeline_loops},
     {"stage_operands", lower_stage_operands},
+    {"prefetch_fragments", lower_prefetch_fragments},
     {"sink_pure", lower_sink_pure},
     {"smem_plan", lower_smem_plan},
     {NULL, NULL},
