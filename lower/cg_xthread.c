@@ -439,12 +439,39 @@ void gen_scan(cg *c, const tir_op *op) {
  *    different ones, so the 16-byte reads along a row are conflict-free
  *    too (the stdlib matmul's epilogue: both at 1.00x the ideal, and no
  *    padding bytes).
+ *  - or, where it needs fewer accesses a thread at no more wavefronts and
+ *    no more bytes, a gather plan: 16-byte accesses on both sides where
+ *    neither side's registers hold 16 consecutive bytes (the mma
+ *    accumulator's 4-byte column pairs of f16 into a blocked store layout's
+ *    runs of 8). Its unit is the narrower side's vector (u elements); the
+ *    unit index bits (row-major index / u) that are register bits on both
+ *    sides (flipping one leaves every element with the same writer and the
+ *    same reader: the accumulator's rows r + 8, r + 16 and the store
+ *    layout's repetitions along rows) go to the bottom of the slot, so each
+ *    16-byte piece holds units one writer holds and one reader holds: the
+ *    writer stores its 4 (say) units as one vector and the reader loads it
+ *    and spreads the words over its registers (no instruction: renaming),
+ *    as Triton's epilogue does. The other bits follow, those the writer's
+ *    lanes of one wavefront (8 at 16 bytes) vary first, and each bit the
+ *    reader's lanes of one wavefront vary that sits higher is xor-ed into a
+ *    free one of the lowest 3 piece bits, so 8 lanes on either side touch 8
+ *    different groups of 4 banks. It needs every element held once, and
+ *    each side's index to be the xor of a part of the thread and a part of
+ *    the register (lin(tid, unit) = lin(tid, 0) ^ lin(0, unit) ^ lin(0, 0)),
+ *    both checked on every thread and unit (move_units_of): then the slot
+ *    (an xor-linear map of the index bits) is a per-thread base xor-ed with
+ *    a constant per access, and a piece's partner units are found in thread
+ *    0's registers once for all threads.
  * A tile larger than CG_MOVE_ROUND_BYTES moves in rounds of `chunk`
  * elements (by row-major index); a store group outside the round goes to
  * the thread's own spare slots past the round (branch-free; one spare area
  * for all would be a race of different values), and a load outside it
  * reads the in-round slot with its index modulo chunk, which some thread
- * wrote, and keeps its earlier value. */
+ * wrote, and keeps its earlier value. A gather plan's bits lie below the
+ * round's, so a piece is wholly in a round or out of it; its stores outside
+ * the round are skipped (at compile time where the round's bits are the
+ * register's, else under one branch per round and register part, uniform
+ * where they are a warp's), so it needs no spare slots. */
 
 enum {
     MOVE_MAX_VEC_BYTES = 16,  /* the widest shared access (ld/st.shared.v4.b32) */
@@ -452,7 +479,9 @@ enum {
     MOVE_BANKS = 32,
     MOVE_MAX_PHASE = 8,         /* swizzles tried: rows in phases of up to 8, over up to 8 pieces */
     MOVE_MAX_SWIZZLE_ROW = 1024, /* and rows of up to this many bytes */
-    MOVE_WEIGH_ACCESSES = 1 << 16 /* thread accesses a plan weighs for every warp; past it, warp 0's (compile time) */
+    MOVE_WEIGH_ACCESSES = 1 << 16, /* thread accesses a plan weighs for every warp; past it, warp 0's (compile time) */
+    MOVE_PHASE_LANE_BITS = 3,   /* lanes of one wavefront of 16-byte accesses: 8 (128 bytes) */
+    MOVE_MAX_UNIT_BITS = 16     /* unit index bits of a round a gather plan maps (CG_MOVE_ROUND_BYTES: 14 at most) */
 };
 
 typedef struct move_plan {
@@ -464,6 +493,11 @@ typedef struct move_plan {
     uint32_t nx, nr; /* registers per thread of the operand and the result */
     uint32_t threads;
     unsigned eb;
+    /* a gather plan (gk > 0): each access moves 2^gk units of gu elements;
+     * the slot of a unit is the xor of gmap[b] (units) over the set bits b
+     * of its index within the round; gsel: the index bits gathered */
+    uint32_t gu, gk, gsel;
+    uint32_t gmap[MOVE_MAX_UNIT_BITS];
 } move_plan;
 
 /* Elements of a tile of type x that one round of a move through scratch
@@ -536,6 +570,12 @@ static uint32_t move_vec(const tir_op *op, bool result, uint32_t nregs, uint32_t
 /* The scratch slot (elements) of row-major index lin within its round. */
 static uint32_t plan_slot(const move_plan *p, uint32_t lin) {
     uint32_t i = lin & (p->chunk - 1u);
+    if (p->gk) {
+        uint32_t lu = log2u(p->gu), s = 0;
+        for (uint32_t b = 0; i >> lu >> b; b++)
+            if (i >> (lu + b) & 1u) s ^= p->gmap[b];
+        return s * p->gu + (i & (p->gu - 1u));
+    }
     if (p->max_phase > 1) i ^= (i / p->n / p->per_phase % p->max_phase) * (MOVE_MAX_VEC_BYTES / p->eb);
     return p->pad ? i + i / p->n * p->pad : i;
 }
@@ -587,6 +627,155 @@ static uint64_t side_wavefronts(const move_side *s, const move_plan *p) {
     return total;
 }
 
+/* One side of a move in units of u elements, for a gather plan: thread
+ * 0's units, and how every thread's relate to them. */
+typedef struct move_units {
+    uint32_t n;          /* units a thread holds */
+    uint32_t *lin;       /* lin[g]: the first index of thread 0's unit g */
+    int32_t *unit_at;    /* unit_at[i / u]: thread 0's unit holding index i, or -1 */
+    uint32_t tid_bits;   /* the index bits a thread's part may set */
+    uint32_t lane[MOVE_PHASE_LANE_BITS]; /* the thread part of lanes 1, 2, 4 */
+} move_units;
+
+/* Fills *m and says whether every element of the side is held once and
+ * every thread's unit g starts at T(tid) ^ lin[g], T(tid) = lin(tid, 0) ^
+ * lin(0, 0) (the section's header), checked on every thread and unit. */
+static bool move_units_of(tc_arena *a, const tir_op *op, bool result, const move_plan *p, uint32_t nregs,
+                          move_units *m) {
+    const tir_type *t = result ? &op->results[0]->type : &op->operands[0]->type;
+    uint32_t u = p->gu, units = p->numel / u;
+    if ((uint64_t)p->threads * nregs != p->numel) return false; /* copies of elements, or too few registers */
+    view v = {0};
+    if (!is_mma_kind(&t->layout)) v = view_of(t);
+    memset(m, 0, sizeof *m);
+    m->n = nregs / u;
+    m->lin = TC_NEW_ARRAY(a, uint32_t, m->n);
+    m->unit_at = TC_NEW_ARRAY(a, int32_t, units);
+    bool *seen = TC_NEW_ARRAY(a, bool, units);
+    for (uint32_t i = 0; i < units; i++) m->unit_at[i] = -1, seen[i] = false;
+    for (uint32_t g = 0; g < m->n; g++) m->lin[g] = move_lin(op, result, &v, 0, g * u);
+    for (uint32_t tid = 0; tid < p->threads; tid++) {
+        uint32_t tpart = move_lin(op, result, &v, tid, 0) ^ m->lin[0];
+        for (uint32_t g = 0; g < m->n; g++) {
+            uint32_t lin = tid ? move_lin(op, result, &v, tid, g * u) : m->lin[g];
+            if (lin != (tpart ^ m->lin[g]) || lin >= p->numel || seen[lin / u]) return false;
+            seen[lin / u] = true;
+            if (!tid) m->unit_at[lin / u] = (int32_t)g;
+        }
+        m->tid_bits |= tpart;
+        for (unsigned j = 0; j < MOVE_PHASE_LANE_BITS; j++)
+            if (tid == 1u << j) m->lane[j] = tpart;
+    }
+    return true;
+}
+
+/* Whether flipping index bit `bit` leaves every element of the side with
+ * its thread (thread 0's units: the same for all, by move_units_of). */
+static bool register_bit(const move_units *m, uint32_t bit, uint32_t u) {
+    for (uint32_t g = 0; g < m->n; g++)
+        if (m->unit_at[(m->lin[g] ^ (1u << bit)) / u] < 0) return false;
+    return true;
+}
+
+/* The unit index bit (of nb) a thread part of one set index bit sets, or
+ * -1 (none, several, or within a unit). */
+static int unit_bit(uint32_t tpart, uint32_t lu, uint32_t nb) {
+    if (!tpart || tpart & (tpart - 1u) || tpart >> lu == 0 || log2u(tpart) >= lu + nb) return -1;
+    return (int)(log2u(tpart) - lu);
+}
+
+/* Whether the nb images gmap are linearly independent over GF(2) (the
+ * slot map a bijection of the round's units). */
+static bool gmap_bijective(const uint32_t *gmap, uint32_t nb) {
+    uint32_t basis[32] = {0}; /* basis[h]: a vector whose highest set bit is h */
+    for (uint32_t b = 0; b < nb; b++) {
+        uint32_t x = gmap[b], h = 31;
+        for (; x; x ^= basis[h]) {
+            while (!(x >> h)) h--;
+            if (!basis[h]) break;
+        }
+        if (!x) return false;
+        basis[h] = x;
+    }
+    return true;
+}
+
+/* The gather plan of p's move (the section's header), or false where it
+ * does not apply; *ux, *ur get both sides' units. */
+static bool plan_gather(tc_arena *a, const tir_op *op, const move_plan *p, move_plan *g, move_units *ux,
+                        move_units *ur) {
+    uint32_t u = p->vx < p->vr ? p->vx : p->vr;
+    if (tir_type_elem(op->operands[0]->type) == TIR_PTR || u * p->eb >= MOVE_MAX_VEC_BYTES ||
+        p->numel & (p->numel - 1u) || p->chunk < u)
+        return false;
+    uint32_t lu = log2u(u), nb = log2u(p->chunk / u), k = log2u(MOVE_MAX_VEC_BYTES / (u * p->eb));
+    if (nb > MOVE_MAX_UNIT_BITS || k > nb) return false;
+    *g = *p;
+    g->gu = u, g->gk = k, g->gsel = 0;
+    memset(g->gmap, 0, sizeof g->gmap);
+    if (!move_units_of(a, op, false, g, p->nx, ux) || !move_units_of(a, op, true, g, p->nr, ur)) return false;
+    /* the lowest unit index bits of the round that are register bits on both sides */
+    int home[MOVE_MAX_UNIT_BITS]; /* a bit's place in the piece index (the slot's bits above the gathered ones) */
+    uint32_t chosen = 0;
+    for (uint32_t b = 0; b < nb; b++) home[b] = -1;
+    for (uint32_t b = 0; b < nb && chosen < k; b++)
+        if (register_bit(ux, b + lu, u) && register_bit(ur, b + lu, u)) g->gmap[b] = 1u << chosen++, g->gsel |= 1u << b;
+    if (chosen < k) return false;
+    /* the other bits: the writer's wavefront lanes' first, then in order */
+    uint32_t place = 0;
+    for (unsigned j = 0; j < MOVE_PHASE_LANE_BITS; j++) {
+        int b = unit_bit(ux->lane[j], lu, nb);
+        if (b >= 0 && !(g->gsel >> b & 1u) && home[b] < 0) home[b] = (int)place++;
+    }
+    for (uint32_t b = 0; b < nb; b++)
+        if (!(g->gsel >> b & 1u) && home[b] < 0) home[b] = (int)place++;
+    for (uint32_t b = 0; b < nb; b++)
+        if (!(g->gsel >> b & 1u)) g->gmap[b] = 1u << (k + (uint32_t)home[b]);
+    /* the reader's wavefront lanes: a bit placed above the lowest
+     * MOVE_PHASE_LANE_BITS is xor-ed into a free one of them (one whose
+     * own bit is not the reader's lanes') */
+    bool taken[MOVE_PHASE_LANE_BITS] = {false};
+    for (unsigned j = 0; j < MOVE_PHASE_LANE_BITS; j++) {
+        int b = unit_bit(ur->lane[j], lu, nb);
+        if (b >= 0 && !(g->gsel >> b & 1u) && home[b] < MOVE_PHASE_LANE_BITS) taken[home[b]] = true;
+    }
+    for (unsigned j = 0; j < MOVE_PHASE_LANE_BITS; j++) {
+        int b = unit_bit(ur->lane[j], lu, nb);
+        if (b < 0 || g->gsel >> b & 1u || home[b] < MOVE_PHASE_LANE_BITS || g->gmap[b] & (g->gmap[b] - 1u)) continue;
+        for (uint32_t f = 0; f < MOVE_PHASE_LANE_BITS && f < place; f++)
+            if (!taken[f]) {
+                g->gmap[b] |= 1u << (k + f), taken[f] = true;
+                break;
+            }
+    }
+    return gmap_bijective(g->gmap, nb);
+}
+
+/* One side's accesses of a gather plan, weighed over `lanes` threads as
+ * weighed_side's: one per piece (its first unit's index). */
+static move_side gather_side(tc_arena *a, const tir_op *op, bool result, const move_plan *p, const move_units *m,
+                             uint32_t lanes) {
+    const tir_type *t = result ? &op->results[0]->type : &op->operands[0]->type;
+    view v = {0};
+    if (!is_mma_kind(&t->layout)) v = view_of(t);
+    move_side s = {.groups = m->n >> p->gk, .lanes = lanes, .bytes = MOVE_MAX_VEC_BYTES};
+    s.lin = TC_NEW_ARRAY(a, uint32_t, (size_t)s.groups * s.lanes);
+    uint32_t lu = log2u(p->gu);
+    for (uint32_t g = 0, k = 0; g < m->n; g++) {
+        if (m->lin[g] >> lu & p->gsel) continue; /* not a piece's first unit */
+        for (uint32_t l = 0; l < lanes; l++) s.lin[k * lanes + l] = move_lin(op, result, &v, l, g * p->gu);
+        k++;
+    }
+    return s;
+}
+
+/* The scratch bytes of a plan: the round's rows, padded, and spare slots
+ * for the stores of other rounds (a gather plan skips those stores). */
+static uint32_t move_bytes(const move_plan *p) {
+    uint32_t bytes = (p->chunk + p->pad * (p->chunk / p->n)) * p->eb;
+    return p->rounds > 1 && !p->gk ? bytes + p->eb * p->vx * p->threads : bytes;
+}
+
 /* The plan of a move through scratch (the section's header comment). */
 static move_plan plan_move(const tir_op *op, uint32_t num_warps) {
     const tir_type *x = &op->operands[0]->type, *r = &op->results[0]->type;
@@ -631,15 +820,17 @@ static move_plan plan_move(const tir_op *op, uint32_t num_warps) {
         uint64_t w = side_wavefronts(&sx, &c) + side_wavefronts(&sr, &c);
         if (w < fewest) fewest = w, best = c;
     }
+    /* the gather plan, where it needs fewer accesses at no more wavefronts
+     * and bytes (weighed over the same lanes) */
+    move_plan g;
+    move_units ux, ur;
+    if (plan_gather(a, op, &p, &g, &ux, &ur) &&
+        (ux.n + ur.n) >> g.gk < p.nx / p.vx + p.nr / p.vr && move_bytes(&g) <= move_bytes(&best)) {
+        move_side gx = gather_side(a, op, false, &g, &ux, sx.lanes), gr = gather_side(a, op, true, &g, &ur, sx.lanes);
+        if (side_wavefronts(&gx, &g) + side_wavefronts(&gr, &g) <= fewest) best = g;
+    }
     tc_arena_free(a);
     return best;
-}
-
-/* The scratch bytes of a plan: the round's rows, padded, and spare slots
- * for the stores of other rounds. */
-static uint32_t move_bytes(const move_plan *p) {
-    uint32_t bytes = (p->chunk + p->pad * (p->chunk / p->n)) * p->eb;
-    return p->rounds > 1 ? bytes + p->eb * p->vx * p->threads : bytes;
 }
 
 static uint32_t op_warps(const tir_op *op) {
@@ -695,6 +886,128 @@ static LLVMValueRef result_lin(cg *c, const tir_op *op, uint32_t r) {
     return lin;
 }
 
+/* A gather plan's slot, in bytes, of the thread part `tpart` of an index
+ * (plan_slot on it, in code: tid_bits are the bits it may set); *bits gets
+ * the bits the result may set. */
+static LLVMValueRef gather_base(cg *c, const move_plan *p, LLVMValueRef tpart, uint32_t tid_bits, uint32_t *bits) {
+    uint32_t lu = log2u(p->gu), ub = log2u(p->gu * p->eb), nb = log2u(p->chunk / p->gu);
+    int32_t shift[MOVE_MAX_UNIT_BITS];
+    uint32_t mask[MOVE_MAX_UNIT_BITS], nshift = 0;
+    LLVMValueRef at = i32c(c, 0);
+    *bits = 0;
+    for (uint32_t b = 0; b < nb; b++) {
+        if (!(tid_bits >> (b + lu) & 1u)) continue;
+        uint32_t img = p->gmap[b] << ub;
+        *bits |= img;
+        if (img & (img - 1u)) { /* xor-ed into a second bit */
+            LLVMValueRef set = LLVMBuildICmp(c->b, LLVMIntNE, LLVMBuildAnd(c->b, tpart, i32c(c, 1u << (b + lu)), ""),
+                                             i32c(c, 0), "");
+            at = LLVMBuildXor(c->b, at, LLVMBuildSelect(c->b, set, i32c(c, img), i32c(c, 0), ""), "");
+            continue;
+        }
+        int32_t sh = (int32_t)log2u(img) - (int32_t)(b + lu); /* bits moving the same way go together */
+        uint32_t k = 0;
+        while (k < nshift && shift[k] != sh) k++;
+        if (k == nshift) shift[nshift] = sh, mask[nshift++] = 0;
+        mask[k] |= 1u << (b + lu);
+    }
+    for (uint32_t k = 0; k < nshift; k++) {
+        LLVMValueRef v = LLVMBuildAnd(c->b, tpart, i32c(c, mask[k]), "");
+        if (shift[k] > 0) v = LLVMBuildShl(c->b, v, i32c(c, shift[k]), "");
+        if (shift[k] < 0) v = LLVMBuildLShr(c->b, v, i32c(c, -shift[k]), "");
+        at = LLVMBuildXor(c->b, at, v, "");
+    }
+    return at;
+}
+
+/* The address of the piece whose first unit starts at thread part ^ lin:
+ * the thread's base (bytes) with the constant part's slot, added where
+ * their bits are apart (ptxas folds it into the access), else xor-ed. */
+static LLVMValueRef gather_at(cg *c, const move_plan *p, LLVMValueRef base, uint32_t base_bits, uint32_t lin) {
+    uint32_t off = plan_slot(p, lin) * p->eb;
+    LLVMValueRef area = i32c(c, c->scratch);
+    if (!(off & base_bits)) return LLVMBuildAdd(c->b, LLVMBuildAdd(c->b, area, base, ""), i32c(c, off), "");
+    return LLVMBuildAdd(c->b, area, LLVMBuildXor(c->b, base, i32c(c, off), ""), "");
+}
+
+/* The registers of thread 0's units in piece h of side m, in the piece's
+ * order (the gathered bits' values): regs[w] is unit w's first. */
+static void piece_regs(const move_plan *p, const move_units *m, uint32_t h, uint32_t *regs) {
+    uint32_t lu = log2u(p->gu);
+    for (uint32_t w = 0; w < 1u << p->gk; w++) {
+        uint32_t lin = m->lin[h];
+        for (uint32_t b = 0, i = 0; b < MOVE_MAX_UNIT_BITS; b++)
+            if (p->gsel >> b & 1u) lin ^= (w >> i++ & 1u) << (b + lu);
+        regs[w] = (uint32_t)m->unit_at[lin >> lu] * p->gu;
+    }
+}
+
+/* A move by a gather plan (the section's header): per round, each writer
+ * stores each of its pieces as one vector, a barrier, each reader loads
+ * its pieces and spreads their units over its registers. The pieces go by
+ * the round of their register part (m->lin): where the thread part has
+ * round bits too, under a branch (stores) or a select (loads) on the sum,
+ * else only the round's. */
+static void gen_move_gather(cg *c, const tir_op *op, const move_plan *p) {
+    const tir_value *x = op->operands[0], *res = op->results[0];
+    tir_elem e = tir_type_elem(x->type);
+    move_units ux, ur;
+    move_plan g;
+    if (!plan_gather(c->arena, op, p, &g, &ux, &ur)) { /* plan_move found it: never, unless a bug */
+        cg_error(c, op, "a move's gather plan does not hold in codegen");
+        return;
+    }
+    uint32_t u = p->gu, lu = log2u(u), lc = log2u(p->chunk), pieces = 1u << p->gk, regs[MOVE_MAX_VEC_BYTES];
+    LLVMTypeRef vty = LLVMVectorType(mem_type(c, e), u * pieces);
+    const move_units *side[2] = {&ux, &ur};
+    LLVMValueRef tpart[2] = {LLVMBuildXor(c->b, linear_index(c, &x->type, 0), i32c(c, ux.lin[0]), ""),
+                             LLVMBuildXor(c->b, result_lin(c, op, 0), i32c(c, ur.lin[0]), "")};
+    LLVMValueRef base[2], round_of[2];
+    uint32_t base_bits[2];
+    for (int s = 0; s < 2; s++) {
+        base[s] = gather_base(c, p, tpart[s], side[s]->tid_bits, &base_bits[s]);
+        round_of[s] = side[s]->tid_bits >> lc ? LLVMBuildLShr(c->b, tpart[s], i32c(c, lc), "") : NULL;
+    }
+    LLVMValueRef *out = new_regs(c, res);
+    for (uint32_t q = 0; q < p->rounds; q++)
+        for (int s = 0; s < 2; s++) { /* s 0: the stores, 1: the loads */
+            const move_units *m = side[s];
+            barrier(c); /* the stores wait for the scratch area's last readers; the loads for the stores */
+            for (uint32_t cr = 0; cr < p->rounds; cr++) {
+                if (!round_of[s] && cr != q) continue;
+                LLVMValueRef in = NULL;
+                if (round_of[s]) {
+                    LLVMValueRef round = LLVMBuildXor(c->b, round_of[s], i32c(c, cr), "");
+                    in = LLVMBuildICmp(c->b, LLVMIntEQ, round, i32c(c, q), "");
+                }
+                LLVMBasicBlockRef after = NULL;
+                for (uint32_t h = 0; h < m->n; h++) {
+                    if (m->lin[h] >> lu & p->gsel || m->lin[h] >> lc != cr) continue; /* not a piece's first unit */
+                    if (s == 0 && !after) guard_begin(c, in, "move.write", "move.written", &after);
+                    LLVMValueRef at = smem_at(c, gather_at(c, p, base[s], base_bits[s], m->lin[h]));
+                    piece_regs(p, m, h, regs);
+                    if (s == 0) {
+                        LLVMValueRef v = LLVMGetUndef(vty);
+                        for (uint32_t i = 0; i < u * pieces; i++) {
+                            LLVMValueRef el = to_mem(c, e, reg(c, x, regs[i / u] + i % u));
+                            v = LLVMBuildInsertElement(c->b, v, el, i32c(c, i), "");
+                        }
+                        LLVMSetAlignment(LLVMBuildStore(c->b, v, at), MOVE_MAX_VEC_BYTES);
+                        continue;
+                    }
+                    LLVMValueRef v = LLVMBuildLoad2(c->b, vty, at, "");
+                    LLVMSetAlignment(v, MOVE_MAX_VEC_BYTES);
+                    for (uint32_t i = 0; i < u * pieces; i++) {
+                        uint32_t r = regs[i / u] + i % u;
+                        LLVMValueRef el = from_mem(c, e, LLVMBuildExtractElement(c->b, v, i32c(c, i), ""));
+                        out[r] = in && q > 0 ? LLVMBuildSelect(c->b, in, el, out[r], "") : el;
+                    }
+                }
+                guard_end(c, after);
+            }
+        }
+}
+
 /* Every thread writes its registers at their row-major index in the
  * operand, a barrier, every thread reads the elements its result registers
  * hold, in the plan's vectors and rows (the section's header). Copies of an
@@ -709,6 +1022,10 @@ void gen_move_scratch(cg *c, const tir_op *op) {
     }
     if (move_bytes(&p) > c->scratch_bytes) { /* smem_plan sized it with the same plan: never, unless a bug */
         cg_error(c, op, "the kernel's smem scratch is smaller than this move needs");
+        return;
+    }
+    if (p.gk) {
+        gen_move_gather(c, op, &p);
         return;
     }
     LLVMTypeRef ty = e == TIR_PTR ? elem_type(c, e) : mem_type(c, e);

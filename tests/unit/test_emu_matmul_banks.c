@@ -9,12 +9,15 @@
  * cp.async shared writes wavefronts == ideal, and the epilogue's layout
  * conversion of the accumulator (C's element type through the scratch
  * area, lower/cg_xthread.c's plan_move) in wide accesses at the ideal: its
- * stores at least 4 bytes a lane (the mma layout's column pairs), its
- * loads 16 (the store layout's runs), every one wavefronts == ideal (issue
- * 19); the results are checked against a double reference too, so the
- * counted run is a correct one. The other plain shared loads and stores
- * (the index tiles' small conversions, matmul_f32's element-wise tf32
- * operand loads) are printed, not gated.
+ * stores 16 bytes a lane at 128x128 (plan_move's gather plan: 4 column
+ * pairs one writer and one reader hold), at least 4 (the mma layout's
+ * column pairs) at the smaller tiles, where no such 16 bytes exist (the
+ * configs' comment), its loads 16 (the store layout's runs), every one
+ * wavefronts == ideal (issue 19); the results are checked against a
+ * double reference too, so the counted run is a correct one. The other
+ * plain shared loads and stores (the index tiles' small conversions,
+ * matmul_f32's element-wise tf32 operand loads, its epilogue: 16-byte
+ * pieces of 2 f32 pairs at 64x64) are printed, not gated.
  *
  * A conflict found goes in known_conflicts (below) with what it is: such
  * a case prints KNOWN FAILURE loudly and is not counted as passing, and
@@ -45,7 +48,8 @@ enum {
     NUM_STAGES = 4,  /* runtime/stdlib.c's matmul_configs */
     GROUP_M = 8,
     REPORT_TOP = 4,  /* conflicted instructions a report names */
-    EPILOGUE_STORE_BYTES = 4, /* the accumulator's column pairs of 16-bit elements */
+    EPILOGUE_PAIR_BYTES = 4,    /* the accumulator's column pairs of 16-bit elements */
+    EPILOGUE_GATHER_BYTES = 16, /* 4 of them, one writer's and one reader's (plan_move's gather plan) */
     EPILOGUE_LOAD_BYTES = 16  /* C's store layout: 8 consecutive elements a thread */
 };
 
@@ -56,6 +60,7 @@ static const size_t dtype_size[] = {2, 2, 4};
 typedef struct mm_case {
     dtype dt;
     int bm, bn, bk, warps;
+    int store_bytes; /* the epilogue's shared stores, at least */
     int a_layout, b_layout;
     bool even;
     int M, N, K;
@@ -288,7 +293,7 @@ static void check_case(const mm_case *c, tally *t) {
         bool store = site->kind == EMU_SMEM_STORE;
         if ((!store && site->kind != EMU_SMEM_LOAD) || !strstr(site->text, elem)) continue;
         epilogue[site->kind]++;
-        uint32_t want = store ? EPILOGUE_STORE_BYTES : EPILOGUE_LOAD_BYTES;
+        uint32_t want = store ? (uint32_t)c->store_bytes : EPILOGUE_LOAD_BYTES;
         if (site->bytes < want) {
             printf("  FAILED: epilogue %s of %u bytes a lane (want %u or more), pc %u: %s\n",
                    emu_smem_kind_name(site->kind), site->bytes, want, site->pc, site->text);
@@ -318,8 +323,15 @@ static void check_case(const mm_case *c, tally *t) {
     emu_smem_stats_free(&st);
 }
 
-/* runtime/stdlib.c's matmul_configs: BLOCK_M, BLOCK_N, BLOCK_K, num_warps */
-static const int configs[][4] = {{128, 128, 32, 4}, {64, 64, 32, 4}, {32, 32, 32, 2}};
+/* runtime/stdlib.c's matmul_configs: BLOCK_M, BLOCK_N, BLOCK_K, num_warps,
+ * and the epilogue's shared store width. 16 bytes need two row bits that
+ * index a register of the accumulator and of the store layout both (rows
+ * r + 8 and r + 16 at 128x128); at 64x64 with 4 warps they share one (r +
+ * 16: 8-byte pieces at most, which would make the 16-byte loads 8-byte
+ * ones), at 32x32 with 2 warps none. */
+static const int configs[][5] = {{128, 128, 32, 4, EPILOGUE_GATHER_BYTES},
+                                 {64, 64, 32, 4, EPILOGUE_PAIR_BYTES},
+                                 {32, 32, 32, 2, EPILOGUE_PAIR_BYTES}};
 static const int layouts[][2] = {{1, 1}, {2, 2}, {1, 2}, {2, 1}};
 
 static dtype only_dtype = DT_F32; /* with all_dtypes false: the one to run */
@@ -331,12 +343,12 @@ static void run_half(dtype dt) {
         for (size_t j = 0; j < sizeof layouts / sizeof layouts[0]; j++) {
             const int *cf = configs[i];
             /* one CTA, K long enough for the pipeline's steady state */
-            mm_case c = {dt, cf[0], cf[1], cf[2], cf[3], layouts[j][0], layouts[j][1], true, cf[0], cf[1], EVEN_K};
+            mm_case c = {dt, cf[0], cf[1], cf[2], cf[3], cf[4], layouts[j][0], layouts[j][1], true, cf[0], cf[1], EVEN_K};
             check_case(&c, &t);
         }
     /* masked: edges in M, N and a K tail, at the middle configuration */
     for (size_t j = 0; j < sizeof layouts / sizeof layouts[0]; j++) {
-        mm_case c = {dt, 64, 64, 32, 4, layouts[j][0], layouts[j][1], false, 57, 45, 200};
+        mm_case c = {dt, 64, 64, 32, 4, EPILOGUE_PAIR_BYTES, layouts[j][0], layouts[j][1], false, 57, 45, 200};
         check_case(&c, &t);
     }
     printf("%s: %d passed, %d KNOWN FAILURES, %d failed\n", dtype_name[dt], t.passed, t.known_failures, t.failed);
@@ -357,7 +369,7 @@ static void test_bf16(void **state) {
 static void test_f32_printed(void **state) {
     (void)state;
     for (size_t j = 0; j < sizeof layouts / sizeof layouts[0]; j++) {
-        mm_case c = {DT_F32, 64, 64, 32, 4, layouts[j][0], layouts[j][1], true, 64, 64, 128};
+        mm_case c = {DT_F32, 64, 64, 32, 4, 0 /* not gated */, layouts[j][0], layouts[j][1], true, 64, 64, 128};
         char kernel[] = "matmul_f32";
         emu_smem_stats st;
         run_case(&c, kernel, &st);

@@ -406,6 +406,84 @@ static void test_dynamic_shared_memory(void **state) {
     run_f16_matmul("dynamic shared memory matmul", dynsmem_src, 128 + 5, 128 + 3, 4 * 32 + 7, 128, 128);
 }
 
+/* ---- accumulators moved between layouts -----------------------------------
+ * An accumulator read from memory (converted from the load's layout to
+ * the mma layout) and written as f32 and as f16 (converted back): moves
+ * through shared memory (lower/cg_xthread.c's plan_move) in both
+ * directions. Where two index bits (one at f32) are registers of both
+ * sides' threads the plan gathers 16-byte pieces (acc_f32 at 128x128 with
+ * 8 warps: the rounds' bits are a thread's on the mma side, both as writer
+ * and as reader; acc_both at 64x64 with 2 warps: all three moves; with 4
+ * warps the f32 ones); where not it keeps the column pairs (acc_both at
+ * 64x64 with 8 warps: all three; with 4 warps the f16 one): both are
+ * checked here. Small integers: every sum is exact, so the results compare
+ * bit for bit. */
+static const char moves_src[] =
+    "kernel acc_f32(a: *f16, b: *f16, c: *f32, d: *f32, const BM: i32 = 64, const BN: i32 = 64) {\n"
+    "    let rm = program_id(0) * BM + arange(0, BM);\n"
+    "    let rn = arange(0, BN);\n"
+    "    let rk = arange(0, 32);\n"
+    "    let acc = dot(load(a + rm[:, None] * 32 + rk[None, :]), load(b + rk[:, None] * BN + rn[None, :]),\n"
+    "                  load(c + rm[:, None] * BN + rn[None, :]));\n"
+    "    store(d + rm[:, None] * BN + rn[None, :], acc);\n"
+    "}\n"
+    "kernel acc_both(a: *f16, b: *f16, c: *f32, d: *f32, e: *f16, const BM: i32 = 64, const BN: i32 = 64) {\n"
+    "    let rm = program_id(0) * BM + arange(0, BM);\n"
+    "    let rn = arange(0, BN);\n"
+    "    let rk = arange(0, 32);\n"
+    "    let acc = dot(load(a + rm[:, None] * 32 + rk[None, :]), load(b + rk[:, None] * BN + rn[None, :]),\n"
+    "                  load(c + rm[:, None] * BN + rn[None, :]));\n"
+    "    store(d + rm[:, None] * BN + rn[None, :], acc);\n"
+    "    store(e + rm[:, None] * BN + rn[None, :], cast(acc, f16));\n"
+    "}\n";
+
+/* `kernel` of moves_src at bm x bn and `warps` over two row blocks. */
+static void run_moves(const char *kernel, int bm, int bn, int warps) {
+    enum { K = 32 };
+    bool f16_out = !strcmp(kernel, "acc_both");
+    int M = 2 * bm, N = bn;
+    uint16_t *ha = malloc(2 * (size_t)(M * K)), *hb = malloc(2 * (size_t)(K * N)), *he = malloc(2 * (size_t)(M * N));
+    float *c = malloc(sizeof(float) * (size_t)(M * N)), *d = poison_f32s(M * N);
+    for (int i = 0; i < M * K; i++) put_f16(ha, (size_t)i, (float)(rand() % 9 - 4));
+    for (int i = 0; i < K * N; i++) put_f16(hb, (size_t)i, (float)(rand() % 9 - 4));
+    for (int i = 0; i < M * N; i++) c[i] = (float)(rand() % 201 - 100);
+    memset(he, 0xff, 2 * (size_t)(M * N)); /* NaN */
+    tilec_define defs[2] = {{"BM", bm}, {"BN", bn}};
+    prog p;
+    trt_kernel *k = compile_with(&p, "moves.tile", moves_src, kernel, defs, 2, warps);
+    trt_buffer ba = upload(ha, 2 * (size_t)(M * K)), bb = upload(hb, 2 * (size_t)(K * N)),
+               bc = upload(c, sizeof(float) * (size_t)(M * N)), bd = upload(d, sizeof(float) * (size_t)(M * N)),
+               be = upload(he, 2 * (size_t)(M * N));
+    trt_arg args[5] = {trt_buf(ba), trt_buf(bb), trt_buf(bc), trt_buf(bd), trt_buf(be)};
+    launch(k, 2, 1, 1, args, f16_out ? 5 : 4);
+    download(bd, d, sizeof(float) * (size_t)(M * N));
+    download(be, he, 2 * (size_t)(M * N));
+    OK(trt_free(dev, ba));
+    OK(trt_free(dev, bb));
+    OK(trt_free(dev, bc));
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            float want = c[i * N + j];
+            for (int kk = 0; kk < K; kk++) want += get_f16(ha, (size_t)(i * K + kk)) * get_f16(hb, (size_t)(kk * N + j));
+            if (!same_f32(d[i * N + j], want))
+                fail_msg("%s %dx%d, %d warps: d[%d][%d] = %g, want %g on %s", kernel, bm, bn, warps, i, j, d[i * N + j],
+                         want, trt_device_name(dev));
+            if (f16_out && !same_f32(get_f16(he, (size_t)(i * N + j)), want))
+                fail_msg("%s %dx%d, %d warps: e[%d][%d] = %g, want %g on %s", kernel, bm, bn, warps, i, j,
+                         get_f16(he, (size_t)(i * N + j)), want, trt_device_name(dev));
+        }
+    free(ha), free(hb), free(he), free(c), free(d);
+    drop(&p);
+}
+
+static void test_accumulator_moves(void **state) {
+    (void)state;
+    run_moves("acc_f32", 128, 128, 8);
+    run_moves("acc_both", 128, 128, 4);
+    static const int warps[] = {2, 4, 8};
+    for (size_t w = 0; w < sizeof warps / sizeof warps[0]; w++) run_moves("acc_both", 64, 64, warps[w]);
+}
+
 
 HARNESS_MAIN(
     cmocka_unit_test(test_dot),
@@ -413,5 +491,6 @@ HARNESS_MAIN(
     cmocka_unit_test(test_pipelined_carried_pointers),
     cmocka_unit_test(test_wrapped_columns),
     cmocka_unit_test(test_scalar_tile_broadcast),
-    cmocka_unit_test(test_dynamic_shared_memory))
+    cmocka_unit_test(test_dynamic_shared_memory),
+    cmocka_unit_test(test_accumulator_moves))
 
