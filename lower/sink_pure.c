@@ -14,7 +14,10 @@
  * The walk goes over each block from its last op to its first, so that
  * an op follows its users down. An op moves when it is pure (no memory
  * effect, no region; not local_alloc, whose place the shared-memory plan
- * reads; not const, which costs nothing where it is), to just before its
+ * reads; not const, which costs nothing where it is; not a dot, whose
+ * operands and result take the same registers wherever it is, and which
+ * a pipelined loop issues before its end-of-trip barrier so that the
+ * tensor cores overlap the wait), to just before its
  * first user in the block (the op itself or one whose regions use it); an
  * op that may go through the scratch area (a conversion, reduction, scan
  * or permute) does not land inside the range where the shared-memory
@@ -42,7 +45,8 @@ static bool uses_value(const tir_op *op, const tir_value *v) {
 
 static bool movable(const tir_op *op) {
     return (tir_ops[op->code].flags & TIR_F_PURE) && !op->body && op->nresults == 1 &&
-           op->code != TIR_OP_LOCAL_ALLOC && op->code != TIR_OP_CONST;
+           op->code != TIR_OP_LOCAL_ALLOC && op->code != TIR_OP_CONST && op->code != TIR_OP_DOT &&
+           op->code != TIR_OP_DOT_IEEE;
 }
 
 /* Ops that stay in registers: elementwise ones and those that only build
