@@ -9,6 +9,7 @@
 
 const lower_pass lower_passes[] = {
     {"simplify", lower_simplify},
+    {"remat_tiles", lower_remat_tiles},
     {"layout", lower_layout},
     {"pipeline_loops", lower_pipeline_loops},
     {"stage_operands", lower_stage_operands},
