@@ -10,7 +10,11 @@ the branch itself, in the loop with the most HMMA (the innermost, where two
 have as many). Prints one markdown table row per configuration: HMMA, LDSM,
 LDGSTS, BAR, register moves (MOV, IMAD.MOV, UMOV), other integer
 instructions, the rest, the total and instructions per HMMA, with ptxas -v's
-registers and spill bytes and the shared memory the kernel asks for.
+registers and spill bytes and the shared memory the kernel asks for, and
+"1st HMMA": how many instructions of the loop come before its first HMMA
+(small where the trip's first fragments were loaded before the back-edge,
+the fragment prefetch; large where the trip's HMMAs wait for ldmatrixes
+issued after its barrier).
 
 With --user it also counts bench/kernels/user_matmul.tile, a matmul written
 as Triton's tutorial writes it (carried pointers, offs_k masks), compiled
@@ -116,8 +120,11 @@ def count_loop(sass_text):
     if loop is None:
         return None
     counts = {k: 0 for k in ("hmma", "ldsm", "ldgsts", "bar", "moves", "int", "other")}
-    for _, op, _ in insns[loop[0]:loop[1] + 1]:
+    counts["first_hmma"] = None
+    for k, (_, op, _) in enumerate(insns[loop[0]:loop[1] + 1]):
         counts[classify(op)] += 1
+        if counts["first_hmma"] is None and op.startswith("HMMA"):
+            counts["first_hmma"] = k
     counts["total"] = loop[1] - loop[0] + 1
     return counts
 
@@ -222,9 +229,9 @@ def fmt(who, what, counts, regs, spills, smem):
     if counts is None:
         return "| %s | %s | no loop with HMMA found |" % (who, what)
     c = counts
-    return "| %s | %s | %d | %d | %d | %d | %d | %d | %d | %d | %.2f | %d | %d | %d |" % (
+    return "| %s | %s | %d | %d | %d | %d | %d | %d | %d | %d | %.2f | %d | %d | %d | %d |" % (
         who, what, c["hmma"], c["ldsm"], c["ldgsts"], c["bar"], c["moves"], c["int"], c["other"], c["total"],
-        c["total"] / c["hmma"], regs, spills, smem)
+        c["total"] / c["hmma"], regs, spills, smem, c["first_hmma"])
 
 
 def main():
@@ -247,8 +254,8 @@ def main():
     warps_list = [4] if args.quick else [4, 8]
     stages_list = [4] if args.quick else [3, 4]
     print("| who | configuration | HMMA | LDSM | LDGSTS | BAR | moves | other int | rest | loop | per HMMA "
-          "| registers | spill bytes | smem |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+          "| registers | spill bytes | smem | 1st HMMA |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     bad = 0
     with tempfile.TemporaryDirectory() as tmp:
         for dtype in args.dtype or ["f16", "bf16"]:
