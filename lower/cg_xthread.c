@@ -838,13 +838,25 @@ static uint32_t op_warps(const tir_op *op) {
                                                                           : TILEC_MAX_NUM_WARPS;
 }
 
+/* Whether a conversion between mma-kind layouts only renames registers
+ * (tir_mma_rename_map), and the map (when map is not NULL, room for the
+ * result's registers). */
+static bool renames_mma(const tir_op *op, uint32_t *map) {
+    const tir_type *x = &op->operands[0]->type, *r = &op->results[0]->type;
+    if (op->code != TIR_OP_CONVERT_LAYOUT || !x->rank || !is_mma_kind(&x->layout) || !is_mma_kind(&r->layout) ||
+        reg_count(r) > TIR_MAX_THREAD_ELEMS)
+        return false;
+    uint32_t mine[TIR_MAX_THREAD_ELEMS];
+    return tir_mma_rename_map(x, r, LOWER_WARP_SIZE * op_warps(op), map ? map : mine);
+}
+
 /* Whether an op moves data through the scratch area (else registers are
  * renamed), and how many bytes it needs there. */
 uint32_t move_scratch(const tir_op *op) {
     const tir_type *x = &op->operands[0]->type, *r = &op->results[0]->type;
     switch (op->code) {
     case TIR_OP_CONVERT_LAYOUT:
-        if (tir_layout_eq(&x->layout, &r->layout)) return 0;
+        if (tir_layout_eq(&x->layout, &r->layout) || renames_mma(op, NULL)) return 0;
         break;
     case TIR_OP_PERMUTE:
         if (x->layout.kind == TIR_LAYOUT_BLOCKED && r->layout.kind == TIR_LAYOUT_BLOCKED) {
@@ -1076,10 +1088,16 @@ void gen_move_scratch(cg *c, const tir_op *op) {
 }
 
 /* expand_dims from the slice layout, and a conversion or permute that
- * only renames: the registers are the same. */
+ * only renames: the registers are the same, or, between mma-kind layouts,
+ * the ones renames_mma maps. */
 void gen_rename(cg *c, const tir_op *op) {
     const tir_value *x = op->operands[0], *res = op->results[0];
     LLVMValueRef *out = new_regs(c, res);
+    uint32_t *map = TC_NEW_ARRAY(c->arena, uint32_t, c->nregs[res->id]);
+    if (!tir_layout_eq(&x->type.layout, &res->type.layout) && renames_mma(op, map)) {
+        for (uint32_t r = 0; r < c->nregs[res->id]; r++) out[r] = reg(c, x, map[r]);
+        return;
+    }
     if (c->nregs[res->id] != c->nregs[x->id] && c->nregs[x->id] != 1) {
         cg_error(c, op, "operand and result layouts do not line up");
         return;

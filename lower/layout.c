@@ -242,13 +242,29 @@ static bool register_only(const tir_value *v) {
     }
 }
 
-/* Step 3b: the region of each mma dot's result takes its MMA layout. */
+/* Step 3b: the region of each mma dot's result takes its MMA layout.
+ * A dot whose a is computed in registers from another dot's result (in
+ * its region: attention's p = exp(s - m) of s = q k^T, then p v) takes,
+ * with that region, the warps all along M (wpc [W, 1]) where the two
+ * have one M that W warps of 16 rows cover: then every warp holds whole
+ * rows of the first result, which are rows of the second's a, and the
+ * conversion between them only renames registers (lower_convert_renames),
+ * as FlashAttention-2 keeps p in registers. Dots are visited in program
+ * order, so the first dot's region is decided when the second is seen. */
 static void mark_mma_regions(tir_op *op, void *p) {
     layout_ctx *c = p;
     if ((op->code != TIR_OP_DOT && op->code != TIR_OP_DOT_IEEE) || !dot_uses_mma(op)) return;
     const tir_type *t = &op->results[0]->type;
-    c->region_layout[find_region(c, op->results[0]->id)] =
-        tir_layout_mma_for(t->shape[0], t->shape[1], (unsigned)c->num_warps);
+    uint32_t mine = find_region(c, op->results[0]->id);
+    c->region_layout[mine] = tir_layout_mma_for(t->shape[0], t->shape[1], (unsigned)c->num_warps);
+    const tir_value *a = op->operands[0];
+    if (!a->type.rank || !register_only(a)) return;
+    uint32_t from = find_region(c, a->id);
+    unsigned w = (unsigned)c->num_warps;
+    if (from == mine || c->region_layout[from].kind != TIR_LAYOUT_MMA || a->type.shape[0] != t->shape[0] ||
+        t->shape[0] < (uint32_t)TIR_MMA_TILE_M * w)
+        return;
+    c->region_layout[from] = c->region_layout[mine] = tir_layout_mma(w, 1);
 }
 
 static void collect_wishes(tir_op *op, void *p) {

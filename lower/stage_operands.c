@@ -17,7 +17,10 @@
  *     permuted shape with dim 0 contiguous (the same bytes, where the
  *     copies' pointers are permuted to match, which only renames their
  *     registers), and the conversion again becomes a local_load.
- *  3. anything else: x goes through a buffer of its own, placed right
+ *  3. anything else, unless the conversion only renames registers (an
+ *     accumulator of 16-bit elements as the next dot's a, with the warps
+ *     all along M, as the layout pass arranges for attention's p v):
+ *     x goes through a buffer of its own, placed right
  *     after x is defined (so an operand defined before a loop is staged
  *     once, not on every trip):
  *         buf = local_alloc : smem<1 x shape, #shared<...>>
@@ -39,6 +42,7 @@
  * xors their position in a row with the row's index, so the 8 rows of an
  * 8x8 matrix that ldmatrix reads sit in 8 different bank groups. Values
  * do not change: the interpreter ignores shared layouts. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "lower/lower.h"
@@ -223,6 +227,19 @@ static bool stage_through_buffer(stage_ctx *c, tir_op *cv) {
     return true;
 }
 
+/* Whether conversion cv only renames registers (an accumulator as the
+ * next dot's a, the warps all along M: tir_mma_rename_map): nothing to
+ * stage. */
+static bool renames_registers(const tir_func *f, const tir_op *cv) {
+    const tir_type *x = &cv->operands[0]->type, *r = &cv->results[0]->type;
+    uint32_t n = r->rank == 2 && (r->layout.kind == TIR_LAYOUT_DOT_OP) ? tir_mma_regs(&r->layout, r->shape) : 0;
+    if (!n || !x->rank || (x->layout.kind != TIR_LAYOUT_MMA && x->layout.kind != TIR_LAYOUT_DOT_OP)) return false;
+    uint32_t *map = malloc(sizeof(uint32_t) * n);
+    bool ok = map && tir_mma_rename_map(x, r, (uint32_t)LOWER_WARP_SIZE * (uint32_t)(f->num_warps ? f->num_warps : 1), map);
+    free(map);
+    return ok;
+}
+
 /* The conversions to stage: each dot's a and b, where a convert_layout
  * to a dot_op layout makes them. */
 typedef struct conv_list {
@@ -258,6 +275,7 @@ bool lower_stage_operands(tir_module *m, const lower_options *opt, tc_diag *diag
                 if (!stage_from_ring(&c, cv)) stage_from_turned_ring(&c, cv);
                 continue;
             }
+            if (renames_registers(f, cv)) continue;
             if (!stage_from_ring(&c, cv) && !stage_from_turned_ring(&c, cv)) stage_through_buffer(&c, cv);
         }
     }

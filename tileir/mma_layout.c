@@ -4,6 +4,7 @@
  * layouts"); codegen builds the same arithmetic in LLVM IR from
  * tir_mma_reg_offset and tir_mma_thread_coeffs, and the unit tests check
  * that every element is held. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "tileir/tileir.h"
@@ -143,4 +144,38 @@ tir_layout tir_layout_dot_fma(const tir_layout *res, uint32_t k, unsigned idx) {
     tir_layout l = *res;
     l.spt[idx == 0 ? 1 : 0] = (uint16_t)k;
     return l;
+}
+
+bool tir_mma_rename_map(const tir_type *from, const tir_type *to, uint32_t threads, uint32_t *map) {
+    const tir_layout *lf = &from->layout, *lt = &to->layout;
+    bool mma_kind = (lf->kind == TIR_LAYOUT_MMA || lf->kind == TIR_LAYOUT_DOT_OP) &&
+                    (lt->kind == TIR_LAYOUT_MMA || lt->kind == TIR_LAYOUT_DOT_OP);
+    if (!mma_kind || from->rank != 2 || to->rank != 2 || from->shape[0] != to->shape[0] ||
+        from->shape[1] != to->shape[1])
+        return false;
+    const uint32_t *shape = from->shape;
+    uint32_t nf = tir_mma_regs(lf, shape), nt = tir_mma_regs(lt, shape), n = shape[1];
+    int32_t *where = malloc(sizeof(int32_t) * shape[0] * n); /* by element: its `from` register in this thread */
+    if (!where) return false;
+    for (uint32_t i = 0; i < shape[0] * n; i++) where[i] = -1;
+    bool ok = true;
+    for (uint32_t tid = 0; tid < threads && ok; tid++) {
+        uint32_t c[2];
+        for (uint32_t r = 0; r < nf; r++) {
+            tir_mma_coord(lf, shape, tid, r, c);
+            where[c[0] * n + c[1]] = (int32_t)r;
+        }
+        for (uint32_t r = 0; r < nt && ok; r++) {
+            tir_mma_coord(lt, shape, tid, r, c);
+            int32_t w = where[c[0] * n + c[1]];
+            if (w < 0 || (tid && map[r] != (uint32_t)w)) ok = false;
+            else map[r] = (uint32_t)w;
+        }
+        for (uint32_t r = 0; r < nf; r++) { /* back to none for the next thread */
+            tir_mma_coord(lf, shape, tid, r, c);
+            where[c[0] * n + c[1]] = -1;
+        }
+    }
+    free(where);
+    return ok;
 }

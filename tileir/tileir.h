@@ -246,6 +246,13 @@ void tir_mma_coord(const tir_layout *l, const uint32_t *shape, uint32_t tid, uin
 /* Whether thread tid is the first holder of its elements (elements held
  * by several threads are stored, printed, ... by the first only). */
 bool tir_mma_owner(const tir_layout *l, const uint32_t *shape, uint32_t tid);
+/* Whether a 2-D tile's change from mma or dot_op layout `from` to `to`
+ * (same shape) only renames registers: every one of `threads` threads
+ * holds in `from` each element it holds in `to`, at a register that is
+ * the same for every thread; map[r] is then the `from` register of `to`'s
+ * register r (an accumulator of 16-bit elements as the a operand of the
+ * next dot, with the warps all along M). */
+bool tir_mma_rename_map(const tir_type *from, const tir_type *to, uint32_t threads, uint32_t *map);
 
 /* ---- ops --------------------------------------------------------------- */
 enum {

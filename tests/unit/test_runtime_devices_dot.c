@@ -1,7 +1,7 @@
 /* test_runtime_devices_dot.c - the device tests of dot: every input type and
  * precision over block shapes and warps, its result feeding other tile
- * operations, the pipelined matmul with carried pointers, and a kernel on
- * dynamic shared memory.
+ * operations, the pipelined matmul with carried pointers, a kernel on
+ * dynamic shared memory, and a dot's result as the next dot's a.
  * Runs on each device as the others (device_harness.h):
  * test_runtime_devices_dot cpu|cuda|emu. */
 #include "device_harness.h"
@@ -484,6 +484,69 @@ static void test_accumulator_moves(void **state) {
     for (size_t w = 0; w < sizeof warps / sizeof warps[0]; w++) run_moves("acc_both", 64, 64, warps[w]);
 }
 
+/* ---- a dot's result as the next dot's a --------------------------------
+ * Attention's p v, p computed from s = q k^T in registers: the layout pass
+ * puts both dots' warps all along M where they cover it, and the
+ * conversion of p to the a operand only renames registers (issue 20);
+ * elsewhere (64 rows on 8 warps) p goes through shared memory. Small
+ * integers: every sum and p's rounding to f16 are exact, so the results
+ * compare bit for bit. */
+static const char chain_src[] =
+    "kernel chain(a: *f16, b: *f16, v: *f16, o: *f32, const BM: i32 = 64, const BN: i32 = 64,\n"
+    "             const BD: i32 = 64) {\n"
+    "    let rm = program_id(0) * BM + arange(0, BM);\n"
+    "    let rk = arange(0, 16);\n"
+    "    let rn = arange(0, BN);\n"
+    "    let rd = arange(0, BD);\n"
+    "    let s = dot(load(a + rm[:, None] * 16 + rk[None, :]), load(b + rk[:, None] * BN + rn[None, :]),\n"
+    "                zeros((BM, BN), f32));\n"
+    "    let p = cast(s * 2.0 - 1.0, f16);\n"
+    "    let out = dot(p, load(v + rn[:, None] * BD + rd[None, :]), zeros((BM, BD), f32));\n"
+    "    store(o + rm[:, None] * BD + rd[None, :], out);\n"
+    "}\n";
+
+static void run_chain(int bm, int bn, int bd, int warps) {
+    enum { K = 16 };
+    int M = 2 * bm;
+    uint16_t *ha = malloc(2 * (size_t)(M * K)), *hb = malloc(2 * (size_t)(K * bn)), *hv = malloc(2 * (size_t)(bn * bd));
+    float *o = poison_f32s(M * bd);
+    for (int i = 0; i < M * K; i++) put_f16(ha, (size_t)i, (float)(rand() % 5 - 2));
+    for (int i = 0; i < K * bn; i++) put_f16(hb, (size_t)i, (float)(rand() % 5 - 2));
+    for (int i = 0; i < bn * bd; i++) put_f16(hv, (size_t)i, (float)(rand() % 5 - 2));
+    tilec_define defs[3] = {{"BM", bm}, {"BN", bn}, {"BD", bd}};
+    prog p;
+    trt_kernel *k = compile_with(&p, "chain.tile", chain_src, "chain", defs, 3, warps);
+    trt_buffer ba = upload(ha, 2 * (size_t)(M * K)), bb = upload(hb, 2 * (size_t)(K * bn)),
+               bv = upload(hv, 2 * (size_t)(bn * bd)), bo = upload(o, sizeof(float) * (size_t)(M * bd));
+    trt_arg args[4] = {trt_buf(ba), trt_buf(bb), trt_buf(bv), trt_buf(bo)};
+    launch(k, 2, 1, 1, args, 4);
+    download(bo, o, sizeof(float) * (size_t)(M * bd));
+    OK(trt_free(dev, ba));
+    OK(trt_free(dev, bb));
+    OK(trt_free(dev, bv));
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < bd; j++) {
+            double want = 0;
+            for (int n = 0; n < bn; n++) {
+                double s = 0;
+                for (int kk = 0; kk < K; kk++) s += get_f16(ha, (size_t)(i * K + kk)) * get_f16(hb, (size_t)(kk * bn + n));
+                want += (s * 2 - 1) * get_f16(hv, (size_t)(n * bd + j));
+            }
+            if (!same_f32(o[i * bd + j], (float)want))
+                fail_msg("chain %dx%dx%d, %d warps: o[%d][%d] = %g, want %g on %s", bm, bn, bd, warps, i, j,
+                         o[i * bd + j], want, trt_device_name(dev));
+        }
+    free(ha), free(hb), free(hv), free(o);
+    drop(&p);
+}
+
+static void test_dot_chain(void **state) {
+    (void)state;
+    run_chain(64, 64, 64, 4);   /* renamed: 4 warps of 16 rows */
+    run_chain(128, 32, 64, 8);  /* renamed: 8 warps of 16 rows */
+    run_chain(128, 64, 32, 4);  /* renamed, 2 row blocks a warp */
+    run_chain(64, 64, 32, 8);   /* 64 rows on 8 warps: through shared memory */
+}
 
 HARNESS_MAIN(
     cmocka_unit_test(test_dot),
@@ -492,5 +555,6 @@ HARNESS_MAIN(
     cmocka_unit_test(test_wrapped_columns),
     cmocka_unit_test(test_scalar_tile_broadcast),
     cmocka_unit_test(test_dynamic_shared_memory),
-    cmocka_unit_test(test_accumulator_moves))
+    cmocka_unit_test(test_accumulator_moves),
+    cmocka_unit_test(test_dot_chain))
 

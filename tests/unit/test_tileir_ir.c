@@ -230,6 +230,35 @@ static void check_mma_cover(const tir_layout *l, uint32_t m, uint32_t n, unsigne
     free(held);
 }
 
+/* An accumulator of 16-bit elements is the next dot's a by renaming
+ * registers where the warps are all along M (each holds whole rows),
+ * and not where warps split its columns (another warp holds the rest of
+ * a row of a). */
+static void test_mma_rename_map(void **state) {
+    (void)state;
+    static const uint32_t rows[] = {64, 128};
+    for (size_t i = 0; i < 2; i++) {
+        uint32_t shape[2] = {rows[i], 64};
+        tir_type acc = tir_tile(tir_scalar(TIR_F16), 2, shape), a = acc;
+        acc.layout = tir_layout_mma(4, 1);
+        a.layout = tir_layout_dot_op(&acc.layout, 0, 2);
+        uint32_t n = tir_mma_regs(&a.layout, shape), *map = malloc(sizeof(uint32_t) * n);
+        assert_non_null(map);
+        assert_true(tir_mma_rename_map(&acc, &a, 128, map));
+        for (uint32_t t = 0; t < 128; t++) /* the map holds for every thread */
+            for (uint32_t r = 0; r < n; r++) {
+                uint32_t x[2], y[2];
+                tir_mma_coord(&a.layout, shape, t, r, x);
+                tir_mma_coord(&acc.layout, shape, t, map[r], y);
+                assert_true(x[0] == y[0] && x[1] == y[1]);
+            }
+        acc.layout = tir_layout_mma(2, 2);
+        a.layout = tir_layout_dot_op(&acc.layout, 0, 2);
+        assert_false(tir_mma_rename_map(&acc, &a, 128, map));
+        free(map);
+    }
+}
+
 static void test_mma_layouts_cover(void **state) {
     (void)state;
     static const uint32_t shapes[][3] = {{16, 16, 16}, {64, 32, 16}, {128, 128, 64}, {16, 64, 32}, {256, 16, 128}};
@@ -352,6 +381,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_verify_arange_and_layout, setup, teardown),
         cmocka_unit_test_setup_teardown(test_verify_loop, setup, teardown),
         cmocka_unit_test(test_mma_layouts_cover),
+        cmocka_unit_test(test_mma_rename_map),
         cmocka_unit_test(test_mma_layouts_match_ptx_fragments),
         cmocka_unit_test_setup_teardown(test_reader_rejects_junk, setup, teardown),
     };
