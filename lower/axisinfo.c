@@ -309,3 +309,22 @@ tir_value *lower_carried_step(const tir_op *loop, uint32_t arg) {
                                                                          : NULL;
     return d && lower_loop_invariant(body, d) ? d : NULL;
 }
+
+typedef struct loop_list {
+    tir_op **loop;
+    uint32_t n;
+    bool whiles;
+} loop_list;
+
+static void find_loops(tir_op *op, void *p) {
+    loop_list *l = p;
+    if ((op->code == TIR_OP_FOR || (l->whiles && op->code == TIR_OP_WHILE)) && l->n < LOWER_MAX_PIPELINED_LOOPS)
+        l->loop[l->n++] = op;
+}
+
+tir_op **lower_loops(tir_func *f, bool whiles, tc_arena *a, uint32_t *n) {
+    loop_list l = {.loop = TC_NEW_ARRAY(a, tir_op *, LOWER_MAX_PIPELINED_LOOPS), .whiles = whiles};
+    tir_walk(f, find_loops, &l);
+    *n = l.n;
+    return l.loop;
+}

@@ -113,6 +113,11 @@ lower_axis_info lower_axis_get(const lower_axis_map *map, const tir_value *v);
  * outside the body, or by a pure op of the body (no region, not
  * local_alloc) on invariant values only: the same on every trip. */
 bool lower_loop_invariant(const tir_block *body, const tir_value *v);
+/* The kernel's `for` loops (and `while` loops with whiles), outer before
+ * inner, in program order: at most LOWER_MAX_PIPELINED_LOOPS (the passes
+ * that rewrite loops look at no more), as an array from arena a; *n says
+ * how many. */
+tir_op **lower_loops(tir_func *f, bool whiles, tc_arena *a, uint32_t *n);
 /* Body argument `arg` (1 .. nargs-1; 0 is the induction variable) of `for`
  * op `loop` is a carried induction value when the value its body yields
  * for it is `addptr v, d`, or `add v, d` or `add d, v` on integers, with

@@ -355,16 +355,6 @@ static void pipeline_loop(pl_ctx *c, tir_op *loop) {
     tir_build_op(&b, TIR_OP_ASYNC_WAIT, 0, NULL, 0, NULL)->attr.axis = 0;
 }
 
-typedef struct loop_list {
-    tir_op *loop[LOWER_MAX_PIPELINED_LOOPS];
-    uint32_t n;
-} loop_list;
-
-static void find_loops(tir_op *op, void *p) {
-    loop_list *l = p;
-    if (op->code == TIR_OP_FOR && l->n < LOWER_MAX_PIPELINED_LOOPS) l->loop[l->n++] = op;
-}
-
 bool lower_pipeline_loops(tir_module *m, const lower_options *opt, tc_diag *diag) {
     (void)diag;
     uint64_t budget = lower_buffer_budget(opt->compile.arch);
@@ -374,8 +364,8 @@ bool lower_pipeline_loops(tir_module *m, const lower_options *opt, tc_diag *diag
          * it, as the layout pass does with num_warps (the front end has
          * already recorded it on kernels from .tile source) */
         if (opt->compile.num_stages) f->num_stages = opt->compile.num_stages;
-        loop_list *loops = TC_NEW(arena, loop_list);
-        tir_walk(f, find_loops, loops);
+        uint32_t nloops;
+        tir_op **loops = lower_loops(f, false, arena, &nloops);
         uint64_t have = lower_func_buffer_bytes(f);
         pl_ctx c = {.f = f, .notes = opt->notes, .file = m->source_name, .smem_left = budget > have ? budget - have : 0,
                     .axis = lower_axis_analyze(f, arena)};
@@ -383,7 +373,7 @@ bool lower_pipeline_loops(tir_module *m, const lower_options *opt, tc_diag *diag
          * values the pass makes are never cloned */
         c.nclone = f->next_value_id;
         c.clone = TC_NEW_ARRAY(arena, tir_value *, c.nclone + 1);
-        for (uint32_t i = 0; i < loops->n; i++) pipeline_loop(&c, loops->loop[i]);
+        for (uint32_t i = 0; i < nloops; i++) pipeline_loop(&c, loops[i]);
     }
     tc_arena_free(arena);
     return true;

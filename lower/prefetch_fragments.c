@@ -208,24 +208,13 @@ static bool prefetch_loop(tir_func *f, tir_op *loop) {
     return true;
 }
 
-typedef struct loop_list {
-    tir_op *loop[LOWER_MAX_PIPELINED_LOOPS];
-    uint32_t n;
-} loop_list;
-
-static void find_loops(tir_op *op, void *p) {
-    loop_list *l = p;
-    if (op->code == TIR_OP_FOR && l->n < LOWER_MAX_PIPELINED_LOOPS) l->loop[l->n++] = op;
-}
-
 bool lower_prefetch_fragments(tir_module *m, const lower_options *opt, tc_diag *diag) {
     (void)opt, (void)diag;
     tc_arena *arena = tc_arena_new();
     for (tir_func *f = m->funcs; f; f = f->next) {
-        loop_list *loops = TC_NEW(arena, loop_list);
-        tir_walk(f, find_loops, loops);
-        for (uint32_t i = 0; i < loops->n; i++)
-            prefetch_loop(f, loops->loop[i]);
+        uint32_t n;
+        tir_op **loops = lower_loops(f, false, arena, &n);
+        for (uint32_t i = 0; i < n; i++) prefetch_loop(f, loops[i]);
     }
     tc_arena_free(arena);
     return true;

@@ -30,9 +30,8 @@
 #include "lower/lower.h"
 
 enum {
-    REMAT_MAX_OPS = 16,   /* ops one rematerialized tile may take: computing more than this
-                             again after a loop could cost more than the registers it frees */
-    REMAT_MAX_LOOPS = 256 /* loops of one kernel the pass looks at */
+    REMAT_MAX_OPS = 16 /* ops one rematerialized tile may take: computing more than this
+                          again after a loop could cost more than the registers it frees */
 };
 
 typedef struct remat_ctx {
@@ -106,24 +105,14 @@ static void remat_uses(remat_ctx *c, tir_op *user) {
     remat_block_uses(c, user->body2);
 }
 
-typedef struct loop_list {
-    tir_op *loop[REMAT_MAX_LOOPS];
-    uint32_t n;
-} loop_list;
-
-static void find_loops(tir_op *op, void *p) {
-    loop_list *l = p;
-    if ((op->code == TIR_OP_FOR || op->code == TIR_OP_WHILE) && l->n < REMAT_MAX_LOOPS) l->loop[l->n++] = op;
-}
-
 bool lower_remat_tiles(tir_module *m, const lower_options *opt, tc_diag *diag) {
     (void)opt, (void)diag;
     tc_arena *arena = tc_arena_new();
     for (tir_func *f = m->funcs; f; f = f->next) {
-        loop_list *loops = TC_NEW(arena, loop_list);
-        tir_walk(f, find_loops, loops);
-        for (uint32_t i = 0; i < loops->n; i++) {
-            tir_op *loop = loops->loop[i], *first = loop->next; /* copies go before it, and are not visited */
+        uint32_t n;
+        tir_op **loops = lower_loops(f, true, arena, &n);
+        for (uint32_t i = 0; i < n; i++) {
+            tir_op *loop = loops[i], *first = loop->next; /* copies go before it, and are not visited */
             if (!first) continue;
             remat_ctx c = {.loop = loop, .ncopy = f->next_value_id};
             c.copy = TC_NEW_ARRAY(arena, tir_value *, c.ncopy);

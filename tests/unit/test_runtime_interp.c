@@ -497,12 +497,12 @@ static void test_dot_products(void **state) {
  * trips ahead), for S = 2, 3, 4 and K with no trip, fewer trips than
  * stages, and a masked tail. */
 static const char pipelined_src[] =
-    "kernel mm(a: *f16, b: *f16, c: *f32, M: i32, N: i32, K: i32, const S: i32 = 3) {\n"
+    "kernel mm(a: *f16, b: *f16, c: *f32, M: i32, N: i32, K: i32, const S: i32 = 3, const BK: i32 = 16) {\n"
     "    let m = program_id(0) * 32 + arange(0, 32);\n"
     "    let n = arange(0, 32);\n"
-    "    let kk = arange(0, 16);\n"
+    "    let kk = arange(0, BK);\n"
     "    var acc = zeros((32, 32), f32);\n"
-    "    for k in range(0, K, 16, num_stages = S) {\n"
+    "    for k in range(0, K, BK, num_stages = S) {\n"
     "        let x = load(a + m[:, None] * K + (k + kk)[None, :], (m[:, None] < M) & ((k + kk)[None, :] < K), other = 0.0);\n"
     "        let y = load(b + (k + kk)[:, None] * N + n[None, :], ((k + kk)[:, None] < K) & (n[None, :] < N));\n"
     "        acc = dot(x, y, acc);\n"
@@ -524,7 +524,8 @@ static void count_op(tir_op *op, void *p) {
 }
 
 /* Runs kernel `src` (params a, b, c, M, N, K, then with `strides` the row
- * strides of a and b, and const S) for S = 2, 3, 4 as the front end built
+ * strides of a and b, and const S, and const BK = bk unless bk is 0) for
+ * S = 2, 3, 4 as the front end built
  * it and after the whole pass pipeline, for each K in ks, on f16 inputs of
  * M x K and K x N, and checks that the pipeline staged both loads, that every element of c is written, and
  * that the pipelined results equal the plain ones bit for bit (the same
@@ -532,20 +533,20 @@ static void count_op(tir_op *op, void *p) {
 enum { PIPE_M = 45, PIPE_N = 29, PIPE_KMAX = 640, PIPE_MAX_KS = 8 };
 
 static void check_pipelining_keeps_results(const char *name, const char *src, const int *ks, int nks, bool strides,
-                                           bool pieces) {
+                                           int bk) {
     static uint16_t a[PIPE_M * PIPE_KMAX], b[PIPE_KMAX * PIPE_N];
     static float out[2][PIPE_MAX_KS][PIPE_M * PIPE_N];
     enum { M = PIPE_M, N = PIPE_N };
     assert_true(nks <= PIPE_MAX_KS);
     for (int s = 2; s <= 4; s++) {
-        tilec_define def = {.name = "S", .value = s};
+        tilec_define def[2] = {{.name = "S", .value = s}, {.name = "BK", .value = bk}};
         for (int pipelined = 0; pipelined < 2; pipelined++) {
             prog p;
             p.arena = tc_arena_new();
             tc_diag_init(&p.diag);
             p.src = (tc_source){.name = name, .text = src, .len = strlen(src)};
             ast_module *ast = parse_module(p.arena, &p.src, &p.diag);
-            tilec_options lo = {.defines = &def, .ndefines = 1};
+            tilec_options lo = {.defines = def, .ndefines = bk ? 2 : 1};
             p.m = ast ? lang_to_tir(ast, &lo, p.arena, &p.diag) : NULL;
             if (!p.m) fail_msg("%s does not compile:\n%s", name, p.diag.out.data);
             lower_options opt = {.compile.passes = pipelined ? NULL : "simplify"}; /* NULL: every pass */
@@ -557,7 +558,7 @@ static void check_pipelining_keeps_results(const char *name, const char *src, co
              * pieces past the first, in the trip) */
             if (pipelined) assert_true(n.loads >= 2);
             else assert_int_equal(n.loads, 0);
-            assert_true(pipelined && pieces ? n.parts > 0 : n.parts == 0);
+            assert_true(pipelined && bk > 16 ? n.parts > 0 : n.parts == 0);
             for (int t = 0; t < nks; t++) {
                 int K = ks[t];
                 assert_true(K <= PIPE_KMAX);
@@ -587,31 +588,17 @@ static void check_pipelining_keeps_results(const char *name, const char *src, co
 static void test_pipelined_loop_gives_the_same_results(void **state) {
     (void)state;
     const int ks[6] = {0, 1, 16, 17, 40, 100};
-    check_pipelining_keeps_results("pipe.tile", pipelined_src, ks, 6, false, false);
+    check_pipelining_keeps_results("pipe.tile", pipelined_src, ks, 6, false, 0);
 }
 
-/* The same with a K step of 64, which prefetch_fragments splits into
+/* The same with a K step (BK) of 64, which prefetch_fragments splits into
  * pieces of 16 (the first carried from the trip before, the others read
  * at offsets in the trip): the dots add the pieces in K order, as one dot
  * does, so the results stay the same bit for bit. */
-static const char pieces_src[] =
-    "kernel mm(a: *f16, b: *f16, c: *f32, M: i32, N: i32, K: i32, const S: i32 = 3) {\n"
-    "    let m = program_id(0) * 32 + arange(0, 32);\n"
-    "    let n = arange(0, 32);\n"
-    "    let kk = arange(0, 64);\n"
-    "    var acc = zeros((32, 32), f32);\n"
-    "    for k in range(0, K, 64, num_stages = S) {\n"
-    "        let x = load(a + m[:, None] * K + (k + kk)[None, :], (m[:, None] < M) & ((k + kk)[None, :] < K), other = 0.0);\n"
-    "        let y = load(b + (k + kk)[:, None] * N + n[None, :], ((k + kk)[:, None] < K) & (n[None, :] < N));\n"
-    "        acc = dot(x, y, acc);\n"
-    "    }\n"
-    "    store(c + m[:, None] * N + n[None, :], acc, (m[:, None] < M) & (n[None, :] < N));\n"
-    "}\n";
-
 static void test_pipelined_pieces_give_the_same_results(void **state) {
     (void)state;
     const int ks[6] = {0, 1, 64, 65, 130, 600};
-    check_pipelining_keeps_results("pieces.tile", pieces_src, ks, 6, false, true);
+    check_pipelining_keeps_results("pieces.tile", pipelined_src, ks, 6, false, 64);
 }
 
 /* The same for a loop that carries its pointers and a k offset from trip
@@ -645,7 +632,7 @@ static void test_pipelined_carried_pointers_give_the_same_results(void **state) 
     (void)state;
     /* 0, 1, 16, 17 and 40 trips of 16, less 7 where the last is a masked tail */
     const int ks[5] = {0, 16 - 7, 16 * 16, 17 * 16 - 7, 40 * 16 - 7};
-    check_pipelining_keeps_results("carried.tile", carried_src, ks, 5, true, false);
+    check_pipelining_keeps_results("carried.tile", carried_src, ks, 5, true, 0);
 }
 
 static void test_atomic_order_and_rounding(void **state) {
