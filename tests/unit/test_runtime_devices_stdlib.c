@@ -560,7 +560,8 @@ static void test_stdlib_dropout(void **state) {
 }
 
 /* Every kernel of the stdlib is run by a test of this file (or, for
- * elementwise.tile, by test_runtime_stdlib too): a new kernel without a
+ * elementwise.tile, by test_runtime_stdlib too; matmul by test_stdlib_api;
+ * attention by test_runtime_devices_attention): a new kernel without a
  * test fails here. */
 static void test_every_stdlib_kernel_is_tested(void **state) {
     (void)state;
@@ -576,7 +577,8 @@ static void test_every_stdlib_kernel_is_tested(void **state) {
         "dropout_bwd_f32", "dropout_bwd_f16", "dropout_bwd_bf16",
         /* through their entry points, tls_matmul and tls_matmul_batched, in
          * test_stdlib_api.c's test_matmul* (every layout specialization) */
-        "matmul_f16", "matmul_bf16", "matmul_f32", "matmul_f32_ieee"};
+        "matmul_f16", "matmul_bf16", "matmul_f32", "matmul_f32_ieee",
+        "attention_fwd_f16"}; /* test_runtime_devices_attention.c */
     size_t seen = 0, files = 0;
     /* the file names first, so that a failure below (a longjmp) leaves no
      * directory open */
@@ -599,7 +601,10 @@ static void test_every_stdlib_kernel_is_tested(void **state) {
             const char *name = trt_kernel_name(trt_module_kernel(p.mod, i));
             bool ok = false;
             for (size_t t = 0; t < sizeof tested / sizeof tested[0]; t++) ok |= !strcmp(tested[t], name);
-            if (!ok) fail_msg("%s: kernel %s has no test in test_runtime_devices_stdlib.c or test_stdlib_api.c", rel, name);
+            if (!ok)
+                fail_msg("%s: kernel %s has no test in test_runtime_devices_stdlib.c, test_stdlib_api.c or "
+                         "test_runtime_devices_attention.c",
+                         rel, name);
             seen++;
         }
         assert_null(trt_module_kernel(p.mod, trt_module_num_kernels(p.mod)));
