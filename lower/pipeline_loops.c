@@ -13,6 +13,8 @@
  * of time). With S stages, each such load gets a buffer of S slots, and:
  *
  *   before the loop   buf = local_alloc : smem<S x shape>
+ *                     barrier          (only in a loop of its own: the
+ *                                      last run's readers are done)
  *                     for s in 0 .. S-2: copy trip s into slot s, commit
  *                     (the pointer computation cloned for lo + s*step;
  *                     a trip that does not exist copies nothing)
@@ -271,6 +273,13 @@ static void note_budget(const pl_ctx *c, const tir_op *loop, int asked, int stag
                          asked, (unsigned long long)ring_bytes(loads, n, 2), (unsigned long long)c->smem_left);
 }
 
+/* Whether op runs more than once a program: inside a `for` or `while`. */
+static bool inside_loop(const tir_op *op) {
+    for (const tir_op *o = op->parent ? op->parent->parent : NULL; o; o = o->parent ? o->parent->parent : NULL)
+        if (o->code == TIR_OP_FOR || o->code == TIR_OP_WHILE) return true;
+    return false;
+}
+
 static void pipeline_loop(pl_ctx *c, tir_op *loop) {
     tir_block *body = loop->body;
     tir_op *loads[TIR_MAX_OPERANDS];
@@ -302,6 +311,11 @@ static void pipeline_loop(pl_ctx *c, tir_op *loop) {
         tir_type bt = tir_smem(tir_element_of(t), t.rank + 1u, shape);
         bufs[j] = tir_build_op(&b, TIR_OP_LOCAL_ALLOC, 0, NULL, 1, &bt)->results[0];
     }
+    /* run again by an outer loop, the prologue's copies (plain stores on
+     * the element path) overwrite slots the last run read after its last
+     * barrier: the last trip's and the fragments prefetched for a trip
+     * that never came (prefetch_fragments) */
+    if (inside_loop(loop)) tir_build_op(&b, TIR_OP_BARRIER, 0, NULL, 0, NULL);
     for (int s = 0; s < stages - 1; s++) {
         tir_value *iv = s ? tir_build_binary(&b, TIR_OP_ADD, lo,
                                              tir_build_binary(&b, TIR_OP_MUL, step, tir_build_const_int(&b, lo->type, s)))

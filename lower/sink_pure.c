@@ -68,16 +68,18 @@ static bool at_or_before(const tir_op *a, const tir_op *b) {
 }
 
 /* The buffers' live range of the kernel's body as smem_plan reckons it
- * (smem_live_range): ops from `first` up to, not with, `end` (NULL: to
- * the end). */
+ * (smem_live_range): ops from `first` through `last` (NULL: to the end).
+ * Both are ops that never move (a copy, a buffer's reader, `async_wait`):
+ * the op after the range that smem_live_range names may be a pure one
+ * this pass moves down, which would stretch the range with it. */
 typedef struct live_range {
-    const tir_op *first, *end;
+    const tir_op *first, *last;
 } live_range;
 
 /* Whether an op put right before `to` (NULL: at the end) lands inside r. */
 static bool lands_inside(const live_range *r, const tir_op *to) {
     if (!r->first || to == r->first || (to && !at_or_before(r->first, to))) return false;
-    return !r->end || !to || at_or_before(to, r->end);
+    return !r->last || (to && at_or_before(to, r->last));
 }
 
 /* range: the body's live range, or NULL for a region's block (a region is
@@ -101,8 +103,10 @@ static void sink_block(tir_block *blk, const live_range *range) {
 bool lower_sink_pure(tir_module *m, const lower_options *opt, tc_diag *diag) {
     (void)opt, (void)diag;
     for (tir_func *f = m->funcs; f; f = f->next) {
+        const tir_op *end;
         live_range r;
-        smem_live_range(f, &r.first, &r.end);
+        smem_live_range(f, &r.first, &end);
+        r.last = end ? end->prev : NULL;
         sink_block(f->body, &r);
     }
     return true;

@@ -406,6 +406,55 @@ static void test_dynamic_shared_memory(void **state) {
     run_f16_matmul("dynamic shared memory matmul", dynsmem_src, 128 + 5, 128 + 3, 4 * 32 + 7, 128, 128);
 }
 
+/* ---- a pipelined loop run again by an outer loop -------------------------
+ * The K loop split in two halves that an outer `for` (or `while`) runs one
+ * after the other, the accumulator carried across: the second run's
+ * prologue copies into the slots the first run read last, with no other
+ * op between the two runs. Each half spans several trips, with a tail
+ * masked at K; two stages, so every slot is read near the end of a run.
+ * The emulator reports a read of one run and a write of the next that no
+ * barrier separates. */
+static const char rerun_for_src[] =
+    "kernel mm(a: *f16, b: *f16, c: *f32, M: i32, N: i32, K: i32) {\n"
+    "    let rm = program_id(0) * 64 + arange(0, 64);\n"
+    "    let rn = program_id(1) * 64 + arange(0, 64);\n"
+    "    let rk = arange(0, 64);\n"
+    "    let half = (K + 127) / 128 * 64;\n"
+    "    var acc = zeros((64, 64), f32);\n"
+    "    for h in range(0, 2) {\n"
+    "        for k in range(h * half, h * half + half, 64, num_stages = 2) {\n"
+    "            let x = load(a + rm[:, None] * K + (k + rk)[None, :], rm[:, None] < M & (k + rk)[None, :] < K, other = 0.0);\n"
+    "            let y = load(b + (k + rk)[:, None] * N + rn[None, :], (k + rk)[:, None] < K & rn[None, :] < N, other = 0.0);\n"
+    "            acc = dot(x, y, acc);\n"
+    "        }\n"
+    "    }\n"
+    "    store(c + rm[:, None] * N + rn[None, :], acc, rm[:, None] < M & rn[None, :] < N);\n"
+    "}\n";
+static const char rerun_while_src[] =
+    "kernel mm(a: *f16, b: *f16, c: *f32, M: i32, N: i32, K: i32) {\n"
+    "    let rm = program_id(0) * 64 + arange(0, 64);\n"
+    "    let rn = program_id(1) * 64 + arange(0, 64);\n"
+    "    let rk = arange(0, 64);\n"
+    "    let half = (K + 127) / 128 * 64;\n"
+    "    var acc = zeros((64, 64), f32);\n"
+    "    var h = 0;\n"
+    "    while h < 2 {\n"
+    "        for k in range(h * half, h * half + half, 64, num_stages = 2) {\n"
+    "            let x = load(a + rm[:, None] * K + (k + rk)[None, :], rm[:, None] < M & (k + rk)[None, :] < K, other = 0.0);\n"
+    "            let y = load(b + (k + rk)[:, None] * N + rn[None, :], (k + rk)[:, None] < K & rn[None, :] < N, other = 0.0);\n"
+    "            acc = dot(x, y, acc);\n"
+    "        }\n"
+    "        h = h + 1;\n"
+    "    }\n"
+    "    store(c + rm[:, None] * N + rn[None, :], acc, rm[:, None] < M & rn[None, :] < N);\n"
+    "}\n";
+
+static void test_pipelined_loop_rerun(void **state) {
+    (void)state;
+    run_f16_matmul("K loop run twice by a for", rerun_for_src, 64 + 5, 64 + 3, 6 * 64 + 7, 64, 64);
+    run_f16_matmul("K loop run twice by a while", rerun_while_src, 64 + 5, 64 + 3, 6 * 64 + 7, 64, 64);
+}
+
 /* ---- accumulators moved between layouts -----------------------------------
  * An accumulator read from memory (converted from the load's layout to
  * the mma layout) and written as f32 and as f16 (converted back): moves
@@ -555,6 +604,7 @@ HARNESS_MAIN(
     cmocka_unit_test(test_wrapped_columns),
     cmocka_unit_test(test_scalar_tile_broadcast),
     cmocka_unit_test(test_dynamic_shared_memory),
+    cmocka_unit_test(test_pipelined_loop_rerun),
     cmocka_unit_test(test_accumulator_moves),
     cmocka_unit_test(test_dot_chain))
 
