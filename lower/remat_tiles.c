@@ -38,7 +38,7 @@ typedef struct remat_ctx {
     tir_op *loop;
     tir_builder b;    /* right after the loop */
     tir_value **copy; /* by value id: v's copy after this loop */
-    uint32_t ncopy;   /* values that existed before the pass: the copies are not copied */
+    uint32_t ncopy;   /* values that existed before this loop was looked at: its own copies are not copied again */
 } remat_ctx;
 
 /* Ops cheap enough to compute twice: index arithmetic and comparisons on
