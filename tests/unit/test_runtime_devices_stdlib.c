@@ -578,7 +578,7 @@ static void test_every_stdlib_kernel_is_tested(void **state) {
         /* through their entry points, tls_matmul and tls_matmul_batched, in
          * test_stdlib_api.c's test_matmul* (every layout specialization) */
         "matmul_f16", "matmul_bf16", "matmul_f32", "matmul_f32_ieee",
-        "attention_fwd_f16"}; /* test_runtime_devices_attention.c */
+        "attention_fwd_f16", "attention_fwd_bf16"}; /* test_runtime_devices_attention.c */
     size_t seen = 0, files = 0;
     /* the file names first, so that a failure below (a longjmp) leaves no
      * directory open */
