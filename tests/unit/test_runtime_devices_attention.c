@@ -1,8 +1,9 @@
 /* test_runtime_devices_attention.c - the device tests of stdlib/attention.tile's
  * forward (issue 20, first cut): f16 and bf16; causal or not; a sliding
  * window or not, one that leaves some rows no key; grouped-query heads;
- * query and key lengths that are not multiples of the blocks; heads with
- * their own strides. Inputs are random (q in [-4, 4], k and v in [-1,
+ * query and key lengths that are not multiples of the blocks; batch, head
+ * and row strides of FlashAttention's (batch, row, head, d) layout;
+ * batches padded to the longest, and packed (varlen). Inputs are random (q in [-4, 4], k and v in [-1,
  * 1]); the reference computes the softmax in float64. Tolerance: O is
  * rounded to the storage type and so is p before the second dot (2^-11
  * relative for f16, 2^-8 for bf16, each term): |err| <= 8 u (1 + |o|),
@@ -25,67 +26,96 @@ typedef struct attn_case {
     int heads, q_per_kv, n_q, n_kv;
     bool causal, window;
     int left, right;
+    int batch;         /* 0: one batch; else batches of lengths lens_q, lens_kv */
+    bool varlen;       /* the batches packed along the rows (cu_q, cu_k) */
+    int lens_q[3], lens_kv[3];
 } attn_case;
 
-/* Whether query row i sees key j. */
-static bool sees(const attn_case *t, int i, int j) {
-    return j < t->n_kv && (!t->causal || j <= i) && (!t->window || (j >= i - t->left && j <= i + t->right));
+/* Whether query row i sees key j of a sequence of n_kv keys. */
+static bool sees(const attn_case *t, int i, int j, int n_kv) {
+    return j < n_kv && (!t->causal || j <= i) && (!t->window || (j >= i - t->left && j <= i + t->right));
 }
 
+/* Rows are laid out (batch, row, head, d), FlashAttention's layout, so
+ * the head, row and batch strides all differ from a flattening; with
+ * varlen the batches' rows follow one another. */
 static void run_forward(const attn_case *t) {
     const dtype *dt = t->dt;
-    int kv_heads = t->heads / t->q_per_kv;
-    size_t nq = (size_t)t->heads * t->n_q * D, nk = (size_t)kv_heads * t->n_kv * D, es = dt->size;
+    int kv_heads = t->heads / t->q_per_kv, nb = t->batch ? t->batch : 1;
+    int cu_q[4] = {0}, cu_k[4] = {0}, max_q = 0, max_kv = 0;
+    for (int b = 0; b < nb; b++) {
+        int lq = t->batch ? t->lens_q[b] : t->n_q, lk = t->batch ? t->lens_kv[b] : t->n_kv;
+        cu_q[b + 1] = cu_q[b] + lq, cu_k[b + 1] = cu_k[b] + lk;
+        max_q = lq > max_q ? lq : max_q, max_kv = lk > max_kv ? lk : max_kv;
+    }
+    /* padded batches: each max_q (max_kv) rows; packed: the sum */
+    int rows_q = t->varlen ? cu_q[nb] : nb * max_q, rows_kv = t->varlen ? cu_k[nb] : nb * max_kv;
+    int64_t sqm = (int64_t)t->heads * D, skm = (int64_t)kv_heads * D, sqb = (int64_t)max_q * sqm, skb = (int64_t)max_kv * skm;
+    size_t nq = (size_t)rows_q * sqm, nk = (size_t)rows_kv * skm, es = dt->size;
+    size_t nl = t->varlen ? (size_t)t->heads * rows_q : (size_t)nb * t->heads * max_q;
+    int64_t slh = t->varlen ? rows_q : max_q, slb = (int64_t)t->heads * max_q;
     void *hq = malloc(es * nq), *hk = malloc(es * nk), *hv = malloc(es * nk), *ho = malloc(es * nq);
-    float *lse = poison_f32s(t->heads * t->n_q);
+    float *lse = poison_f32s((int)nl);
     for (size_t i = 0; i < nq; i++) dt->put(hq, i, 4 * unit_rand());
     for (size_t i = 0; i < nk; i++) dt->put(hk, i, unit_rand()), dt->put(hv, i, unit_rand());
     memset(ho, 0xff, es * nq); /* NaN */
-    tilec_define defs[4] = {{"BLOCK_M", BLOCK}, {"BLOCK_N", BLOCK}, {"CAUSAL", t->causal}, {"WINDOW", t->window}};
+    tilec_define defs[5] = {{"BLOCK_M", BLOCK}, {"BLOCK_N", BLOCK}, {"CAUSAL", t->causal}, {"WINDOW", t->window},
+                            {"VARLEN", t->varlen}};
     char name[64];
     snprintf(name, sizeof name, "attention_fwd_%s", dt->name);
     prog p;
-    trt_kernel *k = compile_file_with(&p, "stdlib/attention.tile", name, defs, 4, 4);
+    trt_kernel *k = compile_file_with(&p, "stdlib/attention.tile", name, defs, 5, 4);
     trt_buffer bq = upload(hq, es * nq), bk = upload(hk, es * nk), bv = upload(hv, es * nk), bo = upload(ho, es * nq),
-               bl = upload(lse, sizeof(float) * (size_t)(t->heads * t->n_q));
+               bl = upload(lse, sizeof(float) * nl), bcq = upload(cu_q, sizeof cu_q), bck = upload(cu_k, sizeof cu_k);
     double scale = 1 / sqrt((double)D);
-    trt_arg args[] = {trt_buf(bq), trt_buf(bk), trt_buf(bv), trt_buf(bo), trt_buf(bl), trt_int(t->n_q),
-                      trt_int(t->n_kv), trt_int(t->q_per_kv), trt_int((int64_t)t->n_q * D), trt_int(D),
-                      trt_int((int64_t)t->n_kv * D), trt_int(D), trt_int((int64_t)t->n_kv * D), trt_int(D),
-                      trt_int((int64_t)t->n_q * D), trt_int(D), trt_float(scale), trt_int(t->left), trt_int(t->right)};
-    launch(k, cdiv(t->n_q, BLOCK), (uint32_t)t->heads, 1, args, sizeof args / sizeof args[0]);
+    trt_arg args[] = {trt_buf(bq), trt_buf(bk), trt_buf(bv), trt_buf(bo), trt_buf(bl), trt_buf(bcq), trt_buf(bck),
+                      trt_int(max_q), trt_int(max_kv), trt_int(t->q_per_kv),
+                      trt_int(sqb), trt_int(D), trt_int(sqm), trt_int(skb), trt_int(D), trt_int(skm),
+                      trt_int(skb), trt_int(D), trt_int(skm), trt_int(sqb), trt_int(D), trt_int(sqm),
+                      trt_int(slb), trt_int(slh), trt_float(scale), trt_int(t->left), trt_int(t->right)};
+    launch(k, cdiv(max_q, BLOCK), (uint32_t)t->heads, (uint32_t)nb, args, sizeof args / sizeof args[0]);
     download(bo, ho, es * nq);
-    download(bl, lse, sizeof(float) * (size_t)(t->heads * t->n_q));
+    download(bl, lse, sizeof(float) * nl);
     OK(trt_free(dev, bq));
     OK(trt_free(dev, bk));
     OK(trt_free(dev, bv));
-    double *s = malloc(sizeof(double) * (size_t)t->n_kv), tol = 8 * (strcmp(dt->name, "bf16") ? 0x1p-11 : 0x1p-8);
-    char what[96];
-    snprintf(what, sizeof what, "attention %s%s%s n_q=%d n_kv=%d heads=%d/%d", dt->name, t->causal ? " causal" : "",
-             t->window ? " window" : "", t->n_q, t->n_kv, t->heads, kv_heads);
-    for (int h = 0; h < t->heads; h++)
-        for (int i = 0; i < t->n_q; i++) {
-            size_t qrow = ((size_t)h * t->n_q + i) * D, kvh = (size_t)(h / t->q_per_kv);
-            double m = -INFINITY, l = 0;
-            for (int j = 0; j < t->n_kv; j++) {
-                if (!sees(t, i, j)) continue;
-                double dotp = 0;
-                for (int d = 0; d < D; d++) dotp += dt->get(hq, qrow + d) * dt->get(hk, (kvh * t->n_kv + j) * D + d);
-                s[j] = dotp * scale;
-                m = s[j] > m ? s[j] : m;
-            }
-            for (int j = 0; j < t->n_kv; j++)
-                if (sees(t, i, j)) l += exp(s[j] - m);
-            double want_lse = l > 0 ? m + log(l) : -INFINITY, got_lse = lse[h * t->n_q + i];
-            if (!(got_lse == want_lse || fabs(got_lse - want_lse) <= 1e-3 * (1 + fabs(want_lse))))
-                fail_msg("%s: lse[%d][%d] = %g, want %g on %s", what, h, i, got_lse, want_lse, trt_device_name(dev));
-            for (int d = 0; d < D; d++) {
-                double want = 0;
-                for (int j = 0; j < t->n_kv; j++)
-                    if (sees(t, i, j)) want += exp(s[j] - m) / l * dt->get(hv, (kvh * t->n_kv + j) * D + d);
-                double got = dt->get(ho, qrow + d);
-                if (!(fabs(got - want) <= tol * (1 + fabs(want))))
-                    fail_msg("%s: o[%d][%d][%d] = %g, want %g on %s", what, h, i, d, got, want, trt_device_name(dev));
+    OK(trt_free(dev, bcq));
+    OK(trt_free(dev, bck));
+    double *s = malloc(sizeof(double) * (size_t)max_kv), tol = 8 * (strcmp(dt->name, "bf16") ? 0x1p-11 : 0x1p-8);
+    char what[128];
+    snprintf(what, sizeof what, "attention %s%s%s%s n_q=%d n_kv=%d heads=%d/%d batches=%d", dt->name,
+             t->causal ? " causal" : "", t->window ? " window" : "", t->varlen ? " varlen" : "", max_q, max_kv,
+             t->heads, kv_heads, nb);
+    for (int b = 0; b < nb; b++)
+        for (int h = 0; h < t->heads; h++) {
+            /* padded batches all have the longest lengths (their rows are data) */
+            int lq = t->varlen ? cu_q[b + 1] - cu_q[b] : max_q, lk = t->varlen ? cu_k[b + 1] - cu_k[b] : max_kv;
+            size_t row_q = t->varlen ? (size_t)cu_q[b] : (size_t)b * max_q, row_k = t->varlen ? (size_t)cu_k[b] : (size_t)b * max_kv;
+            size_t kvh = (size_t)(h / t->q_per_kv);
+            for (int i = 0; i < lq; i++) {
+                size_t qi = (row_q + i) * sqm + (size_t)h * D;
+                double m = -INFINITY, l = 0;
+                for (int j = 0; j < lk; j++) {
+                    if (!sees(t, i, j, lk)) continue;
+                    double dotp = 0;
+                    for (int d = 0; d < D; d++) dotp += dt->get(hq, qi + d) * dt->get(hk, (row_k + j) * skm + kvh * D + d);
+                    s[j] = dotp * scale;
+                    m = s[j] > m ? s[j] : m;
+                }
+                for (int j = 0; j < lk; j++)
+                    if (sees(t, i, j, lk)) l += exp(s[j] - m);
+                size_t li = t->varlen ? (size_t)h * slh + row_q + i : (size_t)b * slb + (size_t)h * slh + i;
+                double want_lse = l > 0 ? m + log(l) : -INFINITY, got_lse = lse[li];
+                if (!(got_lse == want_lse || fabs(got_lse - want_lse) <= 1e-3 * (1 + fabs(want_lse))))
+                    fail_msg("%s: lse[%d][%d][%d] = %g, want %g on %s", what, b, h, i, got_lse, want_lse, trt_device_name(dev));
+                for (int d = 0; d < D; d++) {
+                    double want = 0;
+                    for (int j = 0; j < lk; j++)
+                        if (sees(t, i, j, lk)) want += exp(s[j] - m) / l * dt->get(hv, (row_k + j) * skm + kvh * D + d);
+                    double got = dt->get(ho, qi + d);
+                    if (!(fabs(got - want) <= tol * (1 + fabs(want))))
+                        fail_msg("%s: o[%d][%d][%d][%d] = %g, want %g on %s", what, b, h, i, d, got, want, trt_device_name(dev));
+                }
             }
         }
     free(s), free(hq), free(hk), free(hv), free(ho), free(lse);
@@ -96,16 +126,26 @@ static void test_forward(void **state) {
     (void)state;
     const dtype *f16 = &dtypes[1], *bf16 = &dtypes[2];
     const attn_case cases[] = {
-        {f16, 3, 1, 100, 77, false, false, 0, 0},   /* tails in both lengths */
-        {f16, 2, 1, 128, 192, false, false, 0, 0},  /* whole blocks, more keys than queries */
-        {f16, 3, 1, 100, 100, true, false, 0, 0},   /* causal, a tail */
-        {bf16, 2, 1, 100, 77, false, false, 0, 0},  /* bf16 */
-        {bf16, 2, 1, 130, 130, true, false, 0, 0},  /* bf16 causal */
-        {f16, 6, 3, 70, 90, false, false, 0, 0},    /* grouped-query: 3 query heads a key/value head */
-        {f16, 4, 4, 70, 90, true, false, 0, 0},     /* multi-query, causal */
-        {f16, 2, 1, 150, 140, false, true, 40, 9},  /* a sliding window */
-        {f16, 2, 1, 150, 60, false, true, 20, 5},   /* a window past the keys: rows from 80 on see none */
-        {f16, 2, 2, 150, 120, true, true, 70, 0},   /* causal within a window, grouped */
+        /* tails in both lengths */
+        {.dt = f16, .heads = 3, .q_per_kv = 1, .n_q = 100, .n_kv = 77},
+        /* whole blocks, more keys than queries */
+        {.dt = f16, .heads = 2, .q_per_kv = 1, .n_q = 128, .n_kv = 192},
+        {.dt = f16, .heads = 3, .q_per_kv = 1, .n_q = 100, .n_kv = 100, .causal = true},
+        {.dt = bf16, .heads = 2, .q_per_kv = 1, .n_q = 100, .n_kv = 77},
+        {.dt = bf16, .heads = 2, .q_per_kv = 1, .n_q = 130, .n_kv = 130, .causal = true},
+        /* grouped-query: 3 query heads a key/value head; multi-query */
+        {.dt = f16, .heads = 6, .q_per_kv = 3, .n_q = 70, .n_kv = 90},
+        {.dt = f16, .heads = 4, .q_per_kv = 4, .n_q = 70, .n_kv = 90, .causal = true},
+        /* sliding windows; one past the keys: rows from 80 on see none */
+        {.dt = f16, .heads = 2, .q_per_kv = 1, .n_q = 150, .n_kv = 140, .window = true, .left = 40, .right = 9},
+        {.dt = f16, .heads = 2, .q_per_kv = 1, .n_q = 150, .n_kv = 60, .window = true, .left = 20, .right = 5},
+        {.dt = f16, .heads = 2, .q_per_kv = 2, .n_q = 150, .n_kv = 120, .causal = true, .window = true, .left = 70},
+        /* batches of the longest lengths (lens_q/kv give them), and packed ones of their own lengths */
+        {.dt = f16, .heads = 2, .q_per_kv = 1, .batch = 3, .lens_q = {70, 100, 33}, .lens_kv = {90, 40, 65}},
+        {.dt = f16, .heads = 4, .q_per_kv = 2, .batch = 3, .varlen = true, .lens_q = {70, 100, 33},
+         .lens_kv = {90, 40, 65}},
+        {.dt = bf16, .heads = 2, .q_per_kv = 1, .causal = true, .batch = 2, .varlen = true, .lens_q = {130, 20},
+         .lens_kv = {130, 20}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_forward(&cases[i]);
 }
