@@ -15,7 +15,7 @@
 
 #include "device_harness.h"
 
-enum { D = 64, BLOCK = 64 };
+enum { BLOCK = 64 };
 
 /* Uniform in [-1, 1], never all zero: scores of a few units, so the
  * softmax spreads over many keys (rand_f32's range would make it one-hot). */
@@ -29,6 +29,7 @@ typedef struct attn_case {
     int batch;         /* 0: one batch; else batches of lengths lens_q, lens_kv */
     bool varlen;       /* the batches packed along the rows (cu_q, cu_k) */
     int lens_q[3], lens_kv[3];
+    int d, warps;      /* head dim (0: 64) and num_warps (0: 4, p in registers) */
 } attn_case;
 
 /* Whether query row i sees key j of a sequence of n_kv keys. */
@@ -41,6 +42,7 @@ static bool sees(const attn_case *t, int i, int j, int n_kv) {
  * varlen the batches' rows follow one another. */
 static void run_forward(const attn_case *t) {
     const dtype *dt = t->dt;
+    const int D = t->d ? t->d : 64;
     int kv_heads = t->heads / t->q_per_kv, nb = t->batch ? t->batch : 1;
     int cu_q[4] = {0}, cu_k[4] = {0}, max_q = 0, max_kv = 0;
     for (int b = 0; b < nb; b++) {
@@ -59,12 +61,12 @@ static void run_forward(const attn_case *t) {
     for (size_t i = 0; i < nq; i++) dt->put(hq, i, 4 * unit_rand());
     for (size_t i = 0; i < nk; i++) dt->put(hk, i, unit_rand()), dt->put(hv, i, unit_rand());
     memset(ho, 0xff, es * nq); /* NaN */
-    tilec_define defs[5] = {{"BLOCK_M", BLOCK}, {"BLOCK_N", BLOCK}, {"CAUSAL", t->causal}, {"WINDOW", t->window},
-                            {"VARLEN", t->varlen}};
+    tilec_define defs[6] = {{"BLOCK_M", BLOCK}, {"BLOCK_N", BLOCK}, {"CAUSAL", t->causal}, {"WINDOW", t->window},
+                            {"VARLEN", t->varlen}, {"HEAD_DIM", D}};
     char name[64];
     snprintf(name, sizeof name, "attention_fwd_%s", dt->name);
     prog p;
-    trt_kernel *k = compile_file_with(&p, "stdlib/attention.tile", name, defs, 5, 4);
+    trt_kernel *k = compile_file_with(&p, "stdlib/attention.tile", name, defs, 6, t->warps ? t->warps : 4);
     trt_buffer bq = upload(hq, es * nq), bk = upload(hk, es * nk), bv = upload(hv, es * nk), bo = upload(ho, es * nq),
                bl = upload(lse, sizeof(float) * nl), bcq = upload(cu_q, sizeof cu_q), bck = upload(cu_k, sizeof cu_k);
     double scale = 1 / sqrt((double)D);
@@ -83,8 +85,8 @@ static void run_forward(const attn_case *t) {
     OK(trt_free(dev, bck));
     double *s = malloc(sizeof(double) * (size_t)max_kv), tol = 8 * (strcmp(dt->name, "bf16") ? 0x1p-11 : 0x1p-8);
     char what[128];
-    snprintf(what, sizeof what, "attention %s%s%s%s n_q=%d n_kv=%d heads=%d/%d batches=%d", dt->name,
-             t->causal ? " causal" : "", t->window ? " window" : "", t->varlen ? " varlen" : "", max_q, max_kv,
+    snprintf(what, sizeof what, "attention %s%s%s%s d=%d n_q=%d n_kv=%d heads=%d/%d batches=%d", dt->name,
+             t->causal ? " causal" : "", t->window ? " window" : "", t->varlen ? " varlen" : "", D, max_q, max_kv,
              t->heads, kv_heads, nb);
     for (int b = 0; b < nb; b++)
         for (int h = 0; h < t->heads; h++) {
@@ -146,6 +148,9 @@ static void test_forward(void **state) {
          .lens_kv = {90, 40, 65}},
         {.dt = bf16, .heads = 2, .q_per_kv = 1, .causal = true, .batch = 2, .varlen = true, .lens_q = {130, 20},
          .lens_kv = {130, 20}},
+        /* head dims 32 and 128 (at 8 warps: at 4 it spills 1.3 KB, p then goes through shared memory) */
+        {.dt = f16, .heads = 2, .q_per_kv = 1, .n_q = 100, .n_kv = 77, .causal = true, .d = 32},
+        {.dt = bf16, .heads = 2, .q_per_kv = 1, .n_q = 100, .n_kv = 77, .d = 128, .warps = 8},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_forward(&cases[i]);
 }
