@@ -18,6 +18,9 @@ flushes the L2 cache before every run; GB/s counts each input read once
 and each output written once. The table ends with each tilec row's ratio
 to the faster peer. Peers are measured in the same run.
 
+Flash attention's forward has a table of its own too, in TFLOP/s, against
+torch's scaled_dot_product_attention (FlashAttention-2 on the GPU).
+
 Matrix products have their own table, in TFLOP/s (2 M N K flops): tilec
 through its C entry point tls_matmul (include/tilec_stdlib.h: its
 configuration table and layout choice, as a C caller gets them), cuBLAS
@@ -166,7 +169,9 @@ class Tilec:
         return run
 
     def launcher(self, k, grid, *args):
-        """A function that launches k with args (tensors, ints, floats)."""
+        """A function that launches k with args (tensors, ints, floats) over
+        grid (programs along x, or an (x, y, z) tuple)."""
+        gx, gy, gz = grid if isinstance(grid, tuple) else (grid, 1, 1)
         arr = (Arg * len(args))()
         for a, v in zip(arr, args):
             if isinstance(v, torch.Tensor):
@@ -178,7 +183,7 @@ class Tilec:
         launch, dev, n = self.lib.trt_launch, self.dev, len(args)
 
         def run():
-            if launch(k, grid, 1, 1, arr, n) != 0:
+            if launch(k, gx, gy, gz, arr, n) != 0:
                 raise Failed("tilec: launch failed: " + self.lib.trt_last_error(dev).decode())
         return run
 
@@ -787,6 +792,34 @@ def bench_dropout(tc, quick, table):
 
 
 
+def bench_attention(tc, quick, rows):
+    """Flash attention's forward (stdlib/attention.tile, f16) against
+    torch's scaled_dot_product_attention (FlashAttention-2 on the GPU), in
+    FlashAttention's (batch, row, head, d) layout; at head dim 64 on 4
+    warps (p in registers), 128 on 8 (at 4 it spills)."""
+    from torch.nn.functional import scaled_dot_product_attention as sdpa
+    shapes = [(4, 16, 1024, 64)] if quick else [(4, 16, 1024, 64), (4, 16, 4096, 64), (2, 16, 2048, 128)]
+    for B, H, N, D in shapes:
+        for causal in (False, True):
+            q, k, v = (torch.randn(B, N, H, D, device="cuda", dtype=torch.float16) for _ in range(3))
+            o = torch.full_like(q, float("nan"))
+            lse = torch.empty(B, H, N, device="cuda")
+            cu = torch.zeros(2, device="cuda", dtype=torch.int32)  # VARLEN off: not read
+            kern = tc.kernel("stdlib/attention.tile", "attention_fwd_f16", num_warps=4 if D <= 64 else 8,
+                             BLOCK_M=64, BLOCK_N=64, HEAD_DIM=D, CAUSAL=int(causal))
+            st = (N * H * D, D, H * D)  # batch, head, row
+            run = tc.launcher(kern, (triton.cdiv(N, 64), H, B), q, k, v, o, lse, cu, cu, N, N, 1, *st, *st, *st, *st,
+                              H * N, N, 1.0 / D ** 0.5, 0, 0)
+            run(); torch.cuda.synchronize()
+            qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+            ref = sdpa(qt, kt, vt, is_causal=causal).transpose(1, 2)
+            what = "attention f16 %s%dx%dx%dx%d" % ("causal " if causal else "", B, H, N, D)
+            near(o.float(), ref.float(), what, rtol=1e-2, atol=1e-2)
+            t = {"tilec": median_ms(run), "torch": peer_ms(lambda: sdpa(qt, kt, vt, is_causal=causal), "sdpa")}
+            rows.append((what, (B, H, N, D), causal, t))
+            del q, k, v, o, lse
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", default=os.path.join(ROOT, "build-gpu", "libtilec.so"))
@@ -813,10 +846,12 @@ def main():
     # context unusable for everything after it
     table = []  # (op, elements or rows, bytes moved, {impl: ms})
     mm_rows = []  # matrix products (TFLOP/s, a table of their own)
+    att_rows = []  # attention (TFLOP/s, a table of their own)
     try:
         for section in (bench_elementwise, bench_softmax, bench_layernorm, bench_rmsnorm, bench_gelu, bench_dropout):
             guarded(section.__name__, section, tc, opt.quick, table)
         guarded("matmul_bench", matmul_bench, tc, opt.quick, mm_rows, failed)
+        guarded("bench_attention", bench_attention, tc, opt.quick, att_rows)
         if opt.sweep:
             guarded("sweep", sweep, tc)
             guarded("matmul_sweep", matmul_sweep, tc)
@@ -843,6 +878,15 @@ def main():
         cells = ["%9.1f" % tf[k] if k in tf else "%9s" % "-" for k in ("tilec", "cublas", "triton")]
         ratio = "%12.3f" % (tf["tilec"] / tf["cublas"])  # a failed tilec shape is in `failed`, not here
         print("%-12s %20s %s %s" % (op, "%dx%dx%d" % (M, N, K), " ".join(cells), ratio))
+    print()
+    print("== tilec attention forward: TFLOP/s (4 B H N^2 D flops, half causal; median of do_bench, L2 flushed)")
+    print("%-36s %9s %9s %12s" % ("op", "tilec", "sdpa", "tilec/sdpa"))
+    for op, (B, H, N, D), causal, t in att_rows:
+        flops = 4 * B * H * N * N * D / (2 if causal else 1)
+        tf = {k: flops / (ms * 1e-3) / 1e12 for k, ms in t.items() if ms}
+        cells = ["%9.1f" % tf[k] if k in tf else "%9s" % "-" for k in ("tilec", "torch")]
+        ratio = "%12.3f" % (tf["tilec"] / tf["torch"]) if "torch" in tf else "%12s" % "-"
+        print("%-36s %s %s" % (op, " ".join(cells), ratio))
     if failed:
         print()
         print("== FAILED (not in the tables above): %d" % len(failed))
