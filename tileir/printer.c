@@ -138,15 +138,19 @@ static void print_op_line(tc_strbuf *out, namer *n, const tir_op *op, int indent
     }
     case TIR_ATTR_OFFSET: {
         /* printed for a part of the slot (a result smaller than it, or
-         * offsets that are not 0), as the verifier reads it */
-        unsigned rank = op->nresults ? op->results[0]->type.rank : 0;
+         * offsets that are not 0), as the verifier reads it; a bad entry
+         * past the rank too, so that the verifier's message shows it */
+        unsigned rank = op->nresults ? op->results[0]->type.rank : 0, n = rank;
         bool part = false;
-        for (unsigned i = 0; i < rank && i < TIR_MAX_RANK; i++)
-            part |= op->attr.offset[i] != 0 || (op->noperands && op->operands[0]->type.rank == rank + 1 &&
+        for (unsigned i = 0; i < TIR_MAX_RANK; i++) {
+            if (op->attr.offset[i] && i >= n) n = i + 1;
+            part |= op->attr.offset[i] != 0 || (i < rank && i + 1 < TIR_MAX_RANK && op->noperands &&
+                                                op->operands[0]->type.rank == rank + 1 &&
                                                 op->operands[0]->type.shape[i + 1] != op->results[0]->type.shape[i]);
+        }
         if (!part) break;
         tc_strbuf_puts(out, " [");
-        for (unsigned i = 0; i < rank && i < TIR_MAX_RANK; i++) tc_strbuf_printf(out, "%s%u", i ? ", " : "", op->attr.offset[i]);
+        for (unsigned i = 0; i < n; i++) tc_strbuf_printf(out, "%s%u", i ? ", " : "", op->attr.offset[i]);
         tc_strbuf_putc(out, ']');
         first = false;
         break;
