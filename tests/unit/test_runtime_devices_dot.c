@@ -414,40 +414,28 @@ static void test_dynamic_shared_memory(void **state) {
  * masked at K; two stages, so every slot is read near the end of a run.
  * The emulator reports a read of one run and a write of the next that no
  * barrier separates. */
-static const char rerun_for_src[] =
-    "kernel mm(a: *f16, b: *f16, c: *f32, M: i32, N: i32, K: i32) {\n"
-    "    let rm = program_id(0) * 64 + arange(0, 64);\n"
-    "    let rn = program_id(1) * 64 + arange(0, 64);\n"
-    "    let rk = arange(0, 64);\n"
-    "    let half = (K + 127) / 128 * 64;\n"
+/* The kernel's parts around the outer loop: the K loop over one half,
+ * and what comes before and after; the two kernels differ only in how the
+ * outer loop is written. */
+#define RERUN_HEAD                                                   \
+    "kernel mm(a: *f16, b: *f16, c: *f32, M: i32, N: i32, K: i32) {\n" \
+    "    let rm = program_id(0) * 64 + arange(0, 64);\n"                \
+    "    let rn = program_id(1) * 64 + arange(0, 64);\n"                \
+    "    let rk = arange(0, 64);\n"                                     \
+    "    let half = (K + 127) / 128 * 64;\n"                            \
     "    var acc = zeros((64, 64), f32);\n"
-    "    for h in range(0, 2) {\n"
-    "        for k in range(h * half, h * half + half, 64, num_stages = 2) {\n"
-    "            let x = load(a + rm[:, None] * K + (k + rk)[None, :], rm[:, None] < M & (k + rk)[None, :] < K, other = 0.0);\n"
-    "            let y = load(b + (k + rk)[:, None] * N + rn[None, :], (k + rk)[:, None] < K & rn[None, :] < N, other = 0.0);\n"
-    "            acc = dot(x, y, acc);\n"
+#define RERUN_K_LOOP                                                                                                   \
+    "        for k in range(h * half, h * half + half, 64, num_stages = 2) {\n"                                            \
+    "            let x = load(a + rm[:, None] * K + (k + rk)[None, :], rm[:, None] < M & (k + rk)[None, :] < K, other = 0.0);\n" \
+    "            let y = load(b + (k + rk)[:, None] * N + rn[None, :], (k + rk)[:, None] < K & rn[None, :] < N, other = 0.0);\n" \
+    "            acc = dot(x, y, acc);\n"                                                                                  \
     "        }\n"
-    "    }\n"
-    "    store(c + rm[:, None] * N + rn[None, :], acc, rm[:, None] < M & rn[None, :] < N);\n"
-    "}\n";
+#define RERUN_TAIL                                                                        \
+    "    store(c + rm[:, None] * N + rn[None, :], acc, rm[:, None] < M & rn[None, :] < N);\n" \
+    "}\n"
+static const char rerun_for_src[] = RERUN_HEAD "    for h in range(0, 2) {\n" RERUN_K_LOOP "    }\n" RERUN_TAIL;
 static const char rerun_while_src[] =
-    "kernel mm(a: *f16, b: *f16, c: *f32, M: i32, N: i32, K: i32) {\n"
-    "    let rm = program_id(0) * 64 + arange(0, 64);\n"
-    "    let rn = program_id(1) * 64 + arange(0, 64);\n"
-    "    let rk = arange(0, 64);\n"
-    "    let half = (K + 127) / 128 * 64;\n"
-    "    var acc = zeros((64, 64), f32);\n"
-    "    var h = 0;\n"
-    "    while h < 2 {\n"
-    "        for k in range(h * half, h * half + half, 64, num_stages = 2) {\n"
-    "            let x = load(a + rm[:, None] * K + (k + rk)[None, :], rm[:, None] < M & (k + rk)[None, :] < K, other = 0.0);\n"
-    "            let y = load(b + (k + rk)[:, None] * N + rn[None, :], (k + rk)[:, None] < K & rn[None, :] < N, other = 0.0);\n"
-    "            acc = dot(x, y, acc);\n"
-    "        }\n"
-    "        h = h + 1;\n"
-    "    }\n"
-    "    store(c + rm[:, None] * N + rn[None, :], acc, rm[:, None] < M & rn[None, :] < N);\n"
-    "}\n";
+    RERUN_HEAD "    var h = 0;\n    while h < 2 {\n" RERUN_K_LOOP "        h = h + 1;\n    }\n" RERUN_TAIL;
 
 static void test_pipelined_loop_rerun(void **state) {
     (void)state;
