@@ -31,7 +31,7 @@
  *
  * A scan (cumsum) runs along any dim of any layout the same way, in
  * registers, then lanes (shfl.up), then warps (the scratch area): see
- * "scans" in cg_xthread.c.
+ * "scans" in cg_reduce.c.
  *
  * Tiles in a dot's MMA and DOT_OP layouts (tileir.h) take part in
  * elementwise ops, loops, branches, layout changes, loads, stores (one
@@ -48,7 +48,8 @@
  * context and helpers through lower/codegen_internal.h: cg_regs.c (layouts
  * as registers), cg_math.c (elementwise arithmetic), cg_memory.c (global
  * loads, stores, atomics), cg_smem.c (shared-memory buffers, cp.async,
- * ldmatrix), cg_xthread.c (reductions, scans, layout changes), cg_print.c
+ * ldmatrix), cg_reduce.c (reductions, scans), cg_xthread.c (layout
+ * changes), cg_print.c
  * (print, assert), cg_dot.c with cg_dot_mma_sync.c (dot). */
 #include <stdio.h>
 #include <string.h>

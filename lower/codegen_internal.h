@@ -146,14 +146,16 @@ void gen_async_copy(cg *c, const tir_op *op);
 void gen_local_load(cg *c, const tir_op *op);
 void gen_local_store(cg *c, const tir_op *op);
 
-/* cg_xthread.c */
-void barrier(cg *c);
-LLVMValueRef smem_at(cg *c, LLVMValueRef offset);
+/* cg_reduce.c */
 void gen_reduce(cg *c, const tir_op *op);
-unsigned scratch_elem_bytes(tir_elem e);
 uint32_t reduce_scratch(const tir_op *op);
 uint32_t scan_scratch(const tir_op *op);
 void gen_scan(cg *c, const tir_op *op);
+
+/* cg_xthread.c */
+void barrier(cg *c);
+LLVMValueRef smem_at(cg *c, LLVMValueRef offset);
+unsigned scratch_elem_bytes(tir_elem e);
 uint32_t move_scratch(const tir_op *op);
 void gen_move_scratch(cg *c, const tir_op *op);
 void gen_rename(cg *c, const tir_op *op);
