@@ -75,7 +75,12 @@ static uint32_t k_chunks(const tir_layout *l, uint32_t k) {
     return k > chunk ? k / chunk : 1;
 }
 
+bool tir_layout_is_mma(const tir_layout *l) {
+    return l->kind == TIR_LAYOUT_MMA || l->kind == TIR_LAYOUT_DOT_OP || l->kind == TIR_LAYOUT_MMA_SLICE;
+}
+
 uint32_t tir_mma_regs(const tir_layout *l, const uint32_t *shape) {
+    if (l->kind == TIR_LAYOUT_MMA_SLICE) return 2 * (l->slice_dim == 1 ? reps_m(l, shape[0]) : reps_n(l, shape[0]));
     if (l->kind == TIR_LAYOUT_MMA) return reps_m(l, shape[0]) * reps_n(l, shape[1]) * 4;
     if (l->dot_idx == 0) return reps_m(l, shape[0]) * k_chunks(l, shape[1]) * 2 * l->dot_kw;
     return k_chunks(l, shape[0]) * reps_n(l, shape[1]) * l->dot_kw;
@@ -83,6 +88,11 @@ uint32_t tir_mma_regs(const tir_layout *l, const uint32_t *shape) {
 
 void tir_mma_reg_offset(const tir_layout *l, const uint32_t *shape, uint32_t r, uint32_t off[2]) {
     uint32_t step_m = (uint32_t)TIR_MMA_TILE_M * l->wpc[0], step_n = (uint32_t)TIR_MMA_TILE_N * l->wpc[1];
+    if (l->kind == TIR_LAYOUT_MMA_SLICE) { /* rows rm 16 wpc[0] + 8h, or columns rn 8 wpc[1] + j */
+        off[0] = l->slice_dim == 1 ? (r / 2) * step_m + 8 * (r % 2) : (r / 2) * step_n + r % 2;
+        off[1] = 0;
+        return;
+    }
     if (l->kind == TIR_LAYOUT_MMA) {
         uint32_t i = r % 4, t = r / 4, rn_count = reps_n(l, shape[1]);
         off[0] = (t / rn_count) * step_m + 8 * (i >> 1);
@@ -104,6 +114,14 @@ void tir_mma_reg_offset(const tir_layout *l, const uint32_t *shape, uint32_t r, 
 
 void tir_mma_thread_coeffs(const tir_layout *l, uint32_t k[2][4]) {
     memset(k, 0, sizeof(uint32_t[2][4]));
+    if (l->kind == TIR_LAYOUT_MMA_SLICE) { /* the accumulator's: the kept dim's, then the dropped one's */
+        tir_layout parent = tir_layout_mma(l->wpc[0], l->wpc[1]);
+        uint32_t pk[2][4];
+        tir_mma_thread_coeffs(&parent, pk);
+        memcpy(k[0], pk[1 - l->slice_dim], sizeof pk[0]);
+        memcpy(k[1], pk[l->slice_dim], sizeof pk[0]);
+        return;
+    }
     if (l->kind == TIR_LAYOUT_MMA) {
         k[0][0] = TIR_MMA_TILE_M, k[0][2] = 1;     /* row 16 wm + g */
         k[1][1] = TIR_MMA_TILE_N, k[1][3] = 2;     /* col 8 wn + 2q */
@@ -129,12 +147,18 @@ void tir_mma_coord(const tir_layout *l, const uint32_t *shape, uint32_t tid, uin
     uint32_t t[2], o[2];
     thread_offset(l, tid, t);
     tir_mma_reg_offset(l, shape, r, o);
+    if (l->kind == TIR_LAYOUT_MMA_SLICE) {
+        coord[0] = (t[0] + o[0]) & (shape[0] - 1);
+        coord[1] = 0;
+        return;
+    }
     for (int d = 0; d < 2; d++) coord[d] = (t[d] + o[d]) & (shape[d] - 1);
 }
 
 bool tir_mma_owner(const tir_layout *l, const uint32_t *shape, uint32_t tid) {
     uint32_t warp = tid / 32, t[2];
     thread_offset(l, tid, t);
+    if (l->kind == TIR_LAYOUT_MMA_SLICE) return t[0] < shape[0] && t[1] == 0; /* copies along the dropped dim */
     if (l->kind == TIR_LAYOUT_DOT_OP && warp / l->wpc[0] % l->wpc[1] && l->dot_idx == 0) return false; /* a: copies over wn */
     if (l->kind == TIR_LAYOUT_DOT_OP && warp % l->wpc[0] && l->dot_idx == 1) return false;            /* b: copies over wm */
     return t[0] < shape[0] && t[1] < shape[1];
@@ -178,4 +202,12 @@ bool tir_mma_rename_map(const tir_type *from, const tir_type *to, uint32_t threa
     }
     free(where);
     return ok;
+}
+
+uint32_t tir_mma_slice_source(const tir_layout *slice, const uint32_t *shape, uint32_t r) {
+    tir_layout parent = tir_layout_mma(slice->wpc[0], slice->wpc[1]);
+    uint32_t i = r % 4, t = r / 4, rn_count = reps_n(&parent, shape[1]);
+    uint32_t rm = t / rn_count, rn = t % rn_count;
+    /* register (rm, rn, i) holds row ... + 8 (i >> 1), column ... + (i & 1) */
+    return slice->slice_dim == 1 ? rm * 2 + (i >> 1) : rn * 2 + (i & 1);
 }

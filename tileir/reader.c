@@ -396,6 +396,16 @@ static bool parse_type(reader *r, tir_type *t) {
                 error_here(r, "slice dim out of range");
                 return false;
             }
+            if (accept(r, "parent")) { /* #slice<dim=K, parent=#mma<wpc=[...]>>: a rank-1 tile of an mma one */
+                if (!expect(r, "=") || !expect(r, "#mma") || !parse_mma_layout(r, 2, false, &l) || !expect(r, ">"))
+                    return false;
+                if (rank != 1 || dim > 1) {
+                    error_here(r, "a slice of an mma layout is for 1-D tiles and drops dim 0 or 1");
+                    return false;
+                }
+                t->layout = tir_layout_slice(&l, (unsigned)dim);
+                return expect(r, ">");
+            }
             l.kind = TIR_LAYOUT_SLICE;
             l.slice_dim = (uint8_t)dim;
             lrank = rank + 1;

@@ -56,6 +56,7 @@
  * dot-operand layouts" below) print as
  *   tile<64x32xf32, #mma<wpc=[2, 2]>>
  *   tile<64x16xf16, #dot_op<idx=0, kw=2, parent=#mma<wpc=[2, 2]>>>
+ *   tile<64xf32, #slice<dim=1, parent=#mma<wpc=[2, 2]>>>
  * (wpc: warps along M and N; idx 0 is a, 1 is b; kw: elements along K in
  * one 32-bit register).
  * Ops may end in `loc(LINE:COL)` (printed with TIR_PRINT_LOCS). A string
@@ -119,6 +120,12 @@ typedef enum tir_layout_kind {
     TIR_LAYOUT_DOT_OP,  /* a dot's a (dot_idx 0) or b (1) in the fragments
                            mma.sync takes, for the MMA layout with the same
                            wpc; dot_kw elements along K per 32-bit register */
+    TIR_LAYOUT_MMA_SLICE, /* an MMA layout with dim slice_dim removed: a
+                           rank-1 tile of the rows (slice_dim 1) or columns
+                           (0) of an accumulator, held by the threads that
+                           hold those rows (columns) of it; what a
+                           reduction of an MMA tile gives and what
+                           expand_dims takes back to it (rank 2, wpc) */
     TIR_LAYOUT_SHARED   /* where a shared-memory buffer's slot keeps each
                            element ("shared layouts" below); only on smem
                            types, over the slot's dims (rank = the type's - 1) */
@@ -131,7 +138,7 @@ typedef struct tir_layout {
     uint16_t tpw[TIR_MAX_RANK]; /* threads per warp; product 32 */
     uint16_t wpc[TIR_MAX_RANK]; /* warps per CTA; product num_warps */
     uint8_t ord[TIR_MAX_RANK];
-    uint8_t slice_dim; /* TIR_LAYOUT_SLICE: the parent's dim the tile lacks */
+    uint8_t slice_dim; /* TIR_LAYOUT_SLICE, _MMA_SLICE: the parent's dim the tile lacks */
     uint8_t dot_idx;   /* TIR_LAYOUT_DOT_OP: 0 = a, 1 = b */
     uint8_t dot_kw;    /* TIR_LAYOUT_DOT_OP: 2 f16/bf16, 1 tf32, 4 i8 */
     uint8_t sw_vec, sw_per_phase, sw_max_phase; /* TIR_LAYOUT_SHARED: the swizzle */
@@ -189,8 +196,8 @@ uint64_t tir_type_numel(tir_type t);          /* 1 for scalars */
 bool tir_type_eq(tir_type a, tir_type b);      /* shape, element and layout */
 bool tir_type_same_shape(tir_type a, tir_type b);
 bool tir_layout_eq(const tir_layout *a, const tir_layout *b);
-/* The slice of a blocked layout that drops dim `dim` (what a reduction
- * along it gives), and the blocked layout a slice came from. */
+/* The slice of a blocked (or MMA) layout that drops dim `dim` (what a
+ * reduction along it gives), and the layout a slice came from. */
 tir_layout tir_layout_slice(const tir_layout *parent, unsigned dim);
 tir_layout tir_layout_parent(const tir_layout *slice);
 /* A blocked layout with its dims permuted as `permute` permutes a tile's
@@ -222,7 +229,16 @@ void tir_print_type(tc_strbuf *out, tir_type t);
  *         col rn 8 wpc[1] + 8 wn + g;
  * with NKC = K / (4 kw) chunks along K, each index taken mod the tile's
  * dim (powers of two). Each coordinate is a register part (constant per
- * r) plus a thread part, so codegen builds the thread part once. */
+ * r) plus a thread part, so codegen builds the thread part once.
+ * An MMA_SLICE tile (rank 1) holds what the MMA layout's registers hold
+ * along its one dim, once per row (column) instead of once per register:
+ *  - slice_dim 1 (rows, a row reduction's result): r = rm 2 + h: row
+ *    rm 16 wpc[0] + 16 wm + g + 8h, the same in every q and wn;
+ *  - slice_dim 0 (columns): r = rn 2 + j: col rn 8 wpc[1] + 8 wn + 2q + j,
+ *    the same in every g and wm.
+ * For such a tile the functions below give the tile's one coordinate in
+ * [0] and, from tir_mma_thread_coeffs, the dropped dim's thread part in
+ * k[1] (threads where it is not 0 hold copies). */
 enum { TIR_MMA_TILE_M = 16, TIR_MMA_TILE_N = 8, TIR_MMA_MIN_DIM = 16 };
 tir_layout tir_layout_mma(unsigned wpc_m, unsigned wpc_n);
 tir_layout tir_layout_dot_op(const tir_layout *mma, unsigned idx, unsigned kw);
@@ -235,13 +251,16 @@ tir_layout tir_layout_mma_for(uint32_t m, uint32_t n, unsigned num_warps);
 tir_layout tir_layout_dot_fma(const tir_layout *res, uint32_t k, unsigned idx);
 /* kw for a dot input type: 2 (f16, bf16), 1 (f32 as tf32), 4 (i8); 0 else. */
 unsigned tir_dot_kw(tir_elem in);
-/* Registers per thread of a 2-D tile in an MMA or DOT_OP layout. */
+/* Whether a layout is one of the three above (MMA, DOT_OP, MMA_SLICE). */
+bool tir_layout_is_mma(const tir_layout *l);
+/* Registers per thread of a tile in an MMA, DOT_OP or MMA_SLICE layout. */
 uint32_t tir_mma_regs(const tir_layout *l, const uint32_t *shape);
 /* Register r's part of the coordinates (row, col) of its element. */
 void tir_mma_reg_offset(const tir_layout *l, const uint32_t *shape, uint32_t r, uint32_t off[2]);
 /* The thread part: off[d] = k[d][0] wm + k[d][1] wn + k[d][2] g + k[d][3] q. */
 void tir_mma_thread_coeffs(const tir_layout *l, uint32_t k[2][4]);
-/* The element (row, col) that thread `tid` holds in register r. */
+/* The element (row, col) that thread `tid` holds in register r (an
+ * MMA_SLICE tile's index in coord[0]). */
 void tir_mma_coord(const tir_layout *l, const uint32_t *shape, uint32_t tid, uint32_t r, uint32_t coord[2]);
 /* Whether thread tid is the first holder of its elements (elements held
  * by several threads are stored, printed, ... by the first only). */
@@ -253,6 +272,10 @@ bool tir_mma_owner(const tir_layout *l, const uint32_t *shape, uint32_t tid);
  * register r (an accumulator of 16-bit elements as the a operand of the
  * next dot, with the warps all along M). */
 bool tir_mma_rename_map(const tir_type *from, const tir_type *to, uint32_t threads, uint32_t *map);
+/* The register of an MMA_SLICE tile (slice) that register r of its
+ * expand_dims, an MMA tile of shape `shape` with a dim of 1 where the
+ * slice's slice_dim is, holds. */
+uint32_t tir_mma_slice_source(const tir_layout *slice, const uint32_t *shape, uint32_t r);
 
 /* ---- ops --------------------------------------------------------------- */
 enum {

@@ -83,13 +83,13 @@ bool tir_layout_eq(const tir_layout *a, const tir_layout *b) {
     if (a->kind != b->kind) return false;
     if (a->kind == TIR_LAYOUT_NONE) return true;
     if (a->rank != b->rank) return false;
-    if (a->kind == TIR_LAYOUT_SLICE && a->slice_dim != b->slice_dim) return false;
+    if ((a->kind == TIR_LAYOUT_SLICE || a->kind == TIR_LAYOUT_MMA_SLICE) && a->slice_dim != b->slice_dim) return false;
     if (a->kind == TIR_LAYOUT_SHARED) {
         for (unsigned i = 0; i < a->rank; i++)
             if (a->ord[i] != b->ord[i]) return false;
         return a->sw_vec == b->sw_vec && a->sw_per_phase == b->sw_per_phase && a->sw_max_phase == b->sw_max_phase;
     }
-    if (a->kind == TIR_LAYOUT_MMA || a->kind == TIR_LAYOUT_DOT_OP)
+    if (tir_layout_is_mma(a))
         return a->wpc[0] == b->wpc[0] && a->wpc[1] == b->wpc[1] &&
                (a->kind == TIR_LAYOUT_MMA || (a->dot_idx == b->dot_idx && a->dot_kw == b->dot_kw));
     for (unsigned i = 0; i < a->rank; i++)
@@ -100,14 +100,14 @@ bool tir_layout_eq(const tir_layout *a, const tir_layout *b) {
 
 tir_layout tir_layout_slice(const tir_layout *parent, unsigned dim) {
     tir_layout l = *parent;
-    l.kind = TIR_LAYOUT_SLICE;
+    l.kind = parent->kind == TIR_LAYOUT_MMA ? TIR_LAYOUT_MMA_SLICE : TIR_LAYOUT_SLICE;
     l.slice_dim = (uint8_t)dim;
     return l;
 }
 
 tir_layout tir_layout_parent(const tir_layout *slice) {
     tir_layout l = *slice;
-    l.kind = TIR_LAYOUT_BLOCKED;
+    l.kind = slice->kind == TIR_LAYOUT_MMA_SLICE ? TIR_LAYOUT_MMA : TIR_LAYOUT_BLOCKED;
     l.slice_dim = 0;
     return l;
 }
@@ -228,12 +228,13 @@ void tir_print_type(tc_strbuf *out, tir_type t) {
                          l->sw_max_phase);
         print_list(out, "ord", ord, l->rank);
         tc_strbuf_putc(out, '>');
-    } else if (t.layout.kind == TIR_LAYOUT_MMA || t.layout.kind == TIR_LAYOUT_DOT_OP) {
+    } else if (tir_layout_is_mma(&t.layout)) {
         const tir_layout *l = &t.layout;
         if (l->kind == TIR_LAYOUT_DOT_OP) tc_strbuf_printf(out, ", #dot_op<idx=%u, kw=%u, parent=", l->dot_idx, l->dot_kw);
+        else if (l->kind == TIR_LAYOUT_MMA_SLICE) tc_strbuf_printf(out, ", #slice<dim=%u, parent=", l->slice_dim);
         else tc_strbuf_puts(out, ", ");
         tc_strbuf_printf(out, "#mma<wpc=[%u, %u]>", l->wpc[0], l->wpc[1]);
-        if (l->kind == TIR_LAYOUT_DOT_OP) tc_strbuf_putc(out, '>');
+        if (l->kind != TIR_LAYOUT_MMA) tc_strbuf_putc(out, '>');
     }
     tc_strbuf_putc(out, '>');
 }

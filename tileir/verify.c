@@ -59,6 +59,16 @@ static void check_layout(verifier *v, const tir_op *op, tir_type t) {
     }
     v->any_layout = true;
     const tir_layout *l = &t.layout;
+    if (l->kind == TIR_LAYOUT_MMA_SLICE) {
+        /* rows or columns of an mma tile: as long as its dims (or 1) */
+        if (t.rank != 1 || l->rank != 2 || l->slice_dim > 1 || (t.shape[0] < TIR_MMA_MIN_DIM && t.shape[0] != 1))
+            fail(v, op, "a slice of an mma layout is for 1-D tiles of at least 16 elements (or 1), dropping dim 0 or 1");
+        else if (!is_pow2(l->wpc[0]) || !is_pow2(l->wpc[1]))
+            fail(v, op, "layout sizes must be powers of two");
+        else if (v->f->num_warps && (uint64_t)l->wpc[0] * l->wpc[1] != (uint64_t)v->f->num_warps)
+            fail(v, op, "layout warps differ from num_warps");
+        return;
+    }
     if (l->kind == TIR_LAYOUT_MMA || l->kind == TIR_LAYOUT_DOT_OP) {
         /* an mma tile's dims may be 1: a row, a column or a scalar
          * broadcast over the accumulator (every thread holds it whole
@@ -258,7 +268,7 @@ static void check_types(verifier *v, const tir_op *op) {
         if (!same) fail(v, op, "a reduction's result is its operand's type without dim `axis`");
         else if (r.rank && x.layout.kind != TIR_LAYOUT_NONE) {
             tir_layout want = tir_layout_slice(&x.layout, (unsigned)op->attr.axis);
-            if (x.layout.kind != TIR_LAYOUT_BLOCKED || !tir_layout_eq(&r.layout, &want))
+            if ((x.layout.kind != TIR_LAYOUT_BLOCKED && x.layout.kind != TIR_LAYOUT_MMA) || !tir_layout_eq(&r.layout, &want))
                 fail(v, op, "a reduction's result layout must be its operand's slice along `axis`");
         }
         break;
@@ -312,7 +322,7 @@ static void check_types(verifier *v, const tir_op *op) {
         }
         if (x.rank && r.layout.kind != TIR_LAYOUT_NONE) {
             tir_layout want = tir_layout_slice(&r.layout, (unsigned)op->attr.axis);
-            if (r.layout.kind != TIR_LAYOUT_BLOCKED || !tir_layout_eq(&x.layout, &want))
+            if ((r.layout.kind != TIR_LAYOUT_BLOCKED && r.layout.kind != TIR_LAYOUT_MMA) || !tir_layout_eq(&x.layout, &want))
                 fail(v, op, "expand_dims operand layout must be the result's slice along `axis`");
         }
         break;

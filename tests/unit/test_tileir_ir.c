@@ -278,6 +278,65 @@ static void test_mma_layouts_cover(void **state) {
         }
 }
 
+/* A slice of an mma layout (a row or column reduction's result): every
+ * element held by exactly one owner and by every thread whose mma
+ * registers hold its row (column), at the register codegen combines
+ * them into, (rm, h) from the accumulator's (rm, rn, 2h + j) (a column's:
+ * (rn, j)); and expand_dims back to an mma tile with a dim of 1 reads
+ * the slice register holding the same element (tir_mma_slice_source). */
+static void check_mma_slice(uint32_t m, uint32_t n, const tir_layout *c, unsigned num_warps) {
+    uint32_t shape[2] = {m, n};
+    for (unsigned dim = 0; dim < 2; dim++) {
+        tir_layout s = tir_layout_slice(c, dim);
+        assert_int_equal(s.kind, TIR_LAYOUT_MMA_SLICE);
+        tir_layout back = tir_layout_parent(&s);
+        assert_true(tir_layout_eq(&back, c));
+        uint32_t len = shape[1 - dim], sshape[1] = {len}, ns = tir_mma_regs(&s, sshape);
+        uint32_t es[2] = {dim == 1 ? m : 1, dim == 1 ? 1 : n}; /* expand_dims's shape */
+        uint8_t *owned = calloc(len, 1);
+        assert_non_null(owned);
+        for (uint32_t t = 0; t < 32 * num_warps; t++) {
+            bool own = tir_mma_owner(&s, sshape, t);
+            for (uint32_t r = 0; r < ns; r++) {
+                uint32_t x[2];
+                tir_mma_coord(&s, sshape, t, r, x);
+                assert_true(x[0] < len);
+                if (own) owned[x[0]]++;
+            }
+            for (uint32_t r = 0; r < tir_mma_regs(c, shape); r++) {
+                uint32_t i = r % 4, x[2], y[2];
+                uint32_t reps_n = n > 8u * c->wpc[1] ? n / (8u * c->wpc[1]) : 1;
+                uint32_t rm = r / 4 / reps_n, rn = r / 4 % reps_n;
+                uint32_t k = dim == 1 ? rm * 2 + (i >> 1) : rn * 2 + (i & 1);
+                tir_mma_coord(c, shape, t, r, x);
+                tir_mma_coord(&s, sshape, t, k, y);
+                assert_int_equal(x[1 - dim], y[0]);
+            }
+            for (uint32_t r = 0; r < tir_mma_regs(c, es); r++) {
+                uint32_t x[2], y[2];
+                tir_mma_coord(c, es, t, r, x);
+                tir_mma_coord(&s, sshape, t, tir_mma_slice_source(&s, es, r), y);
+                assert_int_equal(x[1 - dim], y[0]);
+            }
+        }
+        for (uint32_t i = 0; i < len; i++) assert_int_equal(owned[i], 1);
+        free(owned);
+    }
+}
+
+static void test_mma_slices(void **state) {
+    (void)state;
+    static const uint32_t shapes[][2] = {{16, 16}, {64, 64}, {128, 32}, {16, 128}, {256, 16}};
+    static const unsigned warps[] = {1, 2, 4, 8};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (size_t w = 0; w < sizeof warps / sizeof warps[0]; w++) {
+            tir_layout c = tir_layout_mma_for(shapes[s][0], shapes[s][1], warps[w]);
+            check_mma_slice(shapes[s][0], shapes[s][1], &c, warps[w]);
+            c = tir_layout_mma(warps[w], 1); /* attention's: warps all along M */
+            check_mma_slice(shapes[s][0], shapes[s][1], &c, warps[w]);
+        }
+}
+
 /* The fragments of the PTX ISA for one warp (wpc [1, 1]): lane l holds
  * c0..c3 at (g, 2q), (g, 2q+1), (g+8, 2q), (g+8, 2q+1); for m16n8k16 f16,
  * a0..a7 at (g, 2q), (g, 2q+1), (g+8, 2q), (g+8, 2q+1), then the same 8
@@ -382,6 +441,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_verify_loop, setup, teardown),
         cmocka_unit_test(test_mma_layouts_cover),
         cmocka_unit_test(test_mma_rename_map),
+        cmocka_unit_test(test_mma_slices),
         cmocka_unit_test(test_mma_layouts_match_ptx_fragments),
         cmocka_unit_test_setup_teardown(test_reader_rejects_junk, setup, teardown),
     };
