@@ -62,9 +62,14 @@ static LLVMValueRef shuffle_xor(cg *c, tir_elem e, LLVMValueRef v, uint32_t mask
 
 
 static void gen_reduce_general(cg *c, const tir_op *op);
+static void gen_reduce_mma(cg *c, const tir_op *op);
 
 void gen_reduce(cg *c, const tir_op *op) {
     const tir_value *x = op->operands[0], *res = op->results[0];
+    if (is_mma_kind(&x->type.layout)) {
+        gen_reduce_mma(c, op);
+        return;
+    }
     if (!is_rank1_blocked(&x->type)) {
         gen_reduce_general(c, op);
         return;
@@ -123,12 +128,59 @@ static uint32_t id_stride(const view *v, unsigned d, bool warps) {
 
 
 /* Bytes of scratch a general reduction needs (0: none). */
+static unsigned mma_reduced_dim(const tir_op *op);
+static uint32_t mma_distinct_warps(const tir_layout *l, unsigned d, uint32_t n);
+
 uint32_t reduce_scratch(const tir_op *op) {
     const tir_type *x = &op->operands[0]->type;
     if (is_rank1_blocked(x)) return 0;
+    if (is_mma_kind(&x->layout)) {
+        unsigned d = mma_reduced_dim(op);
+        uint32_t n = x->layout.kind == TIR_LAYOUT_MMA_SLICE ? x->shape[0] : x->shape[d];
+        uint32_t dw = n == 1 ? 1 : mma_distinct_warps(&x->layout, d, n);
+        return dw > 1 ? dw * (uint32_t)tir_type_numel(op->results[0]->type) * scratch_elem_bytes(tir_type_elem(*x)) : 0;
+    }
     view v = view_of(x);
     uint32_t dw = distinct_warps(&v, view_dim(&v, (unsigned)op->attr.axis));
     return dw > 1 ? dw * (uint32_t)tir_type_numel(op->results[0]->type) * scratch_elem_bytes(tir_type_elem(*x)) : 0;
+}
+
+/* The last step of a reduction whose dw warps along the dim each hold a
+ * partial of every result element (acc, the result's registers): through
+ * the scratch area, slot [warp][element of the result], written by the
+ * threads `writer` names (the first lane along the dim) of warps
+ * warp_d < dw, read back in warp order by every thread. */
+static void reduce_over_warps(cg *c, const tir_op *op, LLVMValueRef *acc, LLVMValueRef writer, LLVMValueRef warp_d,
+                              uint32_t dw) {
+    const tir_value *res = op->results[0];
+    tir_elem e = tir_type_elem(op->operands[0]->type);
+    uint32_t nres = reg_count(&res->type), nel = (uint32_t)tir_type_numel(res->type);
+    unsigned eb = scratch_elem_bytes(e); /* reductions keep the element type: i1 is not reduced */
+    LLVMTypeRef ty = elem_type(c, e);
+    LLVMValueRef *lin = TC_NEW_ARRAY(c->arena, LLVMValueRef, nres);
+    for (uint32_t k = 0; k < nres; k++) lin[k] = linear_index(c, &res->type, k);
+    barrier(c); /* the scratch area's last readers are done */
+    writer = LLVMBuildAnd(c->b, writer, LLVMBuildICmp(c->b, LLVMIntULT, warp_d, i32c(c, dw), ""), "");
+    LLVMBasicBlockRef after;
+    guard_begin(c, writer, "red.write", "red.read", &after);
+    LLVMValueRef row = LLVMBuildMul(c->b, warp_d, i32c(c, nel), "");
+    for (uint32_t k = 0; k < nres; k++) {
+        LLVMValueRef at = LLVMBuildAdd(c->b, row, lin[k], "");
+        at = LLVMBuildAdd(c->b, i32c(c, c->scratch), LLVMBuildMul(c->b, at, i32c(c, eb), ""), "");
+        LLVMBuildStore(c->b, acc[k], smem_at(c, at));
+    }
+    guard_end(c, after);
+    barrier(c);
+    for (uint32_t k = 0; k < nres; k++) {
+        LLVMValueRef v = NULL;
+        for (uint32_t w = 0; w < dw; w++) {
+            LLVMValueRef at = LLVMBuildAdd(c->b, i32c(c, (int64_t)w * nel), lin[k], "");
+            at = LLVMBuildAdd(c->b, i32c(c, c->scratch), LLVMBuildMul(c->b, at, i32c(c, eb), ""), "");
+            LLVMValueRef got = LLVMBuildLoad2(c->b, ty, smem_at(c, at), "");
+            v = v ? combine(c, op->code, e, v, got) : got;
+        }
+        acc[k] = v;
+    }
 }
 
 /* A reduction along a dim of any tile: within each thread over the
@@ -167,38 +219,85 @@ static void gen_reduce_general(cg *c, const tir_op *op) {
         for (uint32_t k = 0; k < nres; k++) acc[k] = combine(c, op->code, e, acc[k], shuffle_xor(c, e, acc[k], m * ls));
     uint32_t dw = distinct_warps(&vx, va);
     if (dw <= 1) return;
-    uint32_t ws = id_stride(&vx, va, true), nel = (uint32_t)tir_type_numel(res->type);
-    unsigned eb = scratch_elem_bytes(e); /* reductions keep the element type: i1 is not reduced */
-    LLVMTypeRef ty = elem_type(c, e);
+    uint32_t ws = id_stride(&vx, va, true);
     LLVMValueRef lane = LLVMBuildAnd(c->b, c->tid, i32c(c, 31), "");
     LLVMValueRef warp = LLVMBuildLShr(c->b, c->tid, i32c(c, 5), "");
     LLVMValueRef lane_a = LLVMBuildAnd(c->b, LLVMBuildUDiv(c->b, lane, i32c(c, ls), ""), i32c(c, vx.l.tpw[va] - 1), "");
     LLVMValueRef warp_a = LLVMBuildAnd(c->b, LLVMBuildUDiv(c->b, warp, i32c(c, ws), ""), i32c(c, vx.l.wpc[va] - 1), "");
-    LLVMValueRef *lin = TC_NEW_ARRAY(c->arena, LLVMValueRef, nres);
-    for (uint32_t k = 0; k < nres; k++) lin[k] = linear_index(c, &res->type, k);
-    barrier(c); /* the scratch area's last readers are done */
-    LLVMValueRef writer = LLVMBuildAnd(c->b, LLVMBuildICmp(c->b, LLVMIntEQ, lane_a, i32c(c, 0), ""),
-                                       LLVMBuildICmp(c->b, LLVMIntULT, warp_a, i32c(c, dw), ""), "");
-    LLVMBasicBlockRef after;
-    guard_begin(c, writer, "red.write", "red.read", &after);
-    LLVMValueRef row = LLVMBuildMul(c->b, warp_a, i32c(c, nel), "");
-    for (uint32_t k = 0; k < nres; k++) {
-        LLVMValueRef at = LLVMBuildAdd(c->b, row, lin[k], "");
-        at = LLVMBuildAdd(c->b, i32c(c, c->scratch), LLVMBuildMul(c->b, at, i32c(c, eb), ""), "");
-        LLVMBuildStore(c->b, acc[k], smem_at(c, at));
-    }
-    guard_end(c, after);
-    barrier(c);
-    for (uint32_t k = 0; k < nres; k++) {
-        LLVMValueRef v = NULL;
-        for (uint32_t w = 0; w < dw; w++) {
-            LLVMValueRef at = LLVMBuildAdd(c->b, i32c(c, (int64_t)w * nel), lin[k], "");
-            at = LLVMBuildAdd(c->b, i32c(c, c->scratch), LLVMBuildMul(c->b, at, i32c(c, eb), ""), "");
-            LLVMValueRef got = LLVMBuildLoad2(c->b, ty, smem_at(c, at), "");
-            v = v ? combine(c, op->code, e, v, got) : got;
+    reduce_over_warps(c, op, acc, LLVMBuildICmp(c->b, LLVMIntEQ, lane_a, i32c(c, 0), ""), warp_a, dw);
+}
+
+/* ---- reductions of mma tiles --------------------------------------------
+ * An accumulator's rows (reduced along dim 1) or columns (dim 0), and a
+ * slice of one reduced to a scalar, stay in registers (tileir.h, "mma and
+ * dot-operand layouts"): register (rm, rn, i) of the accumulator holds row
+ * .. + 8 (i >> 1) and column .. + (i & 1), so the row sum's register
+ * (rm, h) combines the thread's (rm, rn, 2h + j) over rn and j, then the
+ * four lanes of a row group (q: shfl.bfly 1, 2), as FlashAttention-2's row
+ * max and sum; a column's (rn, j) combines (rm, rn, 2h + j) over rm and h,
+ * then the eight row groups (g: 4, 8, 16). Warps along the dim, where
+ * there are several, meet in the scratch area (reduce_over_warps).
+ * Registers that hold the same element (a dim of 1, or rows past a
+ * smaller tile's end wrapping onto others) count once. */
+
+/* The accumulator dim a reduction of an mma-kind operand runs along. */
+static unsigned mma_reduced_dim(const tir_op *op) {
+    const tir_type *x = &op->operands[0]->type;
+    return x->layout.kind == TIR_LAYOUT_MMA_SLICE ? 1u - x->layout.slice_dim : (unsigned)op->attr.axis;
+}
+
+/* Warps holding distinct elements along accumulator dim d, for a tile
+ * n long there. */
+static uint32_t mma_distinct_warps(const tir_layout *l, unsigned d, uint32_t n) {
+    uint32_t piece = d == 0 ? TIR_MMA_TILE_M : TIR_MMA_TILE_N, w = l->wpc[d];
+    return n >= piece * w ? w : n / piece ? n / piece : 1;
+}
+
+static void gen_reduce_mma(cg *c, const tir_op *op) {
+    const tir_value *x = op->operands[0], *res = op->results[0];
+    const tir_type *xt = &x->type;
+    tir_elem e = tir_type_elem(*xt);
+    unsigned d = mma_reduced_dim(op);
+    bool slice = xt->layout.kind == TIR_LAYOUT_MMA_SLICE;
+    uint32_t n = slice ? xt->shape[0] : xt->shape[d], nx = c->nregs[x->id], nres = reg_count(&res->type);
+    uint32_t rn_count = slice ? 1 : (xt->shape[1] > TIR_MMA_TILE_N * xt->layout.wpc[1] ? xt->shape[1] / (TIR_MMA_TILE_N * xt->layout.wpc[1]) : 1);
+    LLVMValueRef *acc = new_regs(c, res);
+    for (uint32_t k = 0; k < nres; k++) acc[k] = NULL;
+    /* within the thread: each register to its result register, once per
+     * element (by its offset along d, mod n) */
+    uint32_t *seen = TC_NEW_ARRAY(c->arena, uint32_t, nx), nseen = 0;
+    for (uint32_t r = 0; r < nx; r++) {
+        uint32_t off[2], k = 0;
+        tir_mma_reg_offset(&xt->layout, xt->shape, r, off);
+        if (!slice) {
+            uint32_t i = r % 4, rm = r / 4 / rn_count, rn = r / 4 % rn_count;
+            k = d == 1 ? rm * 2 + (i >> 1) : rn * 2 + (i & 1);
         }
-        acc[k] = v;
+        uint32_t along = (slice ? off[0] : off[d]) & (n - 1), key = k * n + along, j = 0;
+        while (j < nseen && seen[j] != key) j++;
+        if (j < nseen) continue; /* a copy of an element already taken */
+        seen[nseen++] = key;
+        acc[k] = acc[k] ? combine(c, op->code, e, acc[k], reg(c, x, r)) : reg(c, x, r);
     }
+    for (uint32_t k = 0; k < nres; k++)
+        if (!acc[k]) {
+            cg_error(c, op, "reduction result layout does not match its operand's");
+            return;
+        }
+    if (n == 1) return; /* every thread holds the one element along d */
+    /* lanes: q (bits 0-1) along columns, g (bits 2-4) along rows */
+    uint32_t lo = d == 0 ? 4 : 1, hi = d == 0 ? 32 : 4;
+    for (uint32_t m = lo; m < hi; m *= 2)
+        for (uint32_t k = 0; k < nres; k++) acc[k] = combine(c, op->code, e, acc[k], shuffle_xor(c, e, acc[k], m));
+    uint32_t dw = mma_distinct_warps(&xt->layout, d, n);
+    if (dw <= 1) return;
+    LLVMValueRef lane = LLVMBuildAnd(c->b, c->tid, i32c(c, 31), "");
+    LLVMValueRef warp = LLVMBuildLShr(c->b, c->tid, i32c(c, 5), "");
+    if (d == 1) warp = LLVMBuildLShr(c->b, warp, i32c(c, log2u(xt->layout.wpc[0])), ""); /* wn = warp / wpc[0] */
+    LLVMValueRef warp_d = LLVMBuildAnd(c->b, warp, i32c(c, xt->layout.wpc[d] - 1), "");
+    LLVMValueRef first = LLVMBuildICmp(c->b, LLVMIntULT, lane, i32c(c, d == 0 ? 4 : 1), ""); /* g == 0, or q == 0 */
+    if (d == 1) first = LLVMBuildICmp(c->b, LLVMIntEQ, LLVMBuildAnd(c->b, lane, i32c(c, 3), ""), i32c(c, 0), "");
+    reduce_over_warps(c, op, acc, first, warp_d, dw);
 }
 
 /* ---- scans ----------------------------------------------------------------

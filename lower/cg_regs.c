@@ -65,6 +65,7 @@ static uint32_t mma_reps_n(const tir_layout *l, uint32_t n) {
 /* The register of broadcast operand type xt that register r of its
  * result type rt repeats (the operand's dims of 1 at index 0). */
 uint32_t broadcast_source_reg(const tir_type *xt, const tir_type *rt, uint32_t r) {
+    if (rt->layout.kind == TIR_LAYOUT_MMA_SLICE) return xt->shape[0] == 1 ? 0 : r; /* [1] to [n]: any holds it */
     if (rt->layout.kind == TIR_LAYOUT_MMA) {
         /* register r is (rm, rn, i): rows rm * 16 wpc + 8 (i >> 1), columns
          * rn * 8 wpc + (i & 1) of the thread's. Along a dim of 1 every
@@ -89,7 +90,7 @@ unsigned view_dim(const view *v, unsigned td) { return v->sliced >= 0 && (int)td
 
 bool is_rank1_blocked(const tir_type *t) { return t->rank == 1 && t->layout.kind == TIR_LAYOUT_BLOCKED; }
 
-bool is_mma_kind(const tir_layout *l) { return l->kind == TIR_LAYOUT_MMA || l->kind == TIR_LAYOUT_DOT_OP; }
+bool is_mma_kind(const tir_layout *l) { return tir_layout_is_mma(l); }
 
 /* Registers per thread for a type: 1 for scalars and for shared-memory
  * buffers (their address). */
@@ -273,6 +274,9 @@ LLVMValueRef first_holder(cg *c, const tir_type *t) {
         /* tir_mma_owner: the thread part inside the tile along both dims,
          * and for a and b the first warp along the dim they are copied over */
         const LLVMValueRef *tp = mma_thread_parts(c, &t->layout);
+        if (t->layout.kind == TIR_LAYOUT_MMA_SLICE) /* inside the tile, and no copy along the dropped dim */
+            return LLVMBuildAnd(c->b, LLVMBuildICmp(c->b, LLVMIntULT, tp[0], i32c(c, t->shape[0]), ""),
+                                LLVMBuildICmp(c->b, LLVMIntEQ, tp[1], i32c(c, 0), ""), "");
         LLVMValueRef own = t->layout.kind == TIR_LAYOUT_DOT_OP ? tp[2] : NULL;
         for (unsigned d = 0; d < 2; d++) {
             LLVMValueRef in = LLVMBuildICmp(c->b, LLVMIntULT, tp[d], i32c(c, t->shape[d]), "");

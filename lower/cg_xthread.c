@@ -698,13 +698,19 @@ void gen_move_scratch(cg *c, const tir_op *op) {
 
 /* expand_dims from the slice layout, and a conversion or permute that
  * only renames: the registers are the same, or, between mma-kind layouts,
- * the ones renames_mma maps. */
+ * the ones renames_mma maps, or from an mma slice, the ones
+ * tir_mma_slice_source names. */
 void gen_rename(cg *c, const tir_op *op) {
     const tir_value *x = op->operands[0], *res = op->results[0];
     LLVMValueRef *out = new_regs(c, res);
     uint32_t *map = TC_NEW_ARRAY(c->arena, uint32_t, c->nregs[res->id]);
     if (!tir_layout_eq(&x->type.layout, &res->type.layout) && renames_mma(op, map)) {
         for (uint32_t r = 0; r < c->nregs[res->id]; r++) out[r] = reg(c, x, map[r]);
+        return;
+    }
+    if (op->code == TIR_OP_EXPAND_DIMS && x->type.rank && x->type.layout.kind == TIR_LAYOUT_MMA_SLICE) {
+        for (uint32_t r = 0; r < c->nregs[res->id]; r++)
+            out[r] = reg(c, x, tir_mma_slice_source(&x->type.layout, res->type.shape, r));
         return;
     }
     if (c->nregs[res->id] != c->nregs[x->id] && c->nregs[x->id] != 1) {

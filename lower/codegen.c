@@ -248,7 +248,9 @@ static void gen_op(cg *c, const tir_op *op) {
         LLVMValueRef *r = new_regs(c, res);
         view v = view_of(&res->type);
         for (uint32_t i = 0; i < c->nregs[res->id]; i++) {
-            LLVMValueRef idx = is_rank1_blocked(&res->type) ? elem_index(c, &res->type, i) : view_coord(c, &v, i, view_dim(&v, 0));
+            LLVMValueRef idx = is_rank1_blocked(&res->type) ? elem_index(c, &res->type, i)
+                               : is_mma_kind(&res->type.layout) ? tile_coord(c, &res->type, i, 0)
+                                                                : view_coord(c, &v, i, view_dim(&v, 0));
             r[i] = LLVMBuildAdd(c->b, idx, i32c(c, op->attr.range.lo), "");
         }
         return;
@@ -353,16 +355,24 @@ static void gen_op(cg *c, const tir_op *op) {
 }
 
 /* Ops that walk blocked layouts' dims (broadcast, expand_dims, reductions,
- * scans, permute): the layout pass gives them blocked operands; a .tir
- * file that gives them mma or dot_op tiles gets an error, not wrong code. */
+ * scans, permute): the layout pass gives them blocked operands, but for
+ * the mma-layout cases codegen knows (below); a .tir file that gives them
+ * other mma-kind tiles gets an error, not wrong code. */
 static bool needs_blocked(cg *c, const tir_op *op) {
-    if (op->code == TIR_OP_BROADCAST) {
-        /* in the mma layout too, operand and result alike (broadcast_source_reg) */
-        const tir_layout *x = &op->operands[0]->type.layout, *r = &op->results[0]->type.layout;
-        if (op->operands[0]->type.rank && x->kind == TIR_LAYOUT_MMA && r->kind == TIR_LAYOUT_MMA &&
-            x->wpc[0] == r->wpc[0] && x->wpc[1] == r->wpc[1])
-            return false;
-    }
+    const tir_layout *x = &op->operands[0]->type.layout, *r = op->nresults ? &op->results[0]->type.layout : NULL;
+    bool x_tile = op->noperands && op->operands[0]->type.rank;
+    /* in the mma layout and its slices too, operand and result alike
+     * (broadcast_source_reg) */
+    if (op->code == TIR_OP_BROADCAST && x_tile && tir_layout_eq(x, r) &&
+        (x->kind == TIR_LAYOUT_MMA || x->kind == TIR_LAYOUT_MMA_SLICE))
+        return false;
+    /* an accumulator's rows or columns (gen_reduce_mma), and back
+     * (tir_mma_slice_source) */
+    if ((op->code == TIR_OP_REDUCE_SUM || op->code == TIR_OP_REDUCE_MAX || op->code == TIR_OP_REDUCE_MIN) &&
+        (x->kind == TIR_LAYOUT_MMA || x->kind == TIR_LAYOUT_MMA_SLICE))
+        return false;
+    if (op->code == TIR_OP_EXPAND_DIMS && x_tile && x->kind == TIR_LAYOUT_MMA_SLICE && r->kind == TIR_LAYOUT_MMA)
+        return false;
     switch (op->code) {
     case TIR_OP_BROADCAST: case TIR_OP_EXPAND_DIMS: case TIR_OP_REDUCE_SUM: case TIR_OP_REDUCE_MAX:
     case TIR_OP_REDUCE_MIN: case TIR_OP_CUMSUM: case TIR_OP_CUMSUM_REV: case TIR_OP_PERMUTE: break;

@@ -40,20 +40,26 @@
  *     elementwise ops that touch no memory, constants, splats, what loops
  *     and branches carry): a second union-find over the joins of step 1
  *     restricted to those. So the accumulator, the loop carrying it, and
- *     an epilogue's casts, adds and broadcasts take the MMA layout, while
- *     loads, stores, pointer arithmetic and expand_dims keep their
+ *     an epilogue's casts, adds, broadcasts and expand_dims take the MMA
+ *     layout, while loads, stores and pointer arithmetic keep their
  *     blocked classes (a broadcast only renames registers, in any
  *     layout, and the MMA layout takes a tile with a dim of 1).
+ *  3c. Slices. A reduction of an MMA tile along a dim gives the MMA
+ *     layout's slice there (tileir.h: the accumulator's rows or columns
+ *     in the registers of the threads holding them), and the rank-1
+ *     register-only values joined to its result take it too (regions as
+ *     in 3b): attention's row max and sum, and what is computed from them
+ *     and expanded back onto the scores, never leave registers.
  *  4. Repair. Where an op's operand still does not have the layout the op
  *     needs (two wishes disagreed: `offs[:, None]` and `offs[None, :]`;
  *     an MMA region meets a blocked value), a convert_layout goes in,
  *     which codegen does through shared memory: a dot's a and b into the
  *     DOT_OP layouts of its result's MMA layout (from the blocked layouts
- *     of their loads), a bias row (1 x N, before its broadcast) into
- *     the MMA layout, and an MMA value stored into the pointers' blocked
- *     layout (the epilogue
- *     conversion: the store then issues 16-byte accesses); reductions and
- *     scans of MMA tiles read a blocked copy; a loop's inits and yields
+ *     of their loads), a bias row (N, before its expand_dims) into the
+ *     MMA layout's slice, and an MMA value stored into the pointers'
+ *     blocked layout (the epilogue
+ *     conversion: the store then issues 16-byte accesses); scans of MMA
+ *     tiles read a blocked copy; a loop's inits and yields
  *     and a branch's yields take the layout of what they feed. A
  *     conversion of a value defined before a loop goes before the loop
  *     (out of every loop it is invariant in), not into its body.
@@ -238,6 +244,12 @@ static bool register_only(const tir_value *v) {
      * every element of the tile and as many registers again as the
      * accumulator: the bias epilogue spilled, issue 19) */
     case TIR_OP_BROADCAST: return true;
+    /* expand_dims renames too, from an mma slice to the mma layout
+     * (tir_mma_slice_source): `m[:, None]` of a row max is a rename where
+     * a blocked [M, 1] would go through shared memory to meet the
+     * accumulator; and a reduction's result carries its slice on to the
+     * row statistics computed from it (step 3c) */
+    case TIR_OP_EXPAND_DIMS: case TIR_OP_REDUCE_SUM: case TIR_OP_REDUCE_MAX: case TIR_OP_REDUCE_MIN: return true;
     default: return (fl & TIR_F_ELEMENTWISE) && !(fl & (TIR_F_READS | TIR_F_WRITES | TIR_F_EFFECT));
     }
 }
@@ -265,6 +277,22 @@ static void mark_mma_regions(tir_op *op, void *p) {
         t->shape[0] < (uint32_t)TIR_MMA_TILE_M * w)
         return;
     c->region_layout[from] = c->region_layout[mine] = tir_layout_mma(w, 1);
+}
+
+/* Step 3c: a reduction of an MMA tile along a dim gives the MMA layout's
+ * slice there (the accumulator's rows or columns, in the registers of
+ * the threads holding them: gen_reduce_mma), and so do the rank-1 values
+ * of its region: FlashAttention's row max m and row sum l, the rescale
+ * factor exp2(m_old - m_new), the loop carrying them. The first
+ * reduction in program order decides a region another would want
+ * differently; repair converts the rest. */
+static void mark_slice_regions(tir_op *op, void *p) {
+    layout_ctx *c = p;
+    if (op->code != TIR_OP_REDUCE_SUM && op->code != TIR_OP_REDUCE_MAX && op->code != TIR_OP_REDUCE_MIN) return;
+    const tir_value *x = op->operands[0], *r = op->results[0];
+    if (r->type.rank != 1 || x->type.layout.kind != TIR_LAYOUT_MMA) return;
+    tir_layout *l = &c->region_layout[find_region(c, r->id)];
+    if (l->kind == TIR_LAYOUT_NONE) *l = tir_layout_slice(&x->type.layout, (unsigned)op->attr.axis);
 }
 
 static void collect_wishes(tir_op *op, void *p) {
@@ -480,7 +508,8 @@ static void repair(tir_op *op, void *p) {
     case TIR_OP_REDUCE_SUM: case TIR_OP_REDUCE_MAX: case TIR_OP_REDUCE_MIN: {
         tir_value *x = op->operands[0], *r = op->results[0];
         if (!r->type.rank) break; /* to a scalar: any operand layout */
-        if (x->type.layout.kind != TIR_LAYOUT_BLOCKED) {
+        /* blocked, or an accumulator (its slice: step 3c) */
+        if (x->type.layout.kind != TIR_LAYOUT_BLOCKED && x->type.layout.kind != TIR_LAYOUT_MMA) {
             tir_layout want = default_blocked(c, x->type.rank, x->type.shape, c->widest_bytes);
             op->operands[0] = x = convert(c, op, x, want);
         }
@@ -655,6 +684,12 @@ static void layout_func(tir_func *f, int num_warps) {
     for (uint32_t i = 0; i < c.n; i++) {
         const tir_layout *l = &c.region_layout[find_region(&c, i)];
         if (c.value[i] && c.value[i]->type.rank && l->kind == TIR_LAYOUT_MMA) c.value[i]->type.layout = *l;
+    }
+    /* 3c: their reductions' slices */
+    tir_walk(f, mark_slice_regions, &c);
+    for (uint32_t i = 0; i < c.n; i++) {
+        const tir_layout *l = &c.region_layout[find_region(&c, i)];
+        if (c.value[i] && c.value[i]->type.rank == 1 && l->kind == TIR_LAYOUT_MMA_SLICE) c.value[i]->type.layout = *l;
     }
     tir_walk(f, repair, &c);
     tc_arena_free(arena);

@@ -20,7 +20,7 @@
  * the buffers (live_scratch); every other use goes on the buffers' own
  * bytes, from their start (scratch), so the area is the larger of the two
  * parts, not their sum. Every scratch use begins with a barrier
- * (gen_move_scratch, gen_reduce_general, gen_scan, share_from_owners),
+ * (gen_move_scratch, reduce_over_warps, gen_scan, share_from_owners),
  * which separates the buffers' last reads and writes from the scratch's
  * first writes; a use before the range has no barrier after it, so the
  * pass puts a `barrier` before the range's first op. Top-level granularity
@@ -53,9 +53,11 @@ typedef struct smem_need {
 static uint32_t op_scratch(tir_op *op, smem_need *n) {
     uint32_t s = 0;
     bool mma_operand = op->noperands && op->operands[0]->type.rank && is_mma_kind(&op->operands[0]->type.layout);
-    if (mma_operand && op->code != TIR_OP_CONVERT_LAYOUT && op->code != TIR_OP_RESHAPE && !is_atomic(op->code)) {
+    bool reduction = op->code == TIR_OP_REDUCE_SUM || op->code == TIR_OP_REDUCE_MAX || op->code == TIR_OP_REDUCE_MIN;
+    if (mma_operand && op->code != TIR_OP_CONVERT_LAYOUT && op->code != TIR_OP_RESHAPE && !is_atomic(op->code) &&
+        !reduction) {
         /* codegen refuses the rest (needs_blocked) */
-    } else if (op->code == TIR_OP_REDUCE_SUM || op->code == TIR_OP_REDUCE_MAX || op->code == TIR_OP_REDUCE_MIN) {
+    } else if (reduction) {
         if (is_rank1_blocked(&op->operands[0]->type)) n->slots += CG_SMEM_SLOT_BYTES * TILEC_MAX_NUM_WARPS;
         else s = reduce_scratch(op);
     } else if (op->code == TIR_OP_CUMSUM || op->code == TIR_OP_CUMSUM_REV) {

@@ -585,6 +585,102 @@ static void test_dot_chain(void **state) {
     run_chain(64, 64, 32, 8);   /* 64 rows on 8 warps: through shared memory */
 }
 
+/* ---- reductions of a dot's result ---------------------------------------
+ * Row and column max, min and sum of an accumulator stay in registers
+ * (the mma layout's slices, issue 20): within a thread, over the lanes of
+ * a row group or column, then over warps through shared memory where
+ * warps split the dim (wpc [2, 2] at 64x64 on 4 warps, [1, 4] at 16x64,
+ * warps wrapping over 16 columns at 16x16); a row max expanded back onto
+ * the scores (a rename), a slice reduced to a scalar, and reductions along
+ * a dim of 1 of a row or column taking part in the accumulator's math
+ * (each element counted once). Small integers: every sum is
+ * exact, so the results compare bit for bit. */
+static const char reduce_src[] =
+    "kernel red(a: *f16, b: *f16, rows: *f32, cols: *f32, tot: *f32, const BM: i32 = 64, const BN: i32 = 64) {\n"
+    "    let rm = arange(0, BM);\n"
+    "    let rk = arange(0, 16);\n"
+    "    let rn = arange(0, BN);\n"
+    "    let s = dot(load(a + rm[:, None] * 16 + rk[None, :]), load(b + rk[:, None] * BN + rn[None, :]),\n"
+    "                zeros((BM, BN), f32));\n"
+    "    let mx = max(s, axis = 1);\n"
+    "    store(rows + rm, mx);\n"
+    "    store(rows + BM + rm, min(s, axis = 1));\n"
+    "    store(rows + 2 * BM + rm, sum(s - mx[:, None], axis = 1));\n"
+    "    let e = mx[:, None] * 0.5;\n"
+    "    store(rows + 3 * BM + rm, sum(e, axis = 1));\n"
+    "    store(rows + 4 * BM + rm, max(s + e, axis = 1));\n"
+    "    let cs = sum(s, axis = 0);\n"
+    "    store(cols + rn, max(s, axis = 0));\n"
+    "    store(cols + BN + rn, cs);\n"
+    "    let f = cs[None, :] * 2.0;\n"
+    "    store(cols + 2 * BN + rn, max(f, axis = 0));\n"
+    "    store(cols + 3 * BN + rn, min(s - f, axis = 0));\n"
+    "    store(tot, sum(mx, axis = 0));\n"
+    "}\n";
+
+static void run_reduce(int bm, int bn, int warps) {
+    enum { K = 16 };
+    uint16_t *ha = malloc(2 * (size_t)(bm * K)), *hb = malloc(2 * (size_t)(K * bn));
+    float *rows = poison_f32s(5 * bm), *cols = poison_f32s(4 * bn), *tot = poison_f32s(1);
+    float *want_r = malloc(sizeof(float) * 5 * (size_t)bm), *want_c = malloc(sizeof(float) * 4 * (size_t)bn);
+    double *sv = malloc(sizeof(double) * (size_t)(bm * bn));
+    for (int i = 0; i < bm * K; i++) put_f16(ha, (size_t)i, (float)(rand() % 7 - 3));
+    for (int i = 0; i < K * bn; i++) put_f16(hb, (size_t)i, (float)(rand() % 7 - 3));
+    tilec_define defs[2] = {{"BM", bm}, {"BN", bn}};
+    prog p;
+    trt_kernel *k = compile_with(&p, "red.tile", reduce_src, "red", defs, 2, warps);
+    trt_buffer ba = upload(ha, 2 * (size_t)(bm * K)), bb = upload(hb, 2 * (size_t)(K * bn)),
+               br = upload(rows, sizeof(float) * 5 * (size_t)bm), bc = upload(cols, sizeof(float) * 4 * (size_t)bn),
+               bt = upload(tot, sizeof(float));
+    trt_arg args[5] = {trt_buf(ba), trt_buf(bb), trt_buf(br), trt_buf(bc), trt_buf(bt)};
+    launch(k, 1, 1, 1, args, 5);
+    download(br, rows, sizeof(float) * 5 * (size_t)bm);
+    download(bc, cols, sizeof(float) * 4 * (size_t)bn);
+    download(bt, tot, sizeof(float));
+    OK(trt_free(dev, ba));
+    OK(trt_free(dev, bb));
+    for (int i = 0; i < bm; i++)
+        for (int j = 0; j < bn; j++) {
+            double x = 0;
+            for (int kk = 0; kk < K; kk++) x += get_f16(ha, (size_t)(i * K + kk)) * get_f16(hb, (size_t)(kk * bn + j));
+            sv[i * bn + j] = x;
+        }
+    double total = 0;
+    for (int i = 0; i < bm; i++) {
+        double mx = -INFINITY, mn = INFINITY, sum = 0;
+        for (int j = 0; j < bn; j++) mx = fmax(mx, sv[i * bn + j]), mn = fmin(mn, sv[i * bn + j]);
+        for (int j = 0; j < bn; j++) sum += sv[i * bn + j] - mx;
+        want_r[i] = (float)mx, want_r[bm + i] = (float)mn, want_r[2 * bm + i] = (float)sum;
+        want_r[3 * bm + i] = (float)(0.5 * mx), want_r[4 * bm + i] = (float)(1.5 * mx);
+        total += mx;
+    }
+    for (int j = 0; j < bn; j++) {
+        double mx = -INFINITY, sum = 0, mn = INFINITY;
+        for (int i = 0; i < bm; i++) mx = fmax(mx, sv[i * bn + j]), sum += sv[i * bn + j];
+        for (int i = 0; i < bm; i++) mn = fmin(mn, sv[i * bn + j] - 2 * sum);
+        want_c[j] = (float)mx, want_c[bn + j] = (float)sum, want_c[2 * bn + j] = (float)(2 * sum);
+        want_c[3 * bn + j] = (float)mn;
+    }
+    char what[80];
+    snprintf(what, sizeof what, "mma reductions %dx%d, %d warps: rows", bm, bn, warps);
+    expect_f32(what, 5 * bm, rows, want_r);
+    snprintf(what, sizeof what, "mma reductions %dx%d, %d warps: columns", bm, bn, warps);
+    expect_f32(what, 4 * bn, cols, want_c);
+    if (!same_f32(tot[0], (float)total))
+        fail_msg("mma reductions %dx%d, %d warps: total %g, want %g on %s", bm, bn, warps, tot[0], total, trt_device_name(dev));
+    free(ha), free(hb), free(rows), free(cols), free(tot), free(want_r), free(want_c), free(sv);
+    drop(&p);
+}
+
+static void test_mma_reductions(void **state) {
+    (void)state;
+    run_reduce(64, 64, 4);  /* wpc [2, 2]: two warps along each dim */
+    run_reduce(16, 64, 4);  /* [1, 4]: four along the rows */
+    run_reduce(16, 16, 4);  /* [1, 4] over 16 columns: warps 2 and 3 hold copies */
+    run_reduce(128, 32, 8); /* several row blocks a warp */
+    run_reduce(32, 32, 1);
+}
+
 HARNESS_MAIN(
     cmocka_unit_test(test_dot),
     cmocka_unit_test(test_dot_result_uses),
@@ -594,5 +690,6 @@ HARNESS_MAIN(
     cmocka_unit_test(test_dynamic_shared_memory),
     cmocka_unit_test(test_pipelined_loop_rerun),
     cmocka_unit_test(test_accumulator_moves),
-    cmocka_unit_test(test_dot_chain))
+    cmocka_unit_test(test_dot_chain),
+    cmocka_unit_test(test_mma_reductions))
 
