@@ -246,11 +246,9 @@ static void gen_op(cg *c, const tir_op *op) {
     }
     case TIR_OP_ARANGE: {
         LLVMValueRef *r = new_regs(c, res);
-        view v = view_of(&res->type);
         for (uint32_t i = 0; i < c->nregs[res->id]; i++) {
-            LLVMValueRef idx = is_rank1_blocked(&res->type) ? elem_index(c, &res->type, i)
-                               : is_mma_kind(&res->type.layout) ? tile_coord(c, &res->type, i, 0)
-                                                                : view_coord(c, &v, i, view_dim(&v, 0));
+            /* tile_coord: any layout, the mma layout's slices too */
+            LLVMValueRef idx = is_rank1_blocked(&res->type) ? elem_index(c, &res->type, i) : tile_coord(c, &res->type, i, 0);
             r[i] = LLVMBuildAdd(c->b, idx, i32c(c, op->attr.range.lo), "");
         }
         return;

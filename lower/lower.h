@@ -62,6 +62,7 @@ bool lower_is_pass_name(const char *name);
 bool lower_simplify(tir_module *m, const lower_options *opt, tc_diag *diag); /* fold, dce */
 bool lower_remat_tiles(tir_module *m, const lower_options *opt, tc_diag *diag); /* tiles recomputed after loops */
 bool lower_layout(tir_module *m, const lower_options *opt, tc_diag *diag);   /* blocked layouts */
+bool lower_remat_converts(tir_module *m, const lower_options *opt, tc_diag *diag); /* index tiles rebuilt, not moved */
 bool lower_pipeline_loops(tir_module *m, const lower_options *opt, tc_diag *diag); /* loads ahead via cp.async */
 bool lower_stage_operands(tir_module *m, const lower_options *opt, tc_diag *diag); /* dot operands via swizzled smem */
 bool lower_prefetch_fragments(tir_module *m, const lower_options *opt, tc_diag *diag); /* next trip's first K piece */

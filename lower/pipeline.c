@@ -11,6 +11,7 @@ const lower_pass lower_passes[] = {
     {"simplify", lower_simplify},
     {"remat_tiles", lower_remat_tiles},
     {"layout", lower_layout},
+    {"remat_converts", lower_remat_converts},
     {"pipeline_loops", lower_pipeline_loops},
     {"stage_operands", lower_stage_operands},
     {"prefetch_fragments", lower_prefetch_fragments},

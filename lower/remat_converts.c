@@ -1,0 +1,110 @@
+/* remat_converts.c - a layout conversion of a tile that a few cheap ops
+ * build from scalars is replaced by those ops built again in the wanted
+ * layout (issue 20).
+ *
+ * A conversion moves a tile through shared memory between two barriers
+ * (codegen's scratch area). Where the tile is index arithmetic, `start +
+ * arange(0, BLOCK_N)`, every thread can compute the elements the new
+ * layout gives it at the cost of an add a register. Attention's loop
+ * builds its key columns once, for the loads of k and v (a blocked
+ * layout) and for the masks on the scores (the mma layout's slice): the
+ * conversion between the two was two barriers on every trip.
+ *
+ * For each convert_layout in a loop's body (one outside runs once: its
+ * barriers cost little, and the copy's registers could cost more, where
+ * the stdlib matmul is at 255 registers) whose operand v is
+ * rematerializable (below) and
+ * whose result layout is not a dot operand's (the DOT_OP layout is tied
+ * to one element type, which the ops building v need not have), the ops
+ * building v are built again right before the conversion with every tile
+ * result in the conversion's layout, and the conversion's uses read the
+ * copy; the conversion goes. Rematerializable: made by a pure op from the
+ * list below, elementwise or making a tile from nothing but scalars (all
+ * the tiles of such a tree have v's shape, so each layout fits every one
+ * of them), whose tile operands are rematerializable in turn (scalars are
+ * read as they are), at most REMAT_CONVERT_MAX_OPS ops in all. The
+ * scalars dominate the conversion, since v does. The original stays for
+ * its other uses (codegen drops it if it has none). */
+#include "lower/lower.h"
+
+enum {
+    REMAT_CONVERT_MAX_OPS = 8 /* ops a copy may take: a conversion costs two barriers and a store
+                                 and a load a register; eight integer ops a register cost less */
+};
+
+/* Ops whose tiles all have one shape, cheap to compute again. */
+static bool cheap_op(tir_opcode code) {
+    switch (code) {
+    case TIR_OP_CONST: case TIR_OP_ARANGE: case TIR_OP_SPLAT: case TIR_OP_ADD: case TIR_OP_SUB: case TIR_OP_MUL:
+    case TIR_OP_MIN: case TIR_OP_MAX: case TIR_OP_AND: case TIR_OP_OR: case TIR_OP_XOR: case TIR_OP_EQ:
+    case TIR_OP_NE: case TIR_OP_LT: case TIR_OP_LE: case TIR_OP_GT: case TIR_OP_GE: case TIR_OP_CAST:
+    case TIR_OP_ADDPTR: case TIR_OP_SELECT:
+        return true;
+    default: return false;
+    }
+}
+
+/* Ops a copy of v takes (0: v is a scalar, read as it is), or more than
+ * `budget` when it cannot be copied. */
+static uint32_t cost(const tir_value *v, uint32_t budget) {
+    if (!v->type.rank) return 0;
+    const tir_op *op = v->def;
+    if (!op || !cheap_op(op->code) || op->body || op->nresults != 1) return budget + 1;
+    uint32_t n = 1;
+    for (uint32_t i = 0; i < op->noperands && n <= budget; i++) n += cost(op->operands[i], budget - n);
+    return n;
+}
+
+static tir_value *copy(tir_builder *b, tir_value *v, const tir_layout *want) {
+    if (!v->type.rank) return v;
+    const tir_op *op = v->def;
+    tir_value *ops[TIR_MAX_OPERANDS];
+    for (uint32_t i = 0; i < op->noperands; i++) ops[i] = copy(b, op->operands[i], want);
+    tir_type t = v->type;
+    t.layout = *want;
+    tir_op *n = tir_build_op(b, op->code, op->noperands, ops, 1, &t);
+    n->attr = op->attr;
+    n->loc = op->loc;
+    return n->results[0];
+}
+
+typedef struct remat_ctx {
+    tir_func *f;
+    tir_op *found[1]; /* the walk's find: one conversion at a time, since rewriting moves ops */
+} remat_ctx;
+
+/* Whether op is in the body of a loop, at any depth. */
+static bool in_loop(const tir_op *op) {
+    for (const tir_op *o = op->parent ? op->parent->parent : NULL; o; o = o->parent ? o->parent->parent : NULL)
+        if (o->code == TIR_OP_FOR || o->code == TIR_OP_WHILE) return true;
+    return false;
+}
+
+static void find_one(tir_op *op, void *p) {
+    remat_ctx *c = p;
+    if (c->found[0] || op->code != TIR_OP_CONVERT_LAYOUT || !in_loop(op)) return;
+    const tir_layout *want = &op->results[0]->type.layout;
+    if (want->kind == TIR_LAYOUT_DOT_OP || want->kind == TIR_LAYOUT_SHARED) return;
+    if (cost(op->operands[0], REMAT_CONVERT_MAX_OPS) > REMAT_CONVERT_MAX_OPS) return;
+    c->found[0] = op;
+}
+
+bool lower_remat_converts(tir_module *m, const lower_options *opt, tc_diag *diag) {
+    (void)opt, (void)diag;
+    for (tir_func *f = m->funcs; f; f = f->next) {
+        remat_ctx c = {.f = f};
+        for (;;) {
+            c.found[0] = NULL;
+            tir_walk(f, find_one, &c);
+            tir_op *cv = c.found[0];
+            if (!cv) break;
+            tir_builder b = {.module = m, .func = f, .block = cv->parent, .loc = cv->loc};
+            tir_builder_before(&b, cv);
+            tir_value *fresh = copy(&b, cv->operands[0], &cv->results[0]->type.layout);
+            if (cv->results[0]->name) fresh->name = cv->results[0]->name;
+            tir_replace_all_uses(f, cv->results[0], fresh);
+            tir_op_remove(cv);
+        }
+    }
+    return true;
+}
