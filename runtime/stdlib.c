@@ -721,29 +721,31 @@ trt_status tls_matmul_batched(trt_device *dev, tls_dtype dt, tls_mem a, tls_mem 
 /* The configurations of stdlib/attention.tile's forward by head dim and
  * architecture (rt_attention_config_for: the first row of the head dim
  * whose min_sm the device reaches; the CPU and GPUs before sm_90 take the
- * min_sm 0 rows). Not timed here (no GPU in the session that wrote
- * them): each row starts from what FlashAttention-2 (flash_fwd_launch_
- * template.h: its mma.sync kernels, which are also what it runs on
- * sm_90) and Triton's fused-attention tutorial (v2.1: BLOCK_M 128,
- * BLOCK_N 64 up to head dim 64 and 32 past it, 4 warps, 4 stages up to
- * 64 and 3 past it) choose, moved to the nearest configuration that
- * ptxas -v compiles without spilling today, for f16 and bf16, plain and
- * with CAUSAL, WINDOW and VARLEN (tests/stdlib-no-spills.sh checks each
- * row): at 4 warps the row max and sum of the scores still go through
- * shared memory and the kernel spills from head dim 64 on (attention.
- * tile's header), so those rows take 8 warps, which at BLOCK_M 128 also
- * keep p in registers (16 rows a warp; at BLOCK_M 64 it goes through
- * shared memory). num_stages is Triton's; the compiler lowers it where
- * the K and V rings do not fit the arch's shared memory (sm_86 and
- * sm_89: 99 KB). When 4 warps stop spilling, FA2's and Triton's rows
- * are the ones to time. */
+ * min_sm 0 rows). Not timed (no GPU in the session that wrote them):
+ * each row starts from what FlashAttention-2 (flash_fwd_launch_
+ * template.h, its mma.sync kernels) and Triton's fused-attention
+ * tutorial choose (BLOCK_M 128, BLOCK_N 64 up to head dim 64 and 32 past
+ * it, 4 warps, 4 stages up to 64 and 3 past it; on an H100 8 warps, and 7
+ * stages from head dim 64, else 3), moved to the nearest tile that ptxas
+ * -v compiles without spilling today, for f16 and bf16, plain and with
+ * CAUSAL, WINDOW and VARLEN (tests/stdlib-no-spills.sh checks each row
+ * and prints its figures): at 4 warps the row max and sum of the scores
+ * still go through shared memory and the kernel spills from head dim 64
+ * on (attention.tile's header), so those rows take 8 warps, which at
+ * BLOCK_M 128 also keep p in registers (16 rows a warp; at BLOCK_M 64 it
+ * goes through shared memory). num_stages is Triton's; the compiler
+ * lowers it where the K and V rings do not fit the arch's shared memory
+ * (sm_86 and sm_89: 99 KB; 7 stages of 64 x 128 on sm_90: 6). When 4
+ * warps stop spilling, FA2's and Triton's tiles are the ones to time. */
 static const rt_attention_config attention_configs[] = {
     /* head_dim, min_sm, BLOCK_M, BLOCK_N, num_warps, num_stages */
-    {32, 0, 128, 32, 4, 4},  /* FA2 128 x 128 and Triton 128 x 64 at 4 warps spill 13.8 KB and 88 B today */
-    {64, 0, 128, 32, 8, 4},  /* FA2 128 x 128 w4 and Triton 128 x 64 w4 spill 21 KB and 848 B, 128 x 64 w8 172 B */
-    {128, 90, 64, 64, 8, 3}, /* FA2's (sm_8x, causal) tile; on sm_80 it spills 48 B with CAUSAL, WINDOW and VARLEN */
-    {128, 0, 64, 32, 8, 3},  /* FA2 128 x 64 w4 (A100) and Triton 128 x 32 w4 spill 17 KB and 10 KB, 128 x 32 w8
-                                72 B */
+    {32, 90, 128, 32, 8, 3},  /* Triton's H100 warps and stages */
+    {32, 0, 128, 32, 4, 4},   /* FA2 128 x 128 and Triton 128 x 64 at 4 warps spill 13.8 KB and 88 B today */
+    {64, 90, 128, 32, 8, 7},  /* Triton's H100 warps and stages; 128 x 64 w8 spills 180 B */
+    {64, 0, 128, 32, 8, 4},   /* FA2 128 x 128 w4 and Triton 128 x 64 w4 spill 21 KB and 848 B, 128 x 64 w8 172 B */
+    {128, 90, 64, 64, 8, 7},  /* Triton's H100 warps and stages, FA2's (sm_86, causal) tile */
+    {128, 0, 64, 32, 8, 3},   /* FA2 128 x 64 w4 (A100) and Triton 128 x 32 w4 spill 17 KB and 10 KB, 128 x 32 w8
+                                 72 B; 64 x 64 w8 48 B with CAUSAL, WINDOW and VARLEN */
 };
 
 const rt_attention_config *rt_attention_config_for(int64_t head_dim, int sm) {
