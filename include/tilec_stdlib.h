@@ -23,8 +23,8 @@
  *
  * Shapes are in elements: `rows` rows of `cols` values, each row `stride`
  * elements after the one before (stride >= cols). Storage is f32, f16 or
- * bf16 (tls_dtype), the same for every tensor of a call except mean and
- * rstd, which are always f32; the math is f32. Matrix products
+ * bf16 (tls_dtype), the same for every tensor of a call except mean,
+ * rstd and attention's lse, which are always f32; the math is f32. Matrix products
  * (tls_matmul) take M, N, K and a row and a column stride per matrix
  * instead; attention (tls_attention_fwd) a problem struct and four-dim
  * tensors. docs/stdlib.md has the details, the heuristics and an
