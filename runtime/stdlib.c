@@ -762,6 +762,8 @@ static int device_sm(const call *c) {
     return arch && !strncmp(arch, "sm_", 3) ? atoi(arch + 3) : 0;
 }
 
+static const float ATT_LOG2E = 1.44269504f;
+
 /* One tensor of an attention call: its dims (batch, heads, rows, head
  * dim; with varlen, batch 1 and rows the packed total), their strides in
  * elements (the last 1), and where its bytes lie (check_att_tensor). */
@@ -890,9 +892,9 @@ static trt_status check_problem(const call *c, const tls_attention_problem *p, b
     if ((st = check_range(c, "n_q", p->n_q, 1, TLS_ATTENTION_MAX_SEQ, "")) ||
         (st = check_range(c, "n_kv", p->n_kv, 1, TLS_ATTENTION_MAX_SEQ, "")))
         return st;
-    if (!isfinite(p->scale))
-        return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: scale is %g; it must be finite (0: 1 / sqrt(head_dim))",
-                       c->op, (double)p->scale);
+    if (!isfinite(p->scale * ATT_LOG2E)) /* the kernels' exp2 takes the scores times scale * log2(e), in f32 */
+        return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: scale is %g; it must be finite, and so must scale * "
+                       "log2(e) in f32 (0: 1 / sqrt(head_dim))", c->op, (double)p->scale);
     if (p->window) {
         if ((st = check_range(c, "window_left", p->window_left, -1, INT64_MAX, " (-1: no bound)")) ||
             (st = check_range(c, "window_right", p->window_right, -1, INT64_MAX, " (-1: no bound)")))
@@ -920,86 +922,133 @@ static trt_status check_problem(const call *c, const tls_attention_problem *p, b
     return TRT_OK;
 }
 
+/* What a tensor of an attention call holds, which gives its dims: rows
+ * of the queries (q, o; the backward's dO, dQ), of the keys (k, v; dK,
+ * dV), or one f32 a query row (lse; the backward's row sums). */
+typedef enum { ATT_QUERY_ROWS, ATT_KEY_ROWS, ATT_ROW_VALUES } att_kind;
+
+/* A tensor argument of an attention entry point, for begin_attention. */
+typedef struct att_arg {
+    const char *name;
+    tls_attention_tensor t;
+    att_kind kind;
+    bool output;
+} att_arg;
+
+enum { MAX_ATT_TENSORS = 12 }; /* the backward's nine, and room */
+
+/* What every attention entry point checks before it launches anything:
+ * the device, dtype (f16 or bf16) and options; the problem
+ * (check_problem); each tensor of args against its dims (with varlen, one
+ * batch of the packed rows, every stride_batch 0; f32 row values
+ * contiguous); that each output keeps its elements apart and shares no
+ * byte with another tensor of the call or the varlen offsets. Sets
+ * *varlen. */
+static trt_status begin_attention(call *c, trt_device *dev, const char *op, tls_dtype dt, const tls_options *opt,
+                                  const tls_attention_problem *p, const att_arg *args, size_t n, bool *varlen) {
+    trt_status st;
+    if ((st = begin(c, dev, op, dt, opt))) return st;
+    if (dt == TLS_F32)
+        return rt_fail(dev, TRT_ERR_INVALID_ARGUMENT, "%s: dtype f32: attention takes f16 or bf16 (its products run "
+                       "on the tensor cores; convert f32 inputs first)", op);
+    if (opt && opt->precision != TLS_TF32)
+        return rt_fail(dev, TRT_ERR_INVALID_ARGUMENT, "%s: precision TLS_IEEE is for f32 matrix products", op);
+    if (!p) return rt_fail(dev, TRT_ERR_INVALID_ARGUMENT, "%s: the problem is NULL", op);
+    *varlen = p->cu_q.buffer.handle && p->cu_k.buffer.handle;
+    if ((st = check_problem(c, p, *varlen))) return st;
+    int64_t nb = *varlen ? 1 : p->batch, rq = *varlen ? p->total_q : p->n_q, rk = *varlen ? p->total_kv : p->n_kv;
+    att_tensor t[MAX_ATT_TENSORS + 2];
+    for (size_t i = 0; i < n; i++) {
+        const att_arg *a = &args[i];
+        if (a->kind == ATT_ROW_VALUES && a->t.stride_row != 1)
+            return rt_fail(dev, TRT_ERR_INVALID_ARGUMENT, "%s: %s: stride_row is %lld; it must be 1 (each head's "
+                           "values are contiguous)", op, a->name, (long long)a->t.stride_row);
+        if (*varlen && a->t.stride_batch)
+            return rt_fail(dev, TRT_ERR_INVALID_ARGUMENT, "%s: %s: stride_batch is %lld; with cu_q and cu_k the "
+                           "sequences are packed along the rows and it must be 0", op, a->name,
+                           (long long)a->t.stride_batch);
+        t[i] = a->kind == ATT_QUERY_ROWS ? att_of(a->name, a->t, c->st->size, nb, p->heads, rq, p->head_dim)
+               : a->kind == ATT_KEY_ROWS ? att_of(a->name, a->t, c->st->size, nb, p->kv_heads, rk, p->head_dim)
+                                         : att_of(a->name, a->t, 4, nb, p->heads, rq, 1);
+        if ((st = check_att_tensor(c, &t[i]))) return st;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (args[i].output && dims_overlap(4, t[i].n, t[i].s))
+            return rt_fail(dev, TRT_ERR_INVALID_ARGUMENT, "%s: %s: strides %lld, %lld, %lld, 1 (batch, head, row, "
+                           "column) over %lld x %lld x %lld x %lld put two of its elements at one address", op,
+                           t[i].name, (long long)t[i].s[0], (long long)t[i].s[1], (long long)t[i].s[2],
+                           (long long)t[i].n[0], (long long)t[i].n[1], (long long)t[i].n[2], (long long)t[i].n[3]);
+    /* the varlen offsets, as two more inputs */
+    size_t all = n;
+    const tls_mem cu[2] = {p->cu_q, p->cu_k};
+    for (int i = 0; *varlen && i < 2; i++) {
+        uint64_t base;
+        if ((st = trt_buffer_ptr(dev, cu[i].buffer, &base))) return rt_fail(dev, st, "%s: %s", op, dev->err);
+        t[all] = (att_tensor){.name = i ? "cu_k" : "cu_q", .mem = cu[i]};
+        t[all].begin = base + cu[i].offset, t[all].end = t[all].begin + 4 * (uint64_t)(p->batch + 1);
+        all++;
+    }
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; args[i].output && j < all; j++)
+            if (j != i && (j > i || j >= n || !args[j].output) && (st = check_disjoint(c, &t[i], &t[j]))) return st;
+    return TRT_OK;
+}
+
+/* The kernels' mask arguments: a window of no bound on a side, or one
+ * past every row or key, is the rows' length there (the same mask, and
+ * the kernels' i32 bounds, a row plus the window, stay in range), and no
+ * WINDOW at all when neither side bounds anything; the scale, 0 meaning
+ * 1 / sqrt(head_dim). */
+typedef struct att_mask {
+    bool window;
+    int64_t left, right; /* 0 without window */
+    float scale;
+} att_mask;
+
+static att_mask attention_mask(const tls_attention_problem *p) {
+    int64_t left = p->window_left < 0 || p->window_left > p->n_q ? p->n_q : p->window_left;
+    int64_t right = p->window_right < 0 || p->window_right > p->n_kv ? p->n_kv : p->window_right;
+    att_mask m = {.window = p->window && (left < p->n_q || right < p->n_kv),
+                  .scale = p->scale != 0 ? p->scale : 1.0f / sqrtf((float)p->head_dim)};
+    if (m.window) m.left = left, m.right = right;
+    return m;
+}
+
 trt_status tls_attention_fwd(trt_device *dev, tls_dtype dt, const tls_attention_problem *p, tls_attention_tensor q,
                              tls_attention_tensor k, tls_attention_tensor v, tls_attention_tensor o,
                              tls_attention_tensor lse, const tls_options *opt) {
     call c;
     trt_status st;
-    if ((st = begin(&c, dev, "tls_attention_fwd", dt, opt))) return st;
-    if (dt == TLS_F32)
-        return rt_fail(dev, TRT_ERR_INVALID_ARGUMENT, "%s: dtype f32: attention takes f16 or bf16 (its products run "
-                       "on the tensor cores; convert f32 inputs first)", c.op);
-    if (opt && opt->precision != TLS_TF32)
-        return rt_fail(dev, TRT_ERR_INVALID_ARGUMENT, "%s: precision TLS_IEEE is for f32 matrix products", c.op);
-    if (!p) return rt_fail(dev, TRT_ERR_INVALID_ARGUMENT, "%s: the problem is NULL", c.op);
-    bool varlen = p->cu_q.buffer.handle && p->cu_k.buffer.handle;
-    if ((st = check_problem(&c, p, varlen))) return st;
-    /* the tensors' dims: with varlen, one batch of the packed rows */
-    int64_t nb = varlen ? 1 : p->batch, rq = varlen ? p->total_q : p->n_q, rk = varlen ? p->total_kv : p->n_kv;
-    att_tensor t[5] = {att_of("q", q, c.st->size, nb, p->heads, rq, p->head_dim),
-                       att_of("k", k, c.st->size, nb, p->kv_heads, rk, p->head_dim),
-                       att_of("v", v, c.st->size, nb, p->kv_heads, rk, p->head_dim),
-                       att_of("o", o, c.st->size, nb, p->heads, rq, p->head_dim),
-                       att_of("lse", lse, 4, nb, p->heads, rq, 1)}; /* one f32 a row */
-    if (lse.stride_row != 1)
-        return rt_fail(dev, TRT_ERR_INVALID_ARGUMENT, "%s: lse: stride_row is %lld; it must be 1 (each head's "
-                       "log-sum-exps are contiguous)", c.op, (long long)lse.stride_row);
-    for (int i = 0; i < 5; i++) {
-        if (varlen && t[i].s[0])
-            return rt_fail(dev, TRT_ERR_INVALID_ARGUMENT, "%s: %s: stride_batch is %lld; with cu_q and cu_k the "
-                           "sequences are packed along the rows and it must be 0", c.op, t[i].name,
-                           (long long)t[i].s[0]);
-        if ((st = check_att_tensor(&c, &t[i]))) return st;
-    }
-    /* o and lse keep their elements apart, and share no byte with each
-     * other or an input (the varlen offsets included) */
-    for (int i = 3; i < 5; i++)
-        if (dims_overlap(4, t[i].n, t[i].s))
-            return rt_fail(dev, TRT_ERR_INVALID_ARGUMENT, "%s: %s: strides %lld, %lld, %lld, 1 (batch, head, row, "
-                           "column) over %lld x %lld x %lld x %lld put two of its elements at one address", c.op,
-                           t[i].name, (long long)t[i].s[0], (long long)t[i].s[1], (long long)t[i].s[2],
-                           (long long)t[i].n[0], (long long)t[i].n[1], (long long)t[i].n[2], (long long)t[i].n[3]);
-    att_tensor cu[2] = {{.name = "cu_q", .mem = p->cu_q}, {.name = "cu_k", .mem = p->cu_k}};
-    for (int i = 0; varlen && i < 2; i++) {
-        uint64_t base;
-        if ((st = trt_buffer_ptr(dev, cu[i].mem.buffer, &base)))
-            return rt_fail(dev, st, "%s: %s: %s", c.op, cu[i].name, dev->err);
-        cu[i].begin = base + cu[i].mem.offset, cu[i].end = cu[i].begin + 4 * (uint64_t)(p->batch + 1);
-    }
-    const att_tensor *ins[] = {&t[0], &t[1], &t[2], &cu[0], &cu[1]};
-    if ((st = check_disjoint(&c, &t[3], &t[4]))) return st;
-    for (size_t i = 0; i < sizeof ins / sizeof ins[0]; i++)
-        if ((st = check_disjoint(&c, &t[3], ins[i])) || (st = check_disjoint(&c, &t[4], ins[i]))) return st;
-    /* the configuration; a window of no bound on a side, or one past every
-     * row or key, is the rows' length there: the same mask, and the
-     * kernel's i32 bounds (row + window) stay in range */
+    bool varlen = false;
+    const att_arg args[] = {{"q", q, ATT_QUERY_ROWS, false}, {"k", k, ATT_KEY_ROWS, false},
+                            {"v", v, ATT_KEY_ROWS, false},   {"o", o, ATT_QUERY_ROWS, true},
+                            {"lse", lse, ATT_ROW_VALUES, true}};
+    if ((st = begin_attention(&c, dev, "tls_attention_fwd", dt, opt, p, args, sizeof args / sizeof args[0], &varlen)))
+        return st;
     const rt_attention_config *cfg = rt_attention_config_for(p->head_dim, device_sm(&c));
-    int64_t left = p->window_left < 0 || p->window_left > p->n_q ? p->n_q : p->window_left;
-    int64_t right = p->window_right < 0 || p->window_right > p->n_kv ? p->n_kv : p->window_right;
-    bool window = p->window && (left < p->n_q || right < p->n_kv);
-    float scale = p->scale != 0 ? p->scale : 1.0f / sqrtf((float)p->head_dim);
+    att_mask m = attention_mask(p);
     tilec_define defs[] = {{"BLOCK_M", cfg->block_m}, {"BLOCK_N", cfg->block_n}, {"HEAD_DIM", cfg->head_dim},
-                           {"CAUSAL", p->causal},     {"WINDOW", window},        {"VARLEN", varlen}};
+                           {"CAUSAL", p->causal},     {"WINDOW", m.window},      {"VARLEN", varlen}};
     char name[MAX_KERNEL_NAME], spec[128];
     snprintf(name, sizeof name, "attention_fwd_%s", c.st->suffix);
     snprintf(spec, sizeof spec, "HEAD_DIM %d, BLOCK_M %d, BLOCK_N %d%s%s%s", cfg->head_dim, cfg->block_m,
-             cfg->block_n, p->causal ? ", CAUSAL" : "", window ? ", WINDOW" : "", varlen ? ", VARLEN" : "");
+             cfg->block_n, p->causal ? ", CAUSAL" : "", m.window ? ", WINDOW" : "", varlen ? ", VARLEN" : "");
     int warps = main_warps(&c) ? main_warps(&c) : cfg->num_warps;
     trt_kernel *kern;
     if ((st = kernel_with(&c, "stdlib/attention.tile", name, defs, sizeof defs / sizeof defs[0], warps,
                           cfg->num_stages, spec, &kern)))
         return st;
     tls_mem cuq = varlen ? p->cu_q : lse.mem, cuk = varlen ? p->cu_k : lse.mem; /* without varlen, not read */
-    trt_arg args[] = {arg_mem(q.mem),          arg_mem(k.mem),          arg_mem(v.mem),
-                      arg_mem(o.mem),          arg_mem(lse.mem),        arg_mem(cuq),
-                      arg_mem(cuk),            trt_int(p->n_q),         trt_int(p->n_kv),
-                      trt_int(p->heads / p->kv_heads), trt_int(q.stride_batch), trt_int(q.stride_head),
-                      trt_int(q.stride_row),   trt_int(k.stride_batch), trt_int(k.stride_head),
-                      trt_int(k.stride_row),   trt_int(v.stride_batch), trt_int(v.stride_head),
-                      trt_int(v.stride_row),   trt_int(o.stride_batch), trt_int(o.stride_head),
-                      trt_int(o.stride_row),   trt_int(lse.stride_batch), trt_int(lse.stride_head),
-                      trt_float(scale),        trt_int(window ? left : 0), trt_int(window ? right : 0)};
-    return launch_grid(&c, kern, cdiv(p->n_q, cfg->block_m), p->heads, p->batch, args, sizeof args / sizeof args[0]);
+    trt_arg a[] = {arg_mem(q.mem),          arg_mem(k.mem),          arg_mem(v.mem),
+                   arg_mem(o.mem),          arg_mem(lse.mem),        arg_mem(cuq),
+                   arg_mem(cuk),            trt_int(p->n_q),         trt_int(p->n_kv),
+                   trt_int(p->heads / p->kv_heads), trt_int(q.stride_batch), trt_int(q.stride_head),
+                   trt_int(q.stride_row),   trt_int(k.stride_batch), trt_int(k.stride_head),
+                   trt_int(k.stride_row),   trt_int(v.stride_batch), trt_int(v.stride_head),
+                   trt_int(v.stride_row),   trt_int(o.stride_batch), trt_int(o.stride_head),
+                   trt_int(o.stride_row),   trt_int(lse.stride_batch), trt_int(lse.stride_head),
+                   trt_float(m.scale),      trt_int(m.left),         trt_int(m.right)};
+    return launch_grid(&c, kern, cdiv(p->n_q, cfg->block_m), p->heads, p->batch, a, sizeof a / sizeof a[0]);
 }
 
 size_t tls_num_modules(const trt_device *dev) {

@@ -371,6 +371,7 @@ static void test_attention_misuse(void **state) {
     WITH(n_kv, (int64_t)TLS_ATTENTION_MAX_SEQ + 1, "n_kv is 1073741697");
     WITH(scale, NAN, "scale is nan; it must be finite");
     WITH(scale, INFINITY, "scale is inf");
+    WITH(scale, 3e38f, "so must scale * log2(e) in f32");
     WITH(window_left, 5, "window_left 5 and window_right 0 without window");
     WITH(window_right, -2, "window_right -2 without window");
     p = good, p.window = true, p.window_left = -2;
