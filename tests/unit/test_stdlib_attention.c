@@ -270,6 +270,9 @@ static void test_attention(void **state) {
          .right = 3, .lay = BHSD_PADDED},
         {.dt = &bf16, .batch = 1, .heads = 2, .kv_heads = 1, .n_q = 67, .n_kv = 80, .d = 64, .window = true, .left = 9,
          .right = -1, .scale = -0.1f, .lay = BSHD},
+        /* a bound past every key is none (the call clamps it: the kernel's i32 row + window would wrap) */
+        {.dt = &f16, .batch = 1, .heads = 1, .kv_heads = 1, .n_q = 70, .n_kv = 70, .d = 32, .window = true,
+         .left = 6, .right = INT32_MAX, .lay = BSHD},
         /* varlen: sequences of 0 and 1 query rows, one of 0 keys (its rows see none) */
         {.dt = &f16, .batch = 4, .heads = 4, .kv_heads = 2, .d = 64, .causal = true, .lay = BSHD, .varlen = true,
          .lens_q = {37, 0, 1, 20}, .lens_kv = {50, 7, 1, 0}},
