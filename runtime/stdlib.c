@@ -735,7 +735,7 @@ trt_status tls_matmul_batched(trt_device *dev, tls_dtype dt, tls_mem a, tls_mem 
  * BLOCK_M 128 also keep p in registers (16 rows a warp; at BLOCK_M 64 it
  * goes through shared memory). num_stages is Triton's; the compiler
  * lowers it where the K and V rings do not fit the arch's shared memory
- * (sm_86 and sm_89: 99 KB; 7 stages of 64 x 128 on sm_90: 6). When 4
+ * (sm_86 and sm_89: 99 KB; at head dim 128 on sm_90, 6 of the 7). When 4
  * warps stop spilling, FA2's and Triton's tiles are the ones to time. */
 static const rt_attention_config attention_configs[] = {
     /* head_dim, min_sm, BLOCK_M, BLOCK_N, num_warps, num_stages */
@@ -762,7 +762,7 @@ static int device_sm(const call *c) {
     return arch && !strncmp(arch, "sm_", 3) ? atoi(arch + 3) : 0;
 }
 
-static const float ATT_LOG2E = 1.44269504f;
+static const float ATT_LOG2E = 1.44269504f; /* the kernels scale the scores by scale * log2(e), in f32 */
 
 /* One tensor of an attention call: its dims (batch, heads, rows, head
  * dim; with varlen, batch 1 and rows the packed total), their strides in
@@ -892,7 +892,7 @@ static trt_status check_problem(const call *c, const tls_attention_problem *p, b
     if ((st = check_range(c, "n_q", p->n_q, 1, TLS_ATTENTION_MAX_SEQ, "")) ||
         (st = check_range(c, "n_kv", p->n_kv, 1, TLS_ATTENTION_MAX_SEQ, "")))
         return st;
-    if (!isfinite(p->scale * ATT_LOG2E)) /* the kernels' exp2 takes the scores times scale * log2(e), in f32 */
+    if (!isfinite(p->scale * ATT_LOG2E))
         return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: scale is %g; it must be finite, and so must scale * "
                        "log2(e) in f32 (0: 1 / sqrt(head_dim))", c->op, (double)p->scale);
     if (p->window) {
