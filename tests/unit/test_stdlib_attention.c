@@ -6,8 +6,9 @@
  *
  *   test_stdlib_attention cpu|cuda|emu
  *
- * Shapes: f16 and bf16; head dims 32, 64 and 128 (each row of
- * runtime/stdlib.c's attention_configs); causal or not; sliding windows,
+ * Shapes: f16 and bf16; head dims 32, 64 and 128 (the rows of
+ * runtime/stdlib.c's attention_configs the CPU and the emulator take, and
+ * head dim 32 at the sm_90 row's 8 warps); causal or not; sliding windows,
  * one-sided (-1) and one that leaves rows no key; grouped-query and
  * multi-query heads; n of 1, 17, primes past the blocks, n_q != n_kv;
  * FlashAttention's (batch, row, head, d) layout, (batch, head, row, d)
@@ -147,6 +148,7 @@ typedef struct att_case {
     layout lay;
     int lens_q[4], lens_kv[4]; /* with varlen: the batch's lengths */
     bool varlen;
+    int warps; /* tls_options.num_warps: 0, the table's */
 } att_case;
 
 /* Strides of a [batch, heads, rows, d] tensor (rows the packed total
@@ -168,9 +170,9 @@ static bool sees(const att_case *c, int64_t i, int64_t j) {
 static void run_attention(const att_case *c) {
     const dtype *dt = c->dt;
     char what[200];
-    snprintf(what, sizeof what, "attention %s d=%d batch %d heads %d/%d n %d/%d%s%s %d %d%s, %s", dt->name, c->d,
-             c->batch, c->heads, c->kv_heads, c->n_q, c->n_kv, c->causal ? " causal" : "", c->window ? " window" : "",
-             c->left, c->right, c->varlen ? " varlen" : "", layout_names[c->lay]);
+    snprintf(what, sizeof what, "attention %s d=%d batch %d heads %d/%d n %d/%d%s%s %d %d%s, %s, warps %d", dt->name,
+             c->d, c->batch, c->heads, c->kv_heads, c->n_q, c->n_kv, c->causal ? " causal" : "",
+             c->window ? " window" : "", c->left, c->right, c->varlen ? " varlen" : "", layout_names[c->lay], c->warps);
     int32_t cu_q[5] = {0}, cu_k[5] = {0};
     int max_q = c->n_q, max_kv = c->n_kv;
     if (c->varlen) {
@@ -209,10 +211,11 @@ static void run_attention(const att_case *c) {
         p.cu_q = tls_mem_at(cq.buf, cq.off), p.cu_k = tls_mem_at(ck.buf, ck.off), p.total_q = rq, p.total_kv = rk;
     }
     size_t modules = tls_num_modules(dev);
-    OK(tls_attention_fwd(dev, dt->id, &p, arg(&q), arg(&k), arg(&v), arg(&o), arg(&lse), NULL));
+    const tls_options opt = {.num_warps = c->warps};
+    OK(tls_attention_fwd(dev, dt->id, &p, arg(&q), arg(&k), arg(&v), arg(&o), arg(&lse), &opt));
     fetch(&o, what), fetch(&lse, what);
     size_t after = tls_num_modules(dev); /* the same call again compiles nothing */
-    OK(tls_attention_fwd(dev, dt->id, &p, arg(&q), arg(&k), arg(&v), arg(&o), arg(&lse), NULL));
+    OK(tls_attention_fwd(dev, dt->id, &p, arg(&q), arg(&k), arg(&v), arg(&o), arg(&lse), &opt));
     assert_true(after <= modules + 1);
     assert_int_equal(tls_num_modules(dev), after);
     double scale = c->scale != 0 ? c->scale : 1 / sqrt((double)(float)c->d), tol = 8 * dt->u;
@@ -270,6 +273,9 @@ static void test_attention(void **state) {
          .right = 3, .lay = BHSD_PADDED},
         {.dt = &bf16, .batch = 1, .heads = 2, .kv_heads = 1, .n_q = 67, .n_kv = 80, .d = 64, .window = true, .left = 9,
          .right = -1, .scale = -0.1f, .lay = BSHD},
+        /* head dim 32 at the sm_90 row's 8 warps (the CPU and the emulator take the sm_80 rows) */
+        {.dt = &bf16, .batch = 2, .heads = 2, .kv_heads = 1, .n_q = 150, .n_kv = 61, .d = 32, .causal = true,
+         .lay = BHSD_PADDED, .warps = 8},
         /* a bound past every key is none (the call clamps it: the kernel's i32 row + window would wrap) */
         {.dt = &f16, .batch = 1, .heads = 1, .kv_heads = 1, .n_q = 70, .n_kv = 70, .d = 32, .window = true,
          .left = 6, .right = INT32_MAX, .lay = BSHD},
