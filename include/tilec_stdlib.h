@@ -23,14 +23,16 @@
  *
  * Shapes are in elements: `rows` rows of `cols` values, each row `stride`
  * elements after the one before (stride >= cols). Storage is f32, f16 or
- * bf16 (tls_dtype), the same for every tensor of a call except mean and
- * rstd, which are always f32; the math is f32. Matrix products
+ * bf16 (tls_dtype), the same for every tensor of a call except mean,
+ * rstd and attention's lse, which are always f32; the math is f32. Matrix products
  * (tls_matmul) take M, N, K and a row and a column stride per matrix
- * instead. docs/stdlib.md has the details, the heuristics and an
+ * instead; attention (tls_attention_fwd) a problem struct and four-dim
+ * tensors. docs/stdlib.md has the details, the heuristics and an
  * example. */
 #ifndef TILEC_STDLIB_H
 #define TILEC_STDLIB_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -169,6 +171,63 @@ TILEC_API trt_status tls_matmul_batched(trt_device *dev, tls_dtype dt, tls_mem a
                                         int64_t stride_ak, int64_t stride_bb, int64_t stride_bk, int64_t stride_bn,
                                         int64_t stride_cb, int64_t stride_cm, int64_t stride_cn,
                                         const tls_options *opt);
+
+/* ---- flash attention ------------------------------------------------------ */
+
+/* What the attention kernels take (stdlib/attention.tile; docs/stdlib.md,
+ * "Flash attention"): query and key rows a sequence up to 2^30 - 128 (the
+ * kernel's row indices are i32, and a window's bounds reach a block past
+ * both); heads and batch on the grid's axes 1 and 2, whose limit is
+ * 65535. */
+#define TLS_ATTENTION_MAX_SEQ 1073741696
+#define TLS_ATTENTION_MAX_HEADS 65535
+#define TLS_ATTENTION_MAX_BATCH 65535
+
+/* The problem tls_attention_fwd computes (and the backward, with the same
+ * struct, differentiates): softmax(scale * q . k^T + mask) . v per batch
+ * and head, f32 sums, the storage f16 or bf16. Zero-initialize it and set
+ * what applies: the zeros are no mask, the default scale, equal lengths. */
+typedef struct tls_attention_problem {
+    int64_t batch;            /* sequences, 1 to TLS_ATTENTION_MAX_BATCH */
+    int64_t heads, kv_heads;  /* query heads, 1 to TLS_ATTENTION_MAX_HEADS, a multiple of kv_heads: query head h
+                                 reads key/value head h / (heads / kv_heads) (grouped-query; kv_heads 1:
+                                 multi-query; = heads: multi-head) */
+    int64_t n_q, n_kv;        /* query and key rows of each sequence (with cu_q: the longest's), >= 1 */
+    int64_t head_dim;         /* 32, 64 or 128 (pad q, k and v with zero columns to the next) */
+    float scale;              /* the scores' factor; 0: 1 / sqrt(head_dim) */
+    bool causal;              /* query row i sees key j only if j <= i (both counted from the sequence's start) */
+    bool window;              /* a sliding window: query row i sees keys i - window_left to i + window_right */
+    int64_t window_left, window_right; /* with window: >= 0, or -1 for no bound on that side; without: 0 or -1 */
+    /* Variable-length batches: cu_q and cu_k hold batch + 1 i32 row offsets each (cumulative lengths,
+     * nondecreasing, from >= 0), sequence b being rows cu_q[b] to cu_q[b + 1] - 1 of q and o, cu_k[b] to
+     * cu_k[b + 1] - 1 of k and v, all sequences packed along the rows (the tensors' stride_batch 0).
+     * Both buffer handles 0: no varlen. total_q and total_kv: the rows of the packed tensors (cu_q[batch],
+     * cu_k[batch] or more; 0 without varlen). */
+    tls_mem cu_q, cu_k;
+    int64_t total_q, total_kv;
+} tls_attention_problem;
+
+/* A tensor of the call: element (b, h, i, d) (batch, head, row, head-dim
+ * column) at b * stride_batch + h * stride_head + i * stride_row + d
+ * elements past mem, the head dim contiguous; strides >= 0. lse is f32
+ * with stride_row 1. */
+typedef struct tls_attention_tensor {
+    tls_mem mem;
+    int64_t stride_batch, stride_head, stride_row;
+} tls_attention_tensor;
+
+/* o = softmax(scale * q . k^T, masked) . v and lse, each row's natural
+ * log-sum-exp of its scaled, masked scores (for the backward): q and o
+ * [batch, heads, n_q, head_dim], k and v [batch, kv_heads, n_kv, head_dim],
+ * lse [batch, heads, n_q]; with cu_q and cu_k, q and o [total_q, heads,
+ * head_dim], k and v [total_kv, kv_heads, head_dim] and lse [heads,
+ * total_q] (the batch dims gone, their strides 0). A row that sees no key
+ * gets o 0 and lse -inf. o and lse must not overlap each other or an
+ * input. On the GPU the values of cu_q and cu_k are not checked (reading
+ * them would wait for the GPU); on the CPU and the emulator they are. */
+TILEC_API trt_status tls_attention_fwd(trt_device *dev, tls_dtype dt, const tls_attention_problem *p,
+                                       tls_attention_tensor q, tls_attention_tensor k, tls_attention_tensor v,
+                                       tls_attention_tensor o, tls_attention_tensor lse, const tls_options *opt);
 
 /* How many stdlib modules the device holds: one per stdlib file and
  * specialization (BLOCK, num_warps) used so far, kept until trt_close.

@@ -28,4 +28,15 @@ typedef struct rt_matmul_config {
 } rt_matmul_config;
 const rt_matmul_config *rt_matmul_config_for(int64_t M, int64_t N, int64_t batch, int sms, bool fma);
 
+/* A row of the configuration table of stdlib/attention.tile's forward
+ * (runtime/stdlib.c's attention_configs): for head_dim on a GPU of
+ * compute capability sm (90 for "sm_90"; 0: not a GPU, or unknown), the
+ * first row of that head_dim whose min_sm <= sm. */
+typedef struct rt_attention_config {
+    int head_dim, min_sm;
+    int block_m, block_n, num_warps, num_stages;
+} rt_attention_config;
+/* NULL for a head_dim the table does not have. */
+const rt_attention_config *rt_attention_config_for(int64_t head_dim, int sm);
+
 #endif

@@ -4,7 +4,10 @@
 # also at the row widths the bench times (BLOCK below; ALIGN 1 and 8),
 # and stdlib/matmul.tile at each tile configuration runtime/stdlib.c picks
 # from, for sm_80 and sm_90, fused epilogues included, whose ptxas -v
-# figures for sm_90 it prints as a table (scripts/gpu-check.sh shows it). Exits 77 (skipped) without ptxas.
+# figures for sm_90 it prints as a table (scripts/gpu-check.sh shows it),
+# and stdlib/attention.tile's forward at each row of attention_configs
+# tls_attention_fwd takes on sm_80 and sm_90, also tabulated. Exits 77
+# (skipped) without ptxas.
 set -u
 tilec=$1
 root=$2
@@ -118,6 +121,49 @@ for cfg in $configs $ieee_configs; do
     done
   done
 done
+# stdlib/attention.tile at the row of attention_configs in runtime/stdlib.c
+# that tls_attention_fwd takes for each head dim on sm_80 and on sm_90 (the
+# first row of the head dim whose min_sm the arch reaches; the columns:
+# head_dim, min_sm, BLOCK_M, BLOCK_N, num_warps, num_stages), plain and with
+# CAUSAL, WINDOW and VARLEN all on (the most registers), f16 and bf16 in
+# one compile; its ptxas -v figures in a table of their own.
+att_rows=$(rows_of attention_configs)
+[ -n "$att_rows" ] || { echo "FAIL: no attention_configs rows found in runtime/stdlib.c"; fail=1; }
+att_table=()
+for arch in sm_80 sm_90; do
+  sm=${arch#sm_}
+  for d in 32 64 128; do
+    row=$(awk -F, -v d="$d" -v sm="$sm" '$1 == d && $2 <= sm {print; exit}' <<<"$att_rows")
+    [ -n "$row" ] || { echo "FAIL: attention_configs has no row for head dim $d on $arch"; fail=1; continue; }
+    IFS=, read -r _ _ bm bn warps stages <<<"$row"
+    for flags in "0 0 0" "1 1 1"; do
+      read -r causal window varlen <<<"$flags"
+      what="D$d ${bm}x${bn} w$warps s$stages $arch"
+      [ "$flags" = "1 1 1" ] && what="$what causal window varlen"
+      if ! "$tilec" "$root/stdlib/attention.tile" -D "HEAD_DIM=$d" -D "BLOCK_M=$bm" -D "BLOCK_N=$bn" -D "CAUSAL=$causal" \
+           -D "WINDOW=$window" -D "VARLEN=$varlen" --num-warps="$warps" --num-stages="$stages" --arch="$arch" -v \
+           -o "$tmp/k.cubin" >"$tmp/log" 2>&1; then
+        echo "FAIL: attention.tile ($what) does not compile:"; cat "$tmp/log"; fail=1; continue
+      fi
+      sed -n 's/^kernel @\([A-Za-z0-9_]*\)(.*dynamic_smem(\([0-9]*\)).*/\1 \2/p' "$tmp/k.cubin.tir" >"$tmp/dyn" 2>/dev/null
+      att_table+=("$(awk -v what="$what" '
+        FILENAME == ARGV[1] {dyn[$1] = $2; next}
+        /Function properties for/ {k=$NF; st=0; ld=0}
+        /spill stores/ {st=$5; ld=$9}
+        /Used [0-9]+ registers/ {r=0; sm=0
+          for (i = 1; i <= NF; i++) { if ($i ~ /^registers/) r=$(i-1); if ($i == "smem") sm=$(i-2) }
+          printf "%-20s %-44s %9s %10s %9s %12s %11s\n", k, what, r, sm, (k in dyn) ? dyn[k] : 0, st, ld}' "$tmp/dyn" "$tmp/log")")
+      bad=$(awk '/Function properties for/ {k=$NF} /spill stores/ {if ($5 != 0 || $9 != 0) print k ": " $0}' "$tmp/log")
+      checked=$((checked + $(grep -c "Function properties for" "$tmp/log")))
+      if [ -n "$bad" ]; then echo "FAIL: attention.tile ($what) spills:"; echo "$bad"; fail=1; fi
+    done
+  done
+done
+if [ ${#att_table[@]} -gt 0 ]; then
+  echo "== stdlib attention forward, ptxas -v at the rows of attention_configs (bytes)"
+  printf '%-20s %-44s %9s %10s %9s %12s %11s\n' kernel configuration registers smem dyn-smem spill-stores spill-loads
+  printf '%s\n' "${att_table[@]}"
+fi
 if [ ${#table[@]} -gt 0 ]; then
   echo "== stdlib matmul, ptxas -v for sm_90 (bytes; layouts A B C: 1 rows contiguous, 2 columns, 0 any)"
   printf '%-16s %-32s %9s %10s %9s %12s %11s\n' kernel configuration registers smem dyn-smem spill-stores spill-loads

@@ -1,6 +1,7 @@
 /* The stdlib matmul's choice of tile configuration (runtime/stdlib.c,
  * rt_matmul_config_for): by the shape's minimums, and on a GPU the largest
- * tile whose count fills the multiprocessors. */
+ * tile whose count fills the multiprocessors; flash attention's
+ * (rt_attention_config_for): by head dim and arch. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -68,6 +69,27 @@ static void test_huge_shapes_do_not_overflow(void **state) {
     assert_int_equal(tile(INT64_C(1) << 40, INT64_C(1) << 40, INT64_C(1) << 40, H100_SMS), 128);
 }
 
+/* Every head dim the call takes has a row for every arch, sm_90 its own
+ * at head dim 128; others have none. */
+static void test_attention_rows_by_head_dim_and_arch(void **state) {
+    (void)state;
+    const int dims[] = {32, 64, 128}, sms[] = {0, 80, 86, 89, 90, 100};
+    for (int d = 0; d < 3; d++)
+        for (int s = 0; s < 6; s++) {
+            const rt_attention_config *c = rt_attention_config_for(dims[d], sms[s]);
+            assert_non_null(c);
+            assert_int_equal(c->head_dim, dims[d]);
+            assert_true(c->min_sm <= sms[s]);
+            assert_true(c->block_m >= 16 * (c->num_warps < 4 ? c->num_warps : 4)); /* an mma row block a warp */
+        }
+    assert_int_equal(rt_attention_config_for(128, 90)->block_n, 64);
+    assert_int_equal(rt_attention_config_for(128, 89)->block_n, 32);
+    assert_ptr_equal(rt_attention_config_for(128, 0), rt_attention_config_for(128, 80));
+    assert_null(rt_attention_config_for(16, 90));
+    assert_null(rt_attention_config_for(80, 80));
+    assert_null(rt_attention_config_for(256, 90));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_large_products_take_the_largest_tile),
@@ -75,6 +97,7 @@ int main(void) {
         cmocka_unit_test(test_the_shape_minimums_hold),
         cmocka_unit_test(test_tiles_fill_the_multiprocessors),
         cmocka_unit_test(test_huge_shapes_do_not_overflow),
+        cmocka_unit_test(test_attention_rows_by_head_dim_and_arch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
