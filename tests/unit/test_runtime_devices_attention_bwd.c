@@ -430,13 +430,14 @@ static void test_backward(void **state) {
          .mask = {.window = true, .left = 20, .right = 5}},
         {.dt = bf16, .heads = 4, .q_per_kv = 2, .n_q = 100, .n_kv = 90,
          .mask = {.causal = true, .window = true, .left = 30}},
-        /* batches padded to the longest; packed ones with sequences of length 0 and 1 (and no keys at all) */
+        /* batches padded to the longest; packed ones with sequences of length 0 and 1: queries without keys
+         * (dq 0), keys without queries (dk, dv 0) */
         {.dt = f16, .heads = 2, .q_per_kv = 1, .batch = 2, .lens_q = {70, 33}, .lens_kv = {40, 65}},
         {.dt = f16, .heads = 2, .q_per_kv = 1, .batch = 2, .mask = causal, .lens_q = {70, 33}, .lens_kv = {40, 65},
          .pad = 8},
         {.dt = f16, .heads = 4, .q_per_kv = 2, .batch = 3, .varlen = true, .lens_q = {1, 0, 70}, .lens_kv = {1, 0, 45}},
-        {.dt = bf16, .heads = 2, .q_per_kv = 1, .batch = 3, .varlen = true, .mask = causal, .lens_q = {20, 5, 1},
-         .lens_kv = {70, 0, 1}},
+        {.dt = bf16, .heads = 2, .q_per_kv = 1, .batch = 3, .varlen = true, .mask = causal, .lens_q = {20, 5, 0},
+         .lens_kv = {70, 0, 30}},
         /* head dims 32 and 128 */
         {.dt = f16, .heads = 2, .q_per_kv = 1, .n_q = 67, .n_kv = 50, .mask = causal, .d = 32},
         {.dt = bf16, .heads = 2, .q_per_kv = 1, .n_q = 67, .n_kv = 50, .d = 128},
