@@ -3,23 +3,28 @@
  * three kernels (delta = rowsum(dO o O), then dK and dV, then dQ) run in
  * order on random q, k, v and dO (q in [-4, 4], the others in [-1, 1]),
  * with O and lse from a float64 forward on the host (O rounded to the
- * storage type, lse to f32, as the forward writes them), the outputs
- * poisoned (NaN) before the run, and compared with the float64 gradient
- * of the float64 reference; elements outside the outputs' rows (padding,
- * masked tails) must keep their poison. Cases: N = 1, 17, 67 (a prime
- * above the block), Nq != Nkv, head dims 32, 64 and 128, causal or not,
- * sliding windows (one leaving rows no key: lse -inf, zero gradients),
- * grouped-query and multi-query heads, batches padded to the longest and
- * packed (varlen) with sequences of length 0 and 1, f16 and bf16, and
- * padded rows with the gradients and delta in layouts of their own.
+ * storage type, lse to f32, as the forward writes them) or, in two cases,
+ * from the forward kernel (what the backward reads is what the forward
+ * writes, lse -inf included), the outputs poisoned (NaN) before the run,
+ * and compared with the float64 gradient of the float64 reference;
+ * elements outside the outputs' rows (padding, masked tails) must keep
+ * their poison. Cases: N = 1, 17, 67 (a prime above the block), Nq !=
+ * Nkv, head dims 32, 64 and 128, causal or not, sliding windows (one
+ * leaving rows no key: lse -inf, zero gradients), grouped-query and
+ * multi-query heads, batches padded to the longest and packed (varlen)
+ * with sequences of length 0 and 1, f16 and bf16, padded rows with the
+ * gradients and delta in layouts of their own, and each kernel at the
+ * configuration for its head dim (bwd_config) and at others.
  *
  * Tolerance. Each gradient is a sum of products whose kernel's factors are
  * rounded to the storage type once or twice (p and dS before their dots;
  * O before delta = rowsum(dO o O); the result), so the error is bounded by
  * a few units u of the storage's roundoff (2^-11 for f16, 2^-8 for bf16)
  * times the sum of the terms' magnitudes, which the reference computes
- * beside each gradient (for dQ: scale sum_j p_ij (|dO_i|.|v_j| +
- * |dO_i|.|O_i|) |k_jd|): |err| <= 8 u mag + n s, where n is the number
+ * beside each gradient (for dQ: scale sum_j p_ij (|dO_i|.|v_j| + |dO_i|.
+ * sum_l p_il |v_l|) |k_jd|, the second term bounding delta's error from
+ * O's, which is relative to the magnitude of O's terms when the forward
+ * kernel computed it): |err| <= 8 u mag + n s, where n is the number
  * of terms (keys for dQ, rows of the grouped heads for dK and dV) and s =
  * 2^-22 for f16 (p and dS below 2^-14 round to f16's subnormals, spaced
  * 2^-24, times a factor up to 4 (q), with room) and 0 for bf16 (f32's
@@ -69,12 +74,14 @@ static void ref_head(const attn_mask *mask, int lq, int lk, int D, double scale,
             if (sees(mask, i, j, lk)) l += exp(p[j] - m);
         for (int j = 0; j < lk; j++) p[j] = sees(mask, i, j, lk) ? exp(p[j] - m) / l : 0;
         lse[i] = l > 0 ? m + log(l) : -INFINITY;
+        /* adl bounds delta's error from an O rounded, or computed by the
+         * forward kernel, with an error relative to its terms' magnitude */
         double dl = 0, adl = 0;
         for (int d = 0; d < D; d++) {
-            double od = 0;
-            for (int j = 0; j < lk; j++) od += p[j] * v[(size_t)j * D + d];
+            double od = 0, aod = 0;
+            for (int j = 0; j < lk; j++) od += p[j] * v[(size_t)j * D + d], aod += p[j] * fabs(v[(size_t)j * D + d]);
             o[(size_t)i * D + d] = od;
-            dl += gi[d] * od, adl += fabs(gi[d] * od);
+            dl += gi[d] * od, adl += fabs(gi[d]) * aod;
         }
         delta[i] = dl;
         for (int j = 0; j < lk; j++) {
@@ -178,6 +185,7 @@ typedef struct bwd_case {
     int d;             /* head dim (0: 64) */
     int block_m, block_n, warps; /* for dK/dV and dQ; 0: bwd_config's */
     int pad;           /* elements after each row's D; with pad, the gradients (batch, head, row, d) */
+    bool forward;      /* O and lse from the forward kernel (stdlib/attention.tile), not the host */
 } bwd_case;
 
 /* The configurations the backward runs at by head dim (BLOCK_M, BLOCK_N,
@@ -302,6 +310,34 @@ static void run_backward(const bwd_case *t) {
                 lse[li] = (float)rlse[i];
             }
         }
+    }
+    if (t->forward) {
+        /* the forward kernel's O and lse, as a caller of both passes has them */
+        void *fo = alloc_poison(es * lq_.n);
+        float *fl = alloc_poison(sizeof(float) * nl);
+        trt_buffer fq = upload(hq, es * lq_.n), fk = upload(hk, es * lk_.n), fv = upload(hv, es * lk_.n),
+                   fob = upload(fo, es * lq_.n), flb = upload(fl, sizeof(float) * nl), fcq = upload(cu_q, sizeof cu_q),
+                   fck = upload(cu_k, sizeof cu_k);
+        trt_arg fargs[] = {trt_buf(fq), trt_buf(fk), trt_buf(fv), trt_buf(fob), trt_buf(flb), trt_buf(fcq), trt_buf(fck),
+                           trt_int(max_q), trt_int(max_kv), trt_int(t->q_per_kv),
+                           trt_int(lq_.sb), trt_int(lq_.sh), trt_int(lq_.sm), trt_int(lk_.sb), trt_int(lk_.sh),
+                           trt_int(lk_.sm), trt_int(lk_.sb), trt_int(lk_.sh), trt_int(lk_.sm), trt_int(lq_.sb),
+                           trt_int(lq_.sh), trt_int(lq_.sm), trt_int(slb), trt_int(slh), trt_float(scale),
+                           trt_int(t->mask.left), trt_int(t->mask.right)};
+        tilec_define fdefs[] = {{"BLOCK_M", 64}, {"BLOCK_N", 64}, {"CAUSAL", t->mask.causal},
+                                {"WINDOW", t->mask.window}, {"VARLEN", t->varlen}, {"HEAD_DIM", D}};
+        char name[64];
+        snprintf(name, sizeof name, "attention_fwd_%s", dt->name);
+        prog p;
+        trt_kernel *kern = compile_file_with(&p, "stdlib/attention.tile", name, fdefs, sizeof fdefs / sizeof fdefs[0],
+                                             D > 64 ? 8 : 4); /* as its test: 4 warps spill at 128 */
+        launch(kern, cdiv(max_q, 64), (uint32_t)t->heads, (uint32_t)nb, fargs, sizeof fargs / sizeof fargs[0]);
+        drop(&p);
+        download(fob, ho, es * lq_.n);
+        download(flb, lse, sizeof(float) * nl);
+        trt_buffer fbufs[] = {fq, fk, fv, fcq, fck};
+        for (size_t i = 0; i < sizeof fbufs / sizeof fbufs[0]; i++) OK(trt_free(dev, fbufs[i]));
+        free(fo), free(fl);
     }
     trt_buffer bq = upload(hq, es * lq_.n), bk = upload(hk, es * lk_.n), bv = upload(hv, es * lk_.n),
                bo = upload(ho, es * lq_.n), bdo = upload(hdo, es * lq_.n), bl = upload(lse, sizeof(float) * nl),
@@ -448,6 +484,12 @@ static void test_backward(void **state) {
          .warps = 4},
         {.dt = bf16, .heads = 2, .q_per_kv = 1, .n_q = 67, .n_kv = 90,
          .mask = {.window = true, .left = 10, .right = 20}, .warps = 4},
+        /* O and lse from the forward kernel: what the backward reads is what the forward writes (rows 90 on
+         * of the first batch see no key: lse -inf) */
+        {.dt = f16, .heads = 4, .q_per_kv = 2, .batch = 2, .varlen = true, .lens_q = {100, 30}, .lens_kv = {70, 40},
+         .mask = {.window = true, .left = 20, .right = 3}, .forward = true},
+        {.dt = bf16, .heads = 2, .q_per_kv = 1, .n_q = 67, .n_kv = 100, .mask = causal, .d = 128, .pad = 8,
+         .forward = true},
         /* padded rows; the gradients and delta in layouts of their own */
         {.dt = f16, .heads = 4, .q_per_kv = 2, .n_q = 67, .n_kv = 50, .mask = causal, .pad = 8},
         {.dt = bf16, .heads = 2, .q_per_kv = 1, .batch = 2, .varlen = true, .lens_q = {30, 17}, .lens_kv = {17, 40},
