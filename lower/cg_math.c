@@ -140,7 +140,13 @@ void gen_approx(cg *c, const tir_op *op) {
     /* rcp: the .ftz form is the one NVVM has for f32 (a subnormal
      * reciprocal flushes to 0, which sigmoid's 1 / (1 + e) only reaches
      * for e > 2^126); unlike IEEE division it has no slow path, whose
-     * calls made the GELU epilogue spill (issue 19) */
+     * calls made the GELU epilogue spill (issue 19). ex2 keeps
+     * subnormal results, which costs a compare and two multiplies around
+     * each MUFU.EX2 (3 of about 13 instructions a score in attention's
+     * loop, bench/sass_attention.py); the .ftz form, as Triton's exp2,
+     * drops them, but made the stdlib matmul's GELU epilogue at 128x128 on
+     * 4 warps spill (ptxas schedules its MUFUs closer together), so it
+     * waits for a way to ask for it per kernel (issue 20's note) */
     static const char *const f32_names[] = {"llvm.nvvm.ex2.approx.f", "llvm.nvvm.lg2.approx.f", "llvm.nvvm.sin.approx.f",
                                             "llvm.nvvm.cos.approx.f", "llvm.nvvm.rsqrt.approx.f",
                                             "llvm.nvvm.rcp.approx.ftz.f"};

@@ -244,6 +244,12 @@ static LLVMValueRef run_count(cg *c, const tir_value *m, uint32_t r, uint32_t ve
         LLVMValueRef a_less = LLVMBuildICmp(c->b, LLVMIntULT, a, b, "");
         return op->code == TIR_OP_AND ? LLVMBuildSelect(c->b, a_less, a, b, "") : LLVMBuildSelect(c->b, a_less, b, a, "");
     }
+    case TIR_OP_PERMUTE:
+        /* a permute that only renames registers (stage_operands' turned
+         * rings: the copy's runs are its operand's runs along its last
+         * dim, gen_async_copy's runs_of) has its operand's run counts */
+        if (move_scratch(op)) return NULL;
+        return run_count(c, op->operands[0], r, vec, depth + 1);
     case TIR_OP_BROADCAST: {
         const tir_value *x = op->operands[0];
         if (x->type.shape[x->type.rank - 1] != m->type.shape[m->type.rank - 1] ||

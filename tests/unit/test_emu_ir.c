@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -617,6 +618,58 @@ static void test_rcp_approx_ftz(void **state) {
     emu_module_free(m);
 }
 
+/* ex2.approx.ftz.f32 (llvm.nvvm.ex2.approx.ftz.f, the f32 exp2 codegen
+ * emits), by the PTX ISA's description of ex2: "ex2.approx.f32 implements
+ * a fast approximation to 2^a", maximum relative error 2^-22 across the
+ * full range; ".ftz: subnormal inputs and results are flushed to
+ * sign-preserving zero"; 2^-Inf is +0, 2^+-0 is 1 (a subnormal input is
+ * a zero, so 1 too), 2^+Inf is +Inf, 2^NaN is NaN. Results below 2^-126
+ * (inputs below -126) are subnormal: +0. */
+static void test_ex2_approx_ftz(void **state) {
+    (void)state;
+    enum { N = 32 };
+    const float in[N] = {0.0f, -0.0f, 1.0f, -1.0f, 0.5f, -0.5f, 10.25f, -10.25f, 127.0f, 127.99f, 128.0f,
+                         -126.0f, -126.5f, -130.0f, -149.0f, -200.0f, 0x1p-140f /* subnormal */, -0x1p-130f,
+                         INFINITY, -INFINITY, NAN, 3.3f, -77.7f, 0.001f, 1e-10f, 100.0f, -100.0f, 64.0f, -0.75f,
+                         20.0f, -125.9f, 0x1p-126f};
+    float got[N];
+    for (int i = 0; i < N; i++) got[i] = 12345.678f;
+    static char ir[4096];
+    snprintf(ir, sizeof ir,
+             "%sdeclare float @llvm.nvvm.ex2.approx.ftz.f(float)\n"
+             "define void @k(ptr addrspace(1) %%x, ptr addrspace(1) %%out) {\n"
+             "  %%t = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()\n"
+             "  %%p = getelementptr float, ptr addrspace(1) %%x, i32 %%t\n"
+             "  %%v = load float, ptr addrspace(1) %%p, align 4\n"
+             "  %%r = call float @llvm.nvvm.ex2.approx.ftz.f(float %%v)\n"
+             "  %%q = getelementptr float, ptr addrspace(1) %%out, i32 %%t\n"
+             "  store float %%r, ptr addrspace(1) %%q, align 4\n"
+             "  ret void\n}\n",
+             header);
+    annotate(ir, sizeof ir, N);
+    emu_module *m = load(ir);
+    emu_buffer bufs[2] = {{(void *)in, sizeof in}, {got, sizeof got}};
+    char err[ERR];
+    if (run1(m, bufs, 2, err) != EMU_OK) fail_msg("%s", err);
+    for (int i = 0; i < N; i++) {
+        float x = in[i], y = got[i];
+        if (isnan(x)) {
+            if (!isnan(y)) fail_msg("ex2(NaN) = %a, want NaN", (double)y);
+            continue;
+        }
+        bool sub_in = x != 0 && fabsf(x) < 0x1p-126f;
+        double want = sub_in ? 1.0 : exp2((double)x);
+        if (want != 0 && want < 0x1p-126) want = 0.0; /* a subnormal result flushes (2^a is positive) */
+        if (want > FLT_MAX) want = INFINITY;           /* past f32's range */
+        if (isinf(want) || want == 0 || want == 1) {
+            if ((double)y != want || signbit(y)) fail_msg("ex2(%a) = %a, want %a", (double)x, (double)y, want);
+            continue;
+        }
+        if (fabs((double)y - want) > ldexp(want, -22)) fail_msg("ex2(%a) = %a, want %a within 2^-22", (double)x, (double)y, want);
+    }
+    emu_module_free(m);
+}
+
 /* ---- what the emulator must refuse ---------------------------------------------- */
 
 /* @k's body (with %t the thread id and %out a 32-float buffer) run on 32
@@ -841,6 +894,7 @@ int main(void) {
         cmocka_unit_test(test_shuffles_follow_ptx),
         cmocka_unit_test(test_f2tf32_and_predicated_asm),
         cmocka_unit_test(test_rcp_approx_ftz),
+        cmocka_unit_test(test_ex2_approx_ftz),
         cmocka_unit_test(test_errors_are_reported),
         cmocka_unit_test(test_shared_memory_races),
         cmocka_unit_test(test_dynamic_shared_array),
