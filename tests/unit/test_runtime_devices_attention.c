@@ -3,7 +3,8 @@
  * window or not, one that leaves some rows no key; grouped-query heads;
  * query and key lengths that are not multiples of the blocks; batch, head
  * and row strides of FlashAttention's (batch, row, head, d) layout;
- * batches padded to the longest, and packed (varlen). Inputs are random (q in [-4, 4], k and v in [-1,
+ * batches padded to the longest, and packed (varlen); strides promised
+ * aligned (ALIGNED) or not. Inputs are random (q in [-4, 4], k and v in [-1,
  * 1]); the reference computes the softmax in float64. Tolerance: O is
  * rounded to the storage type and so is p before the second dot (2^-11
  * relative for f16, 2^-8 for bf16, each term): |err| <= 8 u (1 + |o|),
@@ -30,6 +31,7 @@ typedef struct attn_case {
     bool varlen;       /* the batches packed along the rows (cu_q, cu_k) */
     int lens_q[3], lens_kv[3];
     int d, warps;      /* head dim (0: 64) and num_warps (0: 4, p in registers) */
+    bool aligned;      /* ALIGNED: the strides (multiples of 8 here, all of them) promised so */
 } attn_case;
 
 /* Whether query row i sees key j of a sequence of n_kv keys. */
@@ -61,12 +63,12 @@ static void run_forward(const attn_case *t) {
     for (size_t i = 0; i < nq; i++) dt->put(hq, i, 4 * unit_rand());
     for (size_t i = 0; i < nk; i++) dt->put(hk, i, unit_rand()), dt->put(hv, i, unit_rand());
     memset(ho, 0xff, es * nq); /* NaN */
-    tilec_define defs[6] = {{"BLOCK_M", BLOCK}, {"BLOCK_N", BLOCK}, {"CAUSAL", t->causal}, {"WINDOW", t->window},
-                            {"VARLEN", t->varlen}, {"HEAD_DIM", D}};
+    tilec_define defs[7] = {{"BLOCK_M", BLOCK}, {"BLOCK_N", BLOCK}, {"CAUSAL", t->causal}, {"WINDOW", t->window},
+                            {"VARLEN", t->varlen}, {"HEAD_DIM", D}, {"ALIGNED", t->aligned}};
     char name[64];
     snprintf(name, sizeof name, "attention_fwd_%s", dt->name);
     prog p;
-    trt_kernel *k = compile_file_with(&p, "stdlib/attention.tile", name, defs, 6, t->warps ? t->warps : 4);
+    trt_kernel *k = compile_file_with(&p, "stdlib/attention.tile", name, defs, 7, t->warps ? t->warps : 4);
     trt_buffer bq = upload(hq, es * nq), bk = upload(hk, es * nk), bv = upload(hv, es * nk), bo = upload(ho, es * nq),
                bl = upload(lse, sizeof(float) * nl), bcq = upload(cu_q, sizeof cu_q), bck = upload(cu_k, sizeof cu_k);
     double scale = 1 / sqrt((double)D);
@@ -131,25 +133,27 @@ static void test_forward(void **state) {
         /* tails in both lengths */
         {.dt = f16, .heads = 3, .q_per_kv = 1, .n_q = 100, .n_kv = 77},
         /* whole blocks, more keys than queries */
-        {.dt = f16, .heads = 2, .q_per_kv = 1, .n_q = 128, .n_kv = 192},
+        {.dt = f16, .heads = 2, .q_per_kv = 1, .n_q = 128, .n_kv = 192, .aligned = true},
         {.dt = f16, .heads = 3, .q_per_kv = 1, .n_q = 100, .n_kv = 100, .causal = true},
         {.dt = bf16, .heads = 2, .q_per_kv = 1, .n_q = 100, .n_kv = 77},
-        {.dt = bf16, .heads = 2, .q_per_kv = 1, .n_q = 130, .n_kv = 130, .causal = true},
+        {.dt = bf16, .heads = 2, .q_per_kv = 1, .n_q = 130, .n_kv = 130, .causal = true, .aligned = true},
         /* grouped-query: 3 query heads a key/value head; multi-query */
         {.dt = f16, .heads = 6, .q_per_kv = 3, .n_q = 70, .n_kv = 90},
         {.dt = f16, .heads = 4, .q_per_kv = 4, .n_q = 70, .n_kv = 90, .causal = true},
         /* sliding windows; one past the keys: rows from 80 on see none */
         {.dt = f16, .heads = 2, .q_per_kv = 1, .n_q = 150, .n_kv = 140, .window = true, .left = 40, .right = 9},
-        {.dt = f16, .heads = 2, .q_per_kv = 1, .n_q = 150, .n_kv = 60, .window = true, .left = 20, .right = 5},
+        {.dt = f16, .heads = 2, .q_per_kv = 1, .n_q = 150, .n_kv = 60, .window = true, .left = 20, .right = 5,
+         .aligned = true},
         {.dt = f16, .heads = 2, .q_per_kv = 2, .n_q = 150, .n_kv = 120, .causal = true, .window = true, .left = 70},
         /* batches of the longest lengths (lens_q/kv give them), and packed ones of their own lengths */
         {.dt = f16, .heads = 2, .q_per_kv = 1, .batch = 3, .lens_q = {70, 100, 33}, .lens_kv = {90, 40, 65}},
         {.dt = f16, .heads = 4, .q_per_kv = 2, .batch = 3, .varlen = true, .lens_q = {70, 100, 33},
          .lens_kv = {90, 40, 65}},
         {.dt = bf16, .heads = 2, .q_per_kv = 1, .causal = true, .batch = 2, .varlen = true, .lens_q = {130, 20},
-         .lens_kv = {130, 20}},
-        /* head dims 32 and 128 (at 8 warps: at 4 it spills 1.3 KB, p then goes through shared memory) */
-        {.dt = f16, .heads = 2, .q_per_kv = 1, .n_q = 100, .n_kv = 77, .causal = true, .d = 32},
+         .lens_kv = {130, 20}, .aligned = true},
+        /* head dims 32 and 128 (at 8 warps p goes through shared memory: 64 rows do not cover 8 warps of 16) */
+        {.dt = f16, .heads = 2, .q_per_kv = 1, .n_q = 100, .n_kv = 77, .causal = true, .d = 32, .aligned = true},
+        {.dt = f16, .heads = 2, .q_per_kv = 1, .n_q = 100, .n_kv = 77, .d = 128, .aligned = true},
         {.dt = bf16, .heads = 2, .q_per_kv = 1, .n_q = 100, .n_kv = 77, .d = 128, .warps = 8},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_forward(&cases[i]);
