@@ -186,6 +186,7 @@ typedef struct bwd_case {
     int block_m, block_n, warps; /* for dK/dV and dQ; 0: bwd_config's */
     int pad;           /* elements after each row's D; with pad, the gradients (batch, head, row, d) */
     bool forward;      /* O and lse from the forward kernel (stdlib/attention.tile), not the host */
+    bool aligned;      /* ALIGNED: every stride promised a multiple of 8 elements (true of the cases given it) */
 } bwd_case;
 
 /* The configurations the backward runs at by head dim (BLOCK_M, BLOCK_N,
@@ -359,7 +360,8 @@ static void run_backward(const bwd_case *t) {
         if (k > 0 && t->block_n) c.block_n = t->block_n;
         if (k > 0 && t->warps) c.warps = t->warps;
         tilec_define defs[] = {{"BLOCK_M", c.block_m}, {"BLOCK_N", c.block_n}, {"CAUSAL", t->mask.causal},
-                               {"WINDOW", t->mask.window}, {"VARLEN", t->varlen}, {"HEAD_DIM", D}};
+                               {"WINDOW", t->mask.window}, {"VARLEN", t->varlen}, {"HEAD_DIM", D},
+                               {"ALIGNED", t->aligned}};
         char name[64];
         snprintf(name, sizeof name, "attention_bwd_%s_%s", pass[k], dt->name);
         prog p;
@@ -470,7 +472,7 @@ static void test_backward(void **state) {
          * (dq 0), keys without queries (dk, dv 0) */
         {.dt = f16, .heads = 2, .q_per_kv = 1, .batch = 2, .lens_q = {70, 33}, .lens_kv = {40, 65}},
         {.dt = f16, .heads = 2, .q_per_kv = 1, .batch = 2, .mask = causal, .lens_q = {70, 33}, .lens_kv = {40, 65},
-         .pad = 8},
+         .pad = 8, .aligned = true},
         {.dt = f16, .heads = 4, .q_per_kv = 2, .batch = 3, .varlen = true, .lens_q = {1, 0, 70}, .lens_kv = {1, 0, 45}},
         {.dt = bf16, .heads = 2, .q_per_kv = 1, .batch = 3, .varlen = true, .mask = causal, .lens_q = {20, 5, 0},
          .lens_kv = {70, 0, 30}},
@@ -491,9 +493,9 @@ static void test_backward(void **state) {
         {.dt = bf16, .heads = 2, .q_per_kv = 1, .n_q = 67, .n_kv = 100, .mask = causal, .d = 128, .pad = 8,
          .forward = true},
         /* padded rows; the gradients and delta in layouts of their own */
-        {.dt = f16, .heads = 4, .q_per_kv = 2, .n_q = 67, .n_kv = 50, .mask = causal, .pad = 8},
+        {.dt = f16, .heads = 4, .q_per_kv = 2, .n_q = 67, .n_kv = 50, .mask = causal, .pad = 8, .aligned = true},
         {.dt = bf16, .heads = 2, .q_per_kv = 1, .batch = 2, .varlen = true, .lens_q = {30, 17}, .lens_kv = {17, 40},
-         .pad = 24},
+         .pad = 24, .aligned = true},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_backward(&cases[i]);
 }
