@@ -67,7 +67,8 @@ done
 # wide_warps. The fused epilogues (HAS_BIAS with ACTIVATION none, ReLU and
 # GELU) at the fast path's layouts, EVEN and masked; everything for sm_80
 # and sm_90 (the table below prints sm_90's).
-rows_of() { sed -n "/ $1\[\] = {/,/^};/p" "$root/runtime/stdlib.c" | grep -o '^ *{[0-9, ]*}' | tr -d '{ }'; }
+# rows_of TABLE [FILE]: the rows of a table of runtime/FILE (stdlib.c)
+rows_of() { sed -n "/ $1\[\] = {/,/^};/p" "$root/runtime/${2:-stdlib.c}" | grep -o '^ *{[0-9, ]*}' | tr -d '{ }'; }
 configs=$(rows_of matmul_configs | sed 's/^/mma,/')
 ieee_configs=$(rows_of matmul_ieee_configs | sed 's/^/fma,/')
 [ -n "$configs" ] || { echo "FAIL: no matmul_configs rows found in runtime/stdlib.c"; fail=1; }
@@ -121,14 +122,14 @@ for cfg in $configs $ieee_configs; do
     done
   done
 done
-# stdlib/attention.tile at the row of attention_configs in runtime/stdlib.c
+# stdlib/attention.tile at the row of attention_configs in runtime/stdlib_attention.c
 # that tls_attention_fwd takes for each head dim on sm_80 and on sm_90 (the
 # first row of the head dim whose min_sm the arch reaches; the columns:
 # head_dim, min_sm, BLOCK_M, BLOCK_N, num_warps, num_stages), plain and with
 # CAUSAL, WINDOW and VARLEN all on (the most registers), f16 and bf16 in
 # one compile; its ptxas -v figures in a table of their own.
-att_rows=$(rows_of attention_configs)
-[ -n "$att_rows" ] || { echo "FAIL: no attention_configs rows found in runtime/stdlib.c"; fail=1; }
+att_rows=$(rows_of attention_configs stdlib_attention.c)
+[ -n "$att_rows" ] || { echo "FAIL: no attention_configs rows found in runtime/stdlib_attention.c"; fail=1; }
 att_table=()
 for arch in sm_80 sm_90; do
   sm=${arch#sm_}

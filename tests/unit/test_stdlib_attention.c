@@ -7,8 +7,8 @@
  *   test_stdlib_attention cpu|cuda|emu
  *
  * Shapes: f16 and bf16; head dims 32, 64 and 128 (the rows of
- * runtime/stdlib.c's attention_configs the CPU and the emulator take, and
- * head dim 32 at the sm_90 row's 8 warps); causal or not; sliding windows,
+ * runtime/stdlib_attention.c's attention_configs the CPU and the
+ * emulator take, and head dim 32 at the sm_90 row's 8 warps); causal or not; sliding windows,
  * one-sided (-1) and one that leaves rows no key; grouped-query and
  * multi-query heads; n of 1, 17, primes past the blocks, n_q != n_kv;
  * FlashAttention's (batch, row, head, d) layout, (batch, head, row, d)
