@@ -14,6 +14,7 @@
  * and launches cdiv(n_q, BLOCK_M) programs along axis 0, the heads along
  * axis 1 and the batch along axis 2. Messages start with the entry
  * point's name. */
+#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +57,45 @@ static const rt_attention_config attention_configs[] = {
 const rt_attention_config *rt_attention_config_for(int64_t head_dim, int sm) {
     for (size_t i = 0; i < sizeof attention_configs / sizeof attention_configs[0]; i++)
         if (attention_configs[i].head_dim == head_dim && sm >= attention_configs[i].min_sm) return &attention_configs[i];
+    return NULL;
+}
+
+/* The configurations of stdlib/attention_bwd.tile by head dim and
+ * architecture, looked up as the forward's (rt_attention_bwd_config_for;
+ * the CPU and the emulator take the min_sm 0 rows, sm_80's): BLOCK_M
+ * (query rows a step of dK/dV, a program of dQ), BLOCK_N (keys a program
+ * of dK/dV, a step of dQ), num_warps and num_stages for dK/dV's kernel
+ * and for dQ's, whose module also holds the pre-pass (delta, BLOCK_M rows
+ * a program): two modules a specialization, not three. Not timed (no GPU
+ * in the session that wrote them): the kernel header's suggestions, the
+ * largest blocks at which ptxas -v spills nothing on sm_80 and sm_90 at
+ * Triton's 3 stages, plain and with CAUSAL, WINDOW and VARLEN
+ * (tests/stdlib-no-spills.sh checks each row for the arch that takes it
+ * and prints its figures), moved where they spilled: dK/dV at head dim
+ * 128 on 32 x 64 spills 8 bytes on sm_80 (not on sm_90), so sm_80 takes
+ * 16 x 64 (32 x 32 spills nothing either; 16 x 64 keeps 64 keys a
+ * program, as the other rows and Triton's small query step, large key
+ * block). sm_86 and sm_89 have 99 KB of shared memory: their rows ask 2
+ * stages where 3 do not fit. The compiler would lower the depth itself,
+ * but dK/dV so lowered spills (252 B at head dim 64, 276 B at 128) where
+ * the same kernel asked for 2 stages does not. Triton's tutorial runs
+ * BLOCK 32 x 128 for dK/dV and 128 x 32 for dQ at 8 warps (FA2: 64 x 128
+ * at 8 warps up to head dim 128 on an A100); here those spill today. */
+static const rt_attention_bwd_config attention_bwd_configs[] = {
+    /* head_dim, min_sm, dK/dV {BLOCK_M, BLOCK_N, num_warps, num_stages}, dQ {the same} */
+    {32, 0, {64, 64, 8, 3}, {64, 64, 4, 3}},
+    {64, 90, {64, 64, 8, 3}, {64, 64, 4, 3}},
+    {64, 86, {64, 64, 8, 2}, {64, 64, 4, 3}},  /* 99 KB: dK/dV's 104 KB at 3 stages do not fit */
+    {64, 0, {64, 64, 8, 3}, {64, 64, 4, 3}},
+    {128, 90, {32, 64, 8, 3}, {64, 32, 8, 3}},
+    {128, 86, {32, 64, 8, 2}, {64, 32, 8, 2}}, /* 99 KB: 120 KB and 108 KB at 3 stages do not fit */
+    {128, 0, {16, 64, 8, 3}, {64, 32, 8, 3}},  /* 32 x 64 spills 8 B on sm_80 */
+};
+
+const rt_attention_bwd_config *rt_attention_bwd_config_for(int64_t head_dim, int sm) {
+    for (size_t i = 0; i < sizeof attention_bwd_configs / sizeof attention_bwd_configs[0]; i++)
+        if (attention_bwd_configs[i].head_dim == head_dim && sm >= attention_bwd_configs[i].min_sm)
+            return &attention_bwd_configs[i];
     return NULL;
 }
 
@@ -230,8 +270,10 @@ static trt_status check_problem(const sl_call *c, const tls_attention_problem *p
 
 /* What a tensor of an attention call holds, which gives its dims: rows
  * of the queries (q, o; the backward's dO, dQ), of the keys (k, v; dK,
- * dV), or one f32 a query row (lse; the backward's row sums). */
-typedef enum { ATT_QUERY_ROWS, ATT_KEY_ROWS, ATT_ROW_VALUES } att_kind;
+ * dV), or one f32 a query row (lse), or the backward's workspace (delta,
+ * one f32 a query row in lse's dims, contiguous: checked against
+ * tls_attention_bwd_workspace's size). */
+typedef enum { ATT_QUERY_ROWS, ATT_KEY_ROWS, ATT_ROW_VALUES, ATT_WORKSPACE } att_kind;
 
 /* A tensor argument of an attention entry point, for begin_attention. */
 typedef struct att_arg {
@@ -241,7 +283,41 @@ typedef struct att_arg {
     bool output;
 } att_arg;
 
-enum { MAX_ATT_TENSORS = 12 }; /* the backward's nine, and room */
+enum { MAX_ATT_TENSORS = 12 }; /* the backward's nine and its workspace, and room */
+
+/* Where the backward's delta lies in the workspace: f32 in lse's dims
+ * (batch, heads, rows; with varlen one batch of total_q rows), each
+ * head's rows contiguous, and its bytes; refused where they overflow. */
+typedef struct att_delta {
+    int64_t stride_batch, stride_head;
+    uint64_t bytes;
+} att_delta;
+
+static trt_status delta_layout(const sl_call *c, const tls_attention_problem *p, bool varlen, att_delta *d) {
+    uint64_t nb = varlen ? 1 : (uint64_t)p->batch, rows = (uint64_t)(varlen ? p->total_q : p->n_q);
+    uint64_t heads = (uint64_t)p->heads; /* batch and heads up to 65535 (checked): nb * heads below 2^32 */
+    if (rows && nb * heads > (uint64_t)INT64_MAX / 4 / rows)
+        return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: the workspace would hold %llu x %llu x %llu f32 values, "
+                       "more than memory can", c->op, (unsigned long long)nb, (unsigned long long)heads,
+                       (unsigned long long)rows);
+    d->stride_head = (int64_t)rows;
+    d->stride_batch = varlen ? 0 : (int64_t)(heads * rows);
+    d->bytes = 4 * nb * heads * rows;
+    return TRT_OK;
+}
+
+/* That the workspace's buffer holds `bytes` past its offset, said in the
+ * workspace's terms (a buffer that is not the device's is left to
+ * check_att_tensor). */
+static trt_status check_workspace(const sl_call *c, tls_mem ws, uint64_t bytes) {
+    size_t have;
+    if (rt_buffer_size(c->d, ws.buffer, &have) != TRT_OK) return TRT_OK;
+    if (ws.offset > have || bytes > have - ws.offset)
+        return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: workspace: the buffer holds %zu bytes; from offset %zu "
+                       "the call needs %llu (tls_attention_bwd_workspace)", c->op, have, ws.offset,
+                       (unsigned long long)bytes);
+    return TRT_OK;
+}
 
 /* What every attention entry point checks before it launches anything:
  * the device, dtype (f16 or bf16) and options; the problem
@@ -264,18 +340,25 @@ static trt_status begin_attention(sl_call *c, trt_device *dev, const char *op, t
     if ((st = check_problem(c, p, *varlen))) return st;
     int64_t nb = *varlen ? 1 : p->batch, rq = *varlen ? p->total_q : p->n_q, rk = *varlen ? p->total_kv : p->n_kv;
     att_tensor t[MAX_ATT_TENSORS + 2];
+    assert(n <= MAX_ATT_TENSORS);
     for (size_t i = 0; i < n; i++) {
         const att_arg *a = &args[i];
-        if (a->kind == ATT_ROW_VALUES && a->t.stride_row != 1)
+        tls_attention_tensor at = a->t;
+        if (a->kind == ATT_WORKSPACE) { /* its strides are the call's */
+            att_delta d = {0};
+            if ((st = delta_layout(c, p, *varlen, &d)) || (st = check_workspace(c, at.mem, d.bytes))) return st;
+            at.stride_batch = d.stride_batch, at.stride_head = d.stride_head, at.stride_row = 1;
+        }
+        if (a->kind == ATT_ROW_VALUES && at.stride_row != 1)
             return rt_fail(dev, TRT_ERR_INVALID_ARGUMENT, "%s: %s: stride_row is %lld; it must be 1 (each head's "
-                           "values are contiguous)", op, a->name, (long long)a->t.stride_row);
-        if (*varlen && a->t.stride_batch)
+                           "values are contiguous)", op, a->name, (long long)at.stride_row);
+        if (*varlen && at.stride_batch)
             return rt_fail(dev, TRT_ERR_INVALID_ARGUMENT, "%s: %s: stride_batch is %lld; with cu_q and cu_k the "
                            "sequences are packed along the rows and it must be 0", op, a->name,
-                           (long long)a->t.stride_batch);
-        t[i] = a->kind == ATT_QUERY_ROWS ? att_of(a->name, a->t, c->st->size, nb, p->heads, rq, p->head_dim)
-               : a->kind == ATT_KEY_ROWS ? att_of(a->name, a->t, c->st->size, nb, p->kv_heads, rk, p->head_dim)
-                                         : att_of(a->name, a->t, 4, nb, p->heads, rq, 1);
+                           (long long)at.stride_batch);
+        t[i] = a->kind == ATT_QUERY_ROWS ? att_of(a->name, at, c->st->size, nb, p->heads, rq, p->head_dim)
+               : a->kind == ATT_KEY_ROWS ? att_of(a->name, at, c->st->size, nb, p->kv_heads, rk, p->head_dim)
+                                         : att_of(a->name, at, 4, nb, p->heads, rq, 1);
         if ((st = check_att_tensor(c, &t[i]))) return st;
     }
     for (size_t i = 0; i < n; i++)
@@ -355,4 +438,82 @@ trt_status tls_attention_fwd(trt_device *dev, tls_dtype dt, const tls_attention_
                    trt_int(o.stride_row),   trt_int(lse.stride_batch), trt_int(lse.stride_head),
                    trt_float(m.scale),      trt_int(m.left),         trt_int(m.right)};
     return sl_launch_grid(&c, kern, sl_cdiv(p->n_q, cfg->block_m), p->heads, p->batch, a, sizeof a / sizeof a[0]);
+}
+
+trt_status tls_attention_bwd_workspace(trt_device *dev, const tls_attention_problem *p, size_t *bytes) {
+    sl_call c;
+    trt_status st;
+    bool varlen = false;
+    att_delta d = {0};
+    if (bytes) *bytes = 0;
+    if ((st = begin_attention(&c, dev, "tls_attention_bwd_workspace", TLS_F16, NULL, p, NULL, 0, &varlen)))
+        return st;
+    if (!bytes) return rt_fail(dev, TRT_ERR_INVALID_ARGUMENT, "tls_attention_bwd_workspace: bytes is NULL");
+    if ((st = delta_layout(&c, p, varlen, &d))) return st;
+    if (d.bytes > SIZE_MAX)
+        return rt_fail(dev, TRT_ERR_INVALID_ARGUMENT, "tls_attention_bwd_workspace: %llu bytes do not fit a size_t",
+                       (unsigned long long)d.bytes);
+    *bytes = (size_t)d.bytes;
+    return TRT_OK;
+}
+
+trt_status tls_attention_bwd(trt_device *dev, tls_dtype dt, const tls_attention_problem *p, tls_attention_tensor q,
+                             tls_attention_tensor k, tls_attention_tensor v, tls_attention_tensor o,
+                             tls_attention_tensor d_o, tls_attention_tensor lse, tls_attention_tensor dq,
+                             tls_attention_tensor dk, tls_attention_tensor dv, tls_mem workspace,
+                             const tls_options *opt) {
+    static const char *const op = "tls_attention_bwd";
+    sl_call c;
+    trt_status st;
+    bool varlen = false;
+    att_delta d = {0};
+    tls_attention_tensor delta = {workspace, 0, 0, 1}; /* its strides: begin_attention's, delta_layout's */
+    const att_arg args[] = {{"q", q, ATT_QUERY_ROWS, false},       {"k", k, ATT_KEY_ROWS, false},
+                            {"v", v, ATT_KEY_ROWS, false},         {"o", o, ATT_QUERY_ROWS, false},
+                            {"d_o", d_o, ATT_QUERY_ROWS, false},   {"lse", lse, ATT_ROW_VALUES, false},
+                            {"dq", dq, ATT_QUERY_ROWS, true},      {"dk", dk, ATT_KEY_ROWS, true},
+                            {"dv", dv, ATT_KEY_ROWS, true},        {"workspace", delta, ATT_WORKSPACE, true}};
+    if ((st = begin_attention(&c, dev, op, dt, opt, p, args, sizeof args / sizeof args[0], &varlen)) ||
+        (st = delta_layout(&c, p, varlen, &d)))
+        return st;
+    const rt_attention_bwd_config *cfg = rt_attention_bwd_config_for(p->head_dim, device_sm(&c));
+    int64_t q_per_kv = p->heads / p->kv_heads;
+    /* dK/dV's program walks (query head, query block) pairs in one loop, counted in i32 */
+    int64_t pairs = q_per_kv * sl_cdiv(p->n_q, cfg->dkdv.block_m);
+    if (pairs > INT32_MAX)
+        return rt_fail(dev, TRT_ERR_INVALID_ARGUMENT, "%s: heads / kv_heads (%lld) times n_q's blocks of %d rows "
+                       "(%lld) is %lld, past the dK/dV kernel's i32 loop count (%d)", op, (long long)q_per_kv,
+                       cfg->dkdv.block_m, (long long)sl_cdiv(p->n_q, cfg->dkdv.block_m), (long long)pairs, INT32_MAX);
+    att_mask m = attention_mask(p);
+    /* the kernels: pre-pass and dQ from dQ's module, dK/dV from its own */
+    static const char *const pass[3] = {"pre", "dkdv", "dq"};
+    trt_kernel *kern[3];
+    for (int i = 0; i < 3; i++) {
+        const rt_attention_pass *ps = i == 1 ? &cfg->dkdv : &cfg->dq;
+        tilec_define defs[] = {{"BLOCK_M", ps->block_m}, {"BLOCK_N", ps->block_n}, {"HEAD_DIM", cfg->head_dim},
+                               {"CAUSAL", p->causal},     {"WINDOW", m.window},      {"VARLEN", varlen}};
+        char name[SL_MAX_KERNEL_NAME], spec[128];
+        snprintf(name, sizeof name, "attention_bwd_%s_%s", pass[i], c.st->suffix);
+        snprintf(spec, sizeof spec, "HEAD_DIM %d, BLOCK_M %d, BLOCK_N %d%s%s%s", cfg->head_dim, ps->block_m,
+                 ps->block_n, p->causal ? ", CAUSAL" : "", m.window ? ", WINDOW" : "", varlen ? ", VARLEN" : "");
+        int warps = sl_main_warps(&c) ? sl_main_warps(&c) : ps->num_warps;
+        if ((st = sl_kernel_with(&c, "stdlib/attention_bwd.tile", name, defs, sizeof defs / sizeof defs[0], warps,
+                                 ps->num_stages, spec, &kern[i])))
+            return st;
+    }
+    tls_mem cuq = varlen ? p->cu_q : lse.mem, cuk = varlen ? p->cu_k : lse.mem; /* without varlen, not read */
+#define STRIDES(t) trt_int((t).stride_batch), trt_int((t).stride_head), trt_int((t).stride_row)
+    trt_arg a[] = {sl_arg_mem(q.mem),  sl_arg_mem(k.mem),   sl_arg_mem(v.mem),  sl_arg_mem(o.mem), sl_arg_mem(d_o.mem),
+                   sl_arg_mem(lse.mem), sl_arg_mem(workspace), sl_arg_mem(dq.mem), sl_arg_mem(dk.mem),
+                   sl_arg_mem(dv.mem), sl_arg_mem(cuq),     sl_arg_mem(cuk),    trt_int(p->n_q),   trt_int(p->n_kv),
+                   trt_int(q_per_kv),  STRIDES(q),          STRIDES(k),         STRIDES(v),        STRIDES(o),
+                   STRIDES(d_o),       STRIDES(dq),         STRIDES(dk),        STRIDES(dv),
+                   trt_int(lse.stride_batch), trt_int(lse.stride_head), trt_int(d.stride_batch),
+                   trt_int(d.stride_head), trt_float(m.scale), trt_int(m.left), trt_int(m.right)};
+#undef STRIDES
+    size_t na = sizeof a / sizeof a[0];
+    if ((st = sl_launch_grid(&c, kern[0], sl_cdiv(p->n_q, cfg->dq.block_m), p->heads, p->batch, a, na)) ||
+        (st = sl_launch_grid(&c, kern[1], sl_cdiv(p->n_kv, cfg->dkdv.block_n), p->kv_heads, p->batch, a, na)))
+        return st;
+    return sl_launch_grid(&c, kern[2], sl_cdiv(p->n_q, cfg->dq.block_m), p->heads, p->batch, a, na);
 }

@@ -44,6 +44,21 @@ typedef struct rt_attention_config {
 /* NULL for a head_dim the table does not have. */
 const rt_attention_config *rt_attention_config_for(int64_t head_dim, int sm);
 
+/* A kernel of the backward (stdlib/attention_bwd.tile) in a row of its
+ * table: the blocks, warps and software-pipelining depth it compiles
+ * with. */
+typedef struct rt_attention_pass {
+    int block_m, block_n, num_warps, num_stages;
+} rt_attention_pass;
+/* A row of the backward's table (runtime/stdlib_attention.c's
+ * attention_bwd_configs), looked up as the forward's: dK/dV's kernel and
+ * dQ's, whose module also gives the pre-pass (delta) its kernel. */
+typedef struct rt_attention_bwd_config {
+    int head_dim, min_sm;
+    rt_attention_pass dkdv, dq;
+} rt_attention_bwd_config;
+const rt_attention_bwd_config *rt_attention_bwd_config_for(int64_t head_dim, int sm);
+
 /* ---- what runtime/stdlib.c shares with runtime/stdlib_attention.c (sl_: the
  * stdlib's own helpers, not the runtime's rt_) ---- */
 
