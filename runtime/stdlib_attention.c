@@ -1,19 +1,25 @@
-/* stdlib_attention.c - flash attention's C entry point
- * (tls_attention_fwd, include/tilec_stdlib.h; docs/stdlib.md, "Flash
- * attention"), apart from runtime/stdlib.c, whose helpers it shares
- * through stdlib_internal.h: attention alone has four-dim tensors, a
- * problem struct, varlen offsets and a configuration table by head dim
- * and arch, and with them stdlib.c would pass the size a file may have.
+/* stdlib_attention.c - flash attention's C entry points (tls_attention_fwd,
+ * tls_attention_bwd and its workspace query, include/tilec_stdlib.h;
+ * docs/stdlib.md, "Flash attention"), apart from runtime/stdlib.c, whose
+ * helpers it shares through stdlib_internal.h: attention alone has
+ * four-dim tensors, a problem struct, varlen offsets and configuration
+ * tables by head dim and arch, and with them stdlib.c would pass the
+ * size a file may have.
  *
- * The call checks everything before it launches anything
- * (begin_attention: the problem, then each tensor against its dims, then
- * that each output keeps its elements apart and shares no byte with
- * another tensor of the call), picks a row of attention_configs by head
- * dim and the device's arch (BLOCK_M, BLOCK_N, num_warps, num_stages) and
- * the CAUSAL, WINDOW and VARLEN specializations the problem asks for,
- * and launches cdiv(n_q, BLOCK_M) programs along axis 0, the heads along
- * axis 1 and the batch along axis 2. Messages start with the entry
- * point's name. */
+ * A call checks everything before it launches anything (begin_attention:
+ * the problem, then each tensor against its dims, then that each output
+ * keeps its elements apart and shares no byte with another tensor of the
+ * call) and compiles every kernel it launches first, so that a refused
+ * call writes nothing. The forward picks a row of attention_configs by
+ * head dim and the device's arch (BLOCK_M, BLOCK_N, num_warps,
+ * num_stages) and the CAUSAL, WINDOW and VARLEN specializations the
+ * problem asks for, and launches cdiv(n_q, BLOCK_M) programs along axis
+ * 0, the heads along axis 1 and the batch along axis 2. The backward
+ * picks a row of attention_bwd_configs the same way and launches
+ * stdlib/attention_bwd.tile's three kernels on one argument list: the
+ * pre-pass (delta into the caller's workspace) and dQ on the forward's
+ * grid at dQ's BLOCK_M, dK/dV on cdiv(n_kv, BLOCK_N) programs by key/value
+ * head. Messages start with the entry point's name. */
 #include <assert.h>
 #include <math.h>
 #include <stdio.h>
@@ -323,9 +329,10 @@ static trt_status check_workspace(const sl_call *c, tls_mem ws, uint64_t bytes) 
  * the device, dtype (f16 or bf16) and options; the problem
  * (check_problem); each tensor of args against its dims (with varlen, one
  * batch of the packed rows, every stride_batch 0; f32 row values
- * contiguous); that each output keeps its elements apart and shares no
+ * contiguous; the workspace holding delta_layout's bytes, its strides
+ * set here); that each output keeps its elements apart and shares no
  * byte with another tensor of the call or the varlen offsets. Sets
- * *varlen. */
+ * *varlen. With no tensors (n 0), the problem's checks alone. */
 static trt_status begin_attention(sl_call *c, trt_device *dev, const char *op, tls_dtype dt, const tls_options *opt,
                                   const tls_attention_problem *p, const att_arg *args, size_t n, bool *varlen) {
     trt_status st;

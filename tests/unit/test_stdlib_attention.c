@@ -342,8 +342,8 @@ static void test_attention_options(void **state) {
  * Tolerance as test_runtime_devices_attention_bwd.c's: each gradient
  * within 8 u times the sum of its terms' magnitudes (the second term of
  * dq's and dk's bounding delta's error from o's), plus n 2^-22 for f16
- * (p and dS below f16's normals; n the terms), and exactly 0 for a row
- * that sees no key and a key no row sees. */
+ * (p and dS below f16's normals; n the terms), and exactly 0 where
+ * there is no term (a row that sees no key, a key no row sees). */
 static void run_backward(const att_case *c) {
     const dtype *dt = c->dt;
     char what[200];
@@ -481,7 +481,7 @@ static void run_backward(const att_case *c) {
                 }
                 for (int64_t d = 0; d < D; d++) {
                     double got = get(&dq, qb, h, q0 + i, d);
-                    if (!(fabs(got - rdq[d]) <= tol * mq[d] + (double)lk * sub))
+                    if (mq[d] == 0 ? got != 0 : !(fabs(got - rdq[d]) <= tol * mq[d] + (double)lk * sub))
                         fail_msg("%s: dq[%lld][%lld][%lld][%lld] = %g, want %g (terms' magnitude %g) on %s", what,
                                  (long long)b, (long long)h, (long long)i, (long long)d, got, rdq[d], mq[d],
                                  trt_device_name(dev));
@@ -494,11 +494,11 @@ static void run_backward(const att_case *c) {
                     size_t jd = ((size_t)h * (size_t)(max_kv + 1) + (size_t)j) * (size_t)D + (size_t)d;
                     double gk = get(&dk, qb, h, k0 + j, d), gv = get(&dv, qb, h, k0 + j, d);
                     double slack = (double)lq * (double)q_per_kv * sub;
-                    if (!(fabs(gk - rdk[jd]) <= tol * mk[jd] + slack))
+                    if (mk[jd] == 0 ? gk != 0 : !(fabs(gk - rdk[jd]) <= tol * mk[jd] + slack))
                         fail_msg("%s: dk[%lld][%lld][%lld][%lld] = %g, want %g (terms' magnitude %g) on %s", what,
                                  (long long)b, (long long)h, (long long)j, (long long)d, gk, rdk[jd], mk[jd],
                                  trt_device_name(dev));
-                    if (!(fabs(gv - rdv[jd]) <= tol * mv[jd] + slack))
+                    if (mv[jd] == 0 ? gv != 0 : !(fabs(gv - rdv[jd]) <= tol * mv[jd] + slack))
                         fail_msg("%s: dv[%lld][%lld][%lld][%lld] = %g, want %g (terms' magnitude %g) on %s", what,
                                  (long long)b, (long long)h, (long long)j, (long long)d, gv, rdv[jd], mv[jd],
                                  trt_device_name(dev));
@@ -519,9 +519,12 @@ static void test_attention_bwd(void **state) {
          .lay = BHSD_PADDED},
         {.dt = &bf16, .batch = 2, .heads = 2, .kv_heads = 2, .n_q = 1, .n_kv = 1, .d = 32, .lay = ODD},
         /* head dim 128 (dK/dV at 16 x 64 on the CPU and the emulator) at odd strides: causal with a window (rows
-         * from 25 on see no key; keys from 20 on are seen by no row) */
+         * from 25 on see no key: dq 0), and causal with keys past the rows (keys from 20 on seen by no row: dk and
+         * dv 0) */
         {.dt = &bf16, .batch = 1, .heads = 2, .kv_heads = 1, .n_q = 40, .n_kv = 20, .d = 128, .causal = true,
          .window = true, .left = 5, .right = 3, .lay = ODD},
+        {.dt = &f16, .batch = 1, .heads = 2, .kv_heads = 2, .n_q = 20, .n_kv = 45, .d = 128, .causal = true,
+         .lay = BHSD_PADDED},
         /* one-sided windows (-1: no bound), a scale of its own, bf16 */
         {.dt = &f16, .batch = 1, .heads = 2, .kv_heads = 2, .n_q = 67, .n_kv = 40, .d = 64, .window = true, .left = -1,
          .right = 3, .lay = BHSD_PADDED},
@@ -701,6 +704,10 @@ static void test_attention_bwd_misuse(void **state) {
     EXPECT(tls_attention_bwd_workspace(dev, &p, &bytes), "tls_attention_bwd_workspace: kv_heads is 3");
     OK(tls_attention_bwd_workspace(dev, &good, &bytes));
     assert_int_equal(bytes, 4 * 2 * 2 * 16); /* delta: batch x heads x n_q f32 */
+    p = good, p.batch = p.heads = 65535, p.n_q = TLS_ATTENTION_MAX_SEQ;
+    EXPECT(tls_attention_bwd_workspace(dev, &p, &bytes), "tls_attention_bwd_workspace: the workspace would hold 65535 "
+                                                         "x 65535 x 1073741696 f32 values, more than memory can");
+    assert_int_equal(bytes, 0);
     tls_attention_problem vl = good;
     vl.cu_q = vl.cu_k = tls_mem_of(cu.buf), vl.total_q = vl.total_kv = 16;
     OK(tls_attention_bwd_workspace(dev, &vl, &bytes));
@@ -752,6 +759,11 @@ static void test_attention_bwd_misuse(void **state) {
     DQv.stride_batch = DKv.stride_batch = DVv.stride_batch = 0;
     EXPECT(BWD(&vl, Qv, Kv, Kv, Ov, G, Lv, DQv, DKv, DVv, W), "d_o: stride_batch is 1024; with cu_q and cu_k");
     EXPECT(BWD(&vl, Qv, Kv, Kv, Ov, Gv, Lv, DQv, DK, DVv, W), "dk: stride_batch is 512");
+    if (!trt_device_arch(dev)[0]) { /* the offsets' values: read on the CPU and the emulator only */
+        p = vl, p.n_q = 8;
+        EXPECT(BWD(&p, Qv, Kv, Kv, Ov, Gv, Lv, DQv, DKv, DVv, W),
+               "tls_attention_bwd: sequence 0 has 10 rows (cu_q[1] - cu_q[0]), more than n_q (8)");
+    }
     OK(trt_write(dev, ws.buf, 64, offsets, sizeof offsets));
     p = vl, p.cu_q = tls_mem_at(ws.buf, 64);
     EXPECT(BWD(&p, Qv, Kv, Kv, Ov, Gv, Lv, DQv, DKv, DVv, W), "workspace and cu_q overlap in memory");
