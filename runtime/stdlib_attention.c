@@ -82,19 +82,22 @@ const rt_attention_config *rt_attention_config_for(int64_t head_dim, int sm) {
  * 16 x 64 (32 x 32 spills nothing either; 16 x 64 keeps 64 keys a
  * program, as the other rows and Triton's small query step, large key
  * block). sm_86 and sm_89 have 99 KB of shared memory: their rows ask 2
- * stages where 3 do not fit. The compiler would lower the depth itself,
- * but dK/dV so lowered spills (252 B at head dim 64, 276 B at 128) where
- * the same kernel asked for 2 stages does not. Triton's tutorial runs
+ * stages for dK/dV where sm_80's 3 take 104 and 120 KB. Asked for 3 there,
+ * the compiler keeps the 3 in 99 KB by converting v (at head dim 128 also
+ * the transposed q and dO) through its scratch instead of buffers of
+ * their own, and the kernel spills (252 B at head dim 64, 276 B at 128);
+ * asked for 2, it spills nothing. dQ at head dim 128 asks 2, which the
+ * compiler would lower 3 to anyway. Triton's tutorial runs
  * BLOCK 32 x 128 for dK/dV and 128 x 32 for dQ at 8 warps (FA2: 64 x 128
  * at 8 warps up to head dim 128 on an A100); here those spill today. */
 static const rt_attention_bwd_config attention_bwd_configs[] = {
     /* head_dim, min_sm, dK/dV {BLOCK_M, BLOCK_N, num_warps, num_stages}, dQ {the same} */
     {32, 0, {64, 64, 8, 3}, {64, 64, 4, 3}},
     {64, 90, {64, 64, 8, 3}, {64, 64, 4, 3}},
-    {64, 86, {64, 64, 8, 2}, {64, 64, 4, 3}},  /* 99 KB: dK/dV's 104 KB at 3 stages do not fit */
+    {64, 86, {64, 64, 8, 2}, {64, 64, 4, 3}},  /* 99 KB: 3 stages of dK/dV spill there (above) */
     {64, 0, {64, 64, 8, 3}, {64, 64, 4, 3}},
     {128, 90, {32, 64, 8, 3}, {64, 32, 8, 3}},
-    {128, 86, {32, 64, 8, 2}, {64, 32, 8, 2}}, /* 99 KB: 120 KB and 108 KB at 3 stages do not fit */
+    {128, 86, {32, 64, 8, 2}, {64, 32, 8, 2}}, /* 99 KB: 3 stages of dK/dV spill, dQ's do not fit */
     {128, 0, {16, 64, 8, 3}, {64, 32, 8, 3}},  /* 32 x 64 spills 8 B on sm_80 */
 };
 
@@ -447,6 +450,24 @@ trt_status tls_attention_fwd(trt_device *dev, tls_dtype dt, const tls_attention_
     return sl_launch_grid(&c, kern, sl_cdiv(p->n_q, cfg->block_m), p->heads, p->batch, a, sizeof a / sizeof a[0]);
 }
 
+/* The backward's row of attention_bwd_configs for the call's device (p's
+ * head dim checked before). */
+static const rt_attention_bwd_config *bwd_config(const sl_call *c, const tls_attention_problem *p) {
+    return rt_attention_bwd_config_for(p->head_dim, device_sm(c));
+}
+
+/* dK/dV's program walks its (query head, query block) pairs in one loop
+ * whose trip count is an i32: heads / kv_heads times n_q's blocks. */
+static trt_status check_bwd_trips(const sl_call *c, const tls_attention_problem *p,
+                                  const rt_attention_bwd_config *cfg) {
+    int64_t q_per_kv = p->heads / p->kv_heads, blocks = sl_cdiv(p->n_q, cfg->dkdv.block_m);
+    if (q_per_kv * blocks > INT32_MAX)
+        return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: heads / kv_heads (%lld) times n_q's blocks of %d rows "
+                       "(%lld) is %lld, past the dK/dV kernel's i32 loop count (%d)", c->op, (long long)q_per_kv,
+                       cfg->dkdv.block_m, (long long)blocks, (long long)(q_per_kv * blocks), INT32_MAX);
+    return TRT_OK;
+}
+
 trt_status tls_attention_bwd_workspace(trt_device *dev, const tls_attention_problem *p, size_t *bytes) {
     sl_call c;
     trt_status st;
@@ -456,7 +477,7 @@ trt_status tls_attention_bwd_workspace(trt_device *dev, const tls_attention_prob
     if ((st = begin_attention(&c, dev, "tls_attention_bwd_workspace", TLS_F16, NULL, p, NULL, 0, &varlen)))
         return st;
     if (!bytes) return rt_fail(dev, TRT_ERR_INVALID_ARGUMENT, "tls_attention_bwd_workspace: bytes is NULL");
-    if ((st = delta_layout(&c, p, varlen, &d))) return st;
+    if ((st = check_bwd_trips(&c, p, bwd_config(&c, p))) || (st = delta_layout(&c, p, varlen, &d))) return st;
     if (d.bytes > SIZE_MAX)
         return rt_fail(dev, TRT_ERR_INVALID_ARGUMENT, "tls_attention_bwd_workspace: %llu bytes do not fit a size_t",
                        (unsigned long long)d.bytes);
@@ -483,14 +504,9 @@ trt_status tls_attention_bwd(trt_device *dev, tls_dtype dt, const tls_attention_
     if ((st = begin_attention(&c, dev, op, dt, opt, p, args, sizeof args / sizeof args[0], &varlen)) ||
         (st = delta_layout(&c, p, varlen, &d)))
         return st;
-    const rt_attention_bwd_config *cfg = rt_attention_bwd_config_for(p->head_dim, device_sm(&c));
+    const rt_attention_bwd_config *cfg = bwd_config(&c, p);
+    if ((st = check_bwd_trips(&c, p, cfg))) return st;
     int64_t q_per_kv = p->heads / p->kv_heads;
-    /* dK/dV's program walks (query head, query block) pairs in one loop, counted in i32 */
-    int64_t pairs = q_per_kv * sl_cdiv(p->n_q, cfg->dkdv.block_m);
-    if (pairs > INT32_MAX)
-        return rt_fail(dev, TRT_ERR_INVALID_ARGUMENT, "%s: heads / kv_heads (%lld) times n_q's blocks of %d rows "
-                       "(%lld) is %lld, past the dK/dV kernel's i32 loop count (%d)", op, (long long)q_per_kv,
-                       cfg->dkdv.block_m, (long long)sl_cdiv(p->n_q, cfg->dkdv.block_m), (long long)pairs, INT32_MAX);
     att_mask m = attention_mask(p);
     /* the kernels: pre-pass and dQ from dQ's module, dK/dV from its own */
     static const char *const pass[3] = {"pre", "dkdv", "dq"};

@@ -704,10 +704,15 @@ static void test_attention_bwd_misuse(void **state) {
     EXPECT(tls_attention_bwd_workspace(dev, &p, &bytes), "tls_attention_bwd_workspace: kv_heads is 3");
     OK(tls_attention_bwd_workspace(dev, &good, &bytes));
     assert_int_equal(bytes, 4 * 2 * 2 * 16); /* delta: batch x heads x n_q f32 */
-    p = good, p.batch = p.heads = 65535, p.n_q = TLS_ATTENTION_MAX_SEQ;
+    p = good, p.batch = p.heads = p.kv_heads = 65535, p.n_q = TLS_ATTENTION_MAX_SEQ;
     EXPECT(tls_attention_bwd_workspace(dev, &p, &bytes), "tls_attention_bwd_workspace: the workspace would hold 65535 "
                                                          "x 65535 x 1073741696 f32 values, more than memory can");
     assert_int_equal(bytes, 0);
+    p = good, p.batch = 1, p.heads = 65535, p.n_q = TLS_ATTENTION_MAX_SEQ; /* 2^48 bytes, but too many trips */
+    EXPECT(tls_attention_bwd_workspace(dev, &p, &bytes), "tls_attention_bwd_workspace: heads / kv_heads (65535) times "
+                                                         "n_q's blocks of");
+    EXPECT(tls_attention_bwd_workspace(dev, &p, &bytes), "past the dK/dV kernel's i32 loop count (2147483647)");
+    /* (tls_attention_bwd makes the same check after the tensors', which at this size need terabytes) */
     tls_attention_problem vl = good;
     vl.cu_q = vl.cu_k = tls_mem_of(cu.buf), vl.total_q = vl.total_kv = 16;
     OK(tls_attention_bwd_workspace(dev, &vl, &bytes));
