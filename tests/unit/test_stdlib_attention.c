@@ -337,8 +337,10 @@ static void test_attention_options(void **state) {
 /* tls_attention_bwd after tls_attention_fwd on the same problem (o and lse
  * the forward kernel's, as a caller has them), d_o in [-1, 1], the
  * gradients at offsets in poisoned buffers in the case's layout, the
- * workspace poisoned past what tls_attention_bwd_workspace says; against
- * the float64 gradient of the float64 reference on the stored inputs.
+ * workspace poisoned past what tls_attention_bwd_workspace says, run
+ * twice (the second time on a stream, on poisoned outputs: the same
+ * bits); against the float64 gradient of the float64 reference on the
+ * stored inputs.
  * Tolerance as test_runtime_devices_attention_bwd.c's: each gradient
  * within 8 u times the sum of its terms' magnitudes (the second term of
  * dq's and dk's bounding delta's error from o's), plus n 2^-22 for f16
@@ -406,12 +408,30 @@ static void run_backward(const att_case *c) {
     size_t modules = tls_num_modules(dev);
     OK(tls_attention_bwd(dev, dt->id, &p, arg(&q), arg(&k), arg(&v), arg(&o), arg(&g), arg(&lse), arg(&dq), arg(&dk),
                          arg(&dv), tls_mem_at(ws, WS_OFF), &opt));
-    size_t after = tls_num_modules(dev); /* the same call again compiles nothing */
-    assert_true(after <= modules + 2);    /* dK/dV's module and dQ's (with the pre-pass) */
+    size_t after = tls_num_modules(dev);
+    assert_true(after <= modules + 2); /* dK/dV's module and dQ's (with the pre-pass) */
+    /* the same call again, on a stream, on poisoned outputs: no compile, and the same bits (no atomics) */
+    tensor *outs[3] = {&dq, &dk, &dv};
+    unsigned char *first[3];
+    for (int i = 0; i < 3; i++) {
+        first[i] = malloc(outs[i]->bytes);
+        OK(trt_read(dev, outs[i]->buf, 0, first[i], outs[i]->bytes));
+        OK(trt_write(dev, outs[i]->buf, 0, outs[i]->host, outs[i]->bytes)); /* host: still the poison */
+    }
+    trt_stream *stream;
+    OK(trt_stream_create(dev, &stream));
+    const tls_options on_stream = {.num_warps = c->warps, .stream = stream};
     OK(tls_attention_bwd(dev, dt->id, &p, arg(&q), arg(&k), arg(&v), arg(&o), arg(&g), arg(&lse), arg(&dq), arg(&dk),
-                         arg(&dv), tls_mem_at(ws, WS_OFF), &opt));
+                         arg(&dv), tls_mem_at(ws, WS_OFF), &on_stream));
+    OK(trt_stream_sync(stream));
+    trt_stream_destroy(stream);
     assert_int_equal(tls_num_modules(dev), after);
     fetch(&dq, what), fetch(&dk, what), fetch(&dv, what);
+    for (int i = 0; i < 3; i++) {
+        if (memcmp(first[i], outs[i]->host, outs[i]->bytes))
+            fail_msg("%s: a second run on a stream gave other bits (%s)", what, i == 0 ? "dq" : i == 1 ? "dk" : "dv");
+        free(first[i]);
+    }
     OK(trt_read(dev, ws, 0, ws_host, WS_OFF + ws_bytes + WS_TAIL));
     for (size_t i = 0; i < WS_OFF + ws_bytes + WS_TAIL; i++)
         if ((i < WS_OFF || i >= WS_OFF + ws_bytes) && ws_host[i] != 0xff)
