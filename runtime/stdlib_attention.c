@@ -75,7 +75,7 @@ const rt_attention_config *rt_attention_config_for(int64_t head_dim, int sm) {
  * a program): two modules a specialization, not three. Not timed (no GPU
  * in the session that wrote them): the kernel header's suggestions, the
  * largest blocks at which ptxas -v spills nothing on sm_80 and sm_90 at
- * Triton's 3 stages, plain and with CAUSAL, WINDOW and VARLEN
+ * the compiler's default 3 stages, plain and with CAUSAL, WINDOW and VARLEN
  * (tests/stdlib-no-spills.sh checks each row for the arch that takes it
  * and prints its figures), moved where they spilled: dK/dV at head dim
  * 128 on 32 x 64 spills 8 bytes on sm_80 (not on sm_90), so sm_80 takes
@@ -87,9 +87,11 @@ const rt_attention_config *rt_attention_config_for(int64_t head_dim, int sm) {
  * the transposed q and dO) through its scratch instead of buffers of
  * their own, and the kernel spills (252 B at head dim 64, 276 B at 128);
  * asked for 2, it spills nothing. dQ at head dim 128 asks 2, which the
- * compiler would lower 3 to anyway. Triton's tutorial runs
- * BLOCK 32 x 128 for dK/dV and 128 x 32 for dQ at 8 warps (FA2: 64 x 128
- * at 8 warps up to head dim 128 on an A100); here those spill today. */
+ * compiler would lower 3 to anyway. To time against these (docs/stdlib.md
+ * has the figures): Triton's tutorial, dK/dV 32 x 128 and dQ 128 x 32 on
+ * 4 warps and 5 stages, spills from head dim 64 but not at 32; on 8
+ * warps its dQ spills at no head dim, its dK/dV not at 32, nor at 64 on
+ * sm_86 and sm_90. */
 static const rt_attention_bwd_config attention_bwd_configs[] = {
     /* head_dim, min_sm, dK/dV {BLOCK_M, BLOCK_N, num_warps, num_stages}, dQ {the same} */
     {32, 0, {64, 64, 8, 3}, {64, 64, 4, 3}},
