@@ -11,8 +11,8 @@
  * the kernel's BLOCK, num_warps and grid for the shape, compiles the
  * stdlib source embedded in the library (once per device and
  * specialization: later calls reuse the loaded module), and launches.
- * Nothing is allocated: the backward passes of layernorm and rmsnorm take
- * a workspace from the caller, whose size *_bwd_workspace says. Launches
+ * Nothing is allocated: the backward passes of layernorm, rmsnorm and
+ * attention take a workspace from the caller, whose size *_bwd_workspace says. Launches
  * are asynchronous on the GPU (like trt_launch): trt_sync, or a read on
  * the same stream, waits for them.
  *
@@ -26,8 +26,8 @@
  * bf16 (tls_dtype), the same for every tensor of a call except mean,
  * rstd and attention's lse, which are always f32; the math is f32. Matrix products
  * (tls_matmul) take M, N, K and a row and a column stride per matrix
- * instead; attention (tls_attention_fwd) a problem struct and four-dim
- * tensors. docs/stdlib.md has the details, the heuristics and an
+ * instead; attention (tls_attention_fwd, tls_attention_bwd) a problem
+ * struct and four-dim tensors. docs/stdlib.md has the details, the heuristics and an
  * example. */
 #ifndef TILEC_STDLIB_H
 #define TILEC_STDLIB_H
@@ -228,6 +228,29 @@ typedef struct tls_attention_tensor {
 TILEC_API trt_status tls_attention_fwd(trt_device *dev, tls_dtype dt, const tls_attention_problem *p,
                                        tls_attention_tensor q, tls_attention_tensor k, tls_attention_tensor v,
                                        tls_attention_tensor o, tls_attention_tensor lse, const tls_options *opt);
+
+/* The bytes of workspace tls_attention_bwd needs for this problem: delta
+ * = rowsum(dO o O), one f32 a query row and head (4 * batch * heads * n_q;
+ * with cu_q and cu_k, 4 * heads * total_q). The problem is checked as
+ * tls_attention_bwd checks it (its dtype and tensors aside). */
+TILEC_API trt_status tls_attention_bwd_workspace(trt_device *dev, const tls_attention_problem *p, size_t *bytes);
+/* The gradients of tls_attention_fwd's o with respect to q, k and v: dq,
+ * dk and dv (in q's and k's dims, any strides as the forward's tensors)
+ * from the forward's inputs, its o and lse, and d_o, the gradient of the
+ * loss with respect to o (in o's dims). The same problem, dtype and
+ * conventions as the forward; dk and dv sum over the query heads that
+ * share a key/value head. Three launches on the call's stream: delta =
+ * rowsum(d_o o o) into the workspace (tls_attention_bwd_workspace bytes
+ * past its offset, 16-byte aligned; its contents before and after do not
+ * matter), then dk and dv by key block, then dq by query block, each
+ * without atomics (the same bits every run). A key that no row sees gets
+ * dk and dv 0, a row that sees no key dq 0. dq, dk, dv and the workspace
+ * must not overlap each other or an input; checked as the forward's. */
+TILEC_API trt_status tls_attention_bwd(trt_device *dev, tls_dtype dt, const tls_attention_problem *p,
+                                       tls_attention_tensor q, tls_attention_tensor k, tls_attention_tensor v,
+                                       tls_attention_tensor o, tls_attention_tensor d_o, tls_attention_tensor lse,
+                                       tls_attention_tensor dq, tls_attention_tensor dk, tls_attention_tensor dv,
+                                       tls_mem workspace, const tls_options *opt);
 
 /* How many stdlib modules the device holds: one per stdlib file and
  * specialization (BLOCK, num_warps) used so far, kept until trt_close.

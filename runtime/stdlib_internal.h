@@ -1,12 +1,17 @@
-/* stdlib_internal.h - private to runtime/stdlib.c and its tests: the
- * stdlib's declarations that are not part of include/tilec_stdlib.h, kept
- * apart from runtime/internal.h, which is the runtime's own (the stdlib is
- * a library on top of the runtime, tilec_stdlib). */
+/* stdlib_internal.h - private to runtime/stdlib.c, runtime/stdlib_attention.c
+ * and their tests: the stdlib's declarations that are not part of
+ * include/tilec_stdlib.h (its configuration tables, and the helpers its
+ * two files share), kept apart from runtime/internal.h, which is the
+ * runtime's own (the stdlib is a library on top of the runtime,
+ * tilec_stdlib). */
 #ifndef TILEC_RUNTIME_STDLIB_INTERNAL_H
 #define TILEC_RUNTIME_STDLIB_INTERNAL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+
+#include "tilec_stdlib.h"
 
 /* The stdlib matmul's tile configuration (runtime/stdlib.c's tables: one
  * for the tensor cores, one for matmul_f32_ieee's FMAs when `fma`) for
@@ -29,7 +34,7 @@ typedef struct rt_matmul_config {
 const rt_matmul_config *rt_matmul_config_for(int64_t M, int64_t N, int64_t batch, int sms, bool fma);
 
 /* A row of the configuration table of stdlib/attention.tile's forward
- * (runtime/stdlib.c's attention_configs): for head_dim on a GPU of
+ * (runtime/stdlib_attention.c's attention_configs): for head_dim on a GPU of
  * compute capability sm (90 for "sm_90"; 0: not a GPU, or unknown), the
  * first row of that head_dim whose min_sm <= sm. */
 typedef struct rt_attention_config {
@@ -38,5 +43,68 @@ typedef struct rt_attention_config {
 } rt_attention_config;
 /* NULL for a head_dim the table does not have. */
 const rt_attention_config *rt_attention_config_for(int64_t head_dim, int sm);
+
+/* A kernel of the backward (stdlib/attention_bwd.tile) in a row of its
+ * table: the blocks, warps and software-pipelining depth it compiles
+ * with. */
+typedef struct rt_attention_pass {
+    int block_m, block_n, num_warps, num_stages;
+} rt_attention_pass;
+/* A row of the backward's table (runtime/stdlib_attention.c's
+ * attention_bwd_configs), looked up as the forward's: dK/dV's kernel and
+ * dQ's, whose module also gives the pre-pass (delta) its kernel. */
+typedef struct rt_attention_bwd_config {
+    int head_dim, min_sm;
+    rt_attention_pass dkdv, dq;
+} rt_attention_bwd_config;
+const rt_attention_bwd_config *rt_attention_bwd_config_for(int64_t head_dim, int sm);
+
+/* ---- what runtime/stdlib.c shares with runtime/stdlib_attention.c (sl_: the
+ * stdlib's own helpers, not the runtime's rt_) ---- */
+
+enum {
+    SL_PTR_ALIGN = 16,       /* what the compiler assumes of pointers (trt_launch checks it too) */
+    SL_MAX_KERNEL_NAME = 64, /* "attention_bwd_dkdv_bf16" and room */
+};
+
+/* A storage type of the kernels: the suffix of their names ("softmax_f16")
+ * and its bytes; sl_storages is indexed by tls_dtype. */
+typedef struct sl_storage {
+    const char *suffix;
+    size_t size;
+} sl_storage;
+extern const sl_storage sl_storages[3];
+
+/* One entry point's call: what every helper needs to check, compile and
+ * launch, and to name the call in a message. */
+typedef struct sl_call {
+    trt_device *d;
+    const char *op; /* "tls_softmax" */
+    const sl_storage *st;
+    const tls_options *o;
+} sl_call;
+
+/* The checks every entry point starts with: the device open, the dtype
+ * and the options (precision, num_warps); sets up *c. */
+trt_status sl_begin(sl_call *c, trt_device *d, const char *op, tls_dtype dt, const tls_options *o);
+/* That m is a live buffer of the device, 16-byte aligned at its offset,
+ * holding n values of esize bytes (n >= 1). */
+trt_status sl_check_vector(const sl_call *c, const char *name, tls_mem m, int64_t n, size_t esize);
+/* The kernel `name` of the embedded stdlib `file` with the const parameters
+ * `defs`, compiled (once per device) with num_warps and num_stages (0: the
+ * compiler's); `spec` names the specialization in a message. */
+trt_status sl_kernel_with(const sl_call *c, const char *file, const char *name, const tilec_define *defs, size_t ndefs,
+                          int num_warps, int num_stages, const char *spec, trt_kernel **k);
+/* The caller's num_warps (tls_options), 0 for none. */
+int sl_main_warps(const sl_call *c);
+/* k on a grid of grid_x x grid_y x grid_z programs, on the caller's stream. */
+trt_status sl_launch_grid(const sl_call *c, trt_kernel *k, int64_t grid_x, int64_t grid_y, int64_t grid_z,
+                          const trt_arg *args, size_t nargs);
+/* Whether two elements of a tensor of ndims (up to 4) dims, sizes n and
+ * strides s >= 0 in elements, share an address. */
+bool sl_dims_overlap(int ndims, const int64_t *n, const int64_t *s);
+
+static inline int64_t sl_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+static inline trt_arg sl_arg_mem(tls_mem m) { return trt_buf_at(m.buffer, m.offset); }
 
 #endif

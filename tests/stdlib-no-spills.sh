@@ -6,7 +6,9 @@
 # from, for sm_80 and sm_90, fused epilogues included, whose ptxas -v
 # figures for sm_90 it prints as a table (scripts/gpu-check.sh shows it),
 # and stdlib/attention.tile's forward at each row of attention_configs
-# tls_attention_fwd takes on sm_80 and sm_90, also tabulated. Exits 77
+# tls_attention_fwd takes on sm_80 and sm_90, and attention_bwd.tile at
+# each row of attention_bwd_configs on sm_80, sm_86 and sm_90, also
+# tabulated. Exits 77
 # (skipped) without ptxas.
 set -u
 tilec=$1
@@ -67,7 +69,9 @@ done
 # wide_warps. The fused epilogues (HAS_BIAS with ACTIVATION none, ReLU and
 # GELU) at the fast path's layouts, EVEN and masked; everything for sm_80
 # and sm_90 (the table below prints sm_90's).
-rows_of() { sed -n "/ $1\[\] = {/,/^};/p" "$root/runtime/stdlib.c" | grep -o '^ *{[0-9, ]*}' | tr -d '{ }'; }
+# rows_of TABLE [FILE]: the rows of a table of runtime/FILE (stdlib.c), one
+# a line, their numbers comma-separated (a row's inner braces dropped)
+rows_of() { sed -n "/ $1\[\] = {/,/^};/p" "$root/runtime/${2:-stdlib.c}" | grep -o '^ *{[0-9, {}]*}' | tr -d '{ }'; }
 configs=$(rows_of matmul_configs | sed 's/^/mma,/')
 ieee_configs=$(rows_of matmul_ieee_configs | sed 's/^/fma,/')
 [ -n "$configs" ] || { echo "FAIL: no matmul_configs rows found in runtime/stdlib.c"; fail=1; }
@@ -121,14 +125,14 @@ for cfg in $configs $ieee_configs; do
     done
   done
 done
-# stdlib/attention.tile at the row of attention_configs in runtime/stdlib.c
+# stdlib/attention.tile at the row of attention_configs in runtime/stdlib_attention.c
 # that tls_attention_fwd takes for each head dim on sm_80 and on sm_90 (the
 # first row of the head dim whose min_sm the arch reaches; the columns:
 # head_dim, min_sm, BLOCK_M, BLOCK_N, num_warps, num_stages), plain and with
 # CAUSAL, WINDOW and VARLEN all on (the most registers), f16 and bf16 in
 # one compile; its ptxas -v figures in a table of their own.
-att_rows=$(rows_of attention_configs)
-[ -n "$att_rows" ] || { echo "FAIL: no attention_configs rows found in runtime/stdlib.c"; fail=1; }
+att_rows=$(rows_of attention_configs stdlib_attention.c)
+[ -n "$att_rows" ] || { echo "FAIL: no attention_configs rows found in runtime/stdlib_attention.c"; fail=1; }
 att_table=()
 for arch in sm_80 sm_90; do
   sm=${arch#sm_}
@@ -159,6 +163,59 @@ for arch in sm_80 sm_90; do
     done
   done
 done
+# stdlib/attention_bwd.tile at the row of attention_bwd_configs in
+# runtime/stdlib_attention.c that tls_attention_bwd takes for each head dim
+# on sm_80, sm_86 (whose rows ask fewer stages: 99 KB of shared memory)
+# and sm_90 (the columns: head_dim, min_sm, then dK/dV's and dQ's BLOCK_M,
+# BLOCK_N, num_warps, num_stages): dK/dV's kernels at dK/dV's, the
+# pre-pass's and dQ's at dQ's, plain and with CAUSAL, WINDOW and VARLEN,
+# f16 and bf16 in one compile; tabulated too.
+bwd_rows=$(rows_of attention_bwd_configs stdlib_attention.c)
+[ -n "$bwd_rows" ] || { echo "FAIL: no attention_bwd_configs rows found in runtime/stdlib_attention.c"; fail=1; }
+bwd_table=()
+for arch in sm_80 sm_86 sm_90; do
+  sm=${arch#sm_}
+  for d in 32 64 128; do
+    row=$(awk -F, -v d="$d" -v sm="$sm" '$1 == d && $2 <= sm {print; exit}' <<<"$bwd_rows")
+    [ -n "$row" ] || { echo "FAIL: attention_bwd_configs has no row for head dim $d on $arch"; fail=1; continue; }
+    IFS=, read -r _ _ kbm kbn kw ks qbm qbn qw qs <<<"$row"
+    for pass in dkdv dq; do
+      if [ "$pass" = dkdv ]; then bm=$kbm bn=$kbn warps=$kw stages=$ks kernels="dkdv"
+      else bm=$qbm bn=$qbn warps=$qw stages=$qs kernels="pre dq"; fi
+      for flags in "0 0 0" "1 1 1"; do
+        read -r causal window varlen <<<"$flags"
+        what="D$d ${bm}x${bn} w$warps s$stages $arch"
+        [ "$flags" = "1 1 1" ] && what="$what causal window varlen"
+        if ! "$tilec" "$root/stdlib/attention_bwd.tile" -D "HEAD_DIM=$d" -D "BLOCK_M=$bm" -D "BLOCK_N=$bn" \
+             -D "CAUSAL=$causal" -D "WINDOW=$window" -D "VARLEN=$varlen" --num-warps="$warps" --num-stages="$stages" \
+             --arch="$arch" -v -o "$tmp/k.cubin" >"$tmp/log" 2>&1; then
+          echo "FAIL: attention_bwd.tile ($what) does not compile:"; cat "$tmp/log"; fail=1; continue
+        fi
+        sed -n 's/^kernel @\([A-Za-z0-9_]*\)(.*dynamic_smem(\([0-9]*\)).*/\1 \2/p' "$tmp/k.cubin.tir" >"$tmp/dyn" 2>/dev/null
+        # the kernels of this pass: attention_bwd_<pass>_f16 and _bf16
+        pat=$(sed 's/\([a-z]*\)/attention_bwd_\1_/g; s/ /|/g' <<<"$kernels")
+        bwd_table+=("$(awk -v what="$what" -v pat="^($pat)" '
+          FILENAME == ARGV[1] {dyn[$1] = $2; next}
+          /Function properties for/ {k=$NF; st=0; ld=0}
+          /spill stores/ {st=$5; ld=$9}
+          /Used [0-9]+ registers/ {r=0; sm=0
+            if (k !~ pat) next
+            for (i = 1; i <= NF; i++) { if ($i ~ /^registers/) r=$(i-1); if ($i == "smem") sm=$(i-2) }
+            printf "%-24s %-44s %9s %10s %9s %12s %11s\n", k, what, r, sm, (k in dyn) ? dyn[k] : 0, st, ld}' \
+          "$tmp/dyn" "$tmp/log")")
+        bad=$(awk -v pat="^($pat)" '/Function properties for/ {k=$NF}
+          /spill stores/ {if (k ~ pat && ($5 != 0 || $9 != 0)) print k ": " $0}' "$tmp/log")
+        checked=$((checked + $(awk -v pat="^($pat)" '/Function properties for/ && $NF ~ pat {n++} END {print n + 0}' "$tmp/log")))
+        if [ -n "$bad" ]; then echo "FAIL: attention_bwd.tile ($what) spills:"; echo "$bad"; fail=1; fi
+      done
+    done
+  done
+done
+if [ ${#bwd_table[@]} -gt 0 ]; then
+  echo "== stdlib attention backward, ptxas -v at the rows of attention_bwd_configs (bytes)"
+  printf '%-24s %-44s %9s %10s %9s %12s %11s\n' kernel configuration registers smem dyn-smem spill-stores spill-loads
+  printf '%s\n' "${bwd_table[@]}"
+fi
 if [ ${#att_table[@]} -gt 0 ]; then
   echo "== stdlib attention forward, ptxas -v at the rows of attention_configs (bytes)"
   printf '%-20s %-44s %9s %10s %9s %12s %11s\n' kernel configuration registers smem dyn-smem spill-stores spill-loads

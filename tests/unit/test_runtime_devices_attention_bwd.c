@@ -192,8 +192,11 @@ typedef struct bwd_case {
 /* The configurations the backward runs at by head dim (BLOCK_M, BLOCK_N,
  * num_warps per kernel: the pre-pass, dK/dV, dQ): the largest blocks at
  * which ptxas spills nothing, or a few dozen bytes, on sm_80 and sm_90
- * (the report of the commit that set them); the C entry point's table
- * should pick the same until it is measured on a GPU. */
+ * (the report of the commit that set them). The C entry point's table
+ * (runtime/stdlib_attention.c's attention_bwd_configs) takes these but
+ * for dK/dV at head dim 128 on sm_80, the CPU and the emulator, 16 x 64
+ * (32 x 64 spills 8 bytes there), and for sm_86 and sm_89 2 stages where
+ * 3 do not fit; test_stdlib_attention.c runs its rows. */
 typedef struct bwd_cfg {
     int block_m, block_n, warps;
 } bwd_cfg;

@@ -1,27 +1,30 @@
 /* The stdlib's flash attention from C (tls_attention_fwd,
- * include/tilec_stdlib.h) on one device, in the way of
- * test_stdlib_api.c (which it would have pushed past the 1,200 lines a
- * file may have): results against a float64 reference, and every
- * refused argument.
+ * tls_attention_bwd and its workspace query, include/tilec_stdlib.h) on
+ * one device, in the way of test_stdlib_api.c (which it would have pushed
+ * past the 1,200 lines a file may have): results against a float64
+ * reference, and every refused argument.
  *
  *   test_stdlib_attention cpu|cuda|emu
  *
  * Shapes: f16 and bf16; head dims 32, 64 and 128 (the rows of
- * runtime/stdlib.c's attention_configs the CPU and the emulator take, and
- * head dim 32 at the sm_90 row's 8 warps); causal or not; sliding windows,
- * one-sided (-1) and one that leaves rows no key; grouped-query and
- * multi-query heads; n of 1, 17, primes past the blocks, n_q != n_kv;
+ * runtime/stdlib_attention.c's attention_configs and
+ * attention_bwd_configs the CPU and the emulator take, and head dim 32 at
+ * the sm_90 row's 8 warps); causal or not; sliding windows, one-sided
+ * (-1) and one that leaves rows no key; grouped-query and multi-query
+ * heads; n of 1, 17, primes past the blocks, n_q != n_kv;
  * FlashAttention's (batch, row, head, d) layout, (batch, head, row, d)
  * with padded rows, and rows at odd strides; variable-length batches
  * with a sequence of 0 and of 1 rows. Every tensor sits at an offset in
- * a buffer poisoned (all bits set) outside it, so a write past o or lse
+ * a buffer poisoned (all bits set) outside it, so a write past an output
  * shows. The reference is the softmax in float64 of the stored inputs;
  * tolerance as test_runtime_devices_attention.c's: o within 8 u (1 +
  * |o|), u the storage's unit roundoff (p is rounded to it before the
  * second product, o after), lse within 1e-3 (1 + |lse|) (f32 exp2 and
- * log2), and exactly 0 and -inf for a row that sees no key. Misuse: each
- * check of tls_attention_fwd gives its status and message, and o and
- * lse stay poisoned. ctest runs the cuda variant through
+ * log2), and exactly 0 and -inf for a row that sees no key. The backward
+ * runs on the forward's o and lse against the float64 gradient
+ * (run_backward says its tolerance). Misuse: each check of
+ * tls_attention_fwd and tls_attention_bwd gives its status and message,
+ * and the outputs stay poisoned. ctest runs the cuda variant through
  * tests/on-cuda.sh (skipped without a GPU). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -329,6 +332,236 @@ static void test_attention_options(void **state) {
     trt_stream_destroy(s);
 }
 
+/* ---- the backward ----------------------------------------------------------------- */
+
+/* tls_attention_bwd after tls_attention_fwd on the same problem (o and lse
+ * the forward kernel's, as a caller has them), d_o in [-1, 1], the
+ * gradients at offsets in poisoned buffers in the case's layout, the
+ * workspace poisoned past what tls_attention_bwd_workspace says, run
+ * twice (the second time on a stream, on poisoned outputs: the same
+ * bits); against the float64 gradient of the float64 reference on the
+ * stored inputs.
+ * Tolerance as test_runtime_devices_attention_bwd.c's: each gradient
+ * within 8 u times the sum of its terms' magnitudes (the second term of
+ * dq's and dk's bounding delta's error from o's), plus n 2^-22 for f16
+ * (p and dS below f16's normals; n the terms), and exactly 0 where
+ * there is no term (a row that sees no key, a key no row sees). */
+static void run_backward(const att_case *c) {
+    const dtype *dt = c->dt;
+    char what[200];
+    snprintf(what, sizeof what, "attention bwd %s d=%d batch %d heads %d/%d n %d/%d%s%s %d %d%s, %s, warps %d",
+             dt->name, c->d, c->batch, c->heads, c->kv_heads, c->n_q, c->n_kv, c->causal ? " causal" : "",
+             c->window ? " window" : "", c->left, c->right, c->varlen ? " varlen" : "", layout_names[c->lay], c->warps);
+    int32_t cu_q[5] = {0}, cu_k[5] = {0};
+    int max_q = c->n_q, max_kv = c->n_kv;
+    if (c->varlen) {
+        max_q = max_kv = 1;
+        for (int b = 0; b < c->batch; b++) {
+            cu_q[b + 1] = cu_q[b] + c->lens_q[b], cu_k[b + 1] = cu_k[b] + c->lens_kv[b];
+            max_q = c->lens_q[b] > max_q ? c->lens_q[b] : max_q, max_kv = c->lens_kv[b] > max_kv ? c->lens_kv[b] : max_kv;
+        }
+    }
+    int64_t nb = c->varlen ? 1 : c->batch, rq = c->varlen ? cu_q[c->batch] : max_q,
+            rk = c->varlen ? cu_k[c->batch] : max_kv, sq[3] = {0}, sk[3] = {0};
+    strides_for(c, c->heads, rq, sq), strides_for(c, c->kv_heads, rk, sk);
+    const int64_t nq[4] = {nb, c->heads, rq, c->d}, nk[4] = {nb, c->kv_heads, rk, c->d}, nl[4] = {nb, c->heads, rq, 1};
+    tensor q = make(dt, nq, sq[0], sq[1], sq[2], 16), k = make(dt, nk, sk[0], sk[1], sk[2], 32),
+           v = make(dt, nk, sk[0], sk[1], sk[2], 0), o = make(dt, nq, sq[0], sq[1], sq[2], 48),
+           g = make(dt, nq, sq[0], sq[1], sq[2], 0), dq = make(dt, nq, sq[0], sq[1], sq[2], 32),
+           dk = make(dt, nk, sk[0], sk[1], sk[2], 16), dv = make(dt, nk, sk[0], sk[1], sk[2], 64),
+           lse = make(&f32, nl, c->varlen ? 0 : c->heads * (rq + 4), rq + 4, 1, 16), cq, ck;
+    for (int64_t b = 0; b < nb; b++)
+        for (int64_t h = 0; h < c->heads; h++)
+            for (int64_t i = 0; i < rq; i++)
+                for (int64_t d = 0; d < c->d; d++) put(&q, b, h, i, d, 4 * unit_rand()), put(&g, b, h, i, d, unit_rand());
+    for (int64_t b = 0; b < nb; b++)
+        for (int64_t h = 0; h < c->kv_heads; h++)
+            for (int64_t i = 0; i < rk; i++)
+                for (int64_t d = 0; d < c->d; d++) put(&k, b, h, i, d, unit_rand()), put(&v, b, h, i, d, unit_rand());
+    send(&q), send(&k), send(&v), send(&o), send(&g), send(&dq), send(&dk), send(&dv), send(&lse);
+    tls_attention_problem p = {.batch = c->batch, .heads = c->heads, .kv_heads = c->kv_heads, .n_q = max_q,
+                               .n_kv = max_kv, .head_dim = c->d, .scale = c->scale, .causal = c->causal,
+                               .window = c->window, .window_left = c->window ? c->left : 0,
+                               .window_right = c->window ? c->right : 0};
+    if (c->varlen) {
+        const int64_t ncu[4] = {1, 1, 1, c->batch + 1};
+        cq = make(&f32, ncu, 0, 0, 0, 16), ck = make(&f32, ncu, 0, 0, 0, 0);
+        memcpy(cq.host + cq.off, cu_q, sizeof(int32_t) * (size_t)(c->batch + 1));
+        memcpy(ck.host + ck.off, cu_k, sizeof(int32_t) * (size_t)(c->batch + 1));
+        send(&cq), send(&ck);
+        p.cu_q = tls_mem_at(cq.buf, cq.off), p.cu_k = tls_mem_at(ck.buf, ck.off), p.total_q = rq, p.total_kv = rk;
+    }
+    const tls_options opt = {.num_warps = c->warps};
+    OK(tls_attention_fwd(dev, dt->id, &p, arg(&q), arg(&k), arg(&v), arg(&o), arg(&lse), &opt));
+    OK(trt_sync(dev));
+    OK(trt_read(dev, o.buf, 0, o.host, o.bytes));
+    /* the workspace: WS_OFF bytes before it and WS_TAIL after must stay poison */
+    enum { WS_OFF = 32, WS_TAIL = 64 };
+    size_t ws_bytes = 0;
+    OK(tls_attention_bwd_workspace(dev, &p, &ws_bytes));
+    assert_int_equal(ws_bytes, 4 * (size_t)nb * (size_t)c->heads * (size_t)rq);
+    unsigned char *ws_host = malloc(WS_OFF + ws_bytes + WS_TAIL);
+    memset(ws_host, 0xff, WS_OFF + ws_bytes + WS_TAIL);
+    trt_buffer ws;
+    OK(trt_alloc(dev, WS_OFF + ws_bytes + WS_TAIL, &ws));
+    OK(trt_write(dev, ws, 0, ws_host, WS_OFF + ws_bytes + WS_TAIL));
+    size_t modules = tls_num_modules(dev);
+    OK(tls_attention_bwd(dev, dt->id, &p, arg(&q), arg(&k), arg(&v), arg(&o), arg(&g), arg(&lse), arg(&dq), arg(&dk),
+                         arg(&dv), tls_mem_at(ws, WS_OFF), &opt));
+    size_t after = tls_num_modules(dev);
+    assert_true(after <= modules + 2); /* dK/dV's module and dQ's (with the pre-pass) */
+    /* the same call again, on a stream, on poisoned outputs: no compile, and the same bits (no atomics) */
+    tensor *outs[3] = {&dq, &dk, &dv};
+    unsigned char *first[3];
+    for (int i = 0; i < 3; i++) {
+        first[i] = malloc(outs[i]->bytes);
+        OK(trt_read(dev, outs[i]->buf, 0, first[i], outs[i]->bytes));
+        OK(trt_write(dev, outs[i]->buf, 0, outs[i]->host, outs[i]->bytes)); /* host: still the poison */
+    }
+    trt_stream *stream;
+    OK(trt_stream_create(dev, &stream));
+    const tls_options on_stream = {.num_warps = c->warps, .stream = stream};
+    OK(tls_attention_bwd(dev, dt->id, &p, arg(&q), arg(&k), arg(&v), arg(&o), arg(&g), arg(&lse), arg(&dq), arg(&dk),
+                         arg(&dv), tls_mem_at(ws, WS_OFF), &on_stream));
+    OK(trt_stream_sync(stream));
+    trt_stream_destroy(stream);
+    assert_int_equal(tls_num_modules(dev), after);
+    fetch(&dq, what), fetch(&dk, what), fetch(&dv, what);
+    for (int i = 0; i < 3; i++) {
+        if (memcmp(first[i], outs[i]->host, outs[i]->bytes))
+            fail_msg("%s: a second run on a stream gave other bits (%s)", what, i == 0 ? "dq" : i == 1 ? "dk" : "dv");
+        free(first[i]);
+    }
+    OK(trt_read(dev, ws, 0, ws_host, WS_OFF + ws_bytes + WS_TAIL));
+    for (size_t i = 0; i < WS_OFF + ws_bytes + WS_TAIL; i++)
+        if ((i < WS_OFF || i >= WS_OFF + ws_bytes) && ws_host[i] != 0xff)
+            fail_msg("%s: byte %zu of the workspace's buffer, outside its %zu bytes from offset %d, was written", what, i,
+                     ws_bytes, WS_OFF);
+    free(ws_host);
+    OK(trt_free(dev, ws));
+
+    double scale = (float)(c->scale != 0 ? c->scale : 1 / sqrtf((float)c->d)), tol = 8 * dt->u;
+    double sub = dt == &f16 ? 0x1p-22 : 0;
+    int64_t q_per_kv = c->heads / c->kv_heads, D = c->d;
+    double *pr = malloc(sizeof(double) * (size_t)(max_kv + 1)), *dp = malloc(sizeof(double) * (size_t)(max_kv + 1)),
+           *adp = malloc(sizeof(double) * (size_t)(max_kv + 1));
+    /* dk and dv (with their magnitudes) of one batch's key/value heads, summed over their query heads */
+    size_t nkd = (size_t)c->kv_heads * (size_t)(max_kv + 1) * (size_t)D;
+    double *rdk = malloc(sizeof(double) * nkd), *rdv = malloc(sizeof(double) * nkd), *mk = malloc(sizeof(double) * nkd),
+           *mv = malloc(sizeof(double) * nkd), *rdq = malloc(sizeof(double) * (size_t)D),
+           *mq = malloc(sizeof(double) * (size_t)D);
+    for (int64_t b = 0; b < c->batch; b++) {
+        int64_t qb = c->varlen ? 0 : b, lq = c->varlen ? c->lens_q[b] : max_q, lk = c->varlen ? c->lens_kv[b] : max_kv;
+        int64_t q0 = c->varlen ? cu_q[b] : 0, k0 = c->varlen ? cu_k[b] : 0;
+        memset(rdk, 0, sizeof(double) * nkd), memset(rdv, 0, sizeof(double) * nkd);
+        memset(mk, 0, sizeof(double) * nkd), memset(mv, 0, sizeof(double) * nkd);
+        for (int64_t h = 0; h < c->heads; h++) {
+            int64_t kvh = h / q_per_kv;
+            for (int64_t i = 0; i < lq; i++) {
+                double m = -INFINITY, l = 0;
+                for (int64_t j = 0; j < lk; j++) {
+                    if (!sees(c, i, j)) continue;
+                    double dot = 0;
+                    for (int64_t d = 0; d < D; d++) dot += (double)get(&q, qb, h, q0 + i, d) * get(&k, qb, kvh, k0 + j, d);
+                    pr[j] = dot * scale, m = fmax(m, pr[j]);
+                }
+                for (int64_t j = 0; j < lk; j++)
+                    if (sees(c, i, j)) l += exp(pr[j] - m);
+                for (int64_t j = 0; j < lk; j++) pr[j] = sees(c, i, j) ? exp(pr[j] - m) / l : 0;
+                /* delta against the float64 o; adl bounds its error from the stored o's */
+                double dl = 0, adl = 0;
+                for (int64_t d = 0; d < D; d++) {
+                    double od = 0, aod = 0, gd = get(&g, qb, h, q0 + i, d);
+                    for (int64_t j = 0; j < lk; j++) {
+                        double vj = get(&v, qb, kvh, k0 + j, d);
+                        od += pr[j] * vj, aod += pr[j] * fabs(vj);
+                    }
+                    dl += gd * od, adl += fabs(gd) * aod;
+                }
+                for (int64_t j = 0; j < lk; j++) {
+                    double s = 0, a = 0;
+                    for (int64_t d = 0; d < D; d++) {
+                        double x = (double)get(&g, qb, h, q0 + i, d) * get(&v, qb, kvh, k0 + j, d);
+                        s += x, a += fabs(x);
+                    }
+                    dp[j] = s, adp[j] = a;
+                }
+                for (int64_t d = 0; d < D; d++) rdq[d] = mq[d] = 0;
+                for (int64_t j = 0; j < lk; j++) {
+                    if (pr[j] == 0) continue;
+                    double ds = pr[j] * (dp[j] - dl), ads = pr[j] * (adp[j] + adl);
+                    for (int64_t d = 0; d < D; d++) {
+                        size_t jd = ((size_t)kvh * (size_t)(max_kv + 1) + (size_t)j) * (size_t)D + (size_t)d;
+                        double kj = get(&k, qb, kvh, k0 + j, d), qi = get(&q, qb, h, q0 + i, d),
+                               gi = get(&g, qb, h, q0 + i, d);
+                        rdq[d] += scale * ds * kj, mq[d] += fabs(scale) * ads * fabs(kj);
+                        rdk[jd] += scale * ds * qi, mk[jd] += fabs(scale) * ads * fabs(qi);
+                        rdv[jd] += pr[j] * gi, mv[jd] += pr[j] * fabs(gi);
+                    }
+                }
+                for (int64_t d = 0; d < D; d++) {
+                    double got = get(&dq, qb, h, q0 + i, d);
+                    if (mq[d] == 0 ? got != 0 : !(fabs(got - rdq[d]) <= tol * mq[d] + (double)lk * sub))
+                        fail_msg("%s: dq[%lld][%lld][%lld][%lld] = %g, want %g (terms' magnitude %g) on %s", what,
+                                 (long long)b, (long long)h, (long long)i, (long long)d, got, rdq[d], mq[d],
+                                 trt_device_name(dev));
+                }
+            }
+        }
+        for (int64_t h = 0; h < c->kv_heads; h++)
+            for (int64_t j = 0; j < lk; j++)
+                for (int64_t d = 0; d < D; d++) {
+                    size_t jd = ((size_t)h * (size_t)(max_kv + 1) + (size_t)j) * (size_t)D + (size_t)d;
+                    double gk = get(&dk, qb, h, k0 + j, d), gv = get(&dv, qb, h, k0 + j, d);
+                    double slack = (double)lq * (double)q_per_kv * sub;
+                    if (mk[jd] == 0 ? gk != 0 : !(fabs(gk - rdk[jd]) <= tol * mk[jd] + slack))
+                        fail_msg("%s: dk[%lld][%lld][%lld][%lld] = %g, want %g (terms' magnitude %g) on %s", what,
+                                 (long long)b, (long long)h, (long long)j, (long long)d, gk, rdk[jd], mk[jd],
+                                 trt_device_name(dev));
+                    if (mv[jd] == 0 ? gv != 0 : !(fabs(gv - rdv[jd]) <= tol * mv[jd] + slack))
+                        fail_msg("%s: dv[%lld][%lld][%lld][%lld] = %g, want %g (terms' magnitude %g) on %s", what,
+                                 (long long)b, (long long)h, (long long)j, (long long)d, gv, rdv[jd], mv[jd],
+                                 trt_device_name(dev));
+                }
+    }
+    free(pr), free(dp), free(adp), free(rdk), free(rdv), free(mk), free(mv), free(rdq), free(mq);
+    drop(&q), drop(&k), drop(&v), drop(&o), drop(&g), drop(&dq), drop(&dk), drop(&dv), drop(&lse);
+    if (c->varlen) drop(&cq), drop(&ck);
+}
+
+static void test_attention_bwd(void **state) {
+    (void)state;
+    const att_case cases[] = {
+        /* grouped-query heads, n_q != n_kv, a prime past the blocks; FlashAttention's layout */
+        {.dt = &f16, .batch = 2, .heads = 4, .kv_heads = 2, .n_q = 17, .n_kv = 67, .d = 64, .lay = BSHD},
+        /* multi-query, causal, head dim 32, padded rows; one row and one key at odd strides */
+        {.dt = &f16, .batch = 1, .heads = 3, .kv_heads = 1, .n_q = 70, .n_kv = 70, .d = 32, .causal = true,
+         .lay = BHSD_PADDED},
+        {.dt = &bf16, .batch = 2, .heads = 2, .kv_heads = 2, .n_q = 1, .n_kv = 1, .d = 32, .lay = ODD},
+        /* head dim 128 (dK/dV at 16 x 64 on the CPU and the emulator) at odd strides: causal with a window (rows
+         * from 25 on see no key: dq 0), and causal with keys past the rows (keys from 20 on seen by no row: dk and
+         * dv 0) */
+        {.dt = &bf16, .batch = 1, .heads = 2, .kv_heads = 1, .n_q = 40, .n_kv = 20, .d = 128, .causal = true,
+         .window = true, .left = 5, .right = 3, .lay = ODD},
+        {.dt = &f16, .batch = 1, .heads = 2, .kv_heads = 2, .n_q = 20, .n_kv = 45, .d = 128, .causal = true,
+         .lay = BHSD_PADDED},
+        /* one-sided windows (-1: no bound), a scale of its own, bf16 */
+        {.dt = &f16, .batch = 1, .heads = 2, .kv_heads = 2, .n_q = 67, .n_kv = 40, .d = 64, .window = true, .left = -1,
+         .right = 3, .lay = BHSD_PADDED},
+        {.dt = &bf16, .batch = 1, .heads = 4, .kv_heads = 1, .n_q = 33, .n_kv = 80, .d = 64, .window = true, .left = 9,
+         .right = -1, .scale = -0.1f, .lay = BSHD},
+        /* varlen: sequences of 0 and 1 query rows, one of 0 keys (its rows see none: dq 0) and one whose keys no row
+         * sees (0 query rows: dk and dv 0) */
+        {.dt = &f16, .batch = 4, .heads = 4, .kv_heads = 2, .d = 32, .causal = true, .lay = BSHD, .varlen = true,
+         .lens_q = {37, 0, 1, 20}, .lens_kv = {50, 7, 1, 0}},
+        {.dt = &bf16, .batch = 3, .heads = 2, .kv_heads = 1, .d = 64, .window = true, .left = 8, .right = 8,
+         .lay = ODD, .varlen = true, .lens_q = {1, 70, 0}, .lens_kv = {3, 66, 1}},
+        /* the warps of tls_options, for all three kernels */
+        {.dt = &f16, .batch = 1, .heads = 2, .kv_heads = 1, .n_q = 30, .n_kv = 50, .d = 32, .lay = BSHD, .warps = 4},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_backward(&cases[i]);
+}
+
 /* ---- misuse ---------------------------------------------------------------------- */
 
 static void expect_error(trt_status st, trt_status want, const char *says, const char *call) {
@@ -459,6 +692,117 @@ static void test_attention_misuse(void **state) {
     drop(&q), drop(&k), drop(&o), drop(&lse), drop(&cu), drop(&bad_cu);
 }
 
+/* Each argument check of tls_attention_bwd and its workspace query: its
+ * message, and dq, dk, dv and the workspace untouched. The problem checks
+ * and the tensor checks are the forward's (begin_attention; tested
+ * above): here one of each kind, and what the backward adds (d_o, the
+ * gradients, the workspace). The base problem is test_attention_misuse's. */
+static void test_attention_bwd_misuse(void **state) {
+    (void)state;
+    const int64_t n[4] = {2, 2, 16, 32}, nk[4] = {2, 1, 16, 32}, nl[4] = {2, 2, 16, 1}, ncu[4] = {1, 1, 1, 3},
+                  nw[4] = {1, 1, 1, 64};
+    tensor q = make(&f16, n, 16 * 64, 32, 64, 0), k = make(&f16, nk, 16 * 32, 32, 32, 0),
+           o = make(&f16, n, 16 * 64, 32, 64, 0), g = make(&f16, n, 16 * 64, 32, 64, 0),
+           lse = make(&f32, nl, 32, 16, 1, 0), dq = make(&f16, n, 16 * 64, 32, 64, 0),
+           dk = make(&f16, nk, 16 * 32, 32, 32, 0), dv = make(&f16, nk, 16 * 32, 32, 32, 0),
+           ws = make(&f32, nw, 0, 0, 0, 0), cu = make(&f32, ncu, 0, 0, 0, 0); /* ws: 256 bytes */
+    const int32_t offsets[3] = {0, 10, 16};
+    memcpy(cu.host, offsets, sizeof offsets);
+    send(&q), send(&k), send(&o), send(&g), send(&lse), send(&dq), send(&dk), send(&dv), send(&ws), send(&cu);
+    const tls_attention_problem good = {.batch = 2, .heads = 2, .kv_heads = 1, .n_q = 16, .n_kv = 16, .head_dim = 32};
+    tls_attention_tensor Q = arg(&q), K = arg(&k), O = arg(&o), G = arg(&g), L = arg(&lse), DQ = arg(&dq),
+                         DK = arg(&dk), DV = arg(&dv), t;
+    tls_mem W = tls_mem_of(ws.buf);
+    tls_attention_problem p;
+    size_t bytes = 1;
+    /* the workspace query */
+    assert_int_equal(tls_attention_bwd_workspace(NULL, &good, &bytes), TRT_ERR_INVALID_ARGUMENT);
+    assert_int_equal(bytes, 0);
+    EXPECT(tls_attention_bwd_workspace(dev, &good, NULL), "tls_attention_bwd_workspace: bytes is NULL");
+    EXPECT(tls_attention_bwd_workspace(dev, NULL, &bytes), "tls_attention_bwd_workspace: the problem is NULL");
+    p = good, p.kv_heads = 3;
+    EXPECT(tls_attention_bwd_workspace(dev, &p, &bytes), "tls_attention_bwd_workspace: kv_heads is 3");
+    OK(tls_attention_bwd_workspace(dev, &good, &bytes));
+    assert_int_equal(bytes, 4 * 2 * 2 * 16); /* delta: batch x heads x n_q f32 */
+    p = good, p.batch = p.heads = p.kv_heads = 65535, p.n_q = TLS_ATTENTION_MAX_SEQ;
+    EXPECT(tls_attention_bwd_workspace(dev, &p, &bytes), "tls_attention_bwd_workspace: the workspace would hold 65535 "
+                                                         "x 65535 x 1073741696 f32 values, more than memory can");
+    assert_int_equal(bytes, 0);
+    p = good, p.batch = 1, p.heads = 65535, p.n_q = TLS_ATTENTION_MAX_SEQ; /* 2^48 bytes, but too many trips */
+    EXPECT(tls_attention_bwd_workspace(dev, &p, &bytes), "tls_attention_bwd_workspace: heads / kv_heads (65535) times "
+                                                         "n_q's blocks of");
+    EXPECT(tls_attention_bwd_workspace(dev, &p, &bytes), "past the dK/dV kernel's i32 loop count (2147483647)");
+    /* (tls_attention_bwd makes the same check after the tensors', which at this size need terabytes) */
+    tls_attention_problem vl = good;
+    vl.cu_q = vl.cu_k = tls_mem_of(cu.buf), vl.total_q = vl.total_kv = 16;
+    OK(tls_attention_bwd_workspace(dev, &vl, &bytes));
+    assert_int_equal(bytes, 4 * 2 * 16); /* heads x total_q */
+#define BWD(prob, ...) tls_attention_bwd(dev, TLS_F16, prob, __VA_ARGS__, NULL)
+    assert_int_equal(tls_attention_bwd(NULL, TLS_F16, &good, Q, K, K, O, G, L, DQ, DK, DV, W, NULL),
+                     TRT_ERR_INVALID_ARGUMENT);
+    EXPECT(tls_attention_bwd(dev, TLS_F32, &good, Q, K, K, O, G, L, DQ, DK, DV, W, NULL),
+           "tls_attention_bwd: dtype f32: attention takes f16 or bf16");
+    tls_options warps = {.num_warps = 3};
+    EXPECT(tls_attention_bwd(dev, TLS_BF16, &good, Q, K, K, O, G, L, DQ, DK, DV, W, &warps), "num_warps 3 must be 0");
+    EXPECT(BWD(NULL, Q, K, K, O, G, L, DQ, DK, DV, W), "tls_attention_bwd: the problem is NULL");
+    p = good, p.heads = 3, p.kv_heads = 2;
+    EXPECT(BWD(&p, Q, K, K, O, G, L, DQ, DK, DV, W), "tls_attention_bwd: heads (3) is not a multiple of kv_heads (2)");
+    p = good, p.head_dim = 80;
+    EXPECT(BWD(&p, Q, K, K, O, G, L, DQ, DK, DV, W), "tls_attention_bwd: head_dim is 80");
+    /* the tensors the backward adds */
+    t = G, t.stride_row = 65;
+    EXPECT(BWD(&good, Q, K, K, O, t, L, DQ, DK, DV, W), "tls_attention_bwd: d_o: the buffer holds 4096 bytes");
+    t = DK, t.mem.offset = 8;
+    EXPECT(BWD(&good, Q, K, K, O, G, L, DQ, t, DV, W), "dk: offset 8 is not a multiple of 16");
+    t = L, t.stride_row = 2;
+    EXPECT(BWD(&good, Q, K, K, O, G, t, DQ, DK, DV, W), "lse: stride_row is 2; it must be 1");
+    t = DV, t.stride_head = -1;
+    EXPECT(BWD(&good, Q, K, K, O, G, L, DQ, DK, t, W), "dv: stride_head is -1; strides must be >= 0");
+    t = DQ, t.stride_row = 16;
+    EXPECT(BWD(&good, Q, K, K, O, G, L, t, DK, DV, W), "dq: strides 1024, 32, 16, 1 (batch, head, row, column) "
+                                                       "over 2 x 2 x 16 x 32 put two of its elements at one address");
+    /* the outputs apart from each other and from every input */
+    EXPECT(BWD(&good, Q, K, K, O, G, L, G, DK, DV, W), "dq and d_o overlap in memory");
+    EXPECT(BWD(&good, Q, K, K, O, G, L, DQ, DK, DK, W), "dk and dv overlap in memory");
+    EXPECT(BWD(&good, Q, K, K, O, G, L, DQ, DK, K, W), "dv and k overlap in memory");
+    /* the workspace: big enough, aligned, apart */
+    EXPECT(BWD(&good, Q, K, K, O, G, L, DQ, DK, DV, tls_mem_at(ws.buf, 16)),
+           "tls_attention_bwd: workspace: the buffer holds 256 bytes; from offset 16 the call needs 256 "
+           "(tls_attention_bwd_workspace)");
+    EXPECT(BWD(&good, Q, K, K, O, G, L, DQ, DK, DV, tls_mem_at(q.buf, 4)), "workspace: offset 4 is not a multiple of 16");
+    EXPECT(BWD(&good, Q, K, K, O, G, L, DQ, DK, DV, tls_mem_of(o.buf)), "workspace and o overlap in memory");
+    EXPECT(BWD(&good, Q, K, K, O, G, L, DQ, DK, DV, tls_mem_of(lse.buf)), "workspace and lse overlap in memory");
+    EXPECT(BWD(&good, Q, K, K, O, G, L, DQ, DK, DV, tls_mem_of(dv.buf)), "dv and workspace overlap in memory");
+    trt_buffer gone;
+    OK(trt_alloc(dev, 256, &gone));
+    OK(trt_free(dev, gone));
+    expect_error(BWD(&good, Q, K, K, O, G, L, DQ, DK, DV, tls_mem_of(gone)), TRT_ERR_INVALID_HANDLE,
+                 "tls_attention_bwd: workspace: buffer handle", "a freed workspace");
+    /* varlen: the packed forms, and the offsets inside the workspace */
+    tls_attention_tensor Qv = Q, Kv = K, Ov = O, Gv = G, Lv = L, DQv = DQ, DKv = DK, DVv = DV;
+    Qv.stride_batch = Kv.stride_batch = Ov.stride_batch = Gv.stride_batch = Lv.stride_batch = 0;
+    DQv.stride_batch = DKv.stride_batch = DVv.stride_batch = 0;
+    EXPECT(BWD(&vl, Qv, Kv, Kv, Ov, G, Lv, DQv, DKv, DVv, W), "d_o: stride_batch is 1024; with cu_q and cu_k");
+    EXPECT(BWD(&vl, Qv, Kv, Kv, Ov, Gv, Lv, DQv, DK, DVv, W), "dk: stride_batch is 512");
+    if (!trt_device_arch(dev)[0]) { /* the offsets' values: read on the CPU and the emulator only */
+        p = vl, p.n_q = 8;
+        EXPECT(BWD(&p, Qv, Kv, Kv, Ov, Gv, Lv, DQv, DKv, DVv, W),
+               "tls_attention_bwd: sequence 0 has 10 rows (cu_q[1] - cu_q[0]), more than n_q (8)");
+    }
+    OK(trt_write(dev, ws.buf, 64, offsets, sizeof offsets));
+    p = vl, p.cu_q = tls_mem_at(ws.buf, 64);
+    EXPECT(BWD(&p, Qv, Kv, Kv, Ov, Gv, Lv, DQv, DKv, DVv, W), "workspace and cu_q overlap in memory");
+    OK(trt_write(dev, ws.buf, 0, ws.host, ws.bytes)); /* poison again */
+    /* nothing ran */
+    if (!all_poison(&dq) || !all_poison(&dk) || !all_poison(&dv) || !all_poison(&ws))
+        fail_msg("a refused tls_attention_bwd wrote dq, dk, dv or the workspace");
+    /* the base problem and its varlen form are valid */
+    OK(BWD(&good, Q, K, K, O, G, L, DQ, DK, DV, W));
+    OK(BWD(&vl, Qv, Kv, Kv, Ov, Gv, Lv, DQv, DKv, DVv, W));
+#undef BWD
+    drop(&q), drop(&k), drop(&o), drop(&g), drop(&lse), drop(&dq), drop(&dk), drop(&dv), drop(&ws), drop(&cu);
+}
+
 int main(int argc, char **argv) {
     const char *which = argc > 1 ? argv[1] : "cpu";
     trt_device_kind kind;
@@ -480,6 +824,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_attention),
         cmocka_unit_test(test_attention_options),
         cmocka_unit_test(test_attention_misuse),
+        cmocka_unit_test(test_attention_bwd),
+        cmocka_unit_test(test_attention_bwd_misuse),
     };
     int failed = cmocka_run_group_tests_name(which, tests, NULL, NULL);
     trt_close(dev);

@@ -1,7 +1,8 @@
 /* The stdlib matmul's choice of tile configuration (runtime/stdlib.c,
  * rt_matmul_config_for): by the shape's minimums, and on a GPU the largest
  * tile whose count fills the multiprocessors; flash attention's
- * (rt_attention_config_for): by head dim and arch. */
+ * (rt_attention_config_for) and its backward's (rt_attention_bwd_config_for):
+ * by head dim and arch. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -90,6 +91,33 @@ static void test_attention_rows_by_head_dim_and_arch(void **state) {
     assert_null(rt_attention_config_for(256, 90));
 }
 
+/* The backward's table the same way, each pass with an mma row block a
+ * warp along its program's rows (dK/dV's keys, dQ's query rows); sm_86
+ * and sm_89 (99 KB of shared memory) take rows of their own where sm_80's
+ * ask stages that do not fit. */
+static void test_attention_bwd_rows_by_head_dim_and_arch(void **state) {
+    (void)state;
+    const int dims[] = {32, 64, 128}, sms[] = {0, 80, 86, 89, 90, 100};
+    for (int d = 0; d < 3; d++)
+        for (int s = 0; s < 6; s++) {
+            const rt_attention_bwd_config *c = rt_attention_bwd_config_for(dims[d], sms[s]);
+            assert_non_null(c);
+            assert_int_equal(c->head_dim, dims[d]);
+            assert_true(c->min_sm <= sms[s]);
+            assert_true(c->dkdv.block_n >= 16 * (c->dkdv.num_warps < 4 ? c->dkdv.num_warps : 4));
+            assert_true(c->dq.block_m >= 16 * (c->dq.num_warps < 4 ? c->dq.num_warps : 4));
+            assert_true(c->dkdv.num_stages >= 1 && c->dq.num_stages >= 1);
+        }
+    assert_int_equal(rt_attention_bwd_config_for(64, 86)->dkdv.num_stages, 2);
+    assert_int_equal(rt_attention_bwd_config_for(64, 89)->dkdv.num_stages, 2);
+    assert_int_equal(rt_attention_bwd_config_for(64, 90)->dkdv.num_stages, 3);
+    assert_int_equal(rt_attention_bwd_config_for(64, 80)->dkdv.num_stages, 3);
+    assert_int_equal(rt_attention_bwd_config_for(128, 0)->dkdv.block_m, 16);
+    assert_ptr_equal(rt_attention_bwd_config_for(128, 0), rt_attention_bwd_config_for(128, 80));
+    assert_null(rt_attention_bwd_config_for(16, 90));
+    assert_null(rt_attention_bwd_config_for(96, 80));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_large_products_take_the_largest_tile),
@@ -98,6 +126,7 @@ int main(void) {
         cmocka_unit_test(test_tiles_fill_the_multiprocessors),
         cmocka_unit_test(test_huge_shapes_do_not_overflow),
         cmocka_unit_test(test_attention_rows_by_head_dim_and_arch),
+        cmocka_unit_test(test_attention_bwd_rows_by_head_dim_and_arch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

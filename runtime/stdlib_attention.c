@@ -1,0 +1,544 @@
+/* stdlib_attention.c - flash attention's C entry points (tls_attention_fwd,
+ * tls_attention_bwd and its workspace query, include/tilec_stdlib.h;
+ * docs/stdlib.md, "Flash attention"), apart from runtime/stdlib.c, whose
+ * helpers it shares through stdlib_internal.h: attention alone has
+ * four-dim tensors, a problem struct, varlen offsets and configuration
+ * tables by head dim and arch, and with them stdlib.c would pass the
+ * size a file may have.
+ *
+ * A call checks everything before it launches anything (begin_attention:
+ * the problem, then each tensor against its dims, then that each output
+ * keeps its elements apart and shares no byte with another tensor of the
+ * call) and compiles every kernel it launches first, so that a refused
+ * call writes nothing. The forward picks a row of attention_configs by
+ * head dim and the device's arch (BLOCK_M, BLOCK_N, num_warps,
+ * num_stages) and the CAUSAL, WINDOW and VARLEN specializations the
+ * problem asks for, and launches cdiv(n_q, BLOCK_M) programs along axis
+ * 0, the heads along axis 1 and the batch along axis 2. The backward
+ * picks a row of attention_bwd_configs the same way and launches
+ * stdlib/attention_bwd.tile's three kernels on one argument list: the
+ * pre-pass (delta into the caller's workspace) and dQ on the forward's
+ * grid at dQ's BLOCK_M, dK/dV on cdiv(n_kv, BLOCK_N) programs by key/value
+ * head. Messages start with the entry point's name. */
+#include <assert.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/internal.h"
+#include "runtime/stdlib_internal.h"
+#include "tilec_stdlib.h"
+
+/* The configurations of stdlib/attention.tile's forward by head dim and
+ * architecture (rt_attention_config_for: the first row of the head dim
+ * whose min_sm the device reaches; the CPU and GPUs before sm_90 take the
+ * min_sm 0 rows). Not timed (no GPU in the session that wrote them):
+ * each row starts from what FlashAttention-2 (flash_fwd_launch_
+ * template.h, its mma.sync kernels) and Triton's fused-attention
+ * tutorial choose (BLOCK_M 128, BLOCK_N 64 up to head dim 64 and 32 past
+ * it, 4 warps, 4 stages up to 64 and 3 past it; on an H100 8 warps, and 7
+ * stages from head dim 64, else 3), moved to the nearest tile that ptxas
+ * -v compiles without spilling today, for f16 and bf16, plain and with
+ * CAUSAL, WINDOW and VARLEN (tests/stdlib-no-spills.sh checks each row
+ * and prints its figures): at 4 warps the row max and sum of the scores
+ * still go through shared memory and the kernel spills from head dim 64
+ * on (attention.tile's header), so those rows take 8 warps, which at
+ * BLOCK_M 128 also keep p in registers (16 rows a warp; at BLOCK_M 64 it
+ * goes through shared memory). num_stages is Triton's; the compiler
+ * lowers it where the K and V rings do not fit the arch's shared memory
+ * (sm_86 and sm_89: 99 KB; at head dim 128 on sm_90, 6 of the 7). When 4
+ * warps stop spilling, FA2's and Triton's tiles are the ones to time. */
+static const rt_attention_config attention_configs[] = {
+    /* head_dim, min_sm, BLOCK_M, BLOCK_N, num_warps, num_stages */
+    {32, 90, 128, 32, 8, 3},  /* Triton's H100 warps and stages */
+    {32, 0, 128, 32, 4, 4},   /* FA2 128 x 128 and Triton 128 x 64 at 4 warps spill 13.8 KB and 88 B today */
+    {64, 90, 128, 32, 8, 7},  /* Triton's H100 warps and stages; 128 x 64 w8 spills 180 B */
+    {64, 0, 128, 32, 8, 4},   /* FA2 128 x 128 w4 and Triton 128 x 64 w4 spill 21 KB and 848 B, 128 x 64 w8 172 B */
+    {128, 90, 64, 64, 8, 7},  /* Triton's H100 warps and stages, FA2's (sm_86, causal) tile */
+    {128, 0, 64, 32, 8, 3},   /* FA2 128 x 64 w4 (A100) and Triton 128 x 32 w4 spill 17 KB and 10 KB, 128 x 32 w8
+                                 72 B; 64 x 64 w8 48 B with CAUSAL, WINDOW and VARLEN */
+};
+
+const rt_attention_config *rt_attention_config_for(int64_t head_dim, int sm) {
+    for (size_t i = 0; i < sizeof attention_configs / sizeof attention_configs[0]; i++)
+        if (attention_configs[i].head_dim == head_dim && sm >= attention_configs[i].min_sm) return &attention_configs[i];
+    return NULL;
+}
+
+/* The configurations of stdlib/attention_bwd.tile by head dim and
+ * architecture, looked up as the forward's (rt_attention_bwd_config_for;
+ * the CPU and the emulator take the min_sm 0 rows, sm_80's): BLOCK_M
+ * (query rows a step of dK/dV, a program of dQ), BLOCK_N (keys a program
+ * of dK/dV, a step of dQ), num_warps and num_stages for dK/dV's kernel
+ * and for dQ's, whose module also holds the pre-pass (delta, BLOCK_M rows
+ * a program): two modules a specialization, not three. Not timed (no GPU
+ * in the session that wrote them): the kernel header's suggestions, the
+ * largest blocks at which ptxas -v spills nothing on sm_80 and sm_90 at
+ * the compiler's default 3 stages, plain and with CAUSAL, WINDOW and VARLEN
+ * (tests/stdlib-no-spills.sh checks each row for the arch that takes it
+ * and prints its figures), moved where they spilled: dK/dV at head dim
+ * 128 on 32 x 64 spills 8 bytes on sm_80 (not on sm_90), so sm_80 takes
+ * 16 x 64 (32 x 32 spills nothing either; 16 x 64 keeps 64 keys a
+ * program, as the other rows and Triton's small query step, large key
+ * block). sm_86 and sm_89 have 99 KB of shared memory: their rows ask 2
+ * stages for dK/dV where sm_80's 3 take 104 and 120 KB. Asked for 3 there,
+ * the compiler keeps the 3 in 99 KB by converting v (at head dim 128 also
+ * the transposed q and dO) through its scratch instead of buffers of
+ * their own, and the kernel spills (252 B at head dim 64, 276 B at 128);
+ * asked for 2, it spills nothing. dQ at head dim 128 asks 2, which the
+ * compiler would lower 3 to anyway. To time against these (docs/stdlib.md
+ * has the figures): Triton's tutorial, dK/dV 32 x 128 and dQ 128 x 32 on
+ * 4 warps and 5 stages, spills from head dim 64 but not at 32; on 8
+ * warps its dQ spills at no head dim, its dK/dV not at 32, nor at 64 on
+ * sm_86 and sm_90. */
+static const rt_attention_bwd_config attention_bwd_configs[] = {
+    /* head_dim, min_sm, dK/dV {BLOCK_M, BLOCK_N, num_warps, num_stages}, dQ {the same} */
+    {32, 0, {64, 64, 8, 3}, {64, 64, 4, 3}},
+    {64, 90, {64, 64, 8, 3}, {64, 64, 4, 3}},
+    {64, 86, {64, 64, 8, 2}, {64, 64, 4, 3}},  /* 99 KB: 3 stages of dK/dV spill there (above) */
+    {64, 0, {64, 64, 8, 3}, {64, 64, 4, 3}},
+    {128, 90, {32, 64, 8, 3}, {64, 32, 8, 3}},
+    {128, 86, {32, 64, 8, 2}, {64, 32, 8, 2}}, /* 99 KB: 3 stages of dK/dV spill, dQ's do not fit */
+    {128, 0, {16, 64, 8, 3}, {64, 32, 8, 3}},  /* 32 x 64 spills 8 B on sm_80 */
+};
+
+const rt_attention_bwd_config *rt_attention_bwd_config_for(int64_t head_dim, int sm) {
+    for (size_t i = 0; i < sizeof attention_bwd_configs / sizeof attention_bwd_configs[0]; i++)
+        if (attention_bwd_configs[i].head_dim == head_dim && sm >= attention_bwd_configs[i].min_sm)
+            return &attention_bwd_configs[i];
+    return NULL;
+}
+
+/* The compute capability the call's code is built for: the GPU's, the
+ * emulator's code arch, 0 on the CPU ("sm_90a": 90). */
+static int device_sm(const sl_call *c) {
+    const rt_device_ops *ops = c->d->ops;
+    const char *arch = ops->arch ? ops->arch(c->d) : ops->code_arch ? ops->code_arch(c->d) : NULL;
+    return arch && !strncmp(arch, "sm_", 3) ? atoi(arch + 3) : 0;
+}
+
+static const float ATT_LOG2E = 1.44269504f; /* the kernels scale the scores by scale * log2(e), in f32 */
+
+/* One tensor of an attention call: its dims (batch, heads, rows, head
+ * dim; with varlen, batch 1 and rows the packed total), their strides in
+ * elements (the last 1), and where its bytes lie (check_att_tensor). */
+typedef struct att_tensor {
+    const char *name;
+    tls_mem mem;
+    size_t esize;
+    int64_t n[4], s[4];
+    uint64_t begin, end; /* device addresses of its first byte and one past its last; equal when empty */
+} att_tensor;
+
+static att_tensor att_of(const char *name, tls_attention_tensor t, size_t esize, int64_t batch, int64_t heads,
+                         int64_t rows, int64_t cols) {
+    att_tensor a = {.name = name, .mem = t.mem, .esize = esize, .n = {batch, heads, rows, cols},
+                    .s = {t.stride_batch, t.stride_head, t.stride_row, 1}};
+    return a;
+}
+
+/* That t's strides are >= 0 and its buffer, live and 16-byte aligned at
+ * its offset, holds its furthest element; sets t->begin and t->end. */
+static trt_status check_att_tensor(const sl_call *c, att_tensor *t) {
+    static const char *const dims[3] = {"stride_batch", "stride_head", "stride_row"};
+    for (int i = 0; i < 3; i++)
+        if (t->s[i] < 0)
+            return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: %s: %s is %lld; strides must be >= 0", c->op, t->name,
+                           dims[i], (long long)t->s[i]);
+    size_t have;
+    uint64_t base;
+    trt_status st = rt_buffer_size(c->d, t->mem.buffer, &have);
+    if (st == TRT_OK) st = trt_buffer_ptr(c->d, t->mem.buffer, &base);
+    if (st != TRT_OK) return rt_fail(c->d, st, "%s: %s: %s", c->op, t->name, c->d->err);
+    if (t->mem.offset % SL_PTR_ALIGN)
+        return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: %s: offset %zu is not a multiple of %d bytes", c->op,
+                       t->name, t->mem.offset, SL_PTR_ALIGN);
+    t->begin = t->end = base + t->mem.offset;
+    if (!t->n[0] || !t->n[1] || !t->n[2]) return TRT_OK; /* no rows: nothing is read or written */
+    /* the furthest element, sum (n - 1) * s, and one more, without overflowing */
+    uint64_t limit = (uint64_t)INT64_MAX / t->esize, last = 0;
+    for (int i = 0; i < 4; i++) {
+        uint64_t n = (uint64_t)(t->n[i] - 1), s = (uint64_t)t->s[i];
+        if (n && s > (limit - 1 - last) / n)
+            return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: %s: its strides reach past what memory can hold",
+                           c->op, t->name);
+        last += n * s;
+    }
+    uint64_t need = (last + 1) * t->esize;
+    if (t->mem.offset > have || need > have - t->mem.offset)
+        return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT,
+                       "%s: %s: the buffer holds %zu bytes; %lld x %lld x %lld x %lld elements with strides %lld, "
+                       "%lld, %lld, 1 need %llu from offset %zu",
+                       c->op, t->name, have, (long long)t->n[0], (long long)t->n[1], (long long)t->n[2],
+                       (long long)t->n[3], (long long)t->s[0], (long long)t->s[1], (long long)t->s[2],
+                       (unsigned long long)need, t->mem.offset);
+    t->end = t->begin + need;
+    return TRT_OK;
+}
+
+/* That output o shares no byte with x: their spans, first byte to last,
+ * must not meet (a conservative test: two tensors interleaved in one
+ * buffer without sharing an element are refused too). */
+static trt_status check_disjoint(const sl_call *c, const att_tensor *o, const att_tensor *x) {
+    if (o->begin < o->end && x->begin < x->end && o->begin < x->end && x->begin < o->end)
+        return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT,
+                       "%s: %s and %s overlap in memory (%llu and %llu bytes from offsets %zu and %zu of their "
+                       "buffers): an output must not share memory with another tensor of the call",
+                       c->op, o->name, x->name, (unsigned long long)(o->end - o->begin),
+                       (unsigned long long)(x->end - x->begin), o->mem.offset, x->mem.offset);
+    return TRT_OK;
+}
+
+static trt_status check_range(const sl_call *c, const char *name, int64_t v, int64_t lo, int64_t hi, const char *why) {
+    if (v < lo || v > hi)
+        return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: %s is %lld; it must be from %lld to %lld%s", c->op, name,
+                       (long long)v, (long long)lo, (long long)hi, why);
+    return TRT_OK;
+}
+
+/* The offsets of a varlen batch, read where that costs a memcpy (the CPU
+ * and the emulator, whose buffers are host memory and whose launches are
+ * done when they return): from >= 0, nondecreasing, each sequence at
+ * most `longest` rows (the grid covers no more), the last at most
+ * `total`. On the GPU reading them would wait for the work before the
+ * call (a hidden sync), so they are not checked there. */
+static trt_status check_offsets(const sl_call *c, const char *name, tls_mem cu, int64_t batch, int64_t longest,
+                                const char *longest_name, int64_t total, const char *total_name) {
+    if (c->d->ops->read != rt_host_read) return TRT_OK;
+    int32_t *v = malloc(sizeof(int32_t) * (size_t)(batch + 1));
+    if (!v) return rt_fail(c->d, TRT_ERR_OUT_OF_MEMORY, "%s: out of memory reading %s", c->op, name);
+    trt_status st = trt_read(c->d, cu.buffer, cu.offset, v, sizeof(int32_t) * (size_t)(batch + 1));
+    if (st != TRT_OK) st = rt_fail(c->d, st, "%s: %s: %s", c->op, name, c->d->err);
+    else if (v[0] < 0)
+        st = rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: %s[0] is %d; offsets must be >= 0", c->op, name, (int)v[0]);
+    for (int64_t b = 0; st == TRT_OK && b < batch; b++) {
+        if (v[b + 1] < v[b])
+            st = rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: %s[%lld] is %d, less than %s[%lld] (%d): offsets must not "
+                         "decrease", c->op, name, (long long)(b + 1), (int)v[b + 1], name, (long long)b, (int)v[b]);
+        else if ((int64_t)v[b + 1] - v[b] > longest)
+            st = rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: sequence %lld has %lld rows (%s[%lld] - %s[%lld]), more "
+                         "than %s (%lld), the longest the call covers", c->op, (long long)b,
+                         (long long)v[b + 1] - v[b], name, (long long)(b + 1), name, (long long)b, longest_name,
+                         (long long)longest);
+    }
+    if (st == TRT_OK && v[batch] > total)
+        st = rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: %s[%lld] is %d, past %s (%lld), the rows the tensors hold",
+                     c->op, name, (long long)batch, (int)v[batch], total_name, (long long)total);
+    free(v);
+    return st;
+}
+
+/* The problem's own arguments, before any tensor: sizes, head dim,
+ * scale, window, varlen offsets and totals. */
+static trt_status check_problem(const sl_call *c, const tls_attention_problem *p, bool varlen) {
+    trt_status st;
+    if ((st = check_range(c, "batch", p->batch, 1, TLS_ATTENTION_MAX_BATCH, " (the grid's axis 2)")) ||
+        (st = check_range(c, "heads", p->heads, 1, TLS_ATTENTION_MAX_HEADS, " (the grid's axis 1)")) ||
+        (st = check_range(c, "kv_heads", p->kv_heads, 1, p->heads, " (heads)")))
+        return st;
+    if (p->heads % p->kv_heads)
+        return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: heads (%lld) is not a multiple of kv_heads (%lld): each "
+                       "key/value head serves heads / kv_heads query heads", c->op, (long long)p->heads,
+                       (long long)p->kv_heads);
+    if (!rt_attention_config_for(p->head_dim, 0))
+        return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: head_dim is %lld; it must be 32, 64 or 128 (pad q, k and "
+                       "v with zero columns to the next: the scores and o's first columns stay the same)", c->op,
+                       (long long)p->head_dim);
+    if ((st = check_range(c, "n_q", p->n_q, 1, TLS_ATTENTION_MAX_SEQ, "")) ||
+        (st = check_range(c, "n_kv", p->n_kv, 1, TLS_ATTENTION_MAX_SEQ, "")))
+        return st;
+    if (!isfinite(p->scale * ATT_LOG2E))
+        return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: scale is %g; it must be finite, and so must scale * "
+                       "log2(e) in f32 (0: 1 / sqrt(head_dim))", c->op, (double)p->scale);
+    if (p->window) {
+        if ((st = check_range(c, "window_left", p->window_left, -1, INT64_MAX, " (-1: no bound)")) ||
+            (st = check_range(c, "window_right", p->window_right, -1, INT64_MAX, " (-1: no bound)")))
+            return st;
+    } else if ((p->window_left != 0 && p->window_left != -1) || (p->window_right != 0 && p->window_right != -1))
+        return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: window_left %lld and window_right %lld without window: "
+                       "set window for a sliding window, else leave them 0 (or -1)", c->op,
+                       (long long)p->window_left, (long long)p->window_right);
+    if ((p->cu_q.buffer.handle != 0) != (p->cu_k.buffer.handle != 0))
+        return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: cu_q and cu_k go together: both for variable-length "
+                       "batches, neither for padded ones", c->op);
+    if (!varlen) {
+        if (p->total_q || p->total_kv)
+            return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: total_q %lld and total_kv %lld without cu_q and cu_k: "
+                           "they are for variable-length batches (leave them 0)", c->op, (long long)p->total_q,
+                           (long long)p->total_kv);
+        return TRT_OK;
+    }
+    if ((st = check_range(c, "total_q", p->total_q, 0, INT32_MAX, " (cu_q holds i32 offsets)")) ||
+        (st = check_range(c, "total_kv", p->total_kv, 0, INT32_MAX, " (cu_k holds i32 offsets)")) ||
+        (st = sl_check_vector(c, "cu_q", p->cu_q, p->batch + 1, 4)) ||
+        (st = sl_check_vector(c, "cu_k", p->cu_k, p->batch + 1, 4)) ||
+        (st = check_offsets(c, "cu_q", p->cu_q, p->batch, p->n_q, "n_q", p->total_q, "total_q")) ||
+        (st = check_offsets(c, "cu_k", p->cu_k, p->batch, p->n_kv, "n_kv", p->total_kv, "total_kv")))
+        return st;
+    return TRT_OK;
+}
+
+/* What a tensor of an attention call holds, which gives its dims: rows
+ * of the queries (q, o; the backward's dO, dQ), of the keys (k, v; dK,
+ * dV), or one f32 a query row (lse), or the backward's workspace (delta,
+ * one f32 a query row in lse's dims, contiguous: checked against
+ * tls_attention_bwd_workspace's size). */
+typedef enum { ATT_QUERY_ROWS, ATT_KEY_ROWS, ATT_ROW_VALUES, ATT_WORKSPACE } att_kind;
+
+/* A tensor argument of an attention entry point, for begin_attention. */
+typedef struct att_arg {
+    const char *name;
+    tls_attention_tensor t;
+    att_kind kind;
+    bool output;
+} att_arg;
+
+enum { MAX_ATT_TENSORS = 12 }; /* the backward's nine and its workspace, and room */
+
+/* Where the backward's delta lies in the workspace: f32 in lse's dims
+ * (batch, heads, rows; with varlen one batch of total_q rows), each
+ * head's rows contiguous, and its bytes; refused where they overflow. */
+typedef struct att_delta {
+    int64_t stride_batch, stride_head;
+    uint64_t bytes;
+} att_delta;
+
+static trt_status delta_layout(const sl_call *c, const tls_attention_problem *p, bool varlen, att_delta *d) {
+    uint64_t nb = varlen ? 1 : (uint64_t)p->batch, rows = (uint64_t)(varlen ? p->total_q : p->n_q);
+    uint64_t heads = (uint64_t)p->heads; /* batch and heads up to 65535 (checked): nb * heads below 2^32 */
+    if (rows && nb * heads > (uint64_t)INT64_MAX / 4 / rows)
+        return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: the workspace would hold %llu x %llu x %llu f32 values, "
+                       "more than memory can", c->op, (unsigned long long)nb, (unsigned long long)heads,
+                       (unsigned long long)rows);
+    d->stride_head = (int64_t)rows;
+    d->stride_batch = varlen ? 0 : (int64_t)(heads * rows);
+    d->bytes = 4 * nb * heads * rows;
+    return TRT_OK;
+}
+
+/* That the workspace's buffer holds `bytes` past its offset, said in the
+ * workspace's terms (a buffer that is not the device's is left to
+ * check_att_tensor). */
+static trt_status check_workspace(const sl_call *c, tls_mem ws, uint64_t bytes) {
+    size_t have;
+    if (rt_buffer_size(c->d, ws.buffer, &have) != TRT_OK) return TRT_OK;
+    if (ws.offset > have || bytes > have - ws.offset)
+        return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: workspace: the buffer holds %zu bytes; from offset %zu "
+                       "the call needs %llu (tls_attention_bwd_workspace)", c->op, have, ws.offset,
+                       (unsigned long long)bytes);
+    return TRT_OK;
+}
+
+/* What every attention entry point checks before it launches anything:
+ * the device, dtype (f16 or bf16) and options; the problem
+ * (check_problem); each tensor of args against its dims (with varlen, one
+ * batch of the packed rows, every stride_batch 0; f32 row values
+ * contiguous; the workspace holding delta_layout's bytes, its strides
+ * set here); that each output keeps its elements apart and shares no
+ * byte with another tensor of the call or the varlen offsets. Sets
+ * *varlen. With no tensors (n 0), the problem's checks alone. */
+static trt_status begin_attention(sl_call *c, trt_device *dev, const char *op, tls_dtype dt, const tls_options *opt,
+                                  const tls_attention_problem *p, const att_arg *args, size_t n, bool *varlen) {
+    trt_status st;
+    if ((st = sl_begin(c, dev, op, dt, opt))) return st;
+    if (dt == TLS_F32)
+        return rt_fail(dev, TRT_ERR_INVALID_ARGUMENT, "%s: dtype f32: attention takes f16 or bf16 (its products run "
+                       "on the tensor cores; convert f32 inputs first)", op);
+    if (opt && opt->precision != TLS_TF32)
+        return rt_fail(dev, TRT_ERR_INVALID_ARGUMENT, "%s: precision TLS_IEEE is for f32 matrix products", op);
+    if (!p) return rt_fail(dev, TRT_ERR_INVALID_ARGUMENT, "%s: the problem is NULL", op);
+    *varlen = p->cu_q.buffer.handle && p->cu_k.buffer.handle;
+    if ((st = check_problem(c, p, *varlen))) return st;
+    int64_t nb = *varlen ? 1 : p->batch, rq = *varlen ? p->total_q : p->n_q, rk = *varlen ? p->total_kv : p->n_kv;
+    att_tensor t[MAX_ATT_TENSORS + 2];
+    assert(n <= MAX_ATT_TENSORS);
+    for (size_t i = 0; i < n; i++) {
+        const att_arg *a = &args[i];
+        tls_attention_tensor at = a->t;
+        if (a->kind == ATT_WORKSPACE) { /* its strides are the call's */
+            att_delta d = {0};
+            if ((st = delta_layout(c, p, *varlen, &d)) || (st = check_workspace(c, at.mem, d.bytes))) return st;
+            at.stride_batch = d.stride_batch, at.stride_head = d.stride_head, at.stride_row = 1;
+        }
+        if (a->kind == ATT_ROW_VALUES && at.stride_row != 1)
+            return rt_fail(dev, TRT_ERR_INVALID_ARGUMENT, "%s: %s: stride_row is %lld; it must be 1 (each head's "
+                           "values are contiguous)", op, a->name, (long long)at.stride_row);
+        if (*varlen && at.stride_batch)
+            return rt_fail(dev, TRT_ERR_INVALID_ARGUMENT, "%s: %s: stride_batch is %lld; with cu_q and cu_k the "
+                           "sequences are packed along the rows and it must be 0", op, a->name,
+                           (long long)at.stride_batch);
+        t[i] = a->kind == ATT_QUERY_ROWS ? att_of(a->name, at, c->st->size, nb, p->heads, rq, p->head_dim)
+               : a->kind == ATT_KEY_ROWS ? att_of(a->name, at, c->st->size, nb, p->kv_heads, rk, p->head_dim)
+                                         : att_of(a->name, at, 4, nb, p->heads, rq, 1);
+        if ((st = check_att_tensor(c, &t[i]))) return st;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (args[i].output && sl_dims_overlap(4, t[i].n, t[i].s))
+            return rt_fail(dev, TRT_ERR_INVALID_ARGUMENT, "%s: %s: strides %lld, %lld, %lld, 1 (batch, head, row, "
+                           "column) over %lld x %lld x %lld x %lld put two of its elements at one address", op,
+                           t[i].name, (long long)t[i].s[0], (long long)t[i].s[1], (long long)t[i].s[2],
+                           (long long)t[i].n[0], (long long)t[i].n[1], (long long)t[i].n[2], (long long)t[i].n[3]);
+    /* the varlen offsets, as two more inputs */
+    size_t all = n;
+    const tls_mem cu[2] = {p->cu_q, p->cu_k};
+    for (int i = 0; *varlen && i < 2; i++) {
+        uint64_t base;
+        if ((st = trt_buffer_ptr(dev, cu[i].buffer, &base))) return rt_fail(dev, st, "%s: %s", op, dev->err);
+        t[all] = (att_tensor){.name = i ? "cu_k" : "cu_q", .mem = cu[i]};
+        t[all].begin = base + cu[i].offset, t[all].end = t[all].begin + 4 * (uint64_t)(p->batch + 1);
+        all++;
+    }
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; args[i].output && j < all; j++)
+            if (j != i && (j > i || j >= n || !args[j].output) && (st = check_disjoint(c, &t[i], &t[j]))) return st;
+    return TRT_OK;
+}
+
+/* The kernels' mask arguments: a window of no bound on a side, or one
+ * past every row or key, is the rows' length there (the same mask, and
+ * the kernels' i32 bounds, a row plus the window, stay in range), and no
+ * WINDOW at all when neither side bounds anything; the scale, 0 meaning
+ * 1 / sqrt(head_dim). */
+typedef struct att_mask {
+    bool window;
+    int64_t left, right; /* 0 without window */
+    float scale;
+} att_mask;
+
+static att_mask attention_mask(const tls_attention_problem *p) {
+    int64_t left = p->window_left < 0 || p->window_left > p->n_q ? p->n_q : p->window_left;
+    int64_t right = p->window_right < 0 || p->window_right > p->n_kv ? p->n_kv : p->window_right;
+    att_mask m = {.window = p->window && (left < p->n_q || right < p->n_kv),
+                  .scale = p->scale != 0 ? p->scale : 1.0f / sqrtf((float)p->head_dim)};
+    if (m.window) m.left = left, m.right = right;
+    return m;
+}
+
+trt_status tls_attention_fwd(trt_device *dev, tls_dtype dt, const tls_attention_problem *p, tls_attention_tensor q,
+                             tls_attention_tensor k, tls_attention_tensor v, tls_attention_tensor o,
+                             tls_attention_tensor lse, const tls_options *opt) {
+    sl_call c;
+    trt_status st;
+    bool varlen = false;
+    const att_arg args[] = {{"q", q, ATT_QUERY_ROWS, false}, {"k", k, ATT_KEY_ROWS, false},
+                            {"v", v, ATT_KEY_ROWS, false},   {"o", o, ATT_QUERY_ROWS, true},
+                            {"lse", lse, ATT_ROW_VALUES, true}};
+    if ((st = begin_attention(&c, dev, "tls_attention_fwd", dt, opt, p, args, sizeof args / sizeof args[0], &varlen)))
+        return st;
+    const rt_attention_config *cfg = rt_attention_config_for(p->head_dim, device_sm(&c));
+    att_mask m = attention_mask(p);
+    tilec_define defs[] = {{"BLOCK_M", cfg->block_m}, {"BLOCK_N", cfg->block_n}, {"HEAD_DIM", cfg->head_dim},
+                           {"CAUSAL", p->causal},     {"WINDOW", m.window},      {"VARLEN", varlen}};
+    char name[SL_MAX_KERNEL_NAME], spec[128];
+    snprintf(name, sizeof name, "attention_fwd_%s", c.st->suffix);
+    snprintf(spec, sizeof spec, "HEAD_DIM %d, BLOCK_M %d, BLOCK_N %d%s%s%s", cfg->head_dim, cfg->block_m,
+             cfg->block_n, p->causal ? ", CAUSAL" : "", m.window ? ", WINDOW" : "", varlen ? ", VARLEN" : "");
+    int warps = sl_main_warps(&c) ? sl_main_warps(&c) : cfg->num_warps;
+    trt_kernel *kern;
+    if ((st = sl_kernel_with(&c, "stdlib/attention.tile", name, defs, sizeof defs / sizeof defs[0], warps,
+                          cfg->num_stages, spec, &kern)))
+        return st;
+    tls_mem cuq = varlen ? p->cu_q : lse.mem, cuk = varlen ? p->cu_k : lse.mem; /* without varlen, not read */
+    trt_arg a[] = {sl_arg_mem(q.mem),          sl_arg_mem(k.mem),          sl_arg_mem(v.mem),
+                   sl_arg_mem(o.mem),          sl_arg_mem(lse.mem),        sl_arg_mem(cuq),
+                   sl_arg_mem(cuk),            trt_int(p->n_q),         trt_int(p->n_kv),
+                   trt_int(p->heads / p->kv_heads), trt_int(q.stride_batch), trt_int(q.stride_head),
+                   trt_int(q.stride_row),   trt_int(k.stride_batch), trt_int(k.stride_head),
+                   trt_int(k.stride_row),   trt_int(v.stride_batch), trt_int(v.stride_head),
+                   trt_int(v.stride_row),   trt_int(o.stride_batch), trt_int(o.stride_head),
+                   trt_int(o.stride_row),   trt_int(lse.stride_batch), trt_int(lse.stride_head),
+                   trt_float(m.scale),      trt_int(m.left),         trt_int(m.right)};
+    return sl_launch_grid(&c, kern, sl_cdiv(p->n_q, cfg->block_m), p->heads, p->batch, a, sizeof a / sizeof a[0]);
+}
+
+/* The backward's row of attention_bwd_configs for the call's device (p's
+ * head dim checked before). */
+static const rt_attention_bwd_config *bwd_config(const sl_call *c, const tls_attention_problem *p) {
+    return rt_attention_bwd_config_for(p->head_dim, device_sm(c));
+}
+
+/* dK/dV's program walks its (query head, query block) pairs in one loop
+ * whose trip count is an i32: heads / kv_heads times n_q's blocks. */
+static trt_status check_bwd_trips(const sl_call *c, const tls_attention_problem *p,
+                                  const rt_attention_bwd_config *cfg) {
+    int64_t q_per_kv = p->heads / p->kv_heads, blocks = sl_cdiv(p->n_q, cfg->dkdv.block_m);
+    if (q_per_kv * blocks > INT32_MAX)
+        return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: heads / kv_heads (%lld) times n_q's blocks of %d rows "
+                       "(%lld) is %lld, past the dK/dV kernel's i32 loop count (%d)", c->op, (long long)q_per_kv,
+                       cfg->dkdv.block_m, (long long)blocks, (long long)(q_per_kv * blocks), INT32_MAX);
+    return TRT_OK;
+}
+
+trt_status tls_attention_bwd_workspace(trt_device *dev, const tls_attention_problem *p, size_t *bytes) {
+    sl_call c;
+    trt_status st;
+    bool varlen = false;
+    att_delta d = {0};
+    if (bytes) *bytes = 0;
+    if ((st = begin_attention(&c, dev, "tls_attention_bwd_workspace", TLS_F16, NULL, p, NULL, 0, &varlen)))
+        return st;
+    if (!bytes) return rt_fail(dev, TRT_ERR_INVALID_ARGUMENT, "tls_attention_bwd_workspace: bytes is NULL");
+    if ((st = check_bwd_trips(&c, p, bwd_config(&c, p))) || (st = delta_layout(&c, p, varlen, &d))) return st;
+    if (d.bytes > SIZE_MAX)
+        return rt_fail(dev, TRT_ERR_INVALID_ARGUMENT, "tls_attention_bwd_workspace: %llu bytes do not fit a size_t",
+                       (unsigned long long)d.bytes);
+    *bytes = (size_t)d.bytes;
+    return TRT_OK;
+}
+
+trt_status tls_attention_bwd(trt_device *dev, tls_dtype dt, const tls_attention_problem *p, tls_attention_tensor q,
+                             tls_attention_tensor k, tls_attention_tensor v, tls_attention_tensor o,
+                             tls_attention_tensor d_o, tls_attention_tensor lse, tls_attention_tensor dq,
+                             tls_attention_tensor dk, tls_attention_tensor dv, tls_mem workspace,
+                             const tls_options *opt) {
+    static const char *const op = "tls_attention_bwd";
+    sl_call c;
+    trt_status st;
+    bool varlen = false;
+    att_delta d = {0};
+    tls_attention_tensor delta = {workspace, 0, 0, 1}; /* its strides: begin_attention's, delta_layout's */
+    const att_arg args[] = {{"q", q, ATT_QUERY_ROWS, false},       {"k", k, ATT_KEY_ROWS, false},
+                            {"v", v, ATT_KEY_ROWS, false},         {"o", o, ATT_QUERY_ROWS, false},
+                            {"d_o", d_o, ATT_QUERY_ROWS, false},   {"lse", lse, ATT_ROW_VALUES, false},
+                            {"dq", dq, ATT_QUERY_ROWS, true},      {"dk", dk, ATT_KEY_ROWS, true},
+                            {"dv", dv, ATT_KEY_ROWS, true},        {"workspace", delta, ATT_WORKSPACE, true}};
+    if ((st = begin_attention(&c, dev, op, dt, opt, p, args, sizeof args / sizeof args[0], &varlen)) ||
+        (st = delta_layout(&c, p, varlen, &d)))
+        return st;
+    const rt_attention_bwd_config *cfg = bwd_config(&c, p);
+    if ((st = check_bwd_trips(&c, p, cfg))) return st;
+    int64_t q_per_kv = p->heads / p->kv_heads;
+    att_mask m = attention_mask(p);
+    /* the kernels: pre-pass and dQ from dQ's module, dK/dV from its own */
+    static const char *const pass[3] = {"pre", "dkdv", "dq"};
+    trt_kernel *kern[3];
+    for (int i = 0; i < 3; i++) {
+        const rt_attention_pass *ps = i == 1 ? &cfg->dkdv : &cfg->dq;
+        tilec_define defs[] = {{"BLOCK_M", ps->block_m}, {"BLOCK_N", ps->block_n}, {"HEAD_DIM", cfg->head_dim},
+                               {"CAUSAL", p->causal},     {"WINDOW", m.window},      {"VARLEN", varlen}};
+        char name[SL_MAX_KERNEL_NAME], spec[128];
+        snprintf(name, sizeof name, "attention_bwd_%s_%s", pass[i], c.st->suffix);
+        snprintf(spec, sizeof spec, "HEAD_DIM %d, BLOCK_M %d, BLOCK_N %d%s%s%s", cfg->head_dim, ps->block_m,
+                 ps->block_n, p->causal ? ", CAUSAL" : "", m.window ? ", WINDOW" : "", varlen ? ", VARLEN" : "");
+        int warps = sl_main_warps(&c) ? sl_main_warps(&c) : ps->num_warps;
+        if ((st = sl_kernel_with(&c, "stdlib/attention_bwd.tile", name, defs, sizeof defs / sizeof defs[0], warps,
+                                 ps->num_stages, spec, &kern[i])))
+            return st;
+    }
+    tls_mem cuq = varlen ? p->cu_q : lse.mem, cuk = varlen ? p->cu_k : lse.mem; /* without varlen, not read */
+#define STRIDES(t) trt_int((t).stride_batch), trt_int((t).stride_head), trt_int((t).stride_row)
+    trt_arg a[] = {sl_arg_mem(q.mem),  sl_arg_mem(k.mem),   sl_arg_mem(v.mem),  sl_arg_mem(o.mem), sl_arg_mem(d_o.mem),
+                   sl_arg_mem(lse.mem), sl_arg_mem(workspace), sl_arg_mem(dq.mem), sl_arg_mem(dk.mem),
+                   sl_arg_mem(dv.mem), sl_arg_mem(cuq),     sl_arg_mem(cuk),    trt_int(p->n_q),   trt_int(p->n_kv),
+                   trt_int(q_per_kv),  STRIDES(q),          STRIDES(k),         STRIDES(v),        STRIDES(o),
+                   STRIDES(d_o),       STRIDES(dq),         STRIDES(dk),        STRIDES(dv),
+                   trt_int(lse.stride_batch), trt_int(lse.stride_head), trt_int(d.stride_batch),
+                   trt_int(d.stride_head), trt_float(m.scale), trt_int(m.left), trt_int(m.right)};
+#undef STRIDES
+    size_t na = sizeof a / sizeof a[0];
+    if ((st = sl_launch_grid(&c, kern[0], sl_cdiv(p->n_q, cfg->dq.block_m), p->heads, p->batch, a, na)) ||
+        (st = sl_launch_grid(&c, kern[1], sl_cdiv(p->n_kv, cfg->dkdv.block_n), p->kv_heads, p->batch, a, na)))
+        return st;
+    return sl_launch_grid(&c, kern[2], sl_cdiv(p->n_q, cfg->dq.block_m), p->heads, p->batch, a, na);
+}
