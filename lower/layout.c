@@ -40,10 +40,11 @@
  *     elementwise ops that touch no memory, constants, splats, what loops
  *     and branches carry): a second union-find over the joins of step 1
  *     restricted to those. So the accumulator, the loop carrying it, and
- *     an epilogue's casts, adds, broadcasts and expand_dims take the MMA
- *     layout, while loads, stores and pointer arithmetic keep their
- *     blocked classes (a broadcast only renames registers, in any
- *     layout, and the MMA layout takes a tile with a dim of 1).
+ *     an epilogue's casts, adds and broadcasts take the MMA layout (and
+ *     expand_dims of row statistics: expands_stat), while loads, stores,
+ *     pointer arithmetic and other expand_dims keep their blocked
+ *     classes (a broadcast only renames registers, in any layout, and
+ *     the MMA layout takes a tile with a dim of 1).
  *  3c. Slices. A reduction of an MMA tile along a dim gives the MMA
  *     layout's slice there (tileir.h: the accumulator's rows or columns
  *     in the registers of the threads holding them), and the rank-1
@@ -55,8 +56,8 @@
  *     an MMA region meets a blocked value), a convert_layout goes in,
  *     which codegen does through shared memory: a dot's a and b into the
  *     DOT_OP layouts of its result's MMA layout (from the blocked layouts
- *     of their loads), a bias row (N, before its expand_dims) into the
- *     MMA layout's slice, and an MMA value stored into the pointers'
+ *     of their loads), a bias row (1 x N, before its broadcast) into
+ *     the MMA layout, and an MMA value stored into the pointers'
  *     blocked layout (the epilogue
  *     conversion: the store then issues 16-byte accesses); scans of MMA
  *     tiles read a blocked copy; a loop's inits and yields
@@ -120,6 +121,7 @@ typedef struct layout_ctx {
     wish **wishes;
     /* mma regions (step 3b): a second union-find over register-only values */
     bool joining_regions; /* join() builds regions instead of classes */
+    uint8_t *stat_region; /* per rank-1 region root: it holds a reduction's result (3b's second walk) */
     uint32_t *region;
     tir_layout *region_layout; /* per region root: the mma layout, or kind NONE */
 } layout_ctx;
@@ -135,11 +137,12 @@ static uint32_t find_region(layout_ctx *c, uint32_t v) {
 }
 
 static bool register_only(const tir_value *v);
+static bool expands_stat(layout_ctx *c, const tir_value *v);
 
 static void join(layout_ctx *c, const tir_value *a, const tir_value *b) {
     if (!a->type.rank || !b->type.rank || a->type.rank != b->type.rank) return;
     if (c->joining_regions) {
-        if (!register_only(a) || !register_only(b)) return;
+        if (!(register_only(a) || expands_stat(c, a)) || !(register_only(b) || expands_stat(c, b))) return;
         uint32_t x = find_region(c, a->id), y = find_region(c, b->id);
         if (x != y) c->region[x > y ? x : y] = x < y ? x : y;
         return;
@@ -244,14 +247,33 @@ static bool register_only(const tir_value *v) {
      * every element of the tile and as many registers again as the
      * accumulator: the bias epilogue spilled, issue 19) */
     case TIR_OP_BROADCAST: return true;
-    /* expand_dims renames too, from an mma slice to the mma layout
-     * (tir_mma_slice_source): `m[:, None]` of a row max is a rename where
-     * a blocked [M, 1] would go through shared memory to meet the
-     * accumulator; and a reduction's result carries its slice on to the
-     * row statistics computed from it (step 3c) */
-    case TIR_OP_EXPAND_DIMS: case TIR_OP_REDUCE_SUM: case TIR_OP_REDUCE_MAX: case TIR_OP_REDUCE_MIN: return true;
+    /* a reduction's result carries its slice on to the row statistics
+     * computed from it (step 3c); expand_dims of those: expands_stat */
+    case TIR_OP_REDUCE_SUM: case TIR_OP_REDUCE_MAX: case TIR_OP_REDUCE_MIN: return true;
     default: return (fl & TIR_F_ELEMENTWISE) && !(fl & (TIR_F_READS | TIR_F_WRITES | TIR_F_EFFECT));
     }
+}
+
+/* An expand_dims of a row (column) statistic, a rank-1 value in a region
+ * holding a reduction's result, renames registers from the mma layout's
+ * slice to the mma layout (tir_mma_slice_source): `m[:, None]` of a row
+ * max joins the accumulator's region where a blocked [M, 1] would go
+ * through shared memory to meet it. Only those: an index tile's
+ * `rows = rm[:, None]` used both in a mask on the accumulator and in the
+ * store's pointers would take the pointers into the region, and the store
+ * would stay in the mma layout, element by element (found in review).
+ * False until the first region walk has marked the statistics. */
+static bool expands_stat(layout_ctx *c, const tir_value *v) {
+    if (!c->stat_region || !v->def || v->def->code != TIR_OP_EXPAND_DIMS) return false;
+    const tir_value *x = v->def->operands[0];
+    return x->type.rank == 1 && x->id < c->n && c->stat_region[find_region(c, x->id)];
+}
+
+static void mark_stats(tir_op *op, void *p) {
+    layout_ctx *c = p;
+    if ((op->code == TIR_OP_REDUCE_SUM || op->code == TIR_OP_REDUCE_MAX || op->code == TIR_OP_REDUCE_MIN) &&
+        op->results[0]->type.rank == 1)
+        c->stat_region[find_region(c, op->results[0]->id)] = 1;
 }
 
 /* Step 3b: the region of each mma dot's result takes its MMA layout.
@@ -678,6 +700,11 @@ static void layout_func(tir_func *f, int num_warps) {
         if (c.value[i] && c.value[i]->type.rank) c.value[i]->type.layout = c.layout[find(&c, i)];
     /* 3b: mma regions */
     c.joining_regions = true;
+    tir_walk(f, collect, &c);
+    /* again, with the expand_dims of row statistics (expands_stat): joins
+     * of rank 1 are all made by now, so the statistics' roots stay */
+    c.stat_region = TC_NEW_ARRAY(arena, uint8_t, c.n + 1);
+    tir_walk(f, mark_stats, &c);
     tir_walk(f, collect, &c);
     c.joining_regions = false;
     tir_walk(f, mark_mma_regions, &c);

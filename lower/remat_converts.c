@@ -18,11 +18,14 @@
  * to one element type, which the ops building v need not have), the ops
  * building v are built again right before the conversion with every tile
  * result in the conversion's layout, and the conversion's uses read the
- * copy; the conversion goes. Rematerializable: made by a pure op from the
- * list below, elementwise or making a tile from nothing but scalars (all
- * the tiles of such a tree have v's shape, so each layout fits every one
- * of them), whose tile operands are rematerializable in turn (scalars are
- * read as they are), at most REMAT_CONVERT_MAX_OPS ops in all. The
+ * copy; the conversion goes (an expand_dims in the tree builds from its
+ * operand in the wanted layout's slice, a broadcast keeps the layout, and
+ * another conversion in the tree, one hoisted before the loop, is looked
+ * through).
+ * Rematerializable: made by a pure op from the list below, elementwise,
+ * a shape op or making a tile from nothing but scalars, whose tile
+ * operands are rematerializable in turn (scalars are read as they are),
+ * at most REMAT_CONVERT_MAX_OPS ops in all. The
  * scalars dominate the conversion, since v does. The original stays for
  * its other uses (codegen drops it if it has none). */
 #include "lower/lower.h"
@@ -38,28 +41,44 @@ static bool cheap_op(tir_opcode code) {
     case TIR_OP_CONST: case TIR_OP_ARANGE: case TIR_OP_SPLAT: case TIR_OP_ADD: case TIR_OP_SUB: case TIR_OP_MUL:
     case TIR_OP_MIN: case TIR_OP_MAX: case TIR_OP_AND: case TIR_OP_OR: case TIR_OP_XOR: case TIR_OP_EQ:
     case TIR_OP_NE: case TIR_OP_LT: case TIR_OP_LE: case TIR_OP_GT: case TIR_OP_GE: case TIR_OP_CAST:
-    case TIR_OP_ADDPTR: case TIR_OP_SELECT:
+    case TIR_OP_ADDPTR: case TIR_OP_SELECT: case TIR_OP_EXPAND_DIMS: case TIR_OP_BROADCAST:
         return true;
     default: return false;
     }
 }
 
+/* The layout operand i of op takes when op's result takes `want`: the
+ * same, but for expand_dims, whose operand takes want's slice along the
+ * new dim (what the verifier asks). */
+static tir_layout operand_layout(const tir_op *op, const tir_layout *want) {
+    return op->code == TIR_OP_EXPAND_DIMS ? tir_layout_slice(want, (unsigned)op->attr.axis) : *want;
+}
+
 /* Ops a copy of v takes (0: v is a scalar, read as it is), or more than
  * `budget` when it cannot be copied. */
-static uint32_t cost(const tir_value *v, uint32_t budget) {
+static uint32_t cost(const tir_value *v, const tir_layout *want, uint32_t budget) {
     if (!v->type.rank) return 0;
     const tir_op *op = v->def;
+    /* a conversion in the tree (one hoisted before the loop) is looked
+     * through: its operand is built in the wanted layout */
+    if (op && op->code == TIR_OP_CONVERT_LAYOUT) return cost(op->operands[0], want, budget);
     if (!op || !cheap_op(op->code) || op->body || op->nresults != 1) return budget + 1;
+    /* expand_dims builds a blocked or mma tile from its slice */
+    if (op->code == TIR_OP_EXPAND_DIMS && want->kind != TIR_LAYOUT_BLOCKED && want->kind != TIR_LAYOUT_MMA)
+        return budget + 1;
+    tir_layout w = operand_layout(op, want);
     uint32_t n = 1;
-    for (uint32_t i = 0; i < op->noperands && n <= budget; i++) n += cost(op->operands[i], budget - n);
+    for (uint32_t i = 0; i < op->noperands && n <= budget; i++) n += cost(op->operands[i], &w, budget - n);
     return n;
 }
 
 static tir_value *copy(tir_builder *b, tir_value *v, const tir_layout *want) {
     if (!v->type.rank) return v;
     const tir_op *op = v->def;
+    if (op->code == TIR_OP_CONVERT_LAYOUT) return copy(b, op->operands[0], want);
     tir_value *ops[TIR_MAX_OPERANDS];
-    for (uint32_t i = 0; i < op->noperands; i++) ops[i] = copy(b, op->operands[i], want);
+    tir_layout w = operand_layout(op, want);
+    for (uint32_t i = 0; i < op->noperands; i++) ops[i] = copy(b, op->operands[i], &w);
     tir_type t = v->type;
     t.layout = *want;
     tir_op *n = tir_build_op(b, op->code, op->noperands, ops, 1, &t);
@@ -85,7 +104,7 @@ static void find_one(tir_op *op, void *p) {
     if (c->found[0] || op->code != TIR_OP_CONVERT_LAYOUT || !in_loop(op)) return;
     const tir_layout *want = &op->results[0]->type.layout;
     if (want->kind == TIR_LAYOUT_DOT_OP || want->kind == TIR_LAYOUT_SHARED) return;
-    if (cost(op->operands[0], REMAT_CONVERT_MAX_OPS) > REMAT_CONVERT_MAX_OPS) return;
+    if (cost(op->operands[0], want, REMAT_CONVERT_MAX_OPS) > REMAT_CONVERT_MAX_OPS) return;
     c->found[0] = op;
 }
 
