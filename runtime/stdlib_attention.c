@@ -41,23 +41,21 @@
  * stages from head dim 64, else 3), moved to the nearest tile that ptxas
  * -v compiles without spilling today, for f16 and bf16, plain and with
  * CAUSAL, WINDOW and VARLEN (tests/stdlib-no-spills.sh checks each row
- * and prints its figures): at 4 warps the row max and sum of the scores
- * still go through shared memory and the kernel spills from head dim 64
- * on (attention.tile's header), so those rows take 8 warps, which at
- * BLOCK_M 128 also keep p in registers (16 rows a warp; at BLOCK_M 64 it
- * goes through shared memory). num_stages is Triton's; the compiler
- * lowers it where the K and V rings do not fit the arch's shared memory
- * (sm_86 and sm_89: 99 KB; at head dim 128 on sm_90, 6 of the 7). When 4
- * warps stop spilling, FA2's and Triton's tiles are the ones to time. */
+ * and prints its figures, strides aligned or not): the row max and sum
+ * now stay in registers (issue 20), so the tiles are Triton's and FA2's
+ * again, at 8 warps where 4 would spill or where FA2's 4 warps keep q in
+ * shared memory, which this kernel keeps in registers (16 rows a warp
+ * keeps p in registers too). num_stages is Triton's; the compiler lowers
+ * it where the K and V rings do not fit the arch's shared memory (sm_86
+ * and sm_89: 99 KB; at head dim 128 on sm_90). */
 static const rt_attention_config attention_configs[] = {
     /* head_dim, min_sm, BLOCK_M, BLOCK_N, num_warps, num_stages */
-    {32, 90, 128, 32, 8, 3},  /* Triton's H100 warps and stages */
-    {32, 0, 128, 32, 4, 4},   /* FA2 128 x 128 and Triton 128 x 64 at 4 warps spill 13.8 KB and 88 B today */
-    {64, 90, 128, 32, 8, 7},  /* Triton's H100 warps and stages; 128 x 64 w8 spills 180 B */
-    {64, 0, 128, 32, 8, 4},   /* FA2 128 x 128 w4 and Triton 128 x 64 w4 spill 21 KB and 848 B, 128 x 64 w8 172 B */
-    {128, 90, 64, 64, 8, 7},  /* Triton's H100 warps and stages, FA2's (sm_86, causal) tile */
-    {128, 0, 64, 32, 8, 3},   /* FA2 128 x 64 w4 (A100) and Triton 128 x 32 w4 spill 17 KB and 10 KB, 128 x 32 w8
-                                 72 B; 64 x 64 w8 48 B with CAUSAL, WINDOW and VARLEN */
+    {32, 90, 128, 64, 8, 3},  /* Triton's H100 warps and stages on its A100 tile */
+    {32, 0, 128, 64, 4, 4},   /* Triton's A100 tile, warps and stages (FA2's 128 x 128 w4 spills 13.8 KB) */
+    {64, 90, 128, 64, 8, 7},  /* Triton's H100 tile, warps and stages */
+    {64, 0, 128, 64, 8, 4},   /* Triton's A100 tile and stages; on 4 warps, 96 B of spill with every mask on sm_80 */
+    {128, 90, 128, 64, 8, 7}, /* FA2's tile, Triton's H100 warps and stages */
+    {128, 0, 128, 64, 8, 3},  /* FA2's A100 tile (its 4 warps keep q in shared memory; 8 here keep 16 rows a warp) */
 };
 
 const rt_attention_config *rt_attention_config_for(int64_t head_dim, int sm) {
@@ -78,7 +76,7 @@ const rt_attention_config *rt_attention_config_for(int64_t head_dim, int sm) {
  * the compiler's default 3 stages, plain and with CAUSAL, WINDOW and VARLEN
  * (tests/stdlib-no-spills.sh checks each row for the arch that takes it
  * and prints its figures), moved where they spilled: dK/dV at head dim
- * 128 on 32 x 64 spills 8 bytes on sm_80 (not on sm_90), so sm_80 takes
+ * 128 on 32 x 64 spills 4 to 8 bytes on sm_80 and sm_90, so they take
  * 16 x 64 (32 x 32 spills nothing either; 16 x 64 keeps 64 keys a
  * program, as the other rows and Triton's small query step, large key
  * block). sm_86 and sm_89 have 99 KB of shared memory: their rows ask 2
@@ -98,7 +96,7 @@ static const rt_attention_bwd_config attention_bwd_configs[] = {
     {64, 90, {64, 64, 8, 3}, {64, 64, 4, 3}},
     {64, 86, {64, 64, 8, 2}, {64, 64, 4, 3}},  /* 99 KB: 3 stages of dK/dV spill there (above) */
     {64, 0, {64, 64, 8, 3}, {64, 64, 4, 3}},
-    {128, 90, {32, 64, 8, 3}, {64, 32, 8, 3}},
+    {128, 90, {16, 64, 8, 3}, {64, 32, 8, 3}},  /* 32 x 64 spills 4 B with every mask */
     {128, 86, {32, 64, 8, 2}, {64, 32, 8, 2}}, /* 99 KB: 3 stages of dK/dV spill, dQ's do not fit */
     {128, 0, {16, 64, 8, 3}, {64, 32, 8, 3}},  /* 32 x 64 spills 8 B on sm_80 */
 };
@@ -415,6 +413,16 @@ static att_mask attention_mask(const tls_attention_problem *p) {
     return m;
 }
 
+/* The kernels' ALIGNED: every stride of these tensors a multiple of 8
+ * elements (16 bytes of f16; their offsets are checked 16-byte aligned),
+ * so each row's 16-byte pieces are aligned and the k and v copies need no
+ * alignment check at run time. */
+static bool strides_aligned(const tls_attention_tensor *const *t, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (t[i]->stride_batch % 8 || t[i]->stride_head % 8 || t[i]->stride_row % 8) return false;
+    return true;
+}
+
 trt_status tls_attention_fwd(trt_device *dev, tls_dtype dt, const tls_attention_problem *p, tls_attention_tensor q,
                              tls_attention_tensor k, tls_attention_tensor v, tls_attention_tensor o,
                              tls_attention_tensor lse, const tls_options *opt) {
@@ -428,12 +436,16 @@ trt_status tls_attention_fwd(trt_device *dev, tls_dtype dt, const tls_attention_
         return st;
     const rt_attention_config *cfg = rt_attention_config_for(p->head_dim, device_sm(&c));
     att_mask m = attention_mask(p);
+    const tls_attention_tensor *all[] = {&q, &k, &v, &o};
+    bool aligned = strides_aligned(all, sizeof all / sizeof all[0]);
     tilec_define defs[] = {{"BLOCK_M", cfg->block_m}, {"BLOCK_N", cfg->block_n}, {"HEAD_DIM", cfg->head_dim},
-                           {"CAUSAL", p->causal},     {"WINDOW", m.window},      {"VARLEN", varlen}};
+                           {"CAUSAL", p->causal},     {"WINDOW", m.window},      {"VARLEN", varlen},
+                           {"ALIGNED", aligned}};
     char name[SL_MAX_KERNEL_NAME], spec[128];
     snprintf(name, sizeof name, "attention_fwd_%s", c.st->suffix);
-    snprintf(spec, sizeof spec, "HEAD_DIM %d, BLOCK_M %d, BLOCK_N %d%s%s%s", cfg->head_dim, cfg->block_m,
-             cfg->block_n, p->causal ? ", CAUSAL" : "", m.window ? ", WINDOW" : "", varlen ? ", VARLEN" : "");
+    snprintf(spec, sizeof spec, "HEAD_DIM %d, BLOCK_M %d, BLOCK_N %d%s%s%s%s", cfg->head_dim, cfg->block_m,
+             cfg->block_n, p->causal ? ", CAUSAL" : "", m.window ? ", WINDOW" : "", varlen ? ", VARLEN" : "",
+             aligned ? ", ALIGNED" : "");
     int warps = sl_main_warps(&c) ? sl_main_warps(&c) : cfg->num_warps;
     trt_kernel *kern;
     if ((st = sl_kernel_with(&c, "stdlib/attention.tile", name, defs, sizeof defs / sizeof defs[0], warps,
@@ -512,15 +524,19 @@ trt_status tls_attention_bwd(trt_device *dev, tls_dtype dt, const tls_attention_
     att_mask m = attention_mask(p);
     /* the kernels: pre-pass and dQ from dQ's module, dK/dV from its own */
     static const char *const pass[3] = {"pre", "dkdv", "dq"};
+    const tls_attention_tensor *all[] = {&q, &k, &v, &o, &d_o, &dq, &dk, &dv};
+    bool aligned = strides_aligned(all, sizeof all / sizeof all[0]);
     trt_kernel *kern[3];
     for (int i = 0; i < 3; i++) {
         const rt_attention_pass *ps = i == 1 ? &cfg->dkdv : &cfg->dq;
         tilec_define defs[] = {{"BLOCK_M", ps->block_m}, {"BLOCK_N", ps->block_n}, {"HEAD_DIM", cfg->head_dim},
-                               {"CAUSAL", p->causal},     {"WINDOW", m.window},      {"VARLEN", varlen}};
+                               {"CAUSAL", p->causal},     {"WINDOW", m.window},      {"VARLEN", varlen},
+                               {"ALIGNED", aligned}};
         char name[SL_MAX_KERNEL_NAME], spec[128];
         snprintf(name, sizeof name, "attention_bwd_%s_%s", pass[i], c.st->suffix);
-        snprintf(spec, sizeof spec, "HEAD_DIM %d, BLOCK_M %d, BLOCK_N %d%s%s%s", cfg->head_dim, ps->block_m,
-                 ps->block_n, p->causal ? ", CAUSAL" : "", m.window ? ", WINDOW" : "", varlen ? ", VARLEN" : "");
+        snprintf(spec, sizeof spec, "HEAD_DIM %d, BLOCK_M %d, BLOCK_N %d%s%s%s%s", cfg->head_dim, ps->block_m,
+                 ps->block_n, p->causal ? ", CAUSAL" : "", m.window ? ", WINDOW" : "", varlen ? ", VARLEN" : "",
+                 aligned ? ", ALIGNED" : "");
         int warps = sl_main_warps(&c) ? sl_main_warps(&c) : ps->num_warps;
         if ((st = sl_kernel_with(&c, "stdlib/attention_bwd.tile", name, defs, sizeof defs / sizeof defs[0], warps,
                                  ps->num_stages, spec, &kern[i])))

@@ -128,9 +128,10 @@ done
 # stdlib/attention.tile at the row of attention_configs in runtime/stdlib_attention.c
 # that tls_attention_fwd takes for each head dim on sm_80 and on sm_90 (the
 # first row of the head dim whose min_sm the arch reaches; the columns:
-# head_dim, min_sm, BLOCK_M, BLOCK_N, num_warps, num_stages), plain and with
-# CAUSAL, WINDOW and VARLEN all on (the most registers), f16 and bf16 in
-# one compile; its ptxas -v figures in a table of their own.
+# head_dim, min_sm, BLOCK_M, BLOCK_N, num_warps, num_stages), plain, plain
+# with ALIGNED (the strides tls_attention_fwd usually sees), and with
+# CAUSAL, WINDOW, VARLEN and ALIGNED all on (the most registers), f16 and
+# bf16 in one compile; its ptxas -v figures in a table of their own.
 att_rows=$(rows_of attention_configs stdlib_attention.c)
 [ -n "$att_rows" ] || { echo "FAIL: no attention_configs rows found in runtime/stdlib_attention.c"; fail=1; }
 att_table=()
@@ -140,12 +141,14 @@ for arch in sm_80 sm_90; do
     row=$(awk -F, -v d="$d" -v sm="$sm" '$1 == d && $2 <= sm {print; exit}' <<<"$att_rows")
     [ -n "$row" ] || { echo "FAIL: attention_configs has no row for head dim $d on $arch"; fail=1; continue; }
     IFS=, read -r _ _ bm bn warps stages <<<"$row"
-    for flags in "0 0 0" "1 1 1"; do
-      read -r causal window varlen <<<"$flags"
+    for flags in "0 0 0 0" "0 0 0 1" "1 1 1 1"; do
+      read -r causal window varlen aligned <<<"$flags"
       what="D$d ${bm}x${bn} w$warps s$stages $arch"
-      [ "$flags" = "1 1 1" ] && what="$what causal window varlen"
+      [ "$causal" = 1 ] && what="$what causal window varlen"
+      [ "$aligned" = 1 ] && what="$what aligned"
       if ! "$tilec" "$root/stdlib/attention.tile" -D "HEAD_DIM=$d" -D "BLOCK_M=$bm" -D "BLOCK_N=$bn" -D "CAUSAL=$causal" \
-           -D "WINDOW=$window" -D "VARLEN=$varlen" --num-warps="$warps" --num-stages="$stages" --arch="$arch" -v \
+           -D "WINDOW=$window" -D "VARLEN=$varlen" -D "ALIGNED=$aligned" --num-warps="$warps" --num-stages="$stages" \
+           --arch="$arch" -v \
            -o "$tmp/k.cubin" >"$tmp/log" 2>&1; then
         echo "FAIL: attention.tile ($what) does not compile:"; cat "$tmp/log"; fail=1; continue
       fi
@@ -168,8 +171,8 @@ done
 # on sm_80, sm_86 (whose rows ask fewer stages: 99 KB of shared memory)
 # and sm_90 (the columns: head_dim, min_sm, then dK/dV's and dQ's BLOCK_M,
 # BLOCK_N, num_warps, num_stages): dK/dV's kernels at dK/dV's, the
-# pre-pass's and dQ's at dQ's, plain and with CAUSAL, WINDOW and VARLEN,
-# f16 and bf16 in one compile; tabulated too.
+# pre-pass's and dQ's at dQ's, plain and with CAUSAL, WINDOW, VARLEN and
+# ALIGNED, f16 and bf16 in one compile; tabulated too.
 bwd_rows=$(rows_of attention_bwd_configs stdlib_attention.c)
 [ -n "$bwd_rows" ] || { echo "FAIL: no attention_bwd_configs rows found in runtime/stdlib_attention.c"; fail=1; }
 bwd_table=()
@@ -182,12 +185,13 @@ for arch in sm_80 sm_86 sm_90; do
     for pass in dkdv dq; do
       if [ "$pass" = dkdv ]; then bm=$kbm bn=$kbn warps=$kw stages=$ks kernels="dkdv"
       else bm=$qbm bn=$qbn warps=$qw stages=$qs kernels="pre dq"; fi
-      for flags in "0 0 0" "1 1 1"; do
-        read -r causal window varlen <<<"$flags"
+      for flags in "0 0 0 0" "1 1 1 1"; do
+        read -r causal window varlen aligned <<<"$flags"
         what="D$d ${bm}x${bn} w$warps s$stages $arch"
-        [ "$flags" = "1 1 1" ] && what="$what causal window varlen"
+        [ "$causal" = 1 ] && what="$what causal window varlen aligned"
         if ! "$tilec" "$root/stdlib/attention_bwd.tile" -D "HEAD_DIM=$d" -D "BLOCK_M=$bm" -D "BLOCK_N=$bn" \
-             -D "CAUSAL=$causal" -D "WINDOW=$window" -D "VARLEN=$varlen" --num-warps="$warps" --num-stages="$stages" \
+             -D "CAUSAL=$causal" -D "WINDOW=$window" -D "VARLEN=$varlen" -D "ALIGNED=$aligned" --num-warps="$warps" \
+             --num-stages="$stages" \
              --arch="$arch" -v -o "$tmp/k.cubin" >"$tmp/log" 2>&1; then
           echo "FAIL: attention_bwd.tile ($what) does not compile:"; cat "$tmp/log"; fail=1; continue
         fi
