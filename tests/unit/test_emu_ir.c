@@ -569,6 +569,29 @@ static void test_f2tf32_and_predicated_asm(void **state) {
     emu_module_free(m);
 }
 
+/* got[t] = intrinsic(in[t]) (float -> float) on n threads of the emulator. */
+static void run_f32_intrinsic(const char *intrinsic, const float *in, float *got, int n) {
+    for (int i = 0; i < n; i++) got[i] = 12345.678f;
+    static char ir[4096];
+    snprintf(ir, sizeof ir,
+             "%sdeclare float @%s(float)\n"
+             "define void @k(ptr addrspace(1) %%x, ptr addrspace(1) %%out) {\n"
+             "  %%t = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()\n"
+             "  %%p = getelementptr float, ptr addrspace(1) %%x, i32 %%t\n"
+             "  %%v = load float, ptr addrspace(1) %%p, align 4\n"
+             "  %%r = call float @%s(float %%v)\n"
+             "  %%q = getelementptr float, ptr addrspace(1) %%out, i32 %%t\n"
+             "  store float %%r, ptr addrspace(1) %%q, align 4\n"
+             "  ret void\n}\n",
+             header, intrinsic, intrinsic);
+    annotate(ir, sizeof ir, n);
+    emu_module *m = load(ir);
+    emu_buffer bufs[2] = {{(void *)in, sizeof(float) * (size_t)n}, {got, sizeof(float) * (size_t)n}};
+    char err[ERR];
+    if (run1(m, bufs, 2, err) != EMU_OK) fail_msg("%s", err);
+    emu_module_free(m);
+}
+
 /* rcp.approx.ftz.f32 (llvm.nvvm.rcp.approx.ftz.f, sigmoid's reciprocal),
  * by the PTX ISA's description of rcp: "rcp.approx.f32 implements a fast
  * approximation to reciprocal. The maximum ulp error is 1 across the full
@@ -581,24 +604,7 @@ static void test_rcp_approx_ftz(void **state) {
                          -0x1p-130f, 0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e10f, 1.5f, 0x1p-126f, 0x1.fffffep127f,
                          12345.0f, -0.001f, 1.0f / 3.0f, 8.0f, 0.25f, 100.0f, -100.0f, 0.5f, 65504.0f, 1e-20f, 7.0f, 9.0f};
     float got[N];
-    for (int i = 0; i < N; i++) got[i] = 12345.678f;
-    static char ir[4096];
-    snprintf(ir, sizeof ir,
-             "%sdeclare float @llvm.nvvm.rcp.approx.ftz.f(float)\n"
-             "define void @k(ptr addrspace(1) %%x, ptr addrspace(1) %%out) {\n"
-             "  %%t = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()\n"
-             "  %%p = getelementptr float, ptr addrspace(1) %%x, i32 %%t\n"
-             "  %%v = load float, ptr addrspace(1) %%p, align 4\n"
-             "  %%r = call float @llvm.nvvm.rcp.approx.ftz.f(float %%v)\n"
-             "  %%q = getelementptr float, ptr addrspace(1) %%out, i32 %%t\n"
-             "  store float %%r, ptr addrspace(1) %%q, align 4\n"
-             "  ret void\n}\n",
-             header);
-    annotate(ir, sizeof ir, N);
-    emu_module *m = load(ir);
-    emu_buffer bufs[2] = {{(void *)in, sizeof in}, {got, sizeof got}};
-    char err[ERR];
-    if (run1(m, bufs, 2, err) != EMU_OK) fail_msg("%s", err);
+    run_f32_intrinsic("llvm.nvvm.rcp.approx.ftz.f", in, got, N);
     for (int i = 0; i < N; i++) {
         float x = in[i], y = got[i];
         if (isnan(x)) {
@@ -615,7 +621,6 @@ static void test_rcp_approx_ftz(void **state) {
         double ulp = ldexp(1.0, ilogb(want) - 23);
         if (fabs((double)y - want) > ulp) fail_msg("rcp(%a) = %a, want %a within 1 ulp", (double)x, (double)y, want);
     }
-    emu_module_free(m);
 }
 
 /* ex2.approx.ftz.f32 (llvm.nvvm.ex2.approx.ftz.f, the f32 exp2 codegen
@@ -633,24 +638,7 @@ static void test_ex2_approx_ftz(void **state) {
                          INFINITY, -INFINITY, NAN, 3.3f, -77.7f, 0.001f, 1e-10f, 100.0f, -100.0f, 64.0f, -0.75f,
                          20.0f, -125.9f, 0x1p-126f};
     float got[N];
-    for (int i = 0; i < N; i++) got[i] = 12345.678f;
-    static char ir[4096];
-    snprintf(ir, sizeof ir,
-             "%sdeclare float @llvm.nvvm.ex2.approx.ftz.f(float)\n"
-             "define void @k(ptr addrspace(1) %%x, ptr addrspace(1) %%out) {\n"
-             "  %%t = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()\n"
-             "  %%p = getelementptr float, ptr addrspace(1) %%x, i32 %%t\n"
-             "  %%v = load float, ptr addrspace(1) %%p, align 4\n"
-             "  %%r = call float @llvm.nvvm.ex2.approx.ftz.f(float %%v)\n"
-             "  %%q = getelementptr float, ptr addrspace(1) %%out, i32 %%t\n"
-             "  store float %%r, ptr addrspace(1) %%q, align 4\n"
-             "  ret void\n}\n",
-             header);
-    annotate(ir, sizeof ir, N);
-    emu_module *m = load(ir);
-    emu_buffer bufs[2] = {{(void *)in, sizeof in}, {got, sizeof got}};
-    char err[ERR];
-    if (run1(m, bufs, 2, err) != EMU_OK) fail_msg("%s", err);
+    run_f32_intrinsic("llvm.nvvm.ex2.approx.ftz.f", in, got, N);
     for (int i = 0; i < N; i++) {
         float x = in[i], y = got[i];
         if (isnan(x)) {
@@ -667,7 +655,6 @@ static void test_ex2_approx_ftz(void **state) {
         }
         if (fabs((double)y - want) > ldexp(want, -22)) fail_msg("ex2(%a) = %a, want %a within 2^-22", (double)x, (double)y, want);
     }
-    emu_module_free(m);
 }
 
 /* ---- what the emulator must refuse ---------------------------------------------- */
