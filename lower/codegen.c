@@ -357,8 +357,13 @@ static void gen_op(cg *c, const tir_op *op) {
  * the mma-layout cases codegen knows (below); a .tir file that gives them
  * other mma-kind tiles gets an error, not wrong code. */
 static bool needs_blocked(cg *c, const tir_op *op) {
-    const tir_layout *x = &op->operands[0]->type.layout, *r = op->nresults ? &op->results[0]->type.layout : NULL;
-    bool x_tile = op->noperands && op->operands[0]->type.rank;
+    switch (op->code) {
+    case TIR_OP_BROADCAST: case TIR_OP_EXPAND_DIMS: case TIR_OP_REDUCE_SUM: case TIR_OP_REDUCE_MAX:
+    case TIR_OP_REDUCE_MIN: case TIR_OP_CUMSUM: case TIR_OP_CUMSUM_REV: case TIR_OP_PERMUTE: break;
+    default: return false; /* and the ops below have an operand and a result */
+    }
+    const tir_layout *x = &op->operands[0]->type.layout, *r = &op->results[0]->type.layout;
+    bool x_tile = op->operands[0]->type.rank > 0;
     /* in the mma layout and its slices too, operand and result alike
      * (broadcast_source_reg) */
     if (op->code == TIR_OP_BROADCAST && x_tile && tir_layout_eq(x, r) &&
@@ -371,11 +376,6 @@ static bool needs_blocked(cg *c, const tir_op *op) {
         return false;
     if (op->code == TIR_OP_EXPAND_DIMS && x_tile && x->kind == TIR_LAYOUT_MMA_SLICE && r->kind == TIR_LAYOUT_MMA)
         return false;
-    switch (op->code) {
-    case TIR_OP_BROADCAST: case TIR_OP_EXPAND_DIMS: case TIR_OP_REDUCE_SUM: case TIR_OP_REDUCE_MAX:
-    case TIR_OP_REDUCE_MIN: case TIR_OP_CUMSUM: case TIR_OP_CUMSUM_REV: case TIR_OP_PERMUTE: break;
-    default: return false;
-    }
     bool bad = op->nresults && op->results[0]->type.rank && is_mma_kind(&op->results[0]->type.layout);
     /* a permute reads its operand through scratch by row-major index, any layout */
     for (uint32_t i = 0; i < op->noperands && op->code != TIR_OP_PERMUTE; i++)
