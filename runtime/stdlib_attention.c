@@ -56,6 +56,8 @@ static const rt_attention_config attention_configs[] = {
     {64, 0, 128, 64, 8, 4},   /* Triton's A100 tile and stages; on 4 warps, 96 B of spill with every mask on sm_80 */
     {128, 90, 128, 64, 8, 7}, /* FA2's tile, Triton's H100 warps and stages */
     {128, 0, 128, 64, 8, 3},  /* FA2's A100 tile (its 4 warps keep q in shared memory; 8 here keep 16 rows a warp) */
+    {256, 0, 64, 16, 8, 2},   /* no spill with or without masks and ALIGNED (64 x 32 w8 spills 16 B on sm_80 with
+                                 neither, 64 x 64 124 B). The forward only: the backward has no row yet */
 };
 
 const rt_attention_config *rt_attention_config_for(int64_t head_dim, int sm) {
@@ -240,7 +242,7 @@ static trt_status check_problem(const sl_call *c, const tls_attention_problem *p
                        "key/value head serves heads / kv_heads query heads", c->op, (long long)p->heads,
                        (long long)p->kv_heads);
     if (!rt_attention_config_for(p->head_dim, 0))
-        return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: head_dim is %lld; it must be 32, 64 or 128 (pad q, k and "
+        return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: head_dim is %lld; it must be 32, 64, 128 or 256 (pad q, k and "
                        "v with zero columns to the next: the scores and o's first columns stay the same)", c->op,
                        (long long)p->head_dim);
     if ((st = check_range(c, "n_q", p->n_q, 1, TLS_ATTENTION_MAX_SEQ, "")) ||
@@ -474,6 +476,9 @@ static const rt_attention_bwd_config *bwd_config(const sl_call *c, const tls_att
  * whose trip count is an i32: heads / kv_heads times n_q's blocks. */
 static trt_status check_bwd_trips(const sl_call *c, const tls_attention_problem *p,
                                   const rt_attention_bwd_config *cfg) {
+    if (!cfg) /* a head dim the forward has and the backward not (yet): 256 */
+        return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: head_dim is %lld; the backward takes 32, 64 or 128 (256 "
+                       "has a forward only)", c->op, (long long)p->head_dim);
     int64_t q_per_kv = p->heads / p->kv_heads, blocks = sl_cdiv(p->n_q, cfg->dkdv.block_m);
     if (q_per_kv * blocks > INT32_MAX)
         return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: heads / kv_heads (%lld) times n_q's blocks of %d rows "

@@ -137,7 +137,7 @@ att_rows=$(rows_of attention_configs stdlib_attention.c)
 att_table=()
 for arch in sm_80 sm_90; do
   sm=${arch#sm_}
-  for d in 32 64 128; do
+  for d in 32 64 128 256; do
     row=$(awk -F, -v d="$d" -v sm="$sm" '$1 == d && $2 <= sm {print; exit}' <<<"$att_rows")
     [ -n "$row" ] || { echo "FAIL: attention_configs has no row for head dim $d on $arch"; fail=1; continue; }
     IFS=, read -r _ _ bm bn warps stages <<<"$row"

@@ -271,6 +271,8 @@ static void test_attention(void **state) {
          .window = true, .left = 20, .right = 5, .lay = ODD},
         {.dt = &f16, .batch = 1, .heads = 2, .kv_heads = 1, .n_q = 40, .n_kv = 17, .d = 128, .window = true, .left = 4,
          .right = 0, .scale = 0.3f, .lay = BSHD},
+        /* head dim 256 (the forward only), grouped heads, causal */
+        {.dt = &f16, .batch = 1, .heads = 2, .kv_heads = 1, .n_q = 70, .n_kv = 45, .d = 256, .causal = true},
         /* one-sided windows (-1: no bound) */
         {.dt = &f16, .batch = 1, .heads = 2, .kv_heads = 2, .n_q = 67, .n_kv = 80, .d = 64, .window = true, .left = -1,
          .right = 3, .lay = BHSD_PADDED},
@@ -607,8 +609,8 @@ static void test_attention_misuse(void **state) {
     WITH(kv_heads, 3, "kv_heads is 3");
     p = good, p.heads = 3, p.kv_heads = 2;
     EXPECT(FWD(&p, Q, K, K, O, L), "heads (3) is not a multiple of kv_heads (2)");
-    WITH(head_dim, 80, "head_dim is 80; it must be 32, 64 or 128");
-    WITH(head_dim, 256, "head_dim is 256");
+    WITH(head_dim, 80, "head_dim is 80; it must be 32, 64, 128 or 256");
+    WITH(head_dim, 512, "head_dim is 512");
     WITH(n_q, 0, "n_q is 0; it must be from 1 to 1073741696");
     WITH(n_kv, (int64_t)TLS_ATTENTION_MAX_SEQ + 1, "n_kv is 1073741697");
     WITH(scale, NAN, "scale is nan; it must be finite");
@@ -720,6 +722,9 @@ static void test_attention_bwd_misuse(void **state) {
     assert_int_equal(bytes, 0);
     EXPECT(tls_attention_bwd_workspace(dev, &good, NULL), "tls_attention_bwd_workspace: bytes is NULL");
     EXPECT(tls_attention_bwd_workspace(dev, NULL, &bytes), "tls_attention_bwd_workspace: the problem is NULL");
+    p = good, p.head_dim = 256; /* the forward has it, the backward not yet */
+    EXPECT(tls_attention_bwd_workspace(dev, &p, &bytes),
+           "tls_attention_bwd_workspace: head_dim is 256; the backward takes 32, 64 or 128 (256 has a forward only)");
     p = good, p.kv_heads = 3;
     EXPECT(tls_attention_bwd_workspace(dev, &p, &bytes), "tls_attention_bwd_workspace: kv_heads is 3");
     OK(tls_attention_bwd_workspace(dev, &good, &bytes));

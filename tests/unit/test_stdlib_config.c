@@ -92,7 +92,9 @@ static void test_attention_rows_by_head_dim_and_arch(void **state) {
     assert_ptr_equal(rt_attention_config_for(128, 0), rt_attention_config_for(128, 80));
     assert_null(rt_attention_config_for(16, 90));
     assert_null(rt_attention_config_for(80, 80));
-    assert_null(rt_attention_config_for(256, 90));
+    assert_non_null(rt_attention_config_for(256, 90)); /* the forward only */
+    assert_null(rt_attention_bwd_config_for(256, 90));
+    assert_null(rt_attention_config_for(512, 90));
 }
 
 /* The backward's table the same way, each pass with an mma row block a
