@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "tilec_stdlib.h"
+#include "stdlib_test_main.h"
 #include "half_float.h"
 
 static trt_device *dev;
@@ -898,22 +899,6 @@ static void test_matmul_misuse(void **state) {
 }
 
 int main(int argc, char **argv) {
-    const char *which = argc > 1 ? argv[1] : "cpu";
-    trt_device_kind kind;
-    if (!strcmp(which, "cpu")) kind = TRT_DEVICE_CPU;
-    else if (!strcmp(which, "cuda")) kind = TRT_DEVICE_CUDA;
-    else if (!strcmp(which, "emu")) kind = TRT_DEVICE_EMU;
-    else {
-        fprintf(stderr, "usage: %s cpu|cuda|emu\n", argv[0]);
-        return 2;
-    }
-    char why[512];
-    if (trt_open(kind, &dev, why, sizeof why) != TRT_OK) {
-        fprintf(stderr, "%s: cannot open a device (%s): %s\n", argv[0], which, why); /* on-cuda.sh: skipped */
-        return 1;
-    }
-    printf("device: %s\n", trt_device_name(dev));
-    srand(2026);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_softmax),
         cmocka_unit_test(test_layernorm),
@@ -929,7 +914,5 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_options),
         cmocka_unit_test(test_misuse_is_an_error),
     };
-    int failed = cmocka_run_group_tests_name(which, tests, NULL, NULL);
-    trt_close(dev);
-    return failed ? 1 : 0;
+    return stdlib_test_main(argc, argv, &dev, tests, sizeof tests / sizeof tests[0]);
 }
