@@ -87,11 +87,6 @@ static tir_value *copy(tir_builder *b, tir_value *v, const tir_layout *want) {
     return n->results[0];
 }
 
-typedef struct remat_ctx {
-    tir_func *f;
-    tir_op *found[1]; /* the walk's find: one conversion at a time, since rewriting moves ops */
-} remat_ctx;
-
 /* Whether op is in the body of a loop, at any depth. */
 static bool in_loop(const tir_op *op) {
     for (const tir_op *o = op->parent ? op->parent->parent : NULL; o; o = o->parent ? o->parent->parent : NULL)
@@ -99,23 +94,23 @@ static bool in_loop(const tir_op *op) {
     return false;
 }
 
+/* The walk's find (p: a tir_op **): one conversion at a time, since
+ * rewriting moves ops. */
 static void find_one(tir_op *op, void *p) {
-    remat_ctx *c = p;
-    if (c->found[0] || op->code != TIR_OP_CONVERT_LAYOUT || !in_loop(op)) return;
+    tir_op **found = p;
+    if (*found || op->code != TIR_OP_CONVERT_LAYOUT || !in_loop(op)) return;
     const tir_layout *want = &op->results[0]->type.layout;
     if (want->kind == TIR_LAYOUT_DOT_OP || want->kind == TIR_LAYOUT_SHARED) return;
     if (cost(op->operands[0], want, REMAT_CONVERT_MAX_OPS) > REMAT_CONVERT_MAX_OPS) return;
-    c->found[0] = op;
+    *found = op;
 }
 
 bool lower_remat_converts(tir_module *m, const lower_options *opt, tc_diag *diag) {
     (void)opt, (void)diag;
     for (tir_func *f = m->funcs; f; f = f->next) {
-        remat_ctx c = {.f = f};
         for (;;) {
-            c.found[0] = NULL;
-            tir_walk(f, find_one, &c);
-            tir_op *cv = c.found[0];
+            tir_op *cv = NULL;
+            tir_walk(f, find_one, &cv);
             if (!cv) break;
             tir_builder b = {.module = m, .func = f, .block = cv->parent, .loc = cv->loc};
             tir_builder_before(&b, cv);
