@@ -18,8 +18,15 @@ flushes the L2 cache before every run; GB/s counts each input read once
 and each output written once. The table ends with each tilec row's ratio
 to the faster peer. Peers are measured in the same run.
 
-Flash attention's forward has a table of its own too, in TFLOP/s, against
-torch's scaled_dot_product_attention (FlashAttention-2 on the GPU).
+Flash attention has two tables of its own, forward and backward, in
+TFLOP/s: tilec through its C entry points tls_attention_fwd and
+tls_attention_bwd (their configuration table), torch's
+scaled_dot_product_attention with its FlashAttention-2 ("flash") and
+cuDNN backends, and bench/tt_flash.py (Triton, in the structure of its
+fused-attention tutorial), each checked against SDPA's flash backend
+before it is timed. The default run times D 128 at N 4096 (f16 and bf16,
+causal and not) and D 64 at N 1024; --sweep the whole grid (N 1024, 4096,
+16384; D 64, 128; f16 and bf16; causal and not); --quick one shape.
 
 Matrix products have their own table, in TFLOP/s (2 M N K flops): tilec
 through its C entry point tls_matmul (include/tilec_stdlib.h: its
@@ -75,6 +82,19 @@ class TlsMem(ctypes.Structure):  # tls_mem: a trt_buffer and a byte offset
     _fields_ = [("buffer", ctypes.c_uint64), ("offset", ctypes.c_size_t)]
 
 
+class AttnProblem(ctypes.Structure):  # tls_attention_problem
+    _fields_ = [("batch", ctypes.c_int64), ("heads", ctypes.c_int64), ("kv_heads", ctypes.c_int64),
+                ("n_q", ctypes.c_int64), ("n_kv", ctypes.c_int64), ("head_dim", ctypes.c_int64),
+                ("scale", ctypes.c_float), ("causal", ctypes.c_bool), ("window", ctypes.c_bool),
+                ("window_left", ctypes.c_int64), ("window_right", ctypes.c_int64), ("cu_q", TlsMem),
+                ("cu_k", TlsMem), ("total_q", ctypes.c_int64), ("total_kv", ctypes.c_int64)]
+
+
+class AttnTensor(ctypes.Structure):  # tls_attention_tensor
+    _fields_ = [("mem", TlsMem), ("stride_batch", ctypes.c_int64), ("stride_head", ctypes.c_int64),
+                ("stride_row", ctypes.c_int64)]
+
+
 TLS_DTYPE = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}  # tls_dtype
 
 
@@ -101,6 +121,10 @@ def declare(L):
     L.tls_rmsnorm.argtypes = [vp, ctypes.c_int] + [TlsMem] * 4 + [i64] * 3 + [f32, vp]
     L.tls_rmsnorm_bwd_workspace.argtypes = ws
     L.tls_rmsnorm_bwd.argtypes = [vp, ctypes.c_int] + [TlsMem] * 6 + [i64] * 3 + [TlsMem, vp]
+    ap = ctypes.POINTER(AttnProblem)
+    L.tls_attention_fwd.argtypes = [vp, ctypes.c_int, ap] + [AttnTensor] * 5 + [vp]
+    L.tls_attention_bwd_workspace.argtypes = [vp, ap, ctypes.POINTER(sz)]
+    L.tls_attention_bwd.argtypes = [vp, ctypes.c_int, ap] + [AttnTensor] * 9 + [TlsMem, vp]
 
 
 class Tilec:
@@ -166,6 +190,34 @@ class Tilec:
             if call(dev, dt, ma, mb, mc, M, N, K, *strides, None) != 0:
                 raise Failed("tilec: tls_matmul failed: " + self.lib.trt_last_error(dev).decode())
         run()
+        return run
+
+    def attention(self, q, k, v, o, lse, causal, grads=None):
+        """A function that runs tls_attention_fwd (o and lse from q, k, v:
+        [batch, heads, rows, head dim], any strides; lse [batch, heads,
+        rows] f32), or with grads = (d_o, dq, dk, dv) tls_attention_bwd
+        (its workspace allocated here); the default scale, the library's
+        own configuration table."""
+        B, H, N, D = q.shape
+        p = AttnProblem(batch=B, heads=H, kv_heads=k.shape[1], n_q=N, n_kv=k.shape[2], head_dim=D, scale=0.0,
+                        causal=causal, window=False, window_left=-1, window_right=-1)
+        t = [AttnTensor(TlsMem(self.buf(x), 0), *x.stride()[:3]) for x in (q, k, v, o, lse)]
+        dev, dt, L = self.dev, TLS_DTYPE[q.dtype], self.lib
+        if grads is None:
+            call, args = L.tls_attention_fwd, (dev, dt, ctypes.byref(p), *t, None)
+        else:
+            n = ctypes.c_size_t()
+            self.check(L.tls_attention_bwd_workspace(dev, ctypes.byref(p), ctypes.byref(n)), "tls_attention_bwd_workspace")
+            ws = torch.empty(max(n.value, 16), device="cuda", dtype=torch.uint8)
+            g = [AttnTensor(TlsMem(self.buf(x), 0), *x.stride()[:3]) for x in grads]
+            # q, k, v, o, d_o, lse, dq, dk, dv, workspace
+            call, args = L.tls_attention_bwd, (dev, dt, ctypes.byref(p), *t[:4], g[0], t[4], *g[1:],
+                                               TlsMem(self.buf(ws), 0), None)
+
+        def run():
+            if call(*args) != 0:
+                raise Failed("tilec: %s failed: %s" % (call.__name__, L.trt_last_error(dev).decode()))
+        run.keep = (p, ws) if grads is not None else p  # what args point to lives as long as run
         return run
 
     def launcher(self, k, grid, *args):
@@ -792,34 +844,110 @@ def bench_dropout(tc, quick, table):
 
 
 
-def bench_attention(tc, quick, rows):
-    """Flash attention's forward (stdlib/attention.tile, f16) against
-    torch's scaled_dot_product_attention (FlashAttention-2 on the GPU), in
-    FlashAttention's (batch, row, head, d) layout, at the tiles
-    the C entry point takes on an H100."""
+# flash attention's shapes: (B, H, N, D, causal, dtype); the default run
+# times the bar's (D 128, N 4096) and one small shape (each shape costs
+# about 20 s, most of it compiling the peers), --sweep the grid
+ATTENTION_QUICK = [(4, 16, 4096, 128, False, torch.float16)]
+ATTENTION_DEFAULT = [(4, 16, 4096, 128, c, dt) for c in (False, True) for dt in (torch.float16, torch.bfloat16)] + \
+                    [(4, 16, 1024, 64, False, torch.float16)]
+ATTENTION_GRID = [(4, 16, N, D, c, dt) for N in (1024, 4096, 16384) for D in (64, 128)
+                  for c in (False, True) for dt in (torch.float16, torch.bfloat16)]
+ATTENTION_PEERS = ("flash", "cudnn", "triton")
+
+
+def attention_peers(q, k, v, do, causal):
+    """{peer: (forward fn, backward fn, (o, dq, dk, dv) of one run) or the
+    reason it cannot run}: torch's SDPA with the FlashAttention-2 and
+    cuDNN backends (the backward through autograd, which runs the
+    backend's own backward kernel), and bench/tt_flash.py in Triton."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.nn.functional import scaled_dot_product_attention as sdpa
-    shapes = [(4, 16, 1024, 64)] if quick else [(4, 16, 1024, 64), (4, 16, 4096, 64), (2, 16, 2048, 128)]
-    for B, H, N, D in shapes:
-        for causal in (False, True):
-            q, k, v = (torch.randn(B, N, H, D, device="cuda", dtype=torch.float16) for _ in range(3))
-            o = torch.full_like(q, float("nan"))
-            lse = torch.empty(B, H, N, device="cuda")
-            cu = torch.zeros(2, device="cuda", dtype=torch.int32)  # VARLEN off: not read
-            # the C entry point's sm_90 row (runtime/stdlib_attention.c): 128 x 64, 8 warps, 7 stages
-            # (3 at head dim 32), ALIGNED for these strides
-            kern = tc.kernel("stdlib/attention.tile", "attention_fwd_f16", num_warps=8, num_stages=7 if D >= 64 else 3,
-                             BLOCK_M=128, BLOCK_N=64, HEAD_DIM=D, CAUSAL=int(causal), ALIGNED=1)
-            st = (N * H * D, D, H * D)  # batch, head, row
-            run = tc.launcher(kern, (triton.cdiv(N, 128), H, B), q, k, v, o, lse, cu, cu, N, N, 1, *st, *st, *st, *st,
-                              H * N, N, 1.0 / D ** 0.5, 0, 0)
-            run(); torch.cuda.synchronize()
-            qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
-            ref = sdpa(qt, kt, vt, is_causal=causal).transpose(1, 2)
-            what = "attention f16 %s%dx%dx%dx%d" % ("causal " if causal else "", B, H, N, D)
-            near(o.float(), ref.float(), what, rtol=1e-2, atol=1e-2)
-            t = {"tilec": median_ms(run), "torch": peer_ms(lambda: sdpa(qt, kt, vt, is_causal=causal), "sdpa")}
-            rows.append((what, (B, H, N, D), causal, t))
-            del q, k, v, o, lse
+    import tt_flash
+    out = {}
+    for name, backend in (("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)):
+        try:
+            qg, kg, vg = (t.detach().requires_grad_() for t in (q, k, v))
+            with sdpa_kernel(backend):
+                o = sdpa(qg, kg, vg, is_causal=causal)
+
+            def fwd(backend=backend):
+                with sdpa_kernel(backend):
+                    sdpa(q, k, v, is_causal=causal)
+
+            def bwd(o=o, leaves=(qg, kg, vg)):
+                return torch.autograd.grad(o, leaves, do, retain_graph=True)
+            out[name] = (fwd, bwd, (o.detach(),) + bwd())
+        except Exception as e:  # noqa: BLE001 - a backend this torch or GPU lacks
+            out[name] = str(e).splitlines()[0] if str(e) else type(e).__name__
+    try:
+        B, H, N, D = q.shape
+        scale = D ** -0.5
+        o, dq, dk, dv = (torch.full_like(q, float("nan")) for _ in range(4))
+        lse2, delta = (torch.empty(B, H, N, device="cuda") for _ in range(2))
+
+        def fwd():
+            tt_flash.fwd(q, k, v, causal, scale, o, lse2)  # the first call autotunes
+
+        def bwd():
+            tt_flash.bwd(q, k, v, o, do, lse2, causal, scale, dq, dk, dv, delta)
+        fwd(); bwd()
+        out["triton"] = (fwd, bwd, (o, dq, dk, dv))
+    except Exception as e:  # noqa: BLE001
+        out["triton"] = str(e).splitlines()[0] if str(e) else type(e).__name__
+    return out
+
+
+def attention_error(got, ref, rel, what):
+    """None, or why got (o, dq, dk, dv) is not within rel of the largest
+    |ref| element of each."""
+    for name, g, r in zip(("o", "dq", "dk", "dv"), got, ref):
+        scale = r.float().abs().max().item()
+        err = (g.float() - r.float()).abs().max().item()
+        if not err <= rel * scale:  # NaN too
+            return "WRONG: %s %s differs from the reference by %g (largest |%s| %g)" % (what, name, err, name, scale)
+    return None
+
+
+def bench_attention(tc, shapes, rows, failed):
+    """Flash attention forward and backward: tilec's C entry points
+    (tls_attention_fwd, tls_attention_bwd, with the library's configuration
+    table) against SDPA's flash and cuDNN backends and Triton
+    (bench/tt_flash.py), on the same contiguous [B, H, N, D] tensors. Each
+    result is checked first against SDPA's flash backend (cuDNN's where
+    flash cannot run): within 1% (f16) or 3% (bf16) of the largest |value|
+    of o, dq, dk, dv; a wrong peer is left out of the table and said."""
+    for B, H, N, D, causal, dt in shapes:
+        what = "%s %s%dx%dx%dx%d" % ("f16" if dt == torch.float16 else "bf16", "causal " if causal else "", B, H, N, D)
+        rel = 1e-2 if dt == torch.float16 else 3e-2
+        q, k, v, do = (torch.randn(B, H, N, D, device="cuda", dtype=dt) for _ in range(4))
+        o, dq, dk, dv = (torch.full_like(q, float("nan")) for _ in range(4))
+        lse = torch.full((B, H, N), float("nan"), device="cuda")
+        peers = attention_peers(q, k, v, do, causal)
+        ref = next((peers[p][2] for p in ("flash", "cudnn") if isinstance(peers[p], tuple)), None)
+        try:
+            fwd = tc.attention(q, k, v, o, lse, causal)
+            bwd = tc.attention(q, k, v, o, lse, causal, grads=(do, dq, dk, dv))
+            fwd(); bwd(); torch.cuda.synchronize()
+            if ref is None:
+                raise Failed("no SDPA backend ran to check against: %s" % peers["flash"])
+            why = attention_error((o, dq, dk, dv), ref, rel, "tilec")
+            if why:
+                raise Failed(why)
+        except Failed as e:
+            print("FAILED: attention %s: %s" % (what, e), file=sys.stderr)
+            failed.append(("attention " + what, str(e)))
+            continue
+        t = {"tilec": (median_ms(fwd), median_ms(bwd))}
+        for name in ATTENTION_PEERS:
+            peer = peers[name]
+            why = attention_error(peer[2], ref, rel, name) if isinstance(peer, tuple) else peer
+            if why:
+                print("peer left out: attention %s %s: %s" % (what, name, why), file=sys.stderr)
+                continue
+            t[name] = (peer_ms(peer[0], name + " forward"), peer_ms(peer[1], name + " backward"))
+        rows.append((what, (B, H, N, D), causal, t))
+        del q, k, v, do, o, dq, dk, dv, lse, peers, ref
+        torch.cuda.empty_cache()
 
 
 def main():
@@ -853,7 +981,8 @@ def main():
         for section in (bench_elementwise, bench_softmax, bench_layernorm, bench_rmsnorm, bench_gelu, bench_dropout):
             guarded(section.__name__, section, tc, opt.quick, table)
         guarded("matmul_bench", matmul_bench, tc, opt.quick, mm_rows, failed)
-        guarded("bench_attention", bench_attention, tc, opt.quick, att_rows)
+        shapes = ATTENTION_QUICK if opt.quick else ATTENTION_GRID if opt.sweep else ATTENTION_DEFAULT
+        guarded("bench_attention", bench_attention, tc, shapes, att_rows, failed)
         if opt.sweep:
             guarded("sweep", sweep, tc)
             guarded("matmul_sweep", matmul_sweep, tc)
@@ -881,14 +1010,21 @@ def main():
         ratio = "%12.3f" % (tf["tilec"] / tf["cublas"])  # a failed tilec shape is in `failed`, not here
         print("%-12s %20s %s %s" % (op, "%dx%dx%d" % (M, N, K), " ".join(cells), ratio))
     print()
-    print("== tilec attention forward: TFLOP/s (4 B H N^2 D flops, half causal; median of do_bench, L2 flushed)")
-    print("%-36s %9s %9s %12s" % ("op", "tilec", "sdpa", "tilec/sdpa"))
-    for op, (B, H, N, D), causal, t in att_rows:
-        flops = 4 * B * H * N * N * D / (2 if causal else 1)
-        tf = {k: flops / (ms * 1e-3) / 1e12 for k, ms in t.items() if ms}
-        cells = ["%9.1f" % tf[k] if k in tf else "%9s" % "-" for k in ("tilec", "torch")]
-        ratio = "%12.3f" % (tf["tilec"] / tf["torch"]) if "torch" in tf else "%12s" % "-"
-        print("%-36s %s %s" % (op, " ".join(cells), ratio))
+    for pas, i, times in (("forward", 0, 1), ("backward", 1, 2.5)):
+        print("== tilec attention %s: TFLOP/s (%s4 B H N^2 D flops, half that causal; median of do_bench, "
+              "L2 flushed); flash, cudnn: torch SDPA's backends; triton: bench/tt_flash.py"
+              % (pas, "2.5 x " if times != 1 else ""))
+        print("%-32s %8s %8s %8s %8s %12s %11s" % ("op", "tilec", "flash", "cudnn", "triton", "tilec/flash",
+                                                    "tilec/best"))
+        for op, (B, H, N, D), causal, t in att_rows:
+            flops = times * 4 * B * H * N * N * D / (2 if causal else 1)
+            tf = {k: flops / (ms[i] * 1e-3) / 1e12 for k, ms in t.items() if ms[i]}
+            cells = ["%8.1f" % tf[k] if k in tf else "%8s" % "-" for k in ("tilec",) + ATTENTION_PEERS]
+            best = max((tf[k] for k in ATTENTION_PEERS if k in tf), default=None)
+            r_flash = "%12.3f" % (tf["tilec"] / tf["flash"]) if "flash" in tf else "%12s" % "-"
+            r_best = "%11.3f" % (tf["tilec"] / best) if best else "%11s" % "-"
+            print("%-32s %s %s %s" % (op, " ".join(cells), r_flash, r_best))
+        print()
     if failed:
         print()
         print("== FAILED (not in the tables above): %d" % len(failed))

@@ -3,7 +3,7 @@
 #
 #   here:        scripts/gpu-kit.sh                  (once; makes .gpu-kit/)
 #                scripts/gpu-kit.sh --stamp          (before each run: the commit)
-#   GPU machine: bash scripts/gpu-check.sh           (device tool, carry [".gpu-kit"])
+#   GPU machine: bash scripts/gpu-check.sh [--sweep] (device tool, carry [".gpu-kit"])
 #
 # It builds tilec from the working tree with the kit's tools (that machine
 # has a C compiler, CMake, ninja and CUDA, but no LLVM 19, re2c, lemon or
@@ -20,6 +20,14 @@
 # rows saying they were out of time, and the tables still print.
 set -u
 start=$(date +%s)
+# --sweep: the bench's sweeps too (bench/gpu_bench.py --sweep: tile
+# configurations, num_warps, attention's whole grid of shapes)
+for a in "$@"; do
+  case $a in
+    --sweep) TILEC_BENCH_ARGS="${TILEC_BENCH_ARGS:-} --sweep" ;;
+    *) echo "usage: gpu-check.sh [--sweep]" >&2; exit 2 ;;
+  esac
+done
 budget=${TILEC_GPU_CHECK_BUDGET:-560}
 left() { echo $((start + budget - $(date +%s))); }
 limit() { local l; l=$(left); echo $((l > 1 ? l : 1)); } # for timeout, where 0 means none
@@ -109,7 +117,8 @@ else row "ctest (all but golden), GPU required" FAIL "$summary; skipped: $skippe
 device_tests=()
 for x in "$build"/tests/test_runtime_devices_*; do [ -x "$x" ] && device_tests+=("$(basename "$x")"); done
 [ ${#device_tests[@]} -eq 0 ] && row "  unit/test_runtime_devices_*" FAIL "no test_runtime_devices_* executables built"
-for t in "${device_tests[@]/#/unit/}" unit/test_runtime_api samples/vadd_runtime/cuda samples/vadd_cubin/cuda; do
+for t in "${device_tests[@]/#/unit/}" unit/test_runtime_api unit/test_stdlib_api/cuda unit/test_stdlib_attention/cuda \
+         samples/vadd_runtime/cuda samples/vadd_cubin/cuda samples/attention/cuda samples/attention_bwd/cuda; do
   case $t in unit/test_runtime_devices_*) t=$t/cuda ;; esac
   line=$(printf '%s\n' "$ctest_out" | grep -E "Test +#[0-9]+: $t " | head -1)
   case $line in
@@ -171,6 +180,9 @@ if command -v compute-sanitizer >/dev/null; then
   cs "test_stdlib_api cuda" "$build/tests/test_stdlib_api" cuda
   cs "matmul 1000 768 520 cuda" "$build/samples/matmul" 1000 768 520 cuda
   cs "stdlib_layernorm 4096 4096 cuda" "$build/samples/stdlib_layernorm" 4096 4096 cuda
+  cs "test_stdlib_attention cuda" "$build/tests/test_stdlib_attention" cuda
+  cs "attention cuda" "$build/samples/attention" cuda
+  cs "attention_bwd cuda" "$build/samples/attention_bwd" cuda
 fi
 
 [ -n "$matmul_ptxas" ] && printf '\n%s\n' "$matmul_ptxas"

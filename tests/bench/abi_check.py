@@ -11,7 +11,7 @@ an int where C reads an int64_t), a call with an argument too few, a
 kernel or const parameter that stdlib does not have. This finds those:
 
 1. each ctypes struct against LAYOUT_PROGRAM's report (tests/bench/
-   abi_layout.c: C's sizes, field names and offsets) and the constants
+   abi_layout.c: C's sizes, field names, offsets and sizes) and the constants
    the bench hard-codes against the headers' enum values;
 2. each function declare() types, against its prototype in include/:
    the argument count, each argument's type and `const char *` results;
@@ -105,7 +105,8 @@ def expected(ctype, bench):
                "int32_t": [ctypes.c_int32], "uint32_t": [ctypes.c_uint32], "int": [ctypes.c_int],
                "float": [ctypes.c_float], "double": [ctypes.c_double], "bool": [ctypes.c_bool],
                "tls_mem": [bench.TlsMem], "trt_buffer": [ctypes.c_uint64], "trt_arg": [bench.Arg],
-               "trt_compile_options": [bench.CompileOptions], "tilec_define": [bench.Define]}
+               "trt_compile_options": [bench.CompileOptions], "tilec_define": [bench.Define],
+               "tls_attention_problem": [bench.AttnProblem], "tls_attention_tensor": [bench.AttnTensor]}
     scalars.update({e: [ctypes.c_int] for e in ENUMS})
     if base.endswith("*"):
         pointee = base[:-1]
@@ -162,7 +163,8 @@ def check_functions(bench, protos, problems):
 def check_layout(bench, layout_program, problems):
     out = subprocess.run([layout_program], capture_output=True, text=True, check=True).stdout
     structs = {"trt_arg": bench.Arg, "tilec_define": bench.Define, "trt_compile_options": bench.CompileOptions,
-               "tls_mem": bench.TlsMem}
+               "tls_mem": bench.TlsMem, "tls_attention_problem": bench.AttnProblem,
+               "tls_attention_tensor": bench.AttnTensor}
     enums = {}
     for line in out.splitlines():
         words = line.split()
@@ -175,8 +177,12 @@ def check_layout(bench, layout_program, problems):
         if names != list(fields):
             problems.append("%s: ctypes fields %s, C fields %s" % (name, names, list(fields)))
         for f in names:
-            if f in fields and getattr(cls, f).offset != int(fields[f]):
-                problems.append("%s.%s: ctypes offset %d, C %s" % (name, f, getattr(cls, f).offset, fields[f]))
+            if f not in fields:
+                continue
+            offset, fsize = (int(x) for x in fields[f].split(":"))
+            if (getattr(cls, f).offset, getattr(cls, f).size) != (offset, fsize):
+                problems.append("%s.%s: ctypes offset %d size %d, C offset %d size %d" %
+                                (name, f, getattr(cls, f).offset, getattr(cls, f).size, offset, fsize))
         if ctypes.sizeof(cls) != size:
             problems.append("%s: ctypes size %d, C %d" % (name, ctypes.sizeof(cls), size))
     if structs:
@@ -274,7 +280,7 @@ def main():
     check_layout(bench, layout_program, problems)
     declared = check_functions(bench, protos, problems)
     counts = check_calls(bench, root, declared, problems)
-    print("checked: 4 structs and 7 constants against C; %d functions against their prototypes; "
+    print("checked: 6 structs and 7 constants against C; %d functions against their prototypes; "
           "calls: %d entry, %d workspace, %d kernel, %d launcher" %
           (len(declared), counts["entry"], counts["workspace"], counts["kernel"], counts["launcher"]))
     # a check that found nothing to check proves nothing

@@ -1,7 +1,7 @@
 /* abi_layout.c - prints, for tests/bench/abi_check.py, the C side of what
  * bench/gpu_bench.py declares over ctypes: each struct's size and field
  * offsets, and the enum values it hard-codes. One line per struct or enum:
- *   struct NAME SIZE FIELD=OFFSET ...
+ *   struct NAME SIZE FIELD=OFFSET:SIZE ...
  *   enum NAME VALUE */
 #include <stddef.h>
 #include <stdio.h>
@@ -9,7 +9,7 @@
 #include "tilec_rt.h"
 #include "tilec_stdlib.h"
 
-#define FIELD(T, f) printf(" %s=%zu", #f, offsetof(T, f))
+#define FIELD(T, f) printf(" %s=%zu:%zu", #f, offsetof(T, f), sizeof(((T *)0)->f))
 
 int main(void) {
     printf("struct trt_arg %zu", sizeof(trt_arg));
@@ -22,6 +22,17 @@ int main(void) {
     FIELD(trt_compile_options, num_stages);
     printf("\nstruct tls_mem %zu", sizeof(tls_mem));
     FIELD(tls_mem, buffer), FIELD(tls_mem, offset);
+    printf("\nstruct tls_attention_problem %zu", sizeof(tls_attention_problem));
+    FIELD(tls_attention_problem, batch), FIELD(tls_attention_problem, heads);
+    FIELD(tls_attention_problem, kv_heads), FIELD(tls_attention_problem, n_q), FIELD(tls_attention_problem, n_kv);
+    FIELD(tls_attention_problem, head_dim), FIELD(tls_attention_problem, scale);
+    FIELD(tls_attention_problem, causal), FIELD(tls_attention_problem, window);
+    FIELD(tls_attention_problem, window_left), FIELD(tls_attention_problem, window_right);
+    FIELD(tls_attention_problem, cu_q), FIELD(tls_attention_problem, cu_k);
+    FIELD(tls_attention_problem, total_q), FIELD(tls_attention_problem, total_kv);
+    printf("\nstruct tls_attention_tensor %zu", sizeof(tls_attention_tensor));
+    FIELD(tls_attention_tensor, mem), FIELD(tls_attention_tensor, stride_batch);
+    FIELD(tls_attention_tensor, stride_head), FIELD(tls_attention_tensor, stride_row);
     printf("\n");
     printf("enum TRT_DEVICE_CUDA %d\n", (int)TRT_DEVICE_CUDA);
     printf("enum TRT_ARG_BUFFER %d\nenum TRT_ARG_INT %d\nenum TRT_ARG_FLOAT %d\n", (int)TRT_ARG_BUFFER,
