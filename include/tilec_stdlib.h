@@ -193,8 +193,7 @@ typedef struct tls_attention_problem {
                                  reads key/value head h / (heads / kv_heads) (grouped-query; kv_heads 1:
                                  multi-query; = heads: multi-head) */
     int64_t n_q, n_kv;        /* query and key rows of each sequence (with cu_q: the longest's), >= 1 */
-    int64_t head_dim;         /* 32, 64, 128, or 256 for the forward only (else pad q, k and v with zero
-                                 columns to the next) */
+    int64_t head_dim;         /* 32, 64, 128 or 256 (else pad q, k and v with zero columns to the next) */
     float scale;              /* the scores' factor; 0: 1 / sqrt(head_dim) */
     bool causal;              /* query row i sees key j only if j <= i (both counted from the sequence's start) */
     bool window;              /* a sliding window: query row i sees keys i - window_left to i + window_right */

@@ -57,7 +57,7 @@ static const rt_attention_config attention_configs[] = {
     {128, 90, 128, 64, 8, 7}, /* FA2's tile, Triton's H100 warps and stages */
     {128, 0, 128, 64, 8, 3},  /* FA2's A100 tile (its 4 warps keep q in shared memory; 8 here keep 16 rows a warp) */
     {256, 0, 64, 16, 8, 2},   /* no spill with or without masks and ALIGNED (64 x 32 w8 spills 16 B on sm_80 with
-                                 neither, 64 x 64 124 B). The forward only: the backward has no row yet */
+                                 neither, 64 x 64 124 B) */
 };
 
 const rt_attention_config *rt_attention_config_for(int64_t head_dim, int sm) {
@@ -101,6 +101,13 @@ static const rt_attention_bwd_config attention_bwd_configs[] = {
     {128, 90, {16, 64, 8, 3}, {64, 32, 8, 3}},  /* 32 x 64 spills 4 B with every mask */
     {128, 86, {32, 64, 8, 2}, {64, 32, 8, 2}}, /* 99 KB: 3 stages of dK/dV spill, dQ's do not fit */
     {128, 0, {16, 64, 8, 3}, {64, 32, 8, 3}},  /* 32 x 64 spills 8 B on sm_80 */
+    /* head dim 256 on every arch: the largest blocks that spill nothing on sm_80, sm_86 and sm_90 with or without
+     * masks and ALIGNED, in sm_86's 99 KB (75 KB and 89 KB). dK/dV at 32 x 16 spills 84-112 B without ALIGNED on
+     * sm_80 and sm_90 (0 with it), 16 x 32 16-88 B, both more on sm_86, and on 4 warps every tile spills (the two
+     * 16 x 256 f32 accumulators); dQ at 32 x 32 and 64 x 16 spill 4-12 B on sm_80 without ALIGNED. 16 keys on
+     * 8 warps leave no 16-row block a warp, so p^T and dS^T cross shared memory on their way to the second
+     * and third dots (the other rows keep them in registers) */
+    {256, 0, {16, 16, 8, 2}, {32, 16, 8, 2}},
 };
 
 const rt_attention_bwd_config *rt_attention_bwd_config_for(int64_t head_dim, int sm) {
@@ -476,9 +483,9 @@ static const rt_attention_bwd_config *bwd_config(const sl_call *c, const tls_att
  * whose trip count is an i32: heads / kv_heads times n_q's blocks. */
 static trt_status check_bwd_trips(const sl_call *c, const tls_attention_problem *p,
                                   const rt_attention_bwd_config *cfg) {
-    if (!cfg) /* a head dim the forward has and the backward not (yet): 256 */
-        return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: head_dim is %lld; the backward takes 32, 64 or 128 (256 "
-                       "has a forward only)", c->op, (long long)p->head_dim);
+    if (!cfg) /* begin_attention let through a head dim the table lacks: the table is wrong, not the call */
+        return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: no backward configuration for head_dim %lld", c->op,
+                       (long long)p->head_dim);
     int64_t q_per_kv = p->heads / p->kv_heads, blocks = sl_cdiv(p->n_q, cfg->dkdv.block_m);
     if (q_per_kv * blocks > INT32_MAX)
         return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: heads / kv_heads (%lld) times n_q's blocks of %d rows "

@@ -178,7 +178,7 @@ bwd_rows=$(rows_of attention_bwd_configs stdlib_attention.c)
 bwd_table=()
 for arch in sm_80 sm_86 sm_90; do
   sm=${arch#sm_}
-  for d in 32 64 128; do
+  for d in 32 64 128 256; do
     row=$(awk -F, -v d="$d" -v sm="$sm" '$1 == d && $2 <= sm {print; exit}' <<<"$bwd_rows")
     [ -n "$row" ] || { echo "FAIL: attention_bwd_configs has no row for head dim $d on $arch"; fail=1; continue; }
     IFS=, read -r _ _ kbm kbn kw ks qbm qbn qw qs <<<"$row"

@@ -202,9 +202,9 @@ typedef struct bwd_cfg {
 } bwd_cfg;
 
 static bwd_cfg bwd_config(int pass, int D) {
-    static const bwd_cfg pre = {64, 64, 4}, dkdv[3] = {{64, 64, 8}, {64, 64, 8}, {32, 64, 8}},
-                         dq[3] = {{64, 64, 4}, {64, 64, 4}, {64, 32, 8}};
-    int i = D <= 32 ? 0 : D <= 64 ? 1 : 2;
+    static const bwd_cfg pre = {64, 64, 4}, dkdv[4] = {{64, 64, 8}, {64, 64, 8}, {32, 64, 8}, {16, 16, 8}},
+                         dq[4] = {{64, 64, 4}, {64, 64, 4}, {64, 32, 8}, {32, 16, 8}};
+    int i = D <= 32 ? 0 : D <= 64 ? 1 : D <= 128 ? 2 : 3;
     return pass == 0 ? pre : pass == 1 ? dkdv[i] : dq[i];
 }
 
@@ -479,10 +479,11 @@ static void test_backward(void **state) {
         {.dt = f16, .heads = 4, .q_per_kv = 2, .batch = 3, .varlen = true, .lens_q = {1, 0, 70}, .lens_kv = {1, 0, 45}},
         {.dt = bf16, .heads = 2, .q_per_kv = 1, .batch = 3, .varlen = true, .mask = causal, .lens_q = {20, 5, 0},
          .lens_kv = {70, 0, 30}},
-        /* head dims 32 and 128 */
+        /* head dims 32, 128 and 256 */
         {.dt = f16, .heads = 2, .q_per_kv = 1, .n_q = 67, .n_kv = 50, .mask = causal, .d = 32},
         {.dt = bf16, .heads = 2, .q_per_kv = 1, .n_q = 67, .n_kv = 50, .d = 128},
         {.dt = f16, .heads = 4, .q_per_kv = 2, .n_q = 100, .n_kv = 67, .mask = causal, .d = 128},
+        {.dt = bf16, .heads = 2, .q_per_kv = 2, .n_q = 37, .n_kv = 50, .mask = causal, .d = 256},
         /* blocks and warps of their own (the query walk of a causal dK/dV starts mid query block), 4 warps */
         {.dt = f16, .heads = 2, .q_per_kv = 1, .n_q = 100, .n_kv = 100, .mask = causal, .block_m = 32, .block_n = 64},
         {.dt = f16, .heads = 2, .q_per_kv = 1, .n_q = 100, .n_kv = 100, .mask = causal, .block_m = 64, .block_n = 32,

@@ -272,7 +272,7 @@ static void test_attention(void **state) {
          .window = true, .left = 20, .right = 5, .lay = ODD},
         {.dt = &f16, .batch = 1, .heads = 2, .kv_heads = 1, .n_q = 40, .n_kv = 17, .d = 128, .window = true, .left = 4,
          .right = 0, .scale = 0.3f, .lay = BSHD},
-        /* head dim 256 (the forward only), grouped heads, causal */
+        /* head dim 256, grouped heads, causal */
         {.dt = &f16, .batch = 1, .heads = 2, .kv_heads = 1, .n_q = 70, .n_kv = 45, .d = 256, .causal = true},
         /* one-sided windows (-1: no bound) */
         {.dt = &f16, .batch = 1, .heads = 2, .kv_heads = 2, .n_q = 67, .n_kv = 80, .d = 64, .window = true, .left = -1,
@@ -559,6 +559,11 @@ static void test_attention_bwd(void **state) {
          .lens_q = {37, 0, 1, 20}, .lens_kv = {50, 7, 1, 0}},
         {.dt = &bf16, .batch = 3, .heads = 2, .kv_heads = 1, .d = 64, .window = true, .left = 8, .right = 8,
          .lay = ODD, .varlen = true, .lens_q = {1, 70, 0}, .lens_kv = {3, 66, 1}},
+        /* head dim 256 (dK/dV at 16 x 16, dQ at 32 x 16), grouped heads, causal, keys past the rows; bf16 with a
+         * window at odd strides */
+        {.dt = &f16, .batch = 1, .heads = 2, .kv_heads = 1, .n_q = 40, .n_kv = 45, .d = 256, .causal = true},
+        {.dt = &bf16, .batch = 2, .heads = 1, .kv_heads = 1, .n_q = 33, .n_kv = 20, .d = 256, .window = true,
+         .left = 6, .right = 2, .lay = ODD},
         /* the warps of tls_options, for all three kernels */
         {.dt = &f16, .batch = 1, .heads = 2, .kv_heads = 1, .n_q = 30, .n_kv = 50, .d = 32, .lay = BSHD, .warps = 4},
     };
@@ -723,9 +728,9 @@ static void test_attention_bwd_misuse(void **state) {
     assert_int_equal(bytes, 0);
     EXPECT(tls_attention_bwd_workspace(dev, &good, NULL), "tls_attention_bwd_workspace: bytes is NULL");
     EXPECT(tls_attention_bwd_workspace(dev, NULL, &bytes), "tls_attention_bwd_workspace: the problem is NULL");
-    p = good, p.head_dim = 256; /* the forward has it, the backward not yet */
+    p = good, p.head_dim = 80;
     EXPECT(tls_attention_bwd_workspace(dev, &p, &bytes),
-           "tls_attention_bwd_workspace: head_dim is 256; the backward takes 32, 64 or 128 (256 has a forward only)");
+           "tls_attention_bwd_workspace: head_dim is 80; it must be 32, 64, 128 or 256");
     p = good, p.kv_heads = 3;
     EXPECT(tls_attention_bwd_workspace(dev, &p, &bytes), "tls_attention_bwd_workspace: kv_heads is 3");
     OK(tls_attention_bwd_workspace(dev, &good, &bytes));

@@ -92,8 +92,7 @@ static void test_attention_rows_by_head_dim_and_arch(void **state) {
     assert_ptr_equal(rt_attention_config_for(128, 0), rt_attention_config_for(128, 80));
     assert_null(rt_attention_config_for(16, 90));
     assert_null(rt_attention_config_for(80, 80));
-    assert_non_null(rt_attention_config_for(256, 90)); /* the forward only */
-    assert_null(rt_attention_bwd_config_for(256, 90));
+    assert_non_null(rt_attention_config_for(256, 90));
     assert_null(rt_attention_config_for(512, 90));
 }
 
@@ -123,6 +122,15 @@ static void test_attention_bwd_rows_by_head_dim_and_arch(void **state) {
     assert_ptr_equal(rt_attention_bwd_config_for(128, 0), rt_attention_bwd_config_for(128, 80));
     assert_null(rt_attention_bwd_config_for(16, 90));
     assert_null(rt_attention_bwd_config_for(96, 80));
+    /* head dim 256 on every arch, the one row whose dK/dV has fewer keys than warps x 16 (p^T and dS^T cross
+     * shared memory: every larger dK/dV tile spills) */
+    for (int s = 0; s < 6; s++) {
+        const rt_attention_bwd_config *c = rt_attention_bwd_config_for(256, sms[s]);
+        assert_non_null(c);
+        assert_int_equal(c->head_dim, 256);
+        assert_int_equal(c->dkdv.block_n, 16);
+        assert_true(c->dq.block_m >= 16 && c->dkdv.num_stages >= 1 && c->dq.num_stages >= 1);
+    }
 }
 
 int main(void) {
