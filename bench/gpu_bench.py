@@ -75,7 +75,8 @@ class Define(ctypes.Structure):  # tilec_define
 
 class CompileOptions(ctypes.Structure):  # trt_compile_options: every field, in order
     _fields_ = [("arch", ctypes.c_char_p), ("num_warps", ctypes.c_int), ("defines", ctypes.POINTER(Define)),
-                ("ndefines", ctypes.c_size_t), ("no_asserts", ctypes.c_bool), ("num_stages", ctypes.c_int)]
+                ("ndefines", ctypes.c_size_t), ("no_asserts", ctypes.c_bool), ("num_stages", ctypes.c_int),
+                ("exp2_ftz", ctypes.c_bool)]
 
 
 class TlsMem(ctypes.Structure):  # tls_mem: a trt_buffer and a byte offset
@@ -145,7 +146,7 @@ class Tilec:
     def kernel(self, path, name, num_warps=0, source=None, num_stages=0, **defines):
         src = source.encode() if source else open(os.path.join(ROOT, path), "rb").read()
         defs = (Define * max(1, len(defines)))(*[Define(k.encode(), v) for k, v in defines.items()])
-        opt = CompileOptions(None, num_warps, defs, len(defines), False, num_stages)
+        opt = CompileOptions(None, num_warps, defs, len(defines), False, num_stages, False)
         mod, k = ctypes.c_void_p(), ctypes.c_void_p()
         self.check(self.lib.trt_compile(self.dev, path.encode(), src, len(src), ctypes.byref(opt), ctypes.byref(mod)),
                    "compiling " + path)

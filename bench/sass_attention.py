@@ -2,8 +2,8 @@
 """sass_attention.py - flash attention's forward main loop, counted offline.
 
 Compiles stdlib/attention.tile's attention_fwd_f16 (non-causal, no window,
-not varlen: the loop every program runs; ALIGNED, as tls_attention_fwd
-compiles it for strides that are multiples of 16 bytes, where Triton's
+not varlen: the loop every program runs; ALIGNED and --exp2-ftz, as
+tls_attention_fwd compiles it for strides that are multiples of 16 bytes, where Triton's
 launcher specializes on divisibility by 16, given here too) and, with --triton,
 bench/tt_attention.py (the same math in Triton) for sm_80 at each
 configuration below, disassembles the cubins with cuobjdump -sass and counts
@@ -65,7 +65,7 @@ def tilec_row(args, tmp, d, bm, bn, warps, stages):
     cubin = os.path.join(tmp, "a.cubin")
     cmd = [args.tilec, os.path.join(ROOT, "stdlib", "attention.tile"), "--kernel", "attention_fwd_f16", "-D",
            "HEAD_DIM=%d" % d, "-D", "BLOCK_M=%d" % bm, "-D", "BLOCK_N=%d" % bn, "-D", "ALIGNED=1", "--num-warps=%d" % warps,
-           "--num-stages=%d" % stages, "--arch=sm_80", "-v", "-o", cubin]
+           "--num-stages=%d" % stages, "--arch=sm_80", "--exp2-ftz", "-v", "-o", cubin]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode:
         raise RuntimeError("tilec failed: %s\n%s" % (" ".join(cmd), r.stderr))

@@ -78,6 +78,11 @@ typedef struct tilec_options {
     bool llvm_optimized;         /* with TILEC_EMIT_LLVM: the module after the
                                     optimization the PTX backend runs (what ships),
                                     not the code generator's own output */
+    bool exp2_ftz;               /* exp2 (and exp, sigmoid and tanh, built on it)
+                                    flush f32 results below 2^-126 to zero on the
+                                    GPU: PTX's ex2.approx.ftz.f32, as Triton's
+                                    exp2; 3 instructions fewer each (default false:
+                                    ex2.approx.f32, which keeps them) */
 } tilec_options;
 
 typedef struct tilec_output {

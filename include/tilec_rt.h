@@ -88,6 +88,8 @@ typedef struct trt_compile_options {
     size_t ndefines;
     bool no_asserts;             /* check assert(...) but leave it out (default: in) */
     int num_stages;              /* software-pipelining depth, 1 to 8; 0: the compiler's */
+    bool exp2_ftz;               /* tilec_options.exp2_ftz: exp2 flushes results below 2^-126
+                                    to zero on the GPU (default: keeps them) */
 } trt_compile_options;
 
 /* Opens a device. On failure *out is NULL and `why` (if not NULL) gets a

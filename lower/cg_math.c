@@ -141,16 +141,18 @@ void gen_approx(cg *c, const tir_op *op) {
      * reciprocal flushes to 0, which sigmoid's 1 / (1 + e) only reaches
      * for e > 2^126); unlike IEEE division it has no slow path, whose
      * calls made the GELU epilogue spill (issue 19). ex2 keeps
-     * subnormal results, which costs a compare and two multiplies around
-     * each MUFU.EX2 (3 of about 13 instructions a score in attention's
-     * loop, bench/sass_attention.py); the .ftz form, as Triton's exp2,
-     * drops them, but made the stdlib matmul's GELU epilogue at 128x128 on
-     * 4 warps spill (ptxas schedules its MUFUs closer together), so it
-     * waits for a way to ask for it per kernel (issue 20's note) */
+     * subnormal results unless the compilation asks otherwise (exp2_ftz),
+     * which costs a compare and two multiplies around each MUFU.EX2 (3 of
+     * about 13 instructions a score in attention's loop,
+     * bench/sass_attention.py); the .ftz form, as Triton's exp2, drops
+     * them, but made the stdlib matmul's GELU epilogue at 128x128 on 4
+     * warps spill (ptxas schedules its MUFUs closer together), so it is
+     * an option, which the stdlib's attention takes */
     static const char *const f32_names[] = {"llvm.nvvm.ex2.approx.f", "llvm.nvvm.lg2.approx.f", "llvm.nvvm.sin.approx.f",
                                             "llvm.nvvm.cos.approx.f", "llvm.nvvm.rsqrt.approx.f",
                                             "llvm.nvvm.rcp.approx.ftz.f"};
     const char *name = f32_names[op->code - TIR_OP_EXP2];
+    if (op->code == TIR_OP_EXP2 && c->exp2_ftz) name = "llvm.nvvm.ex2.approx.ftz.f";
     if (e == TIR_F64) {
         if (op->code != TIR_OP_RSQRT && op->code != TIR_OP_RCP) {
             cg_error(c, op, "exp2, log2, sin and cos on f64 are not supported yet (f32 math only)");

@@ -474,7 +474,7 @@ LLVMModuleRef lower_codegen(tir_module *m, LLVMContextRef ctx, const lower_optio
     tc_arena *arena = tc_arena_new();
     cg c = {.ctx = ctx, .mod = mod, .b = LLVMCreateBuilderInContext(ctx), .arena = arena, .diag = diag,
             .file = m->source_name ? m->source_name : "<tir>", .ok = true,
-            .arch = opt->compile.arch ? opt->compile.arch : TILEC_DEFAULT_ARCH,
+            .arch = opt->compile.arch ? opt->compile.arch : TILEC_DEFAULT_ARCH, .exp2_ftz = opt->compile.exp2_ftz,
             .dot = cg_dot_lowering_for(opt->compile.arch ? opt->compile.arch : TILEC_DEFAULT_ARCH)};
     for (tir_func *f = m->funcs; f && c.ok; f = f->next) {
         c.f = f;

@@ -49,6 +49,7 @@ typedef struct cg {
     } bases[CG_MAX_LAYOUTS];
     uint32_t nbases;
     const char *arch;                       /* the target, for messages */
+    bool exp2_ftz;                          /* exp2 as ex2.approx.ftz (tilec_options.exp2_ftz) */
     LLVMValueRef str_true, str_false;       /* print's i1 texts (module constants), made when first needed */
     const struct cg_dot_lowering *dot;      /* the target's tensor-core dot (cg_dot_lowering_for) */
     bool ok;

@@ -56,6 +56,7 @@ static uint64_t cache_key(trt_device *d, const char *file, const char *src, size
     h = hash_bytes(h, &o->num_warps, sizeof o->num_warps);
     h = hash_bytes(h, &o->no_asserts, sizeof o->no_asserts);
     h = hash_bytes(h, &o->num_stages, sizeof o->num_stages);
+    h = hash_bytes(h, &o->exp2_ftz, sizeof o->exp2_ftz);
     for (size_t i = 0; i < o->ndefines; i++) {
         h = hash_str(h, o->defines[i].name);
         h = hash_bytes(h, &o->defines[i].value, sizeof o->defines[i].value);
@@ -179,6 +180,7 @@ static tilec_options compile_options(const trt_device *d, const trt_compile_opti
         opt.ndefines = o->ndefines;
         opt.no_asserts = o->no_asserts;
         opt.num_stages = o->num_stages;
+        opt.exp2_ftz = o->exp2_ftz;
     }
     return opt;
 }

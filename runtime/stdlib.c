@@ -148,17 +148,14 @@ static const rt_embedded_file *embedded(const char *name) {
     return NULL;
 }
 
-/* The kernel `name` of the embedded `file` with the const parameters
- * `defs`, compiled (once) with num_warps and num_stages (0: the
- * compiler's); `spec` says which specialization in a message. */
-trt_status sl_kernel_with(const sl_call *c, const char *file, const char *name, const tilec_define *defs,
-                              size_t ndefs, int num_warps, int num_stages, const char *spec, trt_kernel **k) {
+/* The kernel `name` of the embedded `file`, compiled (once) with the
+ * options co; `spec` says which specialization in a message. */
+trt_status sl_kernel_with(const sl_call *c, const char *file, const char *name, const trt_compile_options *co,
+                          const char *spec, trt_kernel **k) {
     const rt_embedded_file *f = embedded(file);
     if (!f) return rt_fail(c->d, TRT_ERR_NOT_FOUND, "%s: %s is not in this build of tilec", c->op, file);
-    trt_compile_options co = {
-        .arch = NULL, .num_warps = num_warps, .defines = defs, .ndefines = ndefs, .num_stages = num_stages};
     trt_module *m;
-    trt_status st = rt_compile_kept(c->d, f->name, f->text, f->len, &co, &m);
+    trt_status st = rt_compile_kept(c->d, f->name, f->text, f->len, co, &m);
     if (st != TRT_OK) return rt_fail(c->d, st, "%s: compiling %s (%s): %s", c->op, file, spec, c->d->err);
     return trt_get_kernel(m, name, k);
 }
@@ -172,7 +169,8 @@ static trt_status kernel_for(const sl_call *c, const char *file, const char *bas
     snprintf(name, sizeof name, "%s_%s", base, c->st->suffix);
     if (align) snprintf(spec, sizeof spec, "BLOCK %d, ALIGN %d", block, align);
     else snprintf(spec, sizeof spec, "BLOCK %d", block);
-    return sl_kernel_with(c, file, name, defs, align ? 2 : 1, num_warps, 0, spec, k);
+    trt_compile_options co = {.num_warps = num_warps, .defines = defs, .ndefines = align ? 2 : 1};
+    return sl_kernel_with(c, file, name, &co, spec, k);
 }
 
 /* The ALIGN of the row kernels: the largest power of two up to MAX_ALIGN
@@ -640,9 +638,9 @@ static trt_status matmul(const sl_call *c, matrix a, matrix b, matrix x, const e
     bool wide = c->st == &sl_storages[TLS_F32] || defs[4].value == 0 || defs[5].value == 0;
     int warps = sl_main_warps(c) ? sl_main_warps(c) : wide ? cfg->wide_warps : cfg->num_warps;
     trt_kernel *k;
-    if ((st = sl_kernel_with(c, "stdlib/matmul.tile", name, defs, sizeof defs / sizeof defs[0], warps, cfg->num_stages,
-                          spec, &k)))
-        return st;
+    trt_compile_options co = {.num_warps = warps, .defines = defs, .ndefines = sizeof defs / sizeof defs[0],
+                              .num_stages = cfg->num_stages};
+    if ((st = sl_kernel_with(c, "stdlib/matmul.tile", name, &co, spec, &k))) return st;
     /* a dim of one element: its stride is never multiplied by more than 0
      * for an element that is loaded or stored, so any value does (the
      * layouts above count on 0) */

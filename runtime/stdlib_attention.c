@@ -126,6 +126,11 @@ static int device_sm(const sl_call *c) {
 }
 
 static const float ATT_LOG2E = 1.44269504f; /* the kernels scale the scores by scale * log2(e), in f32 */
+/* The kernels' exp2 flushes results below 2^-126 to zero (tilec_options.
+ * exp2_ftz), as Triton's does: p = exp2(s - m) that small is lost against
+ * the row sum (at least 1) and in p's f16 or bf16 anyway, and each exp2
+ * costs 3 instructions fewer (bench/sass_attention.py) */
+static const bool ATT_EXP2_FTZ = true;
 
 /* One tensor of an attention call: its dims (batch, heads, rows, head
  * dim; with varlen, batch 1 and rows the packed total), their strides in
@@ -457,9 +462,9 @@ trt_status tls_attention_fwd(trt_device *dev, tls_dtype dt, const tls_attention_
              aligned ? ", ALIGNED" : "");
     int warps = sl_main_warps(&c) ? sl_main_warps(&c) : cfg->num_warps;
     trt_kernel *kern;
-    if ((st = sl_kernel_with(&c, "stdlib/attention.tile", name, defs, sizeof defs / sizeof defs[0], warps,
-                          cfg->num_stages, spec, &kern)))
-        return st;
+    trt_compile_options co = {.num_warps = warps, .defines = defs, .ndefines = sizeof defs / sizeof defs[0],
+                              .num_stages = cfg->num_stages, .exp2_ftz = ATT_EXP2_FTZ};
+    if ((st = sl_kernel_with(&c, "stdlib/attention.tile", name, &co, spec, &kern))) return st;
     tls_mem cuq = varlen ? p->cu_q : lse.mem, cuk = varlen ? p->cu_k : lse.mem; /* without varlen, not read */
     trt_arg a[] = {sl_arg_mem(q.mem),          sl_arg_mem(k.mem),          sl_arg_mem(v.mem),
                    sl_arg_mem(o.mem),          sl_arg_mem(lse.mem),        sl_arg_mem(cuq),
@@ -550,9 +555,9 @@ trt_status tls_attention_bwd(trt_device *dev, tls_dtype dt, const tls_attention_
                  ps->block_n, p->causal ? ", CAUSAL" : "", m.window ? ", WINDOW" : "", varlen ? ", VARLEN" : "",
                  aligned ? ", ALIGNED" : "");
         int warps = sl_main_warps(&c) ? sl_main_warps(&c) : ps->num_warps;
-        if ((st = sl_kernel_with(&c, "stdlib/attention_bwd.tile", name, defs, sizeof defs / sizeof defs[0], warps,
-                                 ps->num_stages, spec, &kern[i])))
-            return st;
+        trt_compile_options co = {.num_warps = warps, .defines = defs, .ndefines = sizeof defs / sizeof defs[0],
+                                  .num_stages = ps->num_stages, .exp2_ftz = ATT_EXP2_FTZ};
+        if ((st = sl_kernel_with(&c, "stdlib/attention_bwd.tile", name, &co, spec, &kern[i]))) return st;
     }
     tls_mem cuq = varlen ? p->cu_q : lse.mem, cuk = varlen ? p->cu_k : lse.mem; /* without varlen, not read */
 #define STRIDES(t) trt_int((t).stride_batch), trt_int((t).stride_head), trt_int((t).stride_row)

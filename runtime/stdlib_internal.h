@@ -90,11 +90,12 @@ trt_status sl_begin(sl_call *c, trt_device *d, const char *op, tls_dtype dt, con
 /* That m is a live buffer of the device, 16-byte aligned at its offset,
  * holding n values of esize bytes (n >= 1). */
 trt_status sl_check_vector(const sl_call *c, const char *name, tls_mem m, int64_t n, size_t esize);
-/* The kernel `name` of the embedded stdlib `file` with the const parameters
- * `defs`, compiled (once per device) with num_warps and num_stages (0: the
- * compiler's); `spec` names the specialization in a message. */
-trt_status sl_kernel_with(const sl_call *c, const char *file, const char *name, const tilec_define *defs, size_t ndefs,
-                          int num_warps, int num_stages, const char *spec, trt_kernel **k);
+/* The kernel `name` of the embedded stdlib `file`, compiled (once per
+ * device) with the options co (its const parameters, num_warps and
+ * num_stages, 0: the compiler's, exp2_ftz; arch NULL: the device's);
+ * `spec` names the specialization in a message. */
+trt_status sl_kernel_with(const sl_call *c, const char *file, const char *name, const trt_compile_options *co,
+                          const char *spec, trt_kernel **k);
 /* The caller's num_warps (tls_options), 0 for none. */
 int sl_main_warps(const sl_call *c);
 /* k on a grid of grid_x x grid_y x grid_z programs, on the caller's stream. */

@@ -131,7 +131,8 @@ done
 # head_dim, min_sm, BLOCK_M, BLOCK_N, num_warps, num_stages), plain, plain
 # with ALIGNED (the strides tls_attention_fwd usually sees), and with
 # CAUSAL, WINDOW, VARLEN and ALIGNED all on (the most registers), f16 and
-# bf16 in one compile; its ptxas -v figures in a table of their own.
+# bf16 in one compile, with --exp2-ftz as the library compiles it; its
+# ptxas -v figures in a table of their own.
 att_rows=$(rows_of attention_configs stdlib_attention.c)
 [ -n "$att_rows" ] || { echo "FAIL: no attention_configs rows found in runtime/stdlib_attention.c"; fail=1; }
 att_table=()
@@ -148,7 +149,7 @@ for arch in sm_80 sm_90; do
       [ "$aligned" = 1 ] && what="$what aligned"
       if ! "$tilec" "$root/stdlib/attention.tile" -D "HEAD_DIM=$d" -D "BLOCK_M=$bm" -D "BLOCK_N=$bn" -D "CAUSAL=$causal" \
            -D "WINDOW=$window" -D "VARLEN=$varlen" -D "ALIGNED=$aligned" --num-warps="$warps" --num-stages="$stages" \
-           --arch="$arch" -v \
+           --arch="$arch" --exp2-ftz -v \
            -o "$tmp/k.cubin" >"$tmp/log" 2>&1; then
         echo "FAIL: attention.tile ($what) does not compile:"; cat "$tmp/log"; fail=1; continue
       fi
@@ -192,7 +193,7 @@ for arch in sm_80 sm_86 sm_90; do
         if ! "$tilec" "$root/stdlib/attention_bwd.tile" -D "HEAD_DIM=$d" -D "BLOCK_M=$bm" -D "BLOCK_N=$bn" \
              -D "CAUSAL=$causal" -D "WINDOW=$window" -D "VARLEN=$varlen" -D "ALIGNED=$aligned" --num-warps="$warps" \
              --num-stages="$stages" \
-             --arch="$arch" -v -o "$tmp/k.cubin" >"$tmp/log" 2>&1; then
+             --arch="$arch" --exp2-ftz -v -o "$tmp/k.cubin" >"$tmp/log" 2>&1; then
           echo "FAIL: attention_bwd.tile ($what) does not compile:"; cat "$tmp/log"; fail=1; continue
         fi
         sed -n 's/^kernel @\([A-Za-z0-9_]*\)(.*dynamic_smem(\([0-9]*\)).*/\1 \2/p' "$tmp/k.cubin.tir" >"$tmp/dyn" 2>/dev/null

@@ -37,6 +37,9 @@ static const char usage[] =
     "  -O0, -O2              optimization level (default -O2)\n"
     "  --no-asserts          check assert(...) statements but leave them out of the code\n"
     "                        (by default they are compiled in)\n"
+    "  --exp2-ftz            exp2, exp, sigmoid and tanh flush f32 results below 2^-126\n"
+    "                        to zero (ex2.approx.ftz.f32, as Triton's exp2: 3 instructions\n"
+    "                        fewer each); by default they keep them\n"
     "  --passes=LIST         with --emit=tir: run only these passes (comma list, or none)\n"
     "  --dump-after=PASS     print the tile IR after PASS to stderr\n"
     "  --dump-all            print the tile IR after every pass to stderr\n"
@@ -146,6 +149,8 @@ static int parse_args(cli *c, int argc, char **argv) {
             c->opt.print_locs = true;
         } else if (!strcmp(a, "--no-asserts")) {
             c->opt.no_asserts = true;
+        } else if (!strcmp(a, "--exp2-ftz")) {
+            c->opt.exp2_ftz = true;
         } else if (!strcmp(a, "--time")) {
             c->time = true;
         } else if (!strcmp(a, "--no-sidecar")) {

@@ -307,11 +307,56 @@ static void test_rand_is_philox(void **state) {
     drop(&p);
 }
 
+/* exp2_ftz (trt_compile_options): on the GPU and the emulator exp2 and
+ * sigmoid flush results below 2^-126 to zero with it and keep them
+ * without; the CPU interpreter computes exact values either way (the
+ * option names a PTX instruction). The two compiles of one source are two
+ * modules (the option is in the cache key). */
+static void test_exp2_ftz(void **state) {
+    (void)state;
+    static const char src[] = "kernel e(x: *f32, out: *f32) {\n"
+                              "    let i = arange(0, 8);\n"
+                              "    let v = load(x + i);\n"
+                              "    store(out + i, exp2(v));\n"
+                              "    store(out + 8 + i, sigmoid(v * -0.6931471805599453));\n" /* 1 / (1 + 2^v) */
+                              "}\n";
+    const float x[8] = {-130.0f, -127.5f, -126.0f, -149.0f, -150.5f, -1.0f, 0.0f, 3.0f};
+    for (int ftz = 0; ftz < 2; ftz++) {
+        trt_compile_options o = {.exp2_ftz = ftz};
+        trt_module *m;
+        if (trt_compile(dev, "e.tile", src, strlen(src), &o, &m) != TRT_OK)
+            fail_msg("e.tile does not compile: %s", trt_last_error(dev));
+        trt_kernel *k;
+        OK(trt_get_kernel(m, "e", &k));
+        float *out = poison_f32s(16);
+        trt_buffer bx = upload(x, sizeof x), bo = upload(out, 16 * sizeof(float));
+        trt_arg args[2] = {trt_buf(bx), trt_buf(bo)};
+        launch(k, 1, 1, 1, args, 2);
+        download(bo, out, 16 * sizeof(float));
+        bool flushes = ftz && kind != TRT_DEVICE_CPU;
+        for (int i = 0; i < 8; i++) {
+            double want = exp2((double)x[i]);
+            if (flushes && want < 0x1p-126) want = 0;
+            /* within 2^-22 relatively, as test_transcendentals_within_tolerance, and subnormals within 2^-149 */
+            if (!(fabs(out[i] - want) <= fmax(ldexp(want, -22), 0x1p-149)))
+                fail_msg("exp2(%g) with exp2_ftz %d on %s = %a, want %a", (double)x[i], ftz, trt_device_name(dev),
+                         (double)out[i], want);
+            double s = 1 / (1 + exp2((double)x[i])); /* the flushed term is below 1's ulp: the same either way */
+            if (!(fabs(out[8 + i] - s) <= 4 * 0x1p-24 * s))
+                fail_msg("sigmoid with exp2_ftz %d on %s: [%d] = %g, want %g", ftz, trt_device_name(dev), i,
+                         (double)out[8 + i], s);
+        }
+        trt_free(dev, bx), trt_free(dev, bo);
+        trt_module_free(m);
+        free(out);
+    }
+}
 
 HARNESS_MAIN(
     cmocka_unit_test(test_math_builtins_exact),
     cmocka_unit_test(test_integers_and_casts),
     cmocka_unit_test(test_transcendentals_within_tolerance),
     cmocka_unit_test(test_erf_within_tolerance),
-    cmocka_unit_test(test_rand_is_philox))
+    cmocka_unit_test(test_rand_is_philox),
+    cmocka_unit_test(test_exp2_ftz))
 
