@@ -9,8 +9,9 @@
 
 /* ---- shared-memory buffers and asynchronous copies ---------------------------
  * A buffer (local_alloc) is a 16-byte aligned piece of the kernel's shared
- * memory, its own for the whole kernel, between the reductions' slots and
- * the scratch area; its register is its address. Slots are row-major
+ * memory between the reductions' slots and the scratch area, its own while
+ * it is live (buffers whose live ranges do not meet may share bytes:
+ * smem_plan.c places them); its register is its address. Slots are row-major
  * tiles, one after another. async_copy moves each thread's runs of
  * contiguous elements with cp.async (4, 8 or 16 bytes; a masked-off run
  * copies 0 bytes, which zero-fills); where a run's mask lanes differ, or
@@ -20,8 +21,12 @@
 uint32_t buffer_bytes(const tir_type *t) { return (uint32_t)lower_buffer_bytes(*t); }
 
 void gen_local_alloc(cg *c, const tir_op *op) {
-    new_regs(c, op->results[0])[0] = smem_at(c, i32c(c, c->buffer_next));
-    c->buffer_next += buffer_bytes(&op->results[0]->type);
+    uint32_t at = smem_buffer_offset(c->buffers, op);
+    if (at == UINT32_MAX) { /* more buffers than smem_plan places: each after the last */
+        at = c->apart_next - c->buffers_at;
+        c->apart_next += (buffer_bytes(&op->results[0]->type) + 15) & ~15u;
+    }
+    new_regs(c, op->results[0])[0] = smem_at(c, i32c(c, c->buffers_at + at));
 }
 
 /* The slot dim whose elements a buffer keeps contiguous (its shared

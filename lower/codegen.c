@@ -173,8 +173,22 @@ static void gen_merge(cg *c, tir_value *const *dst, uint32_t ndst, LLVMBasicBloc
     }
 }
 
+/* A block's ops; in the block where the shared-memory buffers live
+ * (smem_plan.c), each op's scratch uses inside the buffers' range go in
+ * the area after them, the rest on their bytes (nested blocks take their
+ * op's). */
 static void gen_block_ops(cg *c, const tir_block *blk) {
-    for (const tir_op *o = blk->first; o && c->ok; o = o->next) gen_op(c, o);
+    bool home = c->buffers && blk == c->buffers->home;
+    uint32_t at = c->scratch, bytes = c->scratch_bytes;
+    for (const tir_op *o = blk->first; o && c->ok; o = o->next) {
+        if (home && o == c->buffers->first) {
+            c->scratch = c->buffers_at + c->f->smem.buffers;
+            c->scratch_bytes = c->f->smem.live_scratch;
+        }
+        if (home && o == c->buffers->end) c->scratch = at, c->scratch_bytes = bytes;
+        gen_op(c, o);
+    }
+    c->scratch = at, c->scratch_bytes = bytes;
 }
 
 /* An if: a branch on the condition's one register (scalars hold the same
@@ -426,7 +440,7 @@ static bool gen_func(cg *c, tir_func *f) {
     memset(c->tid_times, 0, sizeof c->tid_times);
     /* the area the smem_plan pass sized: slots, buffers, live scratch;
      * the other scratch on the buffers (set per top-level op below) */
-    c->buffer_next = (f->smem.slots + 15) & ~15u;
+    c->buffers_at = c->apart_next = (f->smem.slots + 15) & ~15u;
     uint32_t smem_bytes = lower_smem_bytes(f);
     c->smem = NULL;
     c->smem_used = 0;
@@ -453,17 +467,14 @@ static bool gen_func(cg *c, tir_func *f) {
         LLVMSetLinkage(c->smem, LLVMInternalLinkage);
         LLVMSetAlignment(c->smem, 16);
     }
-    const tir_op *live_first, *live_end;
-    smem_live_range(f, &live_first, &live_end);
-    uint32_t buffers_at = c->buffer_next; /* gen_local_alloc moves buffer_next on */
-    bool live = false;
-    for (const tir_op *op = f->body->first; op && c->ok; op = op->next) {
-        if (op == live_first) live = true;
-        if (op == live_end) live = false;
-        c->scratch = live ? buffers_at + f->smem.buffers : buffers_at;
-        c->scratch_bytes = live ? f->smem.live_scratch : f->smem.scratch;
-        gen_op(c, op);
-    }
+    smem_buffers bufs;
+    smem_buffers_of(f, &bufs);
+    c->buffers = &bufs;
+    /* outside the buffers' range the scratch area lies on their bytes */
+    c->scratch = c->buffers_at;
+    c->scratch_bytes = f->smem.scratch;
+    gen_block_ops(c, f->body);
+    c->buffers = NULL;
     return c->ok;
 }
 

@@ -41,7 +41,9 @@ typedef struct cg {
     uint32_t scratch;                       /* offset of the scratch area (layout changes) the
                                                top-level op being generated uses */
     uint32_t scratch_bytes;                 /* and its size */
-    uint32_t buffer_next;                   /* where the next local_alloc's buffer goes */
+    uint32_t buffers_at;                    /* where the local_alloc buffers start */
+    uint32_t apart_next;                    /* with buffers->apart: where the next one goes */
+    const struct smem_buffers *buffers;     /* their places (smem_plan.c) */
     struct base_cache {                     /* per blocked layout: each dim's thread base; per
                                                mma/dot_op layout: mma_thread_parts */
         tir_layout key;
@@ -135,10 +137,29 @@ bool is_atomic(tir_opcode code);
 uint32_t atomic_scratch(const tir_func *f, const tir_op *op);
 void gen_atomic(cg *c, const tir_op *op);
 
-/* smem_plan.c: the kernel's top-level ops [*first, *end) over which its
- * buffers are live, whose scratch uses go after the buffers (first NULL:
- * none; end NULL: to the end) */
-void smem_live_range(const tir_func *f, const tir_op **first, const tir_op **end);
+/* smem_plan.c: where a kernel's local_alloc buffers lie and when they are
+ * live, as smem_plan sizes them and codegen places them. Ranges count the
+ * ops of `home`, the block that holds every local_alloc (else the
+ * kernel's body), each op standing for its regions: a buffer is live from
+ * the first op that reads or writes it to `to`, the first op after its
+ * last at which no async copy is in flight. Buffers whose ranges do not
+ * meet may share bytes. */
+typedef struct smem_buffer {
+    const tir_op *alloc;
+    uint32_t offset, bytes; /* from the buffers' start, 16-byte aligned */
+    uint32_t from, last, to; /* positions in home: first use, last use, end of range (exclusive) */
+} smem_buffer;
+typedef struct smem_buffers {
+    const tir_block *home;       /* NULL: no buffers */
+    const tir_op *first, *end;   /* in home: the union of the ranges, [first, end) (end NULL: home's end) */
+    uint32_t n, extent;          /* buffers; the bytes they span */
+    smem_buffer b[LOWER_MAX_SMEM_OVERLAP];
+    bool apart;                  /* more buffers than b holds: each has bytes of its own, in order */
+} smem_buffers;
+void smem_buffers_of(const tir_func *f, smem_buffers *s);
+/* the offset of the buffer that alloc makes (s from smem_buffers_of);
+ * UINT32_MAX with `apart`: each after the ones before it in program order */
+uint32_t smem_buffer_offset(const smem_buffers *s, const tir_op *alloc);
 
 /* cg_smem.c */
 uint32_t buffer_bytes(const tir_type *t);

@@ -29,7 +29,9 @@ enum {
     LOWER_CP_ASYNC_MIN_BYTES = 4,  /* cp.async copies 4, 8 or 16 bytes */
     LOWER_MAX_MASK_DEPTH = 16,     /* ops codegen looks through to prove a mask run a prefix */
     LOWER_MAX_PIPELINED_LOOPS = 256, /* loops of one kernel the pass looks at */
-    LOWER_MAX_STAGED_OPERANDS = 256 /* dot operands of one kernel stage_operands looks at */
+    LOWER_MAX_STAGED_OPERANDS = 256, /* dot operands of one kernel stage_operands looks at */
+    LOWER_MAX_SMEM_OVERLAP = 32   /* buffers of one kernel smem_plan places by their live ranges;
+                                     past it each has bytes of its own */
 };
 
 typedef struct lower_options {

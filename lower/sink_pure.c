@@ -26,7 +26,7 @@
  * before the range. It never moves into a region: a value computed before a
  * loop and used in it stays before it, computed once. Values do not
  * change; only the order of pure ops does. */
-#include "lower/codegen_internal.h" /* smem_live_range, the range smem_plan reckons */
+#include "lower/codegen_internal.h" /* smem_buffers_of, the range smem_plan reckons */
 
 /* Whether op, or an op in its regions, reads v. */
 static bool uses_value(const tir_op *op, const tir_value *v);
@@ -67,10 +67,10 @@ static bool at_or_before(const tir_op *a, const tir_op *b) {
     return false;
 }
 
-/* The buffers' live range of the kernel's body as smem_plan reckons it
- * (smem_live_range): ops from `first` through `last` (NULL: to the end).
+/* The buffers' live range in their block as smem_plan reckons it
+ * (smem_buffers_of): ops from `first` through `last` (NULL: to the end).
  * Both are ops that never move (a copy, a buffer's reader, `async_wait`):
- * the op after the range that smem_live_range names may be a pure one
+ * the op after the range that smem_buffers_of names may be a pure one
  * this pass moves down, which would stretch the range with it. */
 typedef struct live_range {
     const tir_op *first, *last;
@@ -82,13 +82,14 @@ static bool lands_inside(const live_range *r, const tir_op *to) {
     return !r->last || (to && at_or_before(to, r->last));
 }
 
-/* range: the body's live range, or NULL for a region's block (a region is
- * inside the range or not as a whole). */
-static void sink_block(tir_block *blk, const live_range *range) {
+/* range: the live range of the block that holds the buffers (home), or
+ * NULL for another block (a region is inside the range or not as a whole). */
+static void sink_block(tir_block *blk, const tir_block *home, const live_range *range) {
+    if (blk != home) range = NULL;
     for (tir_op *op = blk->last, *prev; op; op = prev) {
         prev = op->prev;
-        if (op->body) sink_block(op->body, NULL);
-        if (op->body2) sink_block(op->body2, NULL);
+        if (op->body) sink_block(op->body, home, range);
+        if (op->body2) sink_block(op->body2, home, range);
         if (!movable(op)) continue;
         tir_op *to = op->next;
         while (to && !uses_value(to, op->results[0])) to = to->next;
@@ -103,11 +104,10 @@ static void sink_block(tir_block *blk, const live_range *range) {
 bool lower_sink_pure(tir_module *m, const lower_options *opt, tc_diag *diag) {
     (void)opt, (void)diag;
     for (tir_func *f = m->funcs; f; f = f->next) {
-        const tir_op *end;
-        live_range r;
-        smem_live_range(f, &r.first, &end);
-        r.last = end ? end->prev : NULL;
-        sink_block(f->body, &r);
+        smem_buffers s;
+        smem_buffers_of(f, &s);
+        live_range r = {.first = s.first, .last = s.end ? s.end->prev : NULL};
+        sink_block(f->body, s.home, &r);
     }
     return true;
 }

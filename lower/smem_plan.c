@@ -3,28 +3,38 @@
  *
  * Codegen lays out one area per kernel: the rank-1 reductions' slots (one
  * per reduction, CG_SMEM_SLOT_BYTES for each of up to TILEC_MAX_NUM_WARPS
- * warps), then from a 16-byte boundary the local_alloc buffers (each its
- * own), and the scratch areas for the layout conversions, general
- * reductions, scans and atomics (each use sits between two barriers, so
- * one area serves them all). A walk over the kernel adds up the slots and
- * buffers and keeps the largest scratch need, with the op that needs it,
- * by the same sizing functions codegen uses to place its accesses
- * (codegen_internal.h), so the plan and the code agree.
+ * warps), then from a 16-byte boundary the local_alloc buffers, and the
+ * scratch areas for the layout conversions, general reductions, scans and
+ * atomics (each use sits between two barriers, so one area serves them
+ * all). A walk over the kernel adds up the slots and keeps the largest
+ * scratch need, with the op that needs it, by the same sizing functions
+ * codegen uses to place its accesses (codegen_internal.h), so the plan and
+ * the code agree.
  *
- * The buffers are live over a range of the kernel's top-level ops
- * (smem_live_range): from the first that reads or writes one to the last,
- * and on to the first top-level `async_wait 0` that leaves no copy in
- * flight (the pipelined loop's epilogue: its rings are dead once the loop
- * ends and its copies have landed). A scratch use inside that range (an
- * index tile's conversion in the loop) goes in an area of its own after
- * the buffers (live_scratch); every other use goes on the buffers' own
- * bytes, from their start (scratch), so the area is the larger of the two
- * parts, not their sum. Every scratch use begins with a barrier
- * (gen_move_scratch, reduce_over_warps, gen_scan, share_from_owners),
- * which separates the buffers' last reads and writes from the scratch's
- * first writes; a use before the range has no barrier after it, so the
- * pass puts a `barrier` before the range's first op. Top-level granularity
- * keeps this simple and safe.
+ * Buffers are placed by their live ranges (smem_buffers_of, which codegen
+ * calls too). The ranges count the ops of the block that holds every
+ * local_alloc (the kernel's body, or an `if` around it all, as the
+ * stdlib's kernels have), an op standing for its regions: a buffer is
+ * live from the first op that reads or writes it to its last, and on to
+ * the first `async_wait 0` of that block that leaves no copy in flight (a
+ * pipelined loop's rings are dead once the loop ends and its copies have
+ * landed). Buffers whose ranges do not meet share bytes (first fit, in
+ * the order the ranges start): flash attention's q staging buffer, read
+ * into registers before the loop, lies under the K/V rings. A buffer that
+ * takes bytes another held before it gets a barrier before its first use,
+ * unless one already separates the two ranges, so that no thread writes
+ * them while another still reads the old contents. Past
+ * LOWER_MAX_SMEM_OVERLAP buffers each keeps bytes of its own.
+ *
+ * A scratch use inside the union of the ranges (an index tile's
+ * conversion in the loop) goes in an area of its own after the buffers
+ * (live_scratch); every other use goes on the buffers' own bytes, from
+ * their start (scratch), so the area is the larger of the two parts, not
+ * their sum. Every scratch use begins with a barrier (gen_move_scratch,
+ * reduce_over_warps, gen_scan, share_from_owners), which separates the
+ * buffers' last reads and writes from the scratch's first writes; a use
+ * before the range has no barrier after it, so the pass puts a `barrier`
+ * before the range's first op.
  *
  * A kernel over the target's opt-in limit (lower_smem_limit) is the
  * kernel's error, reported at the op that needs the most: the largest
@@ -74,12 +84,6 @@ static uint32_t op_scratch(tir_op *op, smem_need *n) {
     return s;
 }
 
-static void count_smem(tir_op *op, void *p) {
-    smem_need *n = p;
-    uint32_t s = op_scratch(op, n);
-    if (s > n->scratch) n->scratch = s, n->largest = op;
-}
-
 /* Calls fn on op and every op in its regions, in program order. */
 static void walk_op(tir_op *op, void (*fn)(tir_op *, void *), void *ctx) {
     fn(op, ctx);
@@ -88,46 +92,143 @@ static void walk_op(tir_op *op, void (*fn)(tir_op *, void *), void *ctx) {
         for (tir_op *o = regions[k] ? regions[k]->first : NULL; o; o = o->next) walk_op(o, fn, ctx);
 }
 
-/* What one top-level op of the kernel holds, itself or in its regions. */
+/* What one op of the home block holds, itself or in its regions. */
 typedef struct top_facts {
-    bool touches;     /* reads or writes a buffer (an op with an smem operand) */
-    bool copies;      /* starts an async copy */
-    bool commits;     /* closes a group of copies */
-    bool uncommitted; /* a copy after its last async_commit, in program order */
+    const smem_buffers *s;
+    bool touches[LOWER_MAX_SMEM_OVERLAP]; /* reads or writes buffer i (an operand is its local_alloc's value) */
+    bool touches_any;                    /* some buffer (an op with an smem operand) */
+    bool copies;                         /* starts an async copy */
+    bool commits;                        /* closes a group of copies */
+    bool uncommitted;                    /* a copy after its last async_commit, in program order */
 } top_facts;
 
 static void top_fact(tir_op *op, void *p) {
     top_facts *t = p;
-    for (uint32_t i = 0; i < op->noperands; i++)
-        if (op->operands[i]->type.space == TIR_SPACE_SHARED) t->touches = true;
+    for (uint32_t i = 0; i < op->noperands; i++) {
+        if (op->operands[i]->type.space != TIR_SPACE_SHARED) continue;
+        t->touches_any = true;
+        for (uint32_t j = 0; j < t->s->n && !t->s->apart; j++)
+            if (op->operands[i] == t->s->b[j].alloc->results[0]) t->touches[j] = true;
+    }
     if (op->code == TIR_OP_ASYNC_COPY) t->copies = t->uncommitted = true;
     if (op->code == TIR_OP_ASYNC_COMMIT) t->commits = true, t->uncommitted = false;
 }
 
-void smem_live_range(const tir_func *f, const tir_op **first, const tir_op **end) {
-    *first = *end = NULL;
-    const tir_op *last = NULL;
-    for (tir_op *op = f->body->first; op; op = op->next) {
-        top_facts t = {0};
+static void add_bytes(tir_op *op, void *p) {
+    smem_buffers *s = p;
+    if (op->code == TIR_OP_LOCAL_ALLOC) s->extent += (buffer_bytes(&op->results[0]->type) + 15) & ~15u;
+}
+
+static void find_allocs(tir_op *op, void *p) {
+    smem_buffers *s = p;
+    if (op->code != TIR_OP_LOCAL_ALLOC) return;
+    if (s->n == LOWER_MAX_SMEM_OVERLAP) s->apart = true;
+    else s->b[s->n++].alloc = op;
+}
+
+/* The ranges over the ops of s->home: each buffer's (with `apart`, the
+ * union for all), and the union's ends. */
+static void live_ranges(smem_buffers *s) {
+    uint32_t n = 0, first = UINT32_MAX, last = 0;
+    bool any = false;
+    for (tir_op *op = s->home->first; op; op = op->next, n++) {
+        top_facts t = {.s = s};
         walk_op(op, top_fact, &t);
-        if (t.touches) {
-            if (!*first) *first = op;
-            last = op;
-        }
+        if (t.touches_any) first = any ? first : n, last = n, any = true;
+        for (uint32_t j = 0; j < s->n && !s->apart; j++)
+            if (t.touches[j]) {
+                if (s->b[j].to == 0) s->b[j].from = n, s->b[j].to = 1; /* to: set below */
+                s->b[j].last = n;
+            }
     }
-    bool after = false, in_flight = false, uncommitted = false;
-    for (tir_op *op = f->body->first; op && last; op = op->next) {
-        if (after && !in_flight) {
-            *end = op;
-            return;
+    /* each range ends at the first op after its last use at which no copy
+     * is in flight: the pipelined loop's rings are dead once the loop ends
+     * and its copies have landed (a top-level `async_wait 0` with none
+     * started after it) */
+    uint32_t ends[LOWER_MAX_SMEM_OVERLAP + 1], nb = s->apart ? 0 : s->n, i = 0;
+    for (uint32_t j = 0; j <= nb; j++) ends[j] = n;
+    bool in_flight = false, uncommitted = false;
+    s->first = s->end = NULL;
+    for (tir_op *op = s->home->first; op; op = op->next, i++) {
+        for (uint32_t j = 0; j <= nb; j++) {
+            uint32_t l = j < nb ? s->b[j].last : last;
+            bool used = j < nb ? s->b[j].to != 0 : any;
+            if (used && ends[j] == n && i > l && !in_flight) ends[j] = i;
         }
-        top_facts t = {0};
+        if (any && i == first) s->first = op;
+        if (any && i == ends[nb]) s->end = op;
+        top_facts t = {.s = s};
         walk_op(op, top_fact, &t);
         if (t.copies) in_flight = true, uncommitted = t.uncommitted;
         else if (t.commits) uncommitted = false;
         if (op->code == TIR_OP_ASYNC_WAIT && op->attr.axis == 0 && !uncommitted) in_flight = false;
-        if (op == last) after = true;
     }
+    for (uint32_t j = 0; j < nb; j++) s->b[j].to = s->b[j].to ? ends[j] : 0; /* unused: an empty range */
+}
+
+static bool ranges_meet(const smem_buffer *a, const smem_buffer *b) {
+    return a->from < b->to && b->from < a->to;
+}
+
+static bool bytes_meet(const smem_buffer *a, const smem_buffer *b) {
+    return a->offset < b->offset + b->bytes && b->offset < a->offset + a->bytes;
+}
+
+/* Each buffer at the lowest offset where it meets no buffer placed before
+ * it whose range meets its own, in the order the ranges start (first fit
+ * of an interval graph: a few buffers, so quadratic is fine). */
+static void place(smem_buffers *s) {
+    uint32_t order[LOWER_MAX_SMEM_OVERLAP];
+    for (uint32_t i = 0; i < s->n; i++) {
+        uint32_t j = i;
+        for (; j > 0 && s->b[order[j - 1]].from > s->b[i].from; j--) order[j] = order[j - 1];
+        order[j] = i;
+    }
+    for (uint32_t i = 0; i < s->n; i++) {
+        smem_buffer *b = &s->b[order[i]];
+        b->offset = 0;
+        for (bool moved = true; moved;) {
+            moved = false;
+            for (uint32_t j = 0; j < i; j++) {
+                const smem_buffer *o = &s->b[order[j]];
+                if (ranges_meet(b, o) && bytes_meet(b, o)) b->offset = o->offset + o->bytes, moved = true;
+            }
+        }
+        if (b->offset + b->bytes > s->extent) s->extent = b->offset + b->bytes;
+    }
+}
+
+void smem_buffers_of(const tir_func *f, smem_buffers *s) {
+    *s = (smem_buffers){0};
+    for (tir_op *op = f->body->first; op; op = op->next) walk_op(op, find_allocs, s);
+    if (!s->n) return;
+    s->home = s->b[0].alloc->parent;
+    for (uint32_t j = 1; j < s->n; j++)
+        if (s->b[j].alloc->parent != s->home) s->home = f->body;
+    if (s->apart) {
+        /* too many to place: each its own bytes, in program order (codegen
+         * hands them out as it meets them), over the union of their ranges
+         * in the kernel's body */
+        s->home = f->body;
+        for (tir_op *op = f->body->first; op; op = op->next) walk_op(op, add_bytes, s);
+        live_ranges(s);
+        return;
+    }
+    for (uint32_t j = 0; j < s->n; j++) s->b[j].bytes = (buffer_bytes(&s->b[j].alloc->results[0]->type) + 15) & ~15u;
+    live_ranges(s);
+    if (!s->end && s->home != f->body) {
+        /* copies still in flight at the end of home: count the kernel's body */
+        s->home = f->body;
+        for (uint32_t j = 0; j < s->n; j++) s->b[j].from = s->b[j].last = s->b[j].to = 0;
+        live_ranges(s);
+    }
+    place(s);
+}
+
+uint32_t smem_buffer_offset(const smem_buffers *s, const tir_op *alloc) {
+    for (uint32_t j = 0; j < s->n && !s->apart; j++)
+        if (s->b[j].alloc == alloc) return s->b[j].offset;
+    return UINT32_MAX; /* apart: the caller's running sum */
 }
 
 uint32_t lower_smem_bytes(const tir_func *f) {
@@ -136,34 +237,83 @@ uint32_t lower_smem_bytes(const tir_func *f) {
     return base + f->smem.scratch > buffers_end ? base + f->smem.scratch : buffers_end;
 }
 
+/* The walk that adds up a kernel's needs: scratch uses inside the
+ * buffers' range (live) apart from the rest (need). */
+typedef struct plan_walk {
+    const smem_buffers *s;
+    smem_need need, live;
+    bool passed; /* the walk has reached the range's first op */
+    bool early;  /* a scratch use before it */
+} plan_walk;
+
+static void count_block(plan_walk *w, tir_block *blk, bool inside) {
+    bool home = blk == w->s->home;
+    for (tir_op *op = blk->first; op; op = op->next) {
+        if (home && op == w->s->first) inside = w->passed = true;
+        if (home && op == w->s->end) inside = false;
+        smem_need *n = inside ? &w->live : &w->need;
+        uint32_t sc = op_scratch(op, n);
+        if (sc > n->scratch) n->scratch = sc, n->largest = op;
+        if (sc && !w->passed) w->early = true;
+        if (op->body) count_block(w, op->body, inside);
+        if (op->body2) count_block(w, op->body2, inside);
+    }
+}
+
+static tir_op *home_op(const smem_buffers *s, uint32_t pos) {
+    tir_op *op = s->home->first;
+    while (op && pos--) op = op->next;
+    return op;
+}
+
+/* A buffer that takes bytes another used before it (whose range ended
+ * first) must not write them before every thread is done with the other:
+ * a barrier between the other's range and its first use, at the home
+ * block's level. Adds the first one missing; false when none is. */
+static bool add_reuse_barrier(const smem_buffers *s) {
+    for (uint32_t i = 0; i < s->n && !s->apart; i++)
+        for (uint32_t j = 0; j < s->n; j++) {
+            const smem_buffer *a = &s->b[i], *b = &s->b[j];
+            if (i == j || a->to == 0 || b->to == 0 || a->to > b->from || !bytes_meet(a, b)) continue;
+            bool fenced = false;
+            tir_op *op = home_op(s, a->to);
+            for (uint32_t k = a->to; k < b->from && op; k++, op = op->next) fenced |= op->code == TIR_OP_BARRIER;
+            if (fenced) continue;
+            tir_op *at = home_op(s, b->from);
+            tir_builder bld = {0};
+            tir_builder_before(&bld, at);
+            bld.loc = at->loc;
+            tir_build_op(&bld, TIR_OP_BARRIER, 0, NULL, 0, NULL);
+            return true;
+        }
+    return false;
+}
+
 bool lower_smem_plan(tir_module *m, const lower_options *opt, tc_diag *diag) {
     const char *arch = opt->compile.arch ? opt->compile.arch : TILEC_DEFAULT_ARCH;
     uint32_t limit = lower_smem_limit(opt->compile.arch);
     bool ok = true;
     for (tir_func *f = m->funcs; f; f = f->next) {
-        /* the scratch uses inside the buffers' live range apart (live), the rest (shared) */
-        const tir_op *first, *end;
-        smem_live_range(f, &first, &end);
-        smem_need need = {.f = f}, live = {.f = f};
-        bool inside = false, early = false;
-        for (tir_op *op = f->body->first; op; op = op->next) {
-            if (op == first) inside = true, early = need.scratch != 0; /* a scratch use before the range */
-            if (op == end) inside = false;
-            walk_op(op, count_smem, inside ? &live : &need);
-        }
+        smem_buffers s;
+        smem_buffers_of(f, &s);
+        for (uint32_t k = 0; k < LOWER_MAX_SMEM_OVERLAP * LOWER_MAX_SMEM_OVERLAP && add_reuse_barrier(&s); k++)
+            smem_buffers_of(f, &s); /* the positions moved */
+        plan_walk w = {.s = &s, .need = {.f = f}, .live = {.f = f}};
+        count_block(&w, f->body, false);
+        smem_need need = w.need, live = w.live;
         f->smem.slots = need.slots + live.slots;
-        f->smem.buffers = need.buffers + live.buffers;
+        f->smem.buffers = s.extent;
         f->smem.scratch = need.scratch;
         f->smem.live_scratch = live.scratch;
         if (live.scratch > need.scratch) need.scratch = live.scratch, need.largest = live.largest;
         if (live.largest_buffer_bytes > need.largest_buffer_bytes)
             need.largest_buffer_bytes = live.largest_buffer_bytes, need.largest_buffer = live.largest_buffer;
         need.buffers = f->smem.buffers;
-        if (early && !(first->prev && first->prev->code == TIR_OP_BARRIER)) {
+        if (w.early && s.first && !(s.first->prev && s.first->prev->code == TIR_OP_BARRIER)) {
             /* the scratch uses before the buffers' range read their last before it writes its first */
             tir_builder b = {0};
-            tir_builder_before(&b, (tir_op *)first);
-            b.loc = first->loc;
+            tir_builder_before(&b, (tir_op *)s.first);
+            b.loc = s.first->loc;
             tir_build_op(&b, TIR_OP_BARRIER, 0, NULL, 0, NULL);
         }
         uint32_t bytes = lower_smem_bytes(f);

@@ -379,7 +379,8 @@ struct tir_func {
     /* The kernel's shared-memory area as the smem_plan pass sizes it
      * (lower/smem_plan.c), which codegen lays out: `slots` bytes of the
      * rank-1 reductions' slots, then (from a 16-byte boundary) `buffers`
-     * bytes of local_alloc buffers, then `live_scratch` bytes of scratch
+     * bytes of local_alloc buffers (those whose live ranges do not meet
+     * share bytes), then `live_scratch` bytes of scratch
      * for the layout moves, reductions and scans inside the buffers' live
      * range; the others' `scratch` bytes start where the buffers do, on
      * their bytes (outside the range they are dead). All 0 before the
