@@ -117,9 +117,14 @@ else row "ctest (all but golden), GPU required" FAIL "$summary; skipped: $skippe
 device_tests=()
 for x in "$build"/tests/test_runtime_devices_*; do [ -x "$x" ] && device_tests+=("$(basename "$x")"); done
 [ ${#device_tests[@]} -eq 0 ] && row "  unit/test_runtime_devices_*" FAIL "no test_runtime_devices_* executables built"
-for t in "${device_tests[@]/#/unit/}" unit/test_runtime_api unit/test_stdlib_api/cuda unit/test_stdlib_attention/cuda \
+# the stdlib's entry points, one test_stdlib_<what> per family (test_stdlib_config runs no device)
+stdlib_tests=()
+for x in "$build"/tests/test_stdlib_*; do
+  case $x in *test_stdlib_config) ;; *) [ -x "$x" ] && stdlib_tests+=("$(basename "$x")") ;; esac
+done
+for t in "${device_tests[@]/#/unit/}" unit/test_runtime_api "${stdlib_tests[@]/#/unit/}" \
          samples/vadd_runtime/cuda samples/vadd_cubin/cuda samples/attention/cuda samples/attention_bwd/cuda; do
-  case $t in unit/test_runtime_devices_*) t=$t/cuda ;; esac
+  case $t in unit/test_runtime_devices_* | unit/test_stdlib_*) t=$t/cuda ;; esac
   line=$(printf '%s\n' "$ctest_out" | grep -E "Test +#[0-9]+: $t " | head -1)
   case $line in
     *Passed*) row "  $t" ok "$(echo "$line" | grep -o '[0-9.]* sec')" ;;
@@ -177,10 +182,9 @@ fi
 # ---- memcheck over the stdlib's entry points and samples (after the bench: ---------
 # with the time left, so that they cannot cost the tables)
 if command -v compute-sanitizer >/dev/null; then
-  cs "test_stdlib_api cuda" "$build/tests/test_stdlib_api" cuda
+  for t in "${stdlib_tests[@]}"; do cs "$t cuda" "$build/tests/$t" cuda; done
   cs "matmul 1000 768 520 cuda" "$build/samples/matmul" 1000 768 520 cuda
   cs "stdlib_layernorm 4096 4096 cuda" "$build/samples/stdlib_layernorm" 4096 4096 cuda
-  cs "test_stdlib_attention cuda" "$build/tests/test_stdlib_attention" cuda
   cs "attention cuda" "$build/samples/attention" cuda
   cs "attention_bwd cuda" "$build/samples/attention_bwd" cuda
 fi
