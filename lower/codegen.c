@@ -124,6 +124,24 @@ static void same_regs(cg *c, tir_value *const *dst, uint32_t n, tir_value *const
     }
 }
 
+/* A block's ops; in the block where the shared-memory buffers live
+ * (smem_plan.c), each op's scratch uses inside the buffers' range go in
+ * the area after them, the rest on their bytes (nested blocks take their
+ * op's). */
+static void gen_block_ops(cg *c, const tir_block *blk) {
+    bool home = c->buffers && blk == c->buffers->home;
+    uint32_t at = c->scratch, bytes = c->scratch_bytes;
+    for (const tir_op *o = blk->first; o && c->ok; o = o->next) {
+        if (home && o == c->buffers->first) {
+            c->scratch = c->buffers_at + c->f->smem.buffers;
+            c->scratch_bytes = c->f->smem.live_scratch;
+        }
+        if (home && o == c->buffers->end) c->scratch = at, c->scratch_bytes = bytes;
+        gen_op(c, o);
+    }
+    c->scratch = at, c->scratch_bytes = bytes;
+}
+
 /* A loop: the header holds one phi per induction variable and per register
  * of each carried value; the body's block arguments are those phis; the
  * yield at the body's end feeds the back edge. The loop runs while iv < hi
@@ -143,7 +161,7 @@ static void gen_for(cg *c, const tir_op *op) {
     LLVMValueRef cond = LLVMBuildICmp(c->b, LLVMIntSLT, iv, reg(c, op->operands[1], 0), "");
     LLVMBuildCondBr(c->b, cond, loop, exit);
     LLVMPositionBuilderAtEnd(c->b, loop);
-    for (const tir_op *o = body->first; o && c->ok; o = o->next) gen_op(c, o);
+    gen_block_ops(c, body);
     if (!c->ok) return;
     const tir_op *y = body->last; /* the verifier made it a yield */
     LLVMValueRef next_iv = LLVMBuildAdd(c->b, iv, reg(c, op->operands[2], 0), "");
@@ -171,24 +189,6 @@ static void gen_merge(cg *c, tir_value *const *dst, uint32_t ndst, LLVMBasicBloc
             }
         }
     }
-}
-
-/* A block's ops; in the block where the shared-memory buffers live
- * (smem_plan.c), each op's scratch uses inside the buffers' range go in
- * the area after them, the rest on their bytes (nested blocks take their
- * op's). */
-static void gen_block_ops(cg *c, const tir_block *blk) {
-    bool home = c->buffers && blk == c->buffers->home;
-    uint32_t at = c->scratch, bytes = c->scratch_bytes;
-    for (const tir_op *o = blk->first; o && c->ok; o = o->next) {
-        if (home && o == c->buffers->first) {
-            c->scratch = c->buffers_at + c->f->smem.buffers;
-            c->scratch_bytes = c->f->smem.live_scratch;
-        }
-        if (home && o == c->buffers->end) c->scratch = at, c->scratch_bytes = bytes;
-        gen_op(c, o);
-    }
-    c->scratch = at, c->scratch_bytes = bytes;
 }
 
 /* An if: a branch on the condition's one register (scalars hold the same
@@ -439,7 +439,8 @@ static bool gen_func(cg *c, tir_func *f) {
     c->tid = sreg(c, "llvm.nvvm.read.ptx.sreg.tid.x");
     memset(c->tid_times, 0, sizeof c->tid_times);
     /* the area the smem_plan pass sized: slots, buffers, live scratch;
-     * the other scratch on the buffers (set per top-level op below) */
+     * the other scratch on the buffers (gen_block_ops switches it in the
+     * buffers' block) */
     c->buffers_at = c->apart_next = (f->smem.slots + 15) & ~15u;
     uint32_t smem_bytes = lower_smem_bytes(f);
     c->smem = NULL;

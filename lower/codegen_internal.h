@@ -39,7 +39,7 @@ typedef struct cg {
     LLVMValueRef smem;                      /* the kernel's shared memory, or NULL */
     uint32_t smem_used;                     /* bytes handed out so far */
     uint32_t scratch;                       /* offset of the scratch area (layout changes) the
-                                               top-level op being generated uses */
+                                               op being generated uses (gen_block_ops) */
     uint32_t scratch_bytes;                 /* and its size */
     uint32_t buffers_at;                    /* where the local_alloc buffers start */
     uint32_t apart_next;                    /* with buffers->apart: where the next one goes */
@@ -148,6 +148,7 @@ typedef struct smem_buffer {
     const tir_op *alloc;
     uint32_t offset, bytes; /* from the buffers' start, 16-byte aligned */
     uint32_t from, last, to; /* positions in home: first use, last use, end of range (exclusive) */
+    bool used;               /* some op of home touches it (else an empty range: from = to = 0) */
 } smem_buffer;
 typedef struct smem_buffers {
     const tir_block *home;       /* NULL: no buffers */

@@ -54,9 +54,11 @@
  * The depth is the loop's num_stages, else the kernel's, else
  * LOWER_DEFAULT_NUM_STAGES; it shrinks (down to 2) until the loop's ring
  * buffers fit what is left of the kernel's budget, and a loop whose
- * buffers do not fit even then is left as it is. Every buffer has its own
- * shared memory for the whole kernel (lower/smem_plan.c), so the budget is
- * the kernel's, shared by its loops in order: the target's shared memory
+ * buffers do not fit even then is left as it is. The budget counts every
+ * buffer as if it had its own shared memory for the whole kernel
+ * (lower/smem_plan.c may let buffers whose live ranges do not meet share
+ * bytes: the budget is then conservative), the kernel's, shared by its
+ * loops in order: the target's shared memory
  * per CTA (lower_smem_limit, with dynamic shared memory) less
  * LOWER_PIPELINE_SMEM_RESERVE for conversions and reductions beside the
  * rings, less buffers the kernel already has. Either way a note under

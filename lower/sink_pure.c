@@ -85,7 +85,7 @@ static bool lands_inside(const live_range *r, const tir_op *to) {
 /* range: the live range of the block that holds the buffers (home), or
  * NULL for another block (a region is inside the range or not as a whole). */
 static void sink_block(tir_block *blk, const tir_block *home, const live_range *range) {
-    if (blk != home) range = NULL;
+    const live_range *here = blk == home ? range : NULL; /* the range's ops are this block's */
     for (tir_op *op = blk->last, *prev; op; op = prev) {
         prev = op->prev;
         if (op->body) sink_block(op->body, home, range);
@@ -95,8 +95,8 @@ static void sink_block(tir_block *blk, const tir_block *home, const live_range *
         while (to && !uses_value(to, op->results[0])) to = to->next;
         /* an op that may use scratch does not move into the range from
          * outside it: it stops before the range */
-        if (range && !register_only(op) && !lands_inside(range, op) && lands_inside(range, to))
-            to = (tir_op *)range->first;
+        if (here && !register_only(op) && !lands_inside(here, op) && lands_inside(here, to))
+            to = (tir_op *)here->first;
         if (to && to != op->next && to != op) tir_op_move_before(op, to);
     }
 }

@@ -119,6 +119,15 @@ static void add_bytes(tir_op *op, void *p) {
     if (op->code == TIR_OP_LOCAL_ALLOC) s->extent += (buffer_bytes(&op->results[0]->type) + 15) & ~15u;
 }
 
+/* The innermost block that holds both a and b (itself or in an op's
+ * regions): where the ranges of buffers allocated in both are counted. */
+static const tir_block *common_block(const tir_block *a, const tir_block *b) {
+    for (const tir_block *x = a; x; x = x->parent ? x->parent->parent : NULL)
+        for (const tir_block *y = b; y; y = y->parent ? y->parent->parent : NULL)
+            if (x == y) return x;
+    return NULL; /* blocks of two kernels: not reached */
+}
+
 static void find_allocs(tir_op *op, void *p) {
     smem_buffers *s = p;
     if (op->code != TIR_OP_LOCAL_ALLOC) return;
@@ -137,7 +146,7 @@ static void live_ranges(smem_buffers *s) {
         if (t.touches_any) first = any ? first : n, last = n, any = true;
         for (uint32_t j = 0; j < s->n && !s->apart; j++)
             if (t.touches[j]) {
-                if (s->b[j].to == 0) s->b[j].from = n, s->b[j].to = 1; /* to: set below */
+                if (!s->b[j].used) s->b[j].from = n, s->b[j].used = true;
                 s->b[j].last = n;
             }
     }
@@ -152,7 +161,7 @@ static void live_ranges(smem_buffers *s) {
     for (tir_op *op = s->home->first; op; op = op->next, i++) {
         for (uint32_t j = 0; j <= nb; j++) {
             uint32_t l = j < nb ? s->b[j].last : last;
-            bool used = j < nb ? s->b[j].to != 0 : any;
+            bool used = j < nb ? s->b[j].used : any;
             if (used && ends[j] == n && i > l && !in_flight) ends[j] = i;
         }
         if (any && i == first) s->first = op;
@@ -163,7 +172,7 @@ static void live_ranges(smem_buffers *s) {
         else if (t.commits) uncommitted = false;
         if (op->code == TIR_OP_ASYNC_WAIT && op->attr.axis == 0 && !uncommitted) in_flight = false;
     }
-    for (uint32_t j = 0; j < nb; j++) s->b[j].to = s->b[j].to ? ends[j] : 0; /* unused: an empty range */
+    for (uint32_t j = 0; j < nb; j++) s->b[j].to = s->b[j].used ? ends[j] : 0; /* unused: an empty range */
 }
 
 static bool ranges_meet(const smem_buffer *a, const smem_buffer *b) {
@@ -203,8 +212,14 @@ void smem_buffers_of(const tir_func *f, smem_buffers *s) {
     for (tir_op *op = f->body->first; op; op = op->next) walk_op(op, find_allocs, s);
     if (!s->n) return;
     s->home = s->b[0].alloc->parent;
-    for (uint32_t j = 1; j < s->n; j++)
-        if (s->b[j].alloc->parent != s->home) s->home = f->body;
+    for (uint32_t j = 1; j < s->n && s->home; j++) s->home = common_block(s->home, s->b[j].alloc->parent);
+    if (!s->home) s->home = f->body;
+    /* a block that runs more than once (inside a loop) would need its
+     * ranges to wrap around from one trip to the next, and the uses after
+     * them fenced from the next trip's first: such buffers are placed as
+     * the kernel body's, where the whole loop is one op */
+    for (const tir_block *b = s->home; b->parent; b = b->parent->parent)
+        if (b->parent->code == TIR_OP_FOR || b->parent->code == TIR_OP_WHILE) s->home = f->body;
     if (s->apart) {
         /* too many to place: each its own bytes, in program order (codegen
          * hands them out as it meets them), over the union of their ranges
@@ -219,7 +234,7 @@ void smem_buffers_of(const tir_func *f, smem_buffers *s) {
     if (!s->end && s->home != f->body) {
         /* copies still in flight at the end of home: count the kernel's body */
         s->home = f->body;
-        for (uint32_t j = 0; j < s->n; j++) s->b[j].from = s->b[j].last = s->b[j].to = 0;
+        for (uint32_t j = 0; j < s->n; j++) s->b[j].from = s->b[j].last = s->b[j].to = 0, s->b[j].used = false;
         live_ranges(s);
     }
     place(s);
@@ -296,8 +311,9 @@ bool lower_smem_plan(tir_module *m, const lower_options *opt, tc_diag *diag) {
     for (tir_func *f = m->funcs; f; f = f->next) {
         smem_buffers s;
         smem_buffers_of(f, &s);
-        for (uint32_t k = 0; k < LOWER_MAX_SMEM_OVERLAP * LOWER_MAX_SMEM_OVERLAP && add_reuse_barrier(&s); k++)
-            smem_buffers_of(f, &s); /* the positions moved */
+        /* one barrier a buffer at most: each fences every reuse of the
+         * bytes before that buffer's first use */
+        for (uint32_t k = 0; k < s.n && add_reuse_barrier(&s); k++) smem_buffers_of(f, &s); /* the positions moved */
         plan_walk w = {.s = &s, .need = {.f = f}, .live = {.f = f}};
         count_block(&w, f->body, false);
         smem_need need = w.need, live = w.live;

@@ -346,7 +346,7 @@ static void test_exp2_ftz(void **state) {
                 fail_msg("sigmoid with exp2_ftz %d on %s: [%d] = %g, want %g", ftz, trt_device_name(dev), i,
                          (double)out[8 + i], s);
         }
-        trt_free(dev, bx), trt_free(dev, bo);
+        trt_free(dev, bx); /* download freed bo */
         trt_module_free(m);
         free(out);
     }
