@@ -223,7 +223,9 @@ typedef struct tls_attention_tensor {
  * head_dim], k and v [total_kv, kv_heads, head_dim] and lse [heads,
  * total_q] (the batch dims gone, their strides 0). A row that sees no key
  * gets o 0 and lse -inf. o and lse must not overlap each other or an
- * input. On the GPU the values of cu_q and cu_k are not checked (reading
+ * input (q, k and v may: FlashAttention's packed [rows, 3, heads,
+ * head_dim] qkv is three tensors 1 x heads x head_dim apart in one
+ * buffer, stride_row 3 x heads x head_dim). On the GPU the values of cu_q and cu_k are not checked (reading
  * them would wait for the GPU); on the CPU and the emulator they are. */
 TILEC_API trt_status tls_attention_fwd(trt_device *dev, tls_dtype dt, const tls_attention_problem *p,
                                        tls_attention_tensor q, tls_attention_tensor k, tls_attention_tensor v,
@@ -245,7 +247,9 @@ TILEC_API trt_status tls_attention_bwd_workspace(trt_device *dev, const tls_atte
  * matter), then dk and dv by key block, then dq by query block, each
  * without atomics (the same bits every run). A key that no row sees gets
  * dk and dv 0, a row that sees no key dq 0. dq, dk, dv and the workspace
- * must not overlap each other or an input; checked as the forward's. */
+ * must not overlap each other or an input; checked as the forward's
+ * (dq, dk and dv may interleave in one packed buffer as q, k and v do:
+ * their columns apart, docs/stdlib.md). */
 TILEC_API trt_status tls_attention_bwd(trt_device *dev, tls_dtype dt, const tls_attention_problem *p,
                                        tls_attention_tensor q, tls_attention_tensor k, tls_attention_tensor v,
                                        tls_attention_tensor o, tls_attention_tensor d_o, tls_attention_tensor lse,

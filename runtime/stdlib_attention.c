@@ -189,11 +189,38 @@ static trt_status check_att_tensor(const sl_call *c, att_tensor *t) {
     return TRT_OK;
 }
 
+/* The bytes of each row of t, when every element of t lies in the first
+ * `width` bytes of a slot of stride_row elements from t's start (the
+ * heads of a row within one stride_row, the batches whole rows apart); 0
+ * otherwise. */
+static uint64_t row_slot_width(const att_tensor *t) {
+    if (t->s[2] <= 0 || (t->n[0] > 1 && t->s[0] % t->s[2])) return 0;
+    uint64_t w = (uint64_t)((t->n[1] - 1) * t->s[1] + t->n[3]);
+    return w <= (uint64_t)t->s[2] ? w * t->esize : 0;
+}
+
+/* Whether a and b, row-slot tensors of one row pitch, keep to columns of
+ * the slots that do not meet, as q, k and v do in FlashAttention's packed
+ * qkv layout ([rows, 3, heads, head dim]): b's start, taken modulo the
+ * pitch from a's, lies past a's width and at least its own width before
+ * the next slot. */
+static bool interleaved_apart(const att_tensor *a, const att_tensor *b) {
+    uint64_t wa = row_slot_width(a), wb = row_slot_width(b);
+    if (!wa || !wb || a->esize != b->esize || a->s[2] != b->s[2]) return false;
+    uint64_t pitch = (uint64_t)a->s[2] * a->esize;
+    uint64_t rho = b->begin >= a->begin ? (b->begin - a->begin) % pitch
+                                        : (pitch - (a->begin - b->begin) % pitch) % pitch;
+    return rho >= wa && rho <= pitch - wb;
+}
+
 /* That output o shares no byte with x: their spans, first byte to last,
- * must not meet (a conservative test: two tensors interleaved in one
- * buffer without sharing an element are refused too). */
+ * must not meet, unless both are rows of one pitch whose columns are apart
+ * (interleaved_apart: the packed q, k, v and dq, dk, dv of a fused qkv
+ * projection). Conservative: other interleavings that share no element
+ * are refused too. */
 static trt_status check_disjoint(const sl_call *c, const att_tensor *o, const att_tensor *x) {
-    if (o->begin < o->end && x->begin < x->end && o->begin < x->end && x->begin < o->end)
+    if (o->begin < o->end && x->begin < x->end && o->begin < x->end && x->begin < o->end &&
+        !interleaved_apart(o, x))
         return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT,
                        "%s: %s and %s overlap in memory (%llu and %llu bytes from offsets %zu and %zu of their "
                        "buffers): an output must not share memory with another tensor of the call",

@@ -570,6 +570,80 @@ static void test_attention_bwd(void **state) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_backward(&cases[i]);
 }
 
+/* FlashAttention's packed layout, q, k and v interleaved in one [batch,
+ * rows, 3, heads, d] buffer as a fused qkv projection writes them, and
+ * dq, dk, dv written into one such buffer: accepted (their columns are
+ * apart, though their spans meet) and the same bits as the same problem
+ * on separate tensors (whose values the tests above check). dk's columns
+ * moved half a head dim onto dq's is refused. */
+static void test_attention_packed_qkv(void **state) {
+    (void)state;
+    enum { B = 2, H = 2, T = 37, D = 32, C = H * D };
+    const int64_t np[4] = {B, 3 * H, T, D}, n[4] = {B, H, T, D}, nl[4] = {B, H, T, 1};
+    tensor qkv = make(&f16, np, T * 3 * C, D, 3 * C, 0), dqkv = make(&f16, np, T * 3 * C, D, 3 * C, 0);
+    tensor sep[3], dsep[3], o = make(&f16, n, T * C, D, C, 0), o2 = make(&f16, n, T * C, D, C, 0),
+                    g = make(&f16, n, T * C, D, C, 0), lse = make(&f32, nl, H * T, T, 1, 0),
+                    lse2 = make(&f32, nl, H * T, T, 1, 0);
+    for (int k = 0; k < 3; k++) sep[k] = make(&f16, n, T * C, D, C, 0), dsep[k] = make(&f16, n, T * C, D, C, 0);
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t i = 0; i < T; i++)
+                for (int64_t d = 0; d < D; d++) {
+                    for (int k = 0; k < 3; k++) {
+                        float v = unit_rand();
+                        put(&qkv, b, k * H + h, i, d, v), put(&sep[k], b, h, i, d, v);
+                    }
+                    put(&g, b, h, i, d, unit_rand());
+                }
+    send(&qkv), send(&dqkv), send(&o), send(&o2), send(&g), send(&lse), send(&lse2);
+    for (int k = 0; k < 3; k++) send(&sep[k]), send(&dsep[k]);
+    tls_attention_problem p = {.batch = B, .heads = H, .kv_heads = H, .n_q = T, .n_kv = T, .head_dim = D,
+                               .causal = true};
+    tls_attention_tensor part[3];
+    for (int k = 0; k < 3; k++) part[k] = arg(&qkv), part[k].mem.offset += (size_t)k * C * 2;
+    tls_attention_tensor dpart[3];
+    for (int k = 0; k < 3; k++) dpart[k] = arg(&dqkv), dpart[k].mem.offset += (size_t)k * C * 2;
+    size_t bytes;
+    OK(tls_attention_bwd_workspace(dev, &p, &bytes));
+    trt_buffer ws;
+    OK(trt_alloc(dev, bytes, &ws));
+    OK(tls_attention_fwd(dev, TLS_F16, &p, part[0], part[1], part[2], arg(&o), arg(&lse), NULL));
+    OK(tls_attention_bwd(dev, TLS_F16, &p, part[0], part[1], part[2], arg(&o), arg(&g), arg(&lse), dpart[0], dpart[1],
+                         dpart[2], tls_mem_of(ws), NULL));
+    OK(tls_attention_fwd(dev, TLS_F16, &p, arg(&sep[0]), arg(&sep[1]), arg(&sep[2]), arg(&o2), arg(&lse2), NULL));
+    OK(tls_attention_bwd(dev, TLS_F16, &p, arg(&sep[0]), arg(&sep[1]), arg(&sep[2]), arg(&o2), arg(&g), arg(&lse2),
+                         arg(&dsep[0]), arg(&dsep[1]), arg(&dsep[2]), tls_mem_of(ws), NULL));
+    fetch(&o, "packed o"), fetch(&o2, "o"), fetch(&dqkv, "packed dq, dk, dv");
+    for (int k = 0; k < 3; k++) fetch(&dsep[k], "dq, dk, dv");
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t i = 0; i < T; i++)
+                for (int64_t d = 0; d < D; d++) {
+                    if (memcmp(o.host + 2 * at(&o, b, h, i, d), o2.host + 2 * at(&o2, b, h, i, d), 2))
+                        fail_msg("packed qkv: o[%lld][%lld][%lld][%lld] differs from separate tensors' on %s",
+                                 (long long)b, (long long)h, (long long)i, (long long)d, trt_device_name(dev));
+                    for (int k = 0; k < 3; k++)
+                        if (memcmp(dqkv.host + 2 * at(&dqkv, b, k * H + h, i, d), dsep[k].host + 2 * at(&dsep[k], b, h, i, d), 2))
+                            fail_msg("packed qkv: gradient %d [%lld][%lld][%lld][%lld] differs from separate tensors' on %s",
+                                     k, (long long)b, (long long)h, (long long)i, (long long)d, trt_device_name(dev));
+                }
+    /* dk half a head dim onto dq's columns: refused, nothing written */
+    tensor dbad = make(&f16, np, T * 3 * C, D, 3 * C, 0);
+    send(&dbad);
+    tls_attention_tensor bad[3];
+    for (int k = 0; k < 3; k++) bad[k] = arg(&dbad), bad[k].mem.offset += (size_t)k * C * 2;
+    bad[1].mem.offset = (size_t)C; /* C / 2 elements of 2 bytes: 16-byte aligned, inside dq's columns */
+    trt_status st = tls_attention_bwd(dev, TLS_F16, &p, part[0], part[1], part[2], arg(&o), arg(&g), arg(&lse), bad[0],
+                                      bad[1], bad[2], tls_mem_of(ws), NULL);
+    assert_int_equal(st, TRT_ERR_INVALID_ARGUMENT);
+    if (!strstr(trt_last_error(dev), "dq and dk overlap in memory"))
+        fail_msg("interleaved dq and dk that share bytes: \"%s\"", trt_last_error(dev));
+    assert_true(all_poison(&dbad));
+    drop(&qkv), drop(&dqkv), drop(&o), drop(&o2), drop(&g), drop(&lse), drop(&lse2), drop(&dbad);
+    for (int k = 0; k < 3; k++) drop(&sep[k]), drop(&dsep[k]);
+    OK(trt_free(dev, ws));
+}
+
 /* ---- misuse ---------------------------------------------------------------------- */
 
 static void expect_error(trt_status st, trt_status want, const char *says, const char *call) {
@@ -820,6 +894,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_attention_options),
         cmocka_unit_test(test_attention_misuse),
         cmocka_unit_test(test_attention_bwd),
+        cmocka_unit_test(test_attention_packed_qkv),
         cmocka_unit_test(test_attention_bwd_misuse),
     };
     return stdlib_test_main(argc, argv, &dev, tests, sizeof tests / sizeof tests[0]);
