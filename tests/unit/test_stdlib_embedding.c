@@ -297,6 +297,7 @@ static void test_embedding_misuse(void **state) {
     EXPECT(BWD(T, DO, DWTE, DWPE, 0, SEQ, V, D), "tls_embedding_bwd: rows is 0");
     EXPECT(BWD(T, DO, DWTE, DWPE, R, -5, V, D), "tls_embedding_bwd: seq is -5");
     EXPECT(BWD(T, DO, DWTE, DWPE, R, SEQ, 0, D), "tls_embedding_bwd: vocab is 0");
+    EXPECT(BWD(T, DO, DWTE, DWPE, R, SEQ, (int64_t)TLS_EMBEDDING_MAX_VOCAB + 1, D), "vocab is 2147483648");
     /* buffers too small for the shape, misaligned, freed */
     EXPECT(FWD(T, WTE, WPE, O, R + 5, SEQ, V, D), "tls_embedding: tokens: the buffer holds 64 bytes");
     EXPECT(FWD(T, WTE, WPE, O, R, SEQ, V + 1, D), "tls_embedding: wte: the buffer holds 192 bytes");
