@@ -256,6 +256,41 @@ TILEC_API trt_status tls_attention_bwd(trt_device *dev, tls_dtype dt, const tls_
                                        tls_attention_tensor dq, tls_attention_tensor dk, tls_attention_tensor dv,
                                        tls_mem workspace, const tls_options *opt);
 
+/* ---- embeddings -------------------------------------------------------------- */
+
+/* What tls_embedding and tls_embedding_bwd take: positions and tokens are
+ * i32 in the kernels (rows up to 2^31 - 2048, room for the last block of
+ * positions), vocab and seq up to 2^31 - 1; dim up to 65535 blocks of 256
+ * columns (the grid's axis 1). */
+#define TLS_EMBEDDING_MAX_ROWS 2147481600
+#define TLS_EMBEDDING_MAX_VOCAB 2147483647
+#define TLS_EMBEDDING_MAX_SEQ 2147483647
+#define TLS_EMBEDDING_MAX_DIM 16776960
+
+/* out[i, :] = wte[tokens[i], :] + wpe[i % seq, :] for the rows = batch
+ * x seq token positions i (tokens: rows i32, contiguous); wte holds
+ * vocab rows and wpe seq rows (at least), out rows rows, each of dim
+ * values, contiguous. A token outside [0, vocab) adds a row of zeros
+ * (the GPU cannot check without waiting; the CPU and emulator calls
+ * check and refuse). rows need not be a multiple of seq (the last
+ * sequence may be partial). out must not overlap an input. */
+TILEC_API trt_status tls_embedding(trt_device *dev, tls_dtype dt, tls_mem tokens, tls_mem wte, tls_mem wpe,
+                                   tls_mem out, int64_t rows, int64_t seq, int64_t vocab, int64_t dim,
+                                   const tls_options *opt);
+/* Their gradients, added into dwte and dwpe (which hold what the caller
+ * put there: zeros, or the tied language-model head's gradient of wte):
+ * dwte[v, :] += the sum of dout[i, :] over the positions i with
+ * tokens[i] == v, dwpe[t, :] += the sum of dout[i, :] over the i with
+ * i % seq == t; each sum in f32 in order of i, then added to the
+ * stored value (the same bits every run: no atomics). Out-of-range
+ * tokens are skipped (checked as the forward's). dwte and dwpe must
+ * not overlap each other or an input. Two launches on the call's
+ * stream: dwte's, then dwpe's (of its first min(seq, rows) rows; the
+ * others have no position and are not written). */
+TILEC_API trt_status tls_embedding_bwd(trt_device *dev, tls_dtype dt, tls_mem tokens, tls_mem dout,
+                                       tls_mem dwte, tls_mem dwpe, int64_t rows, int64_t seq,
+                                       int64_t vocab, int64_t dim, const tls_options *opt);
+
 /* How many stdlib modules the device holds: one per stdlib file and
  * specialization (BLOCK, num_warps) used so far, kept until trt_close.
  * A call whose specialization is already there compiles nothing. */

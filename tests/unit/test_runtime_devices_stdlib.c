@@ -580,7 +580,10 @@ static void test_every_stdlib_kernel_is_tested(void **state) {
         "matmul_f16", "matmul_bf16", "matmul_f32", "matmul_f32_ieee",
         "attention_fwd_f16", "attention_fwd_bf16", /* test_runtime_devices_attention.c */
         "attention_bwd_pre_f16", "attention_bwd_dkdv_f16", "attention_bwd_dq_f16", /* ..._attention_bwd.c */
-        "attention_bwd_pre_bf16", "attention_bwd_dkdv_bf16", "attention_bwd_dq_bf16"};
+        "attention_bwd_pre_bf16", "attention_bwd_dkdv_bf16", "attention_bwd_dq_bf16",
+        /* through tls_embedding and tls_embedding_bwd in test_stdlib_embedding.c */
+        "embedding_f32", "embedding_f16", "embedding_bf16", "embedding_bwd_wte_f32", "embedding_bwd_wte_f16",
+        "embedding_bwd_wte_bf16", "embedding_bwd_wpe_f32", "embedding_bwd_wpe_f16", "embedding_bwd_wpe_bf16"};
     size_t seen = 0, files = 0;
     /* the file names first, so that a failure below (a longjmp) leaves no
      * directory open */
@@ -605,7 +608,8 @@ static void test_every_stdlib_kernel_is_tested(void **state) {
             for (size_t t = 0; t < sizeof tested / sizeof tested[0]; t++) ok |= !strcmp(tested[t], name);
             if (!ok)
                 fail_msg("%s: kernel %s has no test in test_runtime_devices_stdlib.c, test_stdlib_api.c, "
-                         "test_runtime_devices_attention.c or test_runtime_devices_attention_bwd.c",
+                         "test_runtime_devices_attention.c, test_runtime_devices_attention_bwd.c or "
+                         "test_stdlib_embedding.c",
                          rel, name);
             seen++;
         }
