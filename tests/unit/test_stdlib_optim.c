@@ -471,6 +471,38 @@ static void test_one_module(void **state) {
     drop(&a), drop(&b), drop(&c), drop(&d);
 }
 
+/* num_warps and a stream from tls_options: the sum of squares (its
+ * partials at 2 warps, their sum at the compiler's) and an add on a
+ * stream, within the tolerances above. */
+static void test_options(void **state) {
+    (void)state;
+    const dtype *dt = &dtypes[2];
+    const int64_t n = 20011;
+    trt_stream *s;
+    OK(trt_stream_create(dev, &s));
+    size_t ws_bytes;
+    OK(tls_sum_squares_workspace(dev, n, &ws_bytes));
+    tensor x = vec(dt, n, 16), y = vec(dt, n, 0), out = vec(f32_type, 1, 0), ws = vec(f32_type, (int64_t)ws_bytes / 4, 0);
+    double want = 0;
+    for (int64_t i = 0; i < n; i++) put(&x, i, rnd(1)), want += (double)get(&x, i) * get(&x, i);
+    send(&x), send(&y), send(&out), send(&ws);
+    tls_options o = {.num_warps = 2, .stream = s};
+    OK(tls_sum_squares(dev, dt->id, mem(&x), n, mem(&out), false, mem(&ws), &o));
+    o.num_warps = 8;
+    OK(tls_add(dev, dt->id, mem(&x), mem(&x), mem(&y), n, &o));
+    OK(trt_stream_sync(s));
+    fetch(&out, "sum_squares on a stream"), fetch(&y, "add on a stream");
+    if (!(fabs(get(&out, 0) - want) <= 1e-5 * want))
+        fail_msg("sum_squares at 2 warps on a stream: %.9g, want %.9g on %s", (double)get(&out, 0), want,
+                 trt_device_name(dev));
+    for (int64_t i = 0; i < n; i++)
+        if (get(&y, i) != 2 * get(&x, i)) /* doubling is exact */
+            fail_msg("add at 8 warps on a stream: y[%lld] = %.9g, want %.9g on %s", (long long)i, (double)get(&y, i),
+                     2.0 * get(&x, i), trt_device_name(dev));
+    drop(&x), drop(&y), drop(&out), drop(&ws);
+    trt_stream_destroy(s);
+}
+
 /* ---- misuse ---------------------------------------------------------------------------- */
 
 static void expect_error(trt_status st, trt_status want, const char *says, const char *call) {
@@ -615,7 +647,7 @@ int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sum_squares), cmocka_unit_test(test_adamw),   cmocka_unit_test(test_add),
         cmocka_unit_test(test_sum_rows),    cmocka_unit_test(test_convert), cmocka_unit_test(test_one_module),
-        cmocka_unit_test(test_misuse_is_an_error),
+        cmocka_unit_test(test_options),     cmocka_unit_test(test_misuse_is_an_error),
     };
     return stdlib_test_main(argc, argv, &dev, tests, sizeof tests / sizeof tests[0]);
 }
