@@ -266,9 +266,10 @@ TILEC_API trt_status tls_sum_squares_workspace(trt_device *dev, int64_t n, size_
 /* out (one f32) = the sum of x[i]^2 over n values (contiguous), or with
  * accumulate out += it (several tensors' squares into one global norm);
  * f32 partial sums in a fixed order (the same bits every run) through
- * the workspace (tls_sum_squares_workspace bytes: 0 for n up to 8192, when
- * workspace is not read and may be any tls_mem, else 4 bytes per 8192
- * values; its contents before and after do not matter). */
+ * the workspace (tls_sum_squares_workspace bytes: 4 per 8192 values
+ * rounded up to 16, so one allocation of the largest tensor's serves every
+ * call; written only past 8192 values; its contents before and after do
+ * not matter). */
 TILEC_API trt_status tls_sum_squares(trt_device *dev, tls_dtype dt, tls_mem x, int64_t n, tls_mem out,
                                      bool accumulate, tls_mem workspace, const tls_options *opt);
 /* AdamW's hyperparameters for one step. */

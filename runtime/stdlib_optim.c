@@ -100,11 +100,13 @@ static trt_status launch(const sl_call *c, trt_kernel *k, int64_t grid, const tr
 
 /* ---- the sum of squares ---------------------------------------------------------- */
 
-/* The bytes of the partial sums of n values: none for one chunk, whose
- * program writes the caller's total itself. */
+/* The bytes of the partial sums of n values, rounded up to 16 so that
+ * the query never says 0 (trt_alloc refuses 0 bytes) and a tensor after
+ * them stays aligned; one chunk's program writes the caller's total
+ * itself and leaves them alone. */
 static size_t sumsq_workspace(int64_t n) {
-    int64_t parts = sl_cdiv(n, OPTIM_CHUNK);
-    return parts > 1 ? (size_t)parts * sizeof(float) : 0;
+    size_t bytes = (size_t)sl_cdiv(n, OPTIM_CHUNK) * sizeof(float);
+    return (bytes + SL_PTR_ALIGN - 1) / SL_PTR_ALIGN * SL_PTR_ALIGN;
 }
 
 trt_status tls_sum_squares_workspace(trt_device *dev, int64_t n, size_t *bytes) {
@@ -124,17 +126,16 @@ trt_status tls_sum_squares(trt_device *dev, tls_dtype dt, tls_mem x, int64_t n, 
     trt_status st;
     span sx, so, sw;
     trt_kernel *kp, *kt = NULL;
-    size_t ws = 0;
     if ((st = sl_begin(&c, dev, "tls_sum_squares", dt, opt)) || (st = check_count(&c, "n", n)) ||
         (st = check_span(&c, "x", x, n, c.st->size, &sx)) || (st = check_span(&c, "out", out, 1, 4, &so)) ||
-        (st = check_apart(&c, &so, &sx, false)))
+        (st = check_span(&c, "workspace", workspace, (int64_t)sumsq_workspace(n), 1, &sw)) ||
+        (st = check_apart(&c, &so, &sx, false)) || (st = check_apart(&c, &sw, &sx, false)) ||
+        (st = check_apart(&c, &so, &sw, false)))
         return st;
-    if ((ws = sumsq_workspace(n)) &&
-        ((st = check_span(&c, "workspace", workspace, (int64_t)ws, 1, &sw)) || (st = check_apart(&c, &sw, &sx, false)) ||
-         (st = check_apart(&c, &so, &sw, false)) || (st = optim_kernel(&c, "sumsq_total", "f32", NULL, 0, &kt))))
-        return st;
-    if ((st = optim_kernel(&c, "sumsq_parts", c.st->suffix, NULL, sl_main_warps(&c), &kp))) return st;
     int64_t parts = sl_cdiv(n, OPTIM_CHUNK);
+    if ((parts > 1 && (st = optim_kernel(&c, "sumsq_total", "f32", NULL, 0, &kt))) ||
+        (st = optim_kernel(&c, "sumsq_parts", c.st->suffix, NULL, sl_main_warps(&c), &kp)))
+        return st;
     /* one part: the total straight into out; else the partials into the
      * workspace, then their sum into out */
     trt_arg ap[] = {sl_arg_mem(x), sl_arg_mem(kt ? workspace : out), trt_int(n), trt_int(!kt && accumulate)};

@@ -135,19 +135,20 @@ static void test_sum_squares(void **state) {
             snprintf(what, sizeof what, "sum_squares %s n=%lld", dt->name, (long long)n);
             size_t ws_bytes;
             OK(tls_sum_squares_workspace(dev, n, &ws_bytes));
-            assert_int_equal(ws_bytes, n > 8192 ? 4 * (size_t)((n + 8191) / 8192) : 0);
+            assert_int_equal(ws_bytes, (4 * (size_t)((n + 8191) / 8192) + 15) / 16 * 16); /* 16 at least */
             tensor x = vec(dt, n, offset_of(s)), y = vec(dt, n, 16), out = vec(f32_type, 1, 16),
-                   out2 = vec(f32_type, 1, 0), ws = vec(f32_type, ws_bytes ? (int64_t)ws_bytes / 4 : 1, 32);
+                   out2 = vec(f32_type, 1, 0), ws = vec(f32_type, (int64_t)ws_bytes / 4, 32);
             double want_x = 0, want_y = 0;
             for (int64_t i = 0; i < n; i++) {
                 put(&x, i, rnd(2)), put(&y, i, rnd(3));
                 want_x += (double)get(&x, i) * get(&x, i), want_y += (double)get(&y, i) * get(&y, i);
             }
             send(&x), send(&y), send(&out), send(&out2), send(&ws);
-            /* without a workspace (n <= 8192) any tls_mem does: a zero handle */
-            tls_mem W = ws_bytes ? mem(&ws) : tls_mem_of((trt_buffer){0});
+            tls_mem W = mem(&ws);
             OK(tls_sum_squares(dev, dt->id, mem(&x), n, mem(&out), false, W, NULL));
             fetch(&out, what), fetch(&ws, what);
+            for (size_t b = 0; n <= 8192 && b < ws.bytes; b++) /* one chunk: its program writes out itself */
+                if (ws.host[b] != 0xff) fail_msg("%s: the workspace was written (byte %zu)", what, b);
             double got = get(&out, 0);
             if (!(fabs(got - want_x) <= 1e-5 * want_x))
                 fail_msg("%s: %.9g, want %.9g on %s", what, got, want_x, trt_device_name(dev));
@@ -204,7 +205,7 @@ static void run_adamw(const dtype *dt, int64_t n, size_t s, tls_adamw_params h, 
            pc = vec(dt, n, offset_of(s + 1)), ss = vec(f32_type, 1, 0);
     size_t ws_bytes;
     OK(tls_sum_squares_workspace(dev, n, &ws_bytes));
-    tensor ws = vec(f32_type, ws_bytes ? (int64_t)ws_bytes / 4 : 1, 0);
+    tensor ws = vec(f32_type, (int64_t)ws_bytes / 4, 0);
     adamw_ref r = {calloc((size_t)n, sizeof(double)), calloc((size_t)n, sizeof(double)),
                    calloc((size_t)n, sizeof(double))};
     for (int64_t i = 0; i < n; i++) put(&p, i, rnd(1)), r.p[i] = get(&p, i), put(&m, i, 0), put(&v, i, 0);
@@ -215,7 +216,7 @@ static void run_adamw(const dtype *dt, int64_t n, size_t s, tls_adamw_params h, 
         for (int64_t i = 0; i < n; i++) put(&g, i, rnd(step % 2 ? 1 : 0.25f)), sumsq += (double)get(&g, i) * get(&g, i);
         OK(trt_write(dev, g.buf, 0, g.host, g.bytes));
         if (h.max_norm > 0)
-            OK(tls_sum_squares(dev, dt->id, mem(&g), n, mem(&ss), false, ws_bytes ? mem(&ws) : tls_mem_of((trt_buffer){0}), NULL));
+            OK(tls_sum_squares(dev, dt->id, mem(&g), n, mem(&ss), false, mem(&ws), NULL));
         unsigned char *ss_before = NULL;
         if (h.max_norm > 0) {
             fetch(&ss, what);
@@ -452,23 +453,24 @@ static void test_convert(void **state) {
  * training step's later calls compile nothing. */
 static void test_one_module(void **state) {
     (void)state;
-    tensor a = vec(f32_type, 64, 0), b = vec(f32_type, 64, 0), c = vec(f32_type, 64, 0), d = vec(f32_type, 64, 0);
+    tensor a = vec(f32_type, 64, 0), b = vec(f32_type, 64, 0), c = vec(f32_type, 64, 0), d = vec(f32_type, 64, 0),
+           e = vec(f32_type, 4, 0);
     for (int64_t i = 0; i < 64; i++) put(&a, i, rnd(1)), put(&b, i, rnd(1)), put(&c, i, 0), put(&d, i, 0);
-    send(&a), send(&b), send(&c), send(&d);
+    send(&a), send(&b), send(&c), send(&d), send(&e);
     tls_mem none = tls_mem_of((trt_buffer){0});
     OK(tls_add(dev, TLS_F32, mem(&a), mem(&b), mem(&b), 64, NULL));
     size_t n = tls_num_modules(dev);
     const tls_adamw_params h = {.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.99f, .eps = 1e-8f, .step = 1, .grad_scale = 1};
     for (size_t t = 0; t < 3; t++) {
         tls_dtype dt = dtypes[t].id;
-        OK(tls_sum_squares(dev, dt, mem(&a), 64, mem(&d), t > 0, none, NULL));
+        OK(tls_sum_squares(dev, dt, mem(&a), 64, mem(&d), t > 0, mem(&e), NULL));
         OK(tls_adamw(dev, dt, mem(&a), mem(&b), mem(&c), mem(&d), none, none, 32, &h, NULL));
         OK(tls_add(dev, dt, mem(&a), mem(&b), mem(&b), 64, NULL));
         OK(tls_sum_rows(dev, dt, mem(&a), mem(&b), 4, 8, 16, t > 0, NULL));
         OK(tls_convert(dev, dt, mem(&a), dtypes[(t + 1) % 3].id, mem(&b), 32, NULL));
     }
     assert_int_equal(tls_num_modules(dev), n);
-    drop(&a), drop(&b), drop(&c), drop(&d);
+    drop(&a), drop(&b), drop(&c), drop(&d), drop(&e);
 }
 
 /* num_warps and a stream from tls_options: the sum of squares (its
@@ -530,30 +532,33 @@ static void test_misuse_is_an_error(void **state) {
     EXPECT(tls_sum_squares_workspace(dev, 0, &bytes), BAD, "tls_sum_squares_workspace: n is 0; it must be from 1");
 
     /* tls_sum_squares */
-    assert_int_equal(tls_sum_squares(NULL, TLS_F32, X, 16, O, false, none, NULL), BAD);
-    EXPECT(tls_sum_squares(dev, (tls_dtype)7, X, 16, O, false, none, NULL), BAD, "tls_sum_squares: unknown dtype 7");
-    EXPECT(tls_sum_squares(dev, TLS_F32, X, -1, O, false, none, NULL), BAD, "tls_sum_squares: n is -1");
-    EXPECT(tls_sum_squares(dev, TLS_F32, X, (int64_t)TLS_MAX_ELEMENTS + 1, O, false, none, NULL), BAD,
+    assert_int_equal(tls_sum_squares(NULL, TLS_F32, X, 16, O, false, W, NULL), BAD);
+    EXPECT(tls_sum_squares(dev, (tls_dtype)7, X, 16, O, false, W, NULL), BAD, "tls_sum_squares: unknown dtype 7");
+    EXPECT(tls_sum_squares(dev, TLS_F32, X, -1, O, false, W, NULL), BAD, "tls_sum_squares: n is -1");
+    EXPECT(tls_sum_squares(dev, TLS_F32, X, (int64_t)TLS_MAX_ELEMENTS + 1, O, false, W, NULL), BAD,
            "n is 2147482625; it must be from 1 to 2147482624");
-    EXPECT(tls_sum_squares(dev, TLS_F32, X, 257, O, false, none, NULL), BAD,
+    EXPECT(tls_sum_squares(dev, TLS_F32, X, 257, O, false, W, NULL), BAD,
            "tls_sum_squares: x: the buffer holds 1024 bytes");
-    EXPECT(tls_sum_squares(dev, TLS_F32, X, 16, tls_mem_at(o.buf, 8), false, none, NULL), BAD,
+    EXPECT(tls_sum_squares(dev, TLS_F32, X, 16, tls_mem_at(o.buf, 8), false, W, NULL), BAD,
            "out: offset 8 is not a multiple of 16");
-    EXPECT(tls_sum_squares(dev, TLS_F32, X, 16, tls_mem_at(x.buf, 48), false, none, NULL), BAD,
+    EXPECT(tls_sum_squares(dev, TLS_F32, X, 16, tls_mem_at(x.buf, 48), false, W, NULL), BAD,
            "tls_sum_squares: out and x overlap in memory");
-    EXPECT(tls_sum_squares(dev, TLS_F32, X, 16, none, false, none, NULL), TRT_ERR_INVALID_HANDLE, "out:");
-    /* past 8192 values, a workspace of 4 bytes a chunk: 8193 f16 need 8 */
-    tensor big = vec(&dtypes[1], 8193, 0);
+    EXPECT(tls_sum_squares(dev, TLS_F32, X, 16, none, false, W, NULL), TRT_ERR_INVALID_HANDLE, "out:");
+    EXPECT(tls_sum_squares(dev, TLS_F32, X, 16, O, false, none, NULL), TRT_ERR_INVALID_HANDLE,
+           "tls_sum_squares: workspace:"); /* one chunk: not read, but checked as the query says */
+    /* 4 bytes a chunk of 8192 values, rounded up to 16: 32769 f16 need 20, so 32 */
+    tensor big = vec(&dtypes[1], 32769, 0);
     send(&big);
-    OK(tls_sum_squares_workspace(dev, 8193, &bytes));
-    assert_int_equal(bytes, 8);
-    EXPECT(tls_sum_squares(dev, TLS_F16, mem(&big), 8193, O, false, tls_mem_at(w.buf, 1024), NULL), BAD,
-           "workspace: the buffer holds 1024 bytes; 1 rows of 8 elements 8 apart need 8 from offset 1024");
-    EXPECT(tls_sum_squares(dev, TLS_F16, mem(&big), 8193, O, false, none, NULL), TRT_ERR_INVALID_HANDLE,
+    OK(tls_sum_squares_workspace(dev, 32769, &bytes));
+    assert_int_equal(bytes, 32);
+    EXPECT(tls_sum_squares(dev, TLS_F16, mem(&big), 32769, O, false, tls_mem_at(w.buf, 1008), NULL), BAD,
+           "workspace: the buffer holds 1024 bytes; 1 rows of 32 elements 32 apart need 32 from offset 1008");
+    EXPECT(tls_sum_squares(dev, TLS_F16, mem(&big), 32769, O, false, none, NULL), TRT_ERR_INVALID_HANDLE,
            "tls_sum_squares: workspace:");
-    EXPECT(tls_sum_squares(dev, TLS_F16, mem(&big), 8193, O, false, tls_mem_at(big.buf, 16), NULL), BAD,
+    EXPECT(tls_sum_squares(dev, TLS_F16, mem(&big), 32769, O, false, tls_mem_at(big.buf, 16), NULL), BAD,
            "workspace and x overlap");
-    EXPECT(tls_sum_squares(dev, TLS_F16, mem(&big), 8193, O, false, O, NULL), BAD, "out and workspace overlap");
+    EXPECT(tls_sum_squares(dev, TLS_F16, mem(&big), 32769, tls_mem_at(w.buf, 16), false, W, NULL), BAD,
+           "out and workspace overlap");
 
     /* tls_adamw */
     const tls_adamw_params good = {.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .weight_decay = 0.01f,
