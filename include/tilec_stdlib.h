@@ -291,6 +291,62 @@ TILEC_API trt_status tls_embedding_bwd(trt_device *dev, tls_dtype dt, tls_mem to
                                        tls_mem dwte, tls_mem dwpe, int64_t rows, int64_t seq,
                                        int64_t vocab, int64_t dim, const tls_options *opt);
 
+/* ---- training ---------------------------------------------------------------- */
+
+/* What a training step needs besides the model's layers (stdlib/optim.tile;
+ * docs/stdlib.md, "Training"). n, rows and cols from 1 to TLS_MAX_ELEMENTS;
+ * tensors contiguous unless a stride says otherwise. No atomics: each sum
+ * runs in an order fixed by the shape (not by the device's size), so a run
+ * gives the bits of the one before. An output must not share memory with
+ * another tensor of the call, except where a call says it may be an input. */
+
+/* The bytes of workspace tls_sum_squares needs for n values. */
+TILEC_API trt_status tls_sum_squares_workspace(trt_device *dev, int64_t n, size_t *bytes);
+/* out (one f32) = the sum of x[i]^2 over n values (contiguous), or with
+ * accumulate out += it (several tensors' squares into one global norm);
+ * f32 partial sums in a fixed order (the same bits every run) through
+ * the workspace (tls_sum_squares_workspace bytes: 4 per 8192 values
+ * rounded up to 16, so one allocation of the largest tensor's serves every
+ * call; written only past 8192 values; its contents before and after do
+ * not matter). */
+TILEC_API trt_status tls_sum_squares(trt_device *dev, tls_dtype dt, tls_mem x, int64_t n, tls_mem out,
+                                     bool accumulate, tls_mem workspace, const tls_options *opt);
+/* AdamW's hyperparameters for one step. */
+typedef struct tls_adamw_params {
+    float lr, beta1, beta2, eps, weight_decay; /* lr, weight_decay finite >= 0; betas in [0, 1); eps finite > 0 */
+    int64_t step;     /* 1 for the first update: bias corrections 1 - beta1^step, 1 - beta2^step */
+    float grad_scale; /* multiplies every gradient first (1: none; 1 / k for k accumulated batches); finite > 0 */
+    float max_norm;   /* > 0: clip: gradients (after grad_scale) scaled by min(1, max_norm / norm), norm =
+                         grad_scale * sqrt(*grad_sumsq): grad_sumsq is the sum of squares of the gradients
+                         as stored (tls_sum_squares over g), grad_scale's square NOT folded in by the
+                         caller; finite >= 0; 0: no clipping, grad_sumsq not read */
+} tls_adamw_params;
+/* One AdamW step (decoupled weight decay, as torch.optim.AdamW) over n
+ * parameters: p (f32 master weights), g (gradients, in dt), m and v
+ * (f32 moments), all contiguous: g' = g * grad_scale * clip; m = b1 m +
+ * (1 - b1) g'; v = b2 v + (1 - b2) g'^2; p = p - lr * (wd * p + m_hat /
+ * (sqrt(v_hat) + eps)) with the bias-corrected m_hat and v_hat; with
+ * p_copy (buffer handle 0: none) also p rounded to dt into p_copy (the
+ * bf16 weights the model computes with). grad_sumsq: one f32 on the
+ * device (tls_sum_squares), read when max_norm > 0. */
+TILEC_API trt_status tls_adamw(trt_device *dev, tls_dtype dt, tls_mem p, tls_mem g, tls_mem m, tls_mem v,
+                               tls_mem p_copy, tls_mem grad_sumsq, int64_t n, const tls_adamw_params *h,
+                               const tls_options *opt);
+/* y = a + b over n values (y may be exactly a or b: in place). */
+TILEC_API trt_status tls_add(trt_device *dev, tls_dtype dt, tls_mem a, tls_mem b, tls_mem y, int64_t n,
+                             const tls_options *opt);
+/* out[j] = the sum over rows i of x[i, j] (row i at i * stride, stride >=
+ * cols), in f32 in a fixed order (64 sums of every 64th row, each in row
+ * order, then their sum), stored in dt; with accumulate out[j] += it,
+ * rounded once (a bias's gradient, summed over a batch's rows). */
+TILEC_API trt_status tls_sum_rows(trt_device *dev, tls_dtype dt, tls_mem x, tls_mem out, int64_t rows,
+                                  int64_t cols, int64_t stride, bool accumulate, const tls_options *opt);
+/* y = x converted from dtype `from` to dtype `to` (n values, round to
+ * nearest even; from == to copies; y may be exactly x when both types
+ * have one size). */
+TILEC_API trt_status tls_convert(trt_device *dev, tls_dtype from, tls_mem x, tls_dtype to, tls_mem y,
+                                 int64_t n, const tls_options *opt);
+
 /* How many stdlib modules the device holds: one per stdlib file and
  * specialization (BLOCK, num_warps) used so far, kept until trt_close.
  * A call whose specialization is already there compiles nothing. */
