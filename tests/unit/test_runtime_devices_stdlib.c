@@ -580,7 +580,8 @@ static void test_every_stdlib_kernel_is_tested(void **state) {
         "matmul_f16", "matmul_bf16", "matmul_f32", "matmul_f32_ieee",
         "attention_fwd_f16", "attention_fwd_bf16", /* test_runtime_devices_attention.c */
         "attention_bwd_pre_f16", "attention_bwd_dkdv_f16", "attention_bwd_dq_f16", /* ..._attention_bwd.c */
-        "attention_bwd_pre_bf16", "attention_bwd_dkdv_bf16", "attention_bwd_dq_bf16"};
+        "attention_bwd_pre_bf16", "attention_bwd_dkdv_bf16", "attention_bwd_dq_bf16",
+        "cross_entropy_f32", "cross_entropy_f16", "cross_entropy_bf16"}; /* test_stdlib_loss.c */
     size_t seen = 0, files = 0;
     /* the file names first, so that a failure below (a longjmp) leaves no
      * directory open */
@@ -605,7 +606,8 @@ static void test_every_stdlib_kernel_is_tested(void **state) {
             for (size_t t = 0; t < sizeof tested / sizeof tested[0]; t++) ok |= !strcmp(tested[t], name);
             if (!ok)
                 fail_msg("%s: kernel %s has no test in test_runtime_devices_stdlib.c, test_stdlib_api.c, "
-                         "test_runtime_devices_attention.c or test_runtime_devices_attention_bwd.c",
+                         "test_runtime_devices_attention.c, test_runtime_devices_attention_bwd.c or "
+                         "test_stdlib_loss.c",
                          rel, name);
             seen++;
         }
