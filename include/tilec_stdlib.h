@@ -347,6 +347,32 @@ TILEC_API trt_status tls_sum_rows(trt_device *dev, tls_dtype dt, tls_mem x, tls_
 TILEC_API trt_status tls_convert(trt_device *dev, tls_dtype from, tls_mem x, tls_dtype to, tls_mem y,
                                  int64_t n, const tls_options *opt);
 
+/* ---- losses ------------------------------------------------------------------ */
+
+/* The widest row tls_cross_entropy takes: 2^31 - 4096, so that the
+ * kernel's i32 column offsets do not wrap in the last chunk of 4096
+ * columns (stdlib/cross_entropy.tile); rows are longer than a tile from
+ * 4097 columns on, and any length up to this one works. */
+#define TLS_CROSS_ENTROPY_MAX_COLS 2147479552
+
+/* Fused softmax cross-entropy of `rows` rows of `cols` logits (row i at
+ * i * stride elements of logits) against targets (rows i32 class
+ * indices, contiguous; a negative target ignores its row: loss 0 and a
+ * dlogits row of 0; a target >= cols is an error the GPU cannot see:
+ * the kernel treats it as ignored, the CPU and emulator calls check and refuse):
+ * losses[i] = logsumexp(logits[i, :]) - logits[i, targets[i]] (f32,
+ * contiguous, natural log); with dlogits (its buffer handle 0: the
+ * forward only) also, in the same pass, dlogits[i, :] =
+ * (softmax(logits[i, :]) - onehot(targets[i])) * dloss, in the logits'
+ * dtype, row i at i * dlogits_stride elements. dloss is the gradient of
+ * the loss with respect to each row's loss (1 / rows for a mean over
+ * the rows). dlogits may be exactly logits with the same stride (in
+ * place); no other overlap between outputs and inputs. */
+TILEC_API trt_status tls_cross_entropy(trt_device *dev, tls_dtype dt, tls_mem logits, tls_mem targets,
+                                       tls_mem losses, tls_mem dlogits, int64_t rows, int64_t cols,
+                                       int64_t stride, int64_t dlogits_stride, float dloss,
+                                       const tls_options *opt);
+
 /* How many stdlib modules the device holds: one per stdlib file and
  * specialization (BLOCK, num_warps) used so far, kept until trt_close.
  * A call whose specialization is already there compiles nothing. */

@@ -589,7 +589,8 @@ static void test_every_stdlib_kernel_is_tested(void **state) {
         "sumsq_parts_f32", "sumsq_parts_f16", "sumsq_parts_bf16", "sumsq_total_f32", "adamw_f32", "adamw_f16",
         "adamw_bf16", "vadd_f32", "vadd_f16", "vadd_bf16", "sum_rows_f32", "sum_rows_f16", "sum_rows_bf16",
         "convert_f32_f32", "convert_f32_f16", "convert_f32_bf16", "convert_f16_f32", "convert_f16_f16",
-        "convert_f16_bf16", "convert_bf16_f32", "convert_bf16_f16", "convert_bf16_bf16"};
+        "convert_f16_bf16", "convert_bf16_f32", "convert_bf16_f16", "convert_bf16_bf16",
+        "cross_entropy_f32", "cross_entropy_f16", "cross_entropy_bf16"}; /* test_stdlib_loss.c */
     size_t seen = 0, files = 0;
     /* the file names first, so that a failure below (a longjmp) leaves no
      * directory open */
@@ -614,8 +615,8 @@ static void test_every_stdlib_kernel_is_tested(void **state) {
             for (size_t t = 0; t < sizeof tested / sizeof tested[0]; t++) ok |= !strcmp(tested[t], name);
             if (!ok)
                 fail_msg("%s: kernel %s has no test in test_runtime_devices_stdlib.c, test_stdlib_api.c, "
-                         "test_runtime_devices_attention.c, test_runtime_devices_attention_bwd.c or "
-                         "test_stdlib_embedding.c",
+                         "test_runtime_devices_attention.c, test_runtime_devices_attention_bwd.c, "
+                         "test_stdlib_embedding.c, test_stdlib_optim.c or test_stdlib_loss.c",
                          rel, name);
             seen++;
         }
