@@ -179,6 +179,14 @@ else
   row "bench" SKIP "python3 with torch and triton not found"
 fi
 
+# ---- the GPT sample: a short training run on the GPU (issue 21) ---------------------
+# tokens/s and the loss, from train's summary line (docs/gpt.md)
+gpt_dir=$(mktemp -d /tmp/tilec-gpt.XXXX)
+if run "gpt train small, 30 steps" "$build/samples/gpt/train" --device cuda --config small --steps 30 \
+     --eval-every 30 --eval-batches 2 --csv "$gpt_dir/loss.csv" --svg "$gpt_dir/loss.svg"; then
+  gpt_line=$(grep '^done:' "$log" | tail -1)
+fi
+
 # ---- memcheck over the stdlib's entry points and samples (after the bench: ---------
 # with the time left, so that they cannot cost the tables)
 if command -v compute-sanitizer >/dev/null; then
@@ -187,9 +195,11 @@ if command -v compute-sanitizer >/dev/null; then
   cs "stdlib_layernorm 4096 4096 cuda" "$build/samples/stdlib_layernorm" 4096 4096 cuda
   cs "attention cuda" "$build/samples/attention" cuda
   cs "attention_bwd cuda" "$build/samples/attention_bwd" cuda
+  cs "gpt train tiny, 3 steps" "$build/samples/gpt/train" --device cuda --config tiny --steps 3 --csv '' --svg ''
 fi
 
 [ -n "$matmul_ptxas" ] && printf '\n%s\n' "$matmul_ptxas"
 [ -n "$bench_table" ] && printf '\n%s\n' "$bench_table"
+[ -n "${gpt_line:-}" ] && printf '\n== gpt sample, small (bf16, batch 64, seq 256), 30 steps: %s\n' "$gpt_line"
 table
 [ $fails -eq 0 ]
