@@ -107,13 +107,12 @@ static trt_status check_elements(const sl_call *c, int64_t n) {
     return TRT_OK;
 }
 
-/* That m is a live buffer of the device, 16-byte aligned at its offset,
- * holding `rows` rows of `cols` elements of `esize` bytes, `stride`
- * elements apart (rows, cols >= 1 and stride >= cols, checked before). */
-static trt_status check_mem(const sl_call *c, const char *name, tls_mem m, int64_t rows, int64_t cols, int64_t stride,
-                            size_t esize) {
+trt_status sl_check_rows(const sl_call *c, const char *name, tls_mem m, int64_t rows, int64_t cols, int64_t stride,
+                         size_t esize, sl_span *sp) {
     size_t have;
+    uint64_t base;
     trt_status st = rt_buffer_size(c->d, m.buffer, &have);
+    if (st == TRT_OK) st = trt_buffer_ptr(c->d, m.buffer, &base);
     if (st != TRT_OK) return rt_fail(c->d, st, "%s: %s: %s", c->op, name, c->d->err);
     if (m.offset % SL_PTR_ALIGN)
         return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: %s: offset %zu is not a multiple of %d bytes", c->op, name,
@@ -124,16 +123,33 @@ static trt_status check_mem(const sl_call *c, const char *name, tls_mem m, int64
         return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: %s: %lld rows %lld elements apart do not fit in memory", c->op,
                        name, (long long)rows, (long long)stride);
     uint64_t need = (r * s + (uint64_t)cols) * esize;
+    if ((m.offset > have || need > have - m.offset) && rows == 1)
+        return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: %s: the buffer holds %zu bytes; %lld values need %llu from "
+                       "offset %zu", c->op, name, have, (long long)cols, (unsigned long long)need, m.offset);
     if (m.offset > have || need > have - m.offset)
         return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT,
                        "%s: %s: the buffer holds %zu bytes; %lld rows of %lld elements %lld apart need %llu from offset %zu",
                        c->op, name, have, (long long)rows, (long long)cols, (long long)stride, (unsigned long long)need,
                        m.offset);
+    if (sp) *sp = (sl_span){.name = name, .begin = base + m.offset, .end = base + m.offset + need};
     return TRT_OK;
 }
 
+trt_status sl_check_apart(const sl_call *c, const sl_span *o, const sl_span *x, const char *unless) {
+    if (o->begin < x->end && x->begin < o->end)
+        return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT,
+                       "%s: %s and %s overlap in memory: an output must not share memory with another tensor of the "
+                       "call%s%s",
+                       c->op, o->name, x->name, unless ? " " : "", unless ? unless : "");
+    return TRT_OK;
+}
+
+trt_status sl_check_values(const sl_call *c, const char *name, tls_mem m, int64_t n, size_t esize, sl_span *sp) {
+    return sl_check_rows(c, name, m, 1, n, n, esize, sp);
+}
+
 trt_status sl_check_vector(const sl_call *c, const char *name, tls_mem m, int64_t n, size_t esize) {
-    return check_mem(c, name, m, 1, n, n, esize);
+    return sl_check_values(c, name, m, n, esize, NULL);
 }
 
 static int next_pow2(int64_t n) {
@@ -205,8 +221,8 @@ trt_status tls_softmax(trt_device *dev, tls_dtype dt, tls_mem x, tls_mem y, int6
     trt_kernel *k;
     if ((st = sl_begin(&c, dev, "tls_softmax", dt, opt)) || (st = check_rows(&c, rows, cols, TLS_SOFTMAX_MAX_COLS)) ||
         (st = check_stride(&c, "x_stride", x_stride, cols)) || (st = check_stride(&c, "y_stride", y_stride, cols)) ||
-        (st = check_mem(&c, "x", x, rows, cols, x_stride, c.st->size)) ||
-        (st = check_mem(&c, "y", y, rows, cols, y_stride, c.st->size)) ||
+        (st = sl_check_rows(&c, "x", x, rows, cols, x_stride, c.st->size, NULL)) ||
+        (st = sl_check_rows(&c, "y", y, rows, cols, y_stride, c.st->size, NULL)) ||
         (st = kernel_for(&c, "stdlib/softmax.tile", "softmax", next_pow2(cols), row_align(cols, x_stride, y_stride),
                             sl_main_warps(&c), &k)))
         return st;
@@ -221,9 +237,10 @@ trt_status tls_softmax_bwd(trt_device *dev, tls_dtype dt, tls_mem y, tls_mem dy,
     trt_kernel *k;
     if ((st = sl_begin(&c, dev, "tls_softmax_bwd", dt, opt)) ||
         (st = check_rows(&c, rows, cols, TLS_SOFTMAX_MAX_COLS)) ||
-        (st = check_stride(&c, "stride", stride, cols)) || (st = check_mem(&c, "y", y, rows, cols, stride, c.st->size)) ||
-        (st = check_mem(&c, "dy", dy, rows, cols, stride, c.st->size)) ||
-        (st = check_mem(&c, "dx", dx, rows, cols, stride, c.st->size)) ||
+        (st = check_stride(&c, "stride", stride, cols)) ||
+        (st = sl_check_rows(&c, "y", y, rows, cols, stride, c.st->size, NULL)) ||
+        (st = sl_check_rows(&c, "dy", dy, rows, cols, stride, c.st->size, NULL)) ||
+        (st = sl_check_rows(&c, "dx", dx, rows, cols, stride, c.st->size, NULL)) ||
         (st = kernel_for(&c, "stdlib/softmax.tile", "softmax_bwd", next_pow2(cols), row_align(cols, stride, stride),
                             sl_main_warps(&c), &k)))
         return st;
@@ -289,8 +306,8 @@ trt_status tls_layernorm(trt_device *dev, tls_dtype dt, tls_mem x, tls_mem y, tl
     trt_kernel *k;
     if ((st = sl_begin(&c, dev, "tls_layernorm", dt, opt)) || (st = check_rows(&c, rows, cols, TLS_NORM_MAX_COLS)) ||
         (st = check_stride(&c, "stride", stride, cols)) || (st = check_eps(&c, eps)) ||
-        (st = check_mem(&c, "x", x, rows, cols, stride, c.st->size)) ||
-        (st = check_mem(&c, "y", y, rows, cols, stride, c.st->size)) ||
+        (st = sl_check_rows(&c, "x", x, rows, cols, stride, c.st->size, NULL)) ||
+        (st = sl_check_rows(&c, "y", y, rows, cols, stride, c.st->size, NULL)) ||
         (st = sl_check_vector(&c, "w", w, cols, c.st->size)) || (st = sl_check_vector(&c, "b", b, cols, c.st->size)) ||
         (st = sl_check_vector(&c, "mean", mean, rows, 4)) || (st = sl_check_vector(&c, "rstd", rstd, rows, 4)) ||
         (st = kernel_for(&c, "stdlib/layernorm.tile", "layernorm", next_pow2(cols), row_align(cols, stride, stride),
@@ -315,9 +332,9 @@ trt_status tls_layernorm_bwd(trt_device *dev, tls_dtype dt, tls_mem x, tls_mem d
     if ((st = sl_begin(&c, dev, "tls_layernorm_bwd", dt, opt)) ||
         (st = check_rows(&c, rows, cols, TLS_NORM_MAX_COLS)) ||
         (st = check_stride(&c, "stride", stride, cols)) || (st = plan_groups(&c, rows, cols, &g)) ||
-        (st = check_mem(&c, "x", x, rows, cols, stride, c.st->size)) ||
-        (st = check_mem(&c, "dy", dy, rows, cols, stride, c.st->size)) ||
-        (st = check_mem(&c, "dx", dx, rows, cols, stride, c.st->size)) ||
+        (st = sl_check_rows(&c, "x", x, rows, cols, stride, c.st->size, NULL)) ||
+        (st = sl_check_rows(&c, "dy", dy, rows, cols, stride, c.st->size, NULL)) ||
+        (st = sl_check_rows(&c, "dx", dx, rows, cols, stride, c.st->size, NULL)) ||
         (st = sl_check_vector(&c, "w", w, cols, c.st->size)) || (st = sl_check_vector(&c, "mean", mean, rows, 4)) ||
         (st = sl_check_vector(&c, "rstd", rstd, rows, 4)) || (st = sl_check_vector(&c, "dw", dw, cols, c.st->size)) ||
         (st = sl_check_vector(&c, "db", db, cols, c.st->size)) ||
@@ -343,8 +360,8 @@ trt_status tls_rmsnorm(trt_device *dev, tls_dtype dt, tls_mem x, tls_mem y, tls_
     trt_kernel *k;
     if ((st = sl_begin(&c, dev, "tls_rmsnorm", dt, opt)) || (st = check_rows(&c, rows, cols, TLS_NORM_MAX_COLS)) ||
         (st = check_stride(&c, "stride", stride, cols)) || (st = check_eps(&c, eps)) ||
-        (st = check_mem(&c, "x", x, rows, cols, stride, c.st->size)) ||
-        (st = check_mem(&c, "y", y, rows, cols, stride, c.st->size)) ||
+        (st = sl_check_rows(&c, "x", x, rows, cols, stride, c.st->size, NULL)) ||
+        (st = sl_check_rows(&c, "y", y, rows, cols, stride, c.st->size, NULL)) ||
         (st = sl_check_vector(&c, "w", w, cols, c.st->size)) || (st = sl_check_vector(&c, "rstd", rstd, rows, 4)) ||
         (st = kernel_for(&c, "stdlib/rmsnorm.tile", "rmsnorm", next_pow2(cols), row_align(cols, stride, stride),
                             sl_main_warps(&c), &k)))
@@ -367,9 +384,9 @@ trt_status tls_rmsnorm_bwd(trt_device *dev, tls_dtype dt, tls_mem x, tls_mem dy,
     trt_kernel *kb, *ks;
     if ((st = sl_begin(&c, dev, "tls_rmsnorm_bwd", dt, opt)) || (st = check_rows(&c, rows, cols, TLS_NORM_MAX_COLS)) ||
         (st = check_stride(&c, "stride", stride, cols)) || (st = plan_groups(&c, rows, cols, &g)) ||
-        (st = check_mem(&c, "x", x, rows, cols, stride, c.st->size)) ||
-        (st = check_mem(&c, "dy", dy, rows, cols, stride, c.st->size)) ||
-        (st = check_mem(&c, "dx", dx, rows, cols, stride, c.st->size)) ||
+        (st = sl_check_rows(&c, "x", x, rows, cols, stride, c.st->size, NULL)) ||
+        (st = sl_check_rows(&c, "dy", dy, rows, cols, stride, c.st->size, NULL)) ||
+        (st = sl_check_rows(&c, "dx", dx, rows, cols, stride, c.st->size, NULL)) ||
         (st = sl_check_vector(&c, "w", w, cols, c.st->size)) || (st = sl_check_vector(&c, "rstd", rstd, rows, 4)) ||
         (st = sl_check_vector(&c, "dw", dw, cols, c.st->size)) ||
         (st = sl_check_vector(&c, "workspace", ws, (int64_t)g.part_bytes, 1)) ||

@@ -45,13 +45,6 @@ _Static_assert((long long)TLS_EMBEDDING_MAX_DIM == (long long)MAX_GRID_Y * MAX_B
 _Static_assert((long long)TLS_EMBEDDING_MAX_ROWS + FWD_TILE - 1 <= INT32_MAX,
                "the forward's i32 positions must not wrap in the last program (BLOCK_R up to FWD_TILE)");
 
-/* Where a tensor of the call lies: device addresses of its first byte and
- * one past its last. */
-typedef struct span {
-    const char *name;
-    uint64_t begin, end;
-} span;
-
 static trt_status check_size(const sl_call *c, const char *name, int64_t v, int64_t max) {
     if (v < 1 || v > max)
         return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: %s is %lld; it must be from 1 to %lld", c->op, name,
@@ -67,29 +60,6 @@ static trt_status check_sizes(const sl_call *c, int64_t rows, int64_t seq, int64
         (st = check_size(c, "vocab", vocab, TLS_EMBEDDING_MAX_VOCAB)) ||
         (st = check_size(c, "dim", dim, TLS_EMBEDDING_MAX_DIM)))
         return st;
-    return TRT_OK;
-}
-
-/* That m holds n values of esize bytes (sl_check_vector: live, aligned,
- * large enough); sets *s to its bytes. n * esize fits: the sizes are
- * checked first (at most 2^31 x 2^24 x 4 bytes). */
-static trt_status check_tensor(const sl_call *c, const char *name, tls_mem m, int64_t n, size_t esize, span *s) {
-    trt_status st;
-    uint64_t base;
-    if ((st = sl_check_vector(c, name, m, n, esize))) return st;
-    if ((st = trt_buffer_ptr(c->d, m.buffer, &base))) return rt_fail(c->d, st, "%s: %s: %s", c->op, name, c->d->err);
-    *s = (span){.name = name, .begin = base + m.offset, .end = base + m.offset + (uint64_t)n * esize};
-    return TRT_OK;
-}
-
-/* That output o shares no byte with x (their spans, first byte to last,
- * do not meet). */
-static trt_status check_apart(const sl_call *c, const span *o, const span *x) {
-    if (o->begin < x->end && x->begin < o->end)
-        return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT,
-                       "%s: %s and %s overlap in memory: an output must not share memory with another tensor of the "
-                       "call",
-                       c->op, o->name, x->name);
     return TRT_OK;
 }
 
@@ -129,17 +99,17 @@ trt_status tls_embedding(trt_device *dev, tls_dtype dt, tls_mem tokens, tls_mem 
                          int64_t rows, int64_t seq, int64_t vocab, int64_t dim, const tls_options *opt) {
     sl_call c;
     trt_status st;
-    span s[4] = {{0}};
+    sl_span s[4] = {{0}};
     trt_kernel *k;
     int block;
     if ((st = sl_begin(&c, dev, "tls_embedding", dt, opt)) || (st = check_sizes(&c, rows, seq, vocab, dim)) ||
-        (st = check_tensor(&c, "tokens", tokens, rows, TOKEN_BYTES, &s[0])) ||
-        (st = check_tensor(&c, "wte", wte, vocab * dim, c.st->size, &s[1])) ||
-        (st = check_tensor(&c, "wpe", wpe, seq * dim, c.st->size, &s[2])) ||
-        (st = check_tensor(&c, "out", out, rows * dim, c.st->size, &s[3])))
+        (st = sl_check_values(&c, "tokens", tokens, rows, TOKEN_BYTES, &s[0])) ||
+        (st = sl_check_values(&c, "wte", wte, vocab * dim, c.st->size, &s[1])) ||
+        (st = sl_check_values(&c, "wpe", wpe, seq * dim, c.st->size, &s[2])) ||
+        (st = sl_check_values(&c, "out", out, rows * dim, c.st->size, &s[3])))
         return st;
     for (int i = 0; i < 3; i++)
-        if ((st = check_apart(&c, &s[3], &s[i]))) return st;
+        if ((st = sl_check_apart(&c, &s[3], &s[i], NULL))) return st;
     if ((st = check_tokens(&c, tokens, rows, vocab)) || (st = embedding_kernel(&c, "", dim, &block, &k))) return st;
     trt_arg a[] = {sl_arg_mem(tokens), sl_arg_mem(wte), sl_arg_mem(wpe), sl_arg_mem(out),
                    trt_int(rows),      trt_int(seq),    trt_int(vocab),  trt_int(dim)};
@@ -150,18 +120,18 @@ trt_status tls_embedding_bwd(trt_device *dev, tls_dtype dt, tls_mem tokens, tls_
                              int64_t rows, int64_t seq, int64_t vocab, int64_t dim, const tls_options *opt) {
     sl_call c;
     trt_status st;
-    span s[4] = {{0}}; /* tokens, dout, dwte, dwpe */
+    sl_span s[4] = {{0}}; /* tokens, dout, dwte, dwpe */
     trt_kernel *kte, *kpe;
     int block;
     if ((st = sl_begin(&c, dev, "tls_embedding_bwd", dt, opt)) || (st = check_sizes(&c, rows, seq, vocab, dim)) ||
-        (st = check_tensor(&c, "tokens", tokens, rows, TOKEN_BYTES, &s[0])) ||
-        (st = check_tensor(&c, "dout", dout, rows * dim, c.st->size, &s[1])) ||
-        (st = check_tensor(&c, "dwte", dwte, vocab * dim, c.st->size, &s[2])) ||
-        (st = check_tensor(&c, "dwpe", dwpe, seq * dim, c.st->size, &s[3])))
+        (st = sl_check_values(&c, "tokens", tokens, rows, TOKEN_BYTES, &s[0])) ||
+        (st = sl_check_values(&c, "dout", dout, rows * dim, c.st->size, &s[1])) ||
+        (st = sl_check_values(&c, "dwte", dwte, vocab * dim, c.st->size, &s[2])) ||
+        (st = sl_check_values(&c, "dwpe", dwpe, seq * dim, c.st->size, &s[3])))
         return st;
     for (int o = 2; o < 4; o++)
         for (int i = 0; i < 4; i++)
-            if (i != o && (st = check_apart(&c, &s[o], &s[i]))) return st;
+            if (i != o && (st = sl_check_apart(&c, &s[o], &s[i], NULL))) return st;
     if ((st = check_tokens(&c, tokens, rows, vocab)) || (st = embedding_kernel(&c, "_bwd_wte", dim, &block, &kte)) ||
         (st = embedding_kernel(&c, "_bwd_wpe", dim, &block, &kpe)))
         return st;

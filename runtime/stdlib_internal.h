@@ -87,9 +87,28 @@ typedef struct sl_call {
 /* The checks every entry point starts with: the device open, the dtype
  * and the options (precision, num_warps); sets up *c. */
 trt_status sl_begin(sl_call *c, trt_device *d, const char *op, tls_dtype dt, const tls_options *o);
+/* Where a tensor of a call lies, for the overlap checks: the device
+ * addresses of its first byte and one past its last. */
+typedef struct sl_span {
+    const char *name;
+    uint64_t begin, end;
+} sl_span;
+/* That m is a live buffer of the device, 16-byte aligned at its offset,
+ * holding `rows` rows of `cols` elements of esize bytes `stride` elements
+ * apart (rows, cols >= 1 and stride >= cols, checked before; one row: a
+ * vector of cols values); sets *sp (NULL: not wanted) to its bytes. */
+trt_status sl_check_rows(const sl_call *c, const char *name, tls_mem m, int64_t rows, int64_t cols, int64_t stride,
+                         size_t esize, sl_span *sp);
 /* That m is a live buffer of the device, 16-byte aligned at its offset,
  * holding n values of esize bytes (n >= 1). */
 trt_status sl_check_vector(const sl_call *c, const char *name, tls_mem m, int64_t n, size_t esize);
+/* sl_check_vector, and *sp (NULL: not wanted) its bytes. */
+trt_status sl_check_values(const sl_call *c, const char *name, tls_mem m, int64_t n, size_t esize, sl_span *sp);
+/* That output o shares no byte with x: their spans, first byte to last,
+ * do not meet (conservative: interleaved tensors that share no element
+ * are refused too). `unless` (NULL: none) ends the message: what the call
+ * does allow. */
+trt_status sl_check_apart(const sl_call *c, const sl_span *o, const sl_span *x, const char *unless);
 /* The kernel `name` of the embedded stdlib `file`, compiled (once per
  * device) with the options co (its const parameters, num_warps and
  * num_stages, 0: the compiler's, exp2_ftz; arch NULL: the device's);

@@ -37,56 +37,8 @@ _Static_assert((long long)TLS_CROSS_ENTROPY_MAX_COLS + XENT_CHUNK - 1 <= INT32_M
                "the kernel's i32 column offsets must not wrap in the last chunk");
 
 static const char *const XENT_FILE = "stdlib/cross_entropy.tile";
-
-/* One tensor of the call: where its bytes lie, for the overlap checks. */
-typedef struct xent_span {
-    const char *name;
-    uint64_t begin, end; /* device addresses of its first byte and one past its last */
-} xent_span;
-
-/* That m is a live buffer of the device, 16-byte aligned at its offset,
- * holding `rows` rows of `cols` elements of esize bytes `stride` elements
- * apart (rows, cols >= 1 and stride >= cols, checked before; one row: a
- * vector of cols values); sets *sp. */
-static trt_status check_rows_mem(const sl_call *c, const char *name, tls_mem m, int64_t rows, int64_t cols,
-                                 int64_t stride, size_t esize, xent_span *sp) {
-    size_t have;
-    uint64_t base;
-    trt_status st = rt_buffer_size(c->d, m.buffer, &have);
-    if (st == TRT_OK) st = trt_buffer_ptr(c->d, m.buffer, &base);
-    if (st != TRT_OK) return rt_fail(c->d, st, "%s: %s: %s", c->op, name, c->d->err);
-    if (m.offset % SL_PTR_ALIGN)
-        return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: %s: offset %zu is not a multiple of %d bytes", c->op, name,
-                       m.offset, SL_PTR_ALIGN);
-    /* (rows - 1) * stride + cols elements, without overflowing */
-    uint64_t r = (uint64_t)(rows - 1), s = (uint64_t)stride, limit = (uint64_t)INT64_MAX / esize;
-    if (r && s > (limit - (uint64_t)cols) / r)
-        return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: %s: %lld rows %lld elements apart do not fit in memory", c->op,
-                       name, (long long)rows, (long long)stride);
-    uint64_t need = (r * s + (uint64_t)cols) * esize;
-    if ((m.offset > have || need > have - m.offset) && rows == 1)
-        return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: %s: the buffer holds %zu bytes; %lld values need %llu from "
-                       "offset %zu", c->op, name, have, (long long)cols, (unsigned long long)need, m.offset);
-    if (m.offset > have || need > have - m.offset)
-        return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT,
-                       "%s: %s: the buffer holds %zu bytes; %lld rows of %lld elements %lld apart need %llu from offset %zu",
-                       c->op, name, have, (long long)rows, (long long)cols, (long long)stride, (unsigned long long)need,
-                       m.offset);
-    *sp = (xent_span){.name = name, .begin = base + m.offset, .end = base + m.offset + need};
-    return TRT_OK;
-}
-
-/* That output o shares no byte with x: their spans, first byte to last,
- * must not meet (a conservative test: two tensors interleaved in one
- * buffer without sharing an element are refused too). */
-static trt_status check_disjoint(const sl_call *c, const xent_span *o, const xent_span *x) {
-    if (o->begin < x->end && x->begin < o->end)
-        return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT,
-                       "%s: %s and %s overlap in memory: an output must not share memory with another tensor of the "
-                       "call (dlogits may be logits itself, with the same stride)",
-                       c->op, o->name, x->name);
-    return TRT_OK;
-}
+/* what the overlap messages add: the one overlap the call takes */
+static const char *const XENT_IN_PLACE = "(dlogits may be logits itself, with the same stride)";
 
 /* Every target below cols, where reading them costs a memcpy (the CPU and
  * the emulator); negative ones ignore their rows. */
@@ -143,17 +95,17 @@ trt_status tls_cross_entropy(trt_device *dev, tls_dtype dt, tls_mem logits, tls_
                        (long long)dlogits_stride, (long long)cols);
     if (!isfinite(dloss))
         return rt_fail(dev, TRT_ERR_INVALID_ARGUMENT, "%s: dloss is %g; it must be finite", c.op, (double)dloss);
-    xent_span x, t, l, d;
-    if ((st = check_rows_mem(&c, "logits", logits, rows, cols, stride, c.st->size, &x)) ||
-        (st = check_rows_mem(&c, "targets", targets, 1, rows, rows, 4, &t)) ||
-        (st = check_rows_mem(&c, "losses", losses, 1, rows, rows, 4, &l)) ||
-        (grad && (st = check_rows_mem(&c, "dlogits", dlogits, rows, cols, dlogits_stride, c.st->size, &d))) ||
-        (st = check_disjoint(&c, &l, &x)) || (st = check_disjoint(&c, &l, &t)))
+    sl_span x, t, l, d;
+    if ((st = sl_check_rows(&c, "logits", logits, rows, cols, stride, c.st->size, &x)) ||
+        (st = sl_check_values(&c, "targets", targets, rows, 4, &t)) ||
+        (st = sl_check_values(&c, "losses", losses, rows, 4, &l)) ||
+        (grad && (st = sl_check_rows(&c, "dlogits", dlogits, rows, cols, dlogits_stride, c.st->size, &d))) ||
+        (st = sl_check_apart(&c, &l, &x, XENT_IN_PLACE)) || (st = sl_check_apart(&c, &l, &t, XENT_IN_PLACE)))
         return st;
     if (grad) {
         bool in_place = x.begin == d.begin && stride == dlogits_stride;
-        if ((!in_place && (st = check_disjoint(&c, &d, &x))) || (st = check_disjoint(&c, &d, &t)) ||
-            (st = check_disjoint(&c, &d, &l)))
+        if ((!in_place && (st = sl_check_apart(&c, &d, &x, XENT_IN_PLACE))) ||
+            (st = sl_check_apart(&c, &d, &t, XENT_IN_PLACE)) || (st = sl_check_apart(&c, &d, &l, XENT_IN_PLACE)))
             return st;
     }
     if ((st = check_targets(&c, targets, rows, cols))) return st;

@@ -63,35 +63,11 @@ static trt_status check_count(const sl_call *c, const char *name, int64_t v) {
     return TRT_OK;
 }
 
-/* A tensor of the call as the bytes it spans, first to one past the last,
- * at device addresses (for the overlap checks). */
-typedef struct span {
-    const char *name;
-    uint64_t begin, end;
-} span;
-
-/* That m, a live buffer 16-byte aligned at its offset, holds n elements
- * of esize bytes (n >= 1); *s their span. */
-static trt_status check_span(const sl_call *c, const char *name, tls_mem m, int64_t n, size_t esize, span *s) {
-    *s = (span){name, 0, 0};
-    trt_status st = sl_check_vector(c, name, m, n, esize);
-    if (st) return st;
-    uint64_t base;
-    if ((st = trt_buffer_ptr(c->d, m.buffer, &base))) return rt_fail(c->d, st, "%s: %s: %s", c->op, name, c->d->err);
-    *s = (span){name, base + m.offset, base + m.offset + (uint64_t)n * esize};
-    return TRT_OK;
-}
-
 /* That output o shares no byte with x (or, with `same_ok`, is exactly
  * x: the same first byte and length). */
-static trt_status check_apart(const sl_call *c, const span *o, const span *x, bool same_ok) {
+static trt_status check_apart(const sl_call *c, const sl_span *o, const sl_span *x, bool same_ok) {
     if (same_ok && o->begin == x->begin && o->end == x->end) return TRT_OK;
-    if (o->begin < x->end && x->begin < o->end)
-        return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT,
-                       "%s: %s and %s overlap in memory: an output must not share memory with another tensor of "
-                       "the call%s",
-                       c->op, o->name, x->name, same_ok ? " unless it is exactly that tensor (in place)" : "");
-    return TRT_OK;
+    return sl_check_apart(c, o, x, same_ok ? "unless it is exactly that tensor (in place)" : NULL);
 }
 
 static trt_status launch(const sl_call *c, trt_kernel *k, int64_t grid, const trt_arg *args, size_t nargs) {
@@ -124,11 +100,11 @@ trt_status tls_sum_squares(trt_device *dev, tls_dtype dt, tls_mem x, int64_t n, 
                            tls_mem workspace, const tls_options *opt) {
     sl_call c;
     trt_status st;
-    span sx, so, sw;
+    sl_span sx, so, sw;
     trt_kernel *kp, *kt = NULL;
     if ((st = sl_begin(&c, dev, "tls_sum_squares", dt, opt)) || (st = check_count(&c, "n", n)) ||
-        (st = check_span(&c, "x", x, n, c.st->size, &sx)) || (st = check_span(&c, "out", out, 1, 4, &so)) ||
-        (st = check_span(&c, "workspace", workspace, (int64_t)sumsq_workspace(n), 1, &sw)) ||
+        (st = sl_check_values(&c, "x", x, n, c.st->size, &sx)) || (st = sl_check_values(&c, "out", out, 1, 4, &so)) ||
+        (st = sl_check_values(&c, "workspace", workspace, (int64_t)sumsq_workspace(n), 1, &sw)) ||
         (st = check_apart(&c, &so, &sx, false)) || (st = check_apart(&c, &sw, &sx, false)) ||
         (st = check_apart(&c, &so, &sw, false)))
         return st;
@@ -177,17 +153,17 @@ trt_status tls_adamw(trt_device *dev, tls_dtype dt, tls_mem p, tls_mem g, tls_me
     sl_call c;
     trt_status st;
     trt_kernel *k;
-    span sp, sg, sm, sv, sc = {0}, ss = {0};
+    sl_span sp, sg, sm, sv, sc = {0}, ss = {0};
     if ((st = sl_begin(&c, dev, "tls_adamw", dt, opt)) || (st = check_adamw_params(&c, h)) ||
-        (st = check_count(&c, "n", n)) || (st = check_span(&c, "p", p, n, 4, &sp)) ||
-        (st = check_span(&c, "g", g, n, c.st->size, &sg)) || (st = check_span(&c, "m", m, n, 4, &sm)) ||
-        (st = check_span(&c, "v", v, n, 4, &sv)))
+        (st = check_count(&c, "n", n)) || (st = sl_check_values(&c, "p", p, n, 4, &sp)) ||
+        (st = sl_check_values(&c, "g", g, n, c.st->size, &sg)) || (st = sl_check_values(&c, "m", m, n, 4, &sm)) ||
+        (st = sl_check_values(&c, "v", v, n, 4, &sv)))
         return st;
     bool has_copy = p_copy.buffer.handle != 0, clip = h->max_norm > 0;
-    if (has_copy && (st = check_span(&c, "p_copy", p_copy, n, c.st->size, &sc))) return st;
-    if (clip && (st = check_span(&c, "grad_sumsq", grad_sumsq, 1, 4, &ss))) return st;
+    if (has_copy && (st = sl_check_values(&c, "p_copy", p_copy, n, c.st->size, &sc))) return st;
+    if (clip && (st = sl_check_values(&c, "grad_sumsq", grad_sumsq, 1, 4, &ss))) return st;
     /* the outputs (p, m, v, p_copy) apart from each other and from the inputs (g, grad_sumsq) */
-    const span *t[] = {&sp, &sm, &sv, &sc, &sg, &ss};
+    const sl_span *t[] = {&sp, &sm, &sv, &sc, &sg, &ss};
     const bool present[] = {true, true, true, has_copy, true, clip};
     for (size_t i = 0; i < 4; i++)
         for (size_t j = i + 1; j < sizeof t / sizeof t[0]; j++)
@@ -223,10 +199,11 @@ trt_status tls_add(trt_device *dev, tls_dtype dt, tls_mem a, tls_mem b, tls_mem 
     sl_call c;
     trt_status st;
     trt_kernel *k;
-    span sa, sb, sy;
+    sl_span sa, sb, sy;
     if ((st = sl_begin(&c, dev, "tls_add", dt, opt)) || (st = check_count(&c, "n", n)) ||
-        (st = check_span(&c, "a", a, n, c.st->size, &sa)) || (st = check_span(&c, "b", b, n, c.st->size, &sb)) ||
-        (st = check_span(&c, "y", y, n, c.st->size, &sy)) || (st = check_apart(&c, &sy, &sa, true)) ||
+        (st = sl_check_values(&c, "a", a, n, c.st->size, &sa)) ||
+        (st = sl_check_values(&c, "b", b, n, c.st->size, &sb)) ||
+        (st = sl_check_values(&c, "y", y, n, c.st->size, &sy)) || (st = check_apart(&c, &sy, &sa, true)) ||
         (st = check_apart(&c, &sy, &sb, true)) || (st = optim_kernel(&c, "vadd", c.st->suffix, NULL, sl_main_warps(&c), &k)))
         return st;
     trt_arg args[] = {sl_arg_mem(a), sl_arg_mem(b), sl_arg_mem(y), trt_int(n)};
@@ -240,7 +217,7 @@ trt_status tls_sum_rows(trt_device *dev, tls_dtype dt, tls_mem x, tls_mem out, i
     sl_call c;
     trt_status st;
     trt_kernel *k;
-    span sx, so;
+    sl_span sx, so;
     if ((st = sl_begin(&c, dev, "tls_sum_rows", dt, opt)) || (st = check_count(&c, "rows", rows)) ||
         (st = check_count(&c, "cols", cols)))
         return st;
@@ -251,8 +228,8 @@ trt_status tls_sum_rows(trt_device *dev, tls_dtype dt, tls_mem x, tls_mem out, i
     if (rows > 1 && (uint64_t)stride > ((uint64_t)INT64_MAX / c.st->size - (uint64_t)cols) / (uint64_t)(rows - 1))
         return rt_fail(dev, TRT_ERR_INVALID_ARGUMENT, "%s: x: %lld rows %lld elements apart do not fit in memory", c.op,
                        (long long)rows, (long long)stride);
-    if ((st = check_span(&c, "x", x, (rows - 1) * stride + cols, c.st->size, &sx)) ||
-        (st = check_span(&c, "out", out, cols, c.st->size, &so)) || (st = check_apart(&c, &so, &sx, false)) ||
+    if ((st = sl_check_values(&c, "x", x, (rows - 1) * stride + cols, c.st->size, &sx)) ||
+        (st = sl_check_values(&c, "out", out, cols, c.st->size, &so)) || (st = check_apart(&c, &so, &sx, false)) ||
         (st = optim_kernel(&c, "sum_rows", c.st->suffix, NULL, sl_main_warps(&c), &k)))
         return st;
     trt_arg a[] = {sl_arg_mem(x), sl_arg_mem(out), trt_int(rows), trt_int(cols), trt_int(stride), trt_int(accumulate)};
@@ -266,14 +243,14 @@ trt_status tls_convert(trt_device *dev, tls_dtype from, tls_mem x, tls_dtype to,
     sl_call c;
     trt_status st;
     trt_kernel *k;
-    span sx, sy;
+    sl_span sx, sy;
     if ((st = sl_begin(&c, dev, "tls_convert", from, opt))) return st;
     if ((unsigned)to >= sizeof sl_storages / sizeof sl_storages[0])
         return rt_fail(dev, TRT_ERR_INVALID_ARGUMENT, "%s: unknown dtype %d for `to` (TLS_F32, TLS_F16 or TLS_BF16)",
                        c.op, (int)to);
     const sl_storage *st_to = &sl_storages[to];
-    if ((st = check_count(&c, "n", n)) || (st = check_span(&c, "x", x, n, c.st->size, &sx)) ||
-        (st = check_span(&c, "y", y, n, st_to->size, &sy)) || (st = check_apart(&c, &sy, &sx, true)))
+    if ((st = check_count(&c, "n", n)) || (st = sl_check_values(&c, "x", x, n, c.st->size, &sx)) ||
+        (st = sl_check_values(&c, "y", y, n, st_to->size, &sy)) || (st = check_apart(&c, &sy, &sx, true)))
         return st;
     if ((st = optim_kernel(&c, "convert", c.st->suffix, st_to->suffix, sl_main_warps(&c), &k))) return st;
     trt_arg a[] = {sl_arg_mem(x), sl_arg_mem(y), trt_int(n)};

@@ -712,7 +712,7 @@ static void test_attention_misuse(void **state) {
     p = vl, p.total_q = (int64_t)INT32_MAX + 1;
     EXPECT(FWD(&p, Qv, Kv, Kv, Ov, Lv), "total_q is 2147483648; it must be from 0 to 2147483647");
     p = vl, p.batch = 3;
-    EXPECT(FWD(&p, Qv, Kv, Kv, Ov, Lv), "cu_q: the buffer holds 12 bytes; 1 rows of 4 elements");
+    EXPECT(FWD(&p, Qv, Kv, Kv, Ov, Lv), "cu_q: the buffer holds 12 bytes; 4 values need 16");
     p = vl, p.cu_k = tls_mem_at(cu.buf, 8);
     EXPECT(FWD(&p, Qv, Kv, Kv, Ov, Lv), "cu_k: offset 8 is not a multiple of 16");
     EXPECT(FWD(&vl, Q, Kv, Kv, Ov, Lv), "q: stride_batch is 1024; with cu_q and cu_k the sequences are packed");

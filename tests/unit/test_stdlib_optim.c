@@ -552,7 +552,7 @@ static void test_misuse_is_an_error(void **state) {
     OK(tls_sum_squares_workspace(dev, 32769, &bytes));
     assert_int_equal(bytes, 32);
     EXPECT(tls_sum_squares(dev, TLS_F16, mem(&big), 32769, O, false, tls_mem_at(w.buf, 1008), NULL), BAD,
-           "workspace: the buffer holds 1024 bytes; 1 rows of 32 elements 32 apart need 32 from offset 1008");
+           "workspace: the buffer holds 1024 bytes; 32 values need 32 from offset 1008");
     EXPECT(tls_sum_squares(dev, TLS_F16, mem(&big), 32769, O, false, none, NULL), TRT_ERR_INVALID_HANDLE,
            "tls_sum_squares: workspace:");
     EXPECT(tls_sum_squares(dev, TLS_F16, mem(&big), 32769, O, false, tls_mem_at(big.buf, 16), NULL), BAD,
