@@ -561,7 +561,8 @@ static void test_stdlib_dropout(void **state) {
 
 /* Every kernel of the stdlib is run by a test of this file (or, for
  * elementwise.tile, by test_runtime_stdlib too; matmul by test_stdlib_api;
- * attention by test_runtime_devices_attention and _attention_bwd): a new
+ * attention by test_runtime_devices_attention and _attention_bwd, its f32
+ * kernels by test_stdlib_attention): a new
  * kernel without a test fails here. */
 static void test_every_stdlib_kernel_is_tested(void **state) {
     (void)state;
@@ -580,7 +581,9 @@ static void test_every_stdlib_kernel_is_tested(void **state) {
         "matmul_f16", "matmul_bf16", "matmul_f32", "matmul_f32_ieee",
         "attention_fwd_f16", "attention_fwd_bf16", /* test_runtime_devices_attention.c */
         "attention_bwd_pre_f16", "attention_bwd_dkdv_f16", "attention_bwd_dq_f16", /* ..._attention_bwd.c */
-        "attention_bwd_pre_bf16", "attention_bwd_dkdv_bf16", "attention_bwd_dq_bf16"};
+        "attention_bwd_pre_bf16", "attention_bwd_dkdv_bf16", "attention_bwd_dq_bf16",
+        "attention_fwd_f32", "attention_bwd_pre_f32", "attention_bwd_dkdv_f32", /* test_stdlib_attention.c */
+        "attention_bwd_dq_f32"};
     size_t seen = 0, files = 0;
     /* the file names first, so that a failure below (a longjmp) leaves no
      * directory open */
@@ -605,7 +608,8 @@ static void test_every_stdlib_kernel_is_tested(void **state) {
             for (size_t t = 0; t < sizeof tested / sizeof tested[0]; t++) ok |= !strcmp(tested[t], name);
             if (!ok)
                 fail_msg("%s: kernel %s has no test in test_runtime_devices_stdlib.c, test_stdlib_api.c, "
-                         "test_runtime_devices_attention.c or test_runtime_devices_attention_bwd.c",
+                         "test_stdlib_attention.c, test_runtime_devices_attention.c or "
+                         "test_runtime_devices_attention_bwd.c",
                          rel, name);
             seen++;
         }
