@@ -185,15 +185,19 @@ TILEC_API trt_status tls_matmul_batched(trt_device *dev, tls_dtype dt, tls_mem a
 
 /* The problem tls_attention_fwd computes (and the backward, with the same
  * struct, differentiates): softmax(scale * q . k^T + mask) . v per batch
- * and head, f32 sums, the storage f16 or bf16. Zero-initialize it and set
- * what applies: the zeros are no mask, the default scale, equal lengths. */
+ * and head, f32 sums, the storage f16, bf16 or f32 (f32 at head dims 32,
+ * 64 and 128; its products are tf32, as tls_matmul's default, on the GPU's
+ * tensor cores and on the CPU and emulator devices alike, so its results
+ * are about as precise as f16's; TLS_IEEE is refused). Zero-initialize it
+ * and set what applies: the zeros are no mask, the default scale, equal
+ * lengths. */
 typedef struct tls_attention_problem {
     int64_t batch;            /* sequences, 1 to TLS_ATTENTION_MAX_BATCH */
     int64_t heads, kv_heads;  /* query heads, 1 to TLS_ATTENTION_MAX_HEADS, a multiple of kv_heads: query head h
                                  reads key/value head h / (heads / kv_heads) (grouped-query; kv_heads 1:
                                  multi-query; = heads: multi-head) */
     int64_t n_q, n_kv;        /* query and key rows of each sequence (with cu_q: the longest's), >= 1 */
-    int64_t head_dim;         /* 32, 64, 128 or 256 (else pad q, k and v with zero columns to the next) */
+    int64_t head_dim;         /* 32, 64, 128 or 256, f32 not 256 (else pad q, k and v with zero columns to the next) */
     float scale;              /* the scores' factor; 0: 1 / sqrt(head_dim) */
     bool causal;              /* query row i sees key j only if j <= i (both counted from the sequence's start) */
     bool window;              /* a sliding window: query row i sees keys i - window_left to i + window_right */

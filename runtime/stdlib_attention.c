@@ -10,12 +10,13 @@
  * the problem, then each tensor against its dims, then that each output
  * keeps its elements apart and shares no byte with another tensor of the
  * call) and compiles every kernel it launches first, so that a refused
- * call writes nothing. The forward picks a row of attention_configs by
- * head dim and the device's arch (BLOCK_M, BLOCK_N, num_warps,
- * num_stages) and the CAUSAL, WINDOW and VARLEN specializations the
- * problem asks for, and launches cdiv(n_q, BLOCK_M) programs along axis
- * 0, the heads along axis 1 and the batch along axis 2. The backward
- * picks a row of attention_bwd_configs the same way and launches
+ * call writes nothing. The forward picks a row of attention_configs (f32:
+ * attention_f32_configs) by head dim and the device's arch (BLOCK_M,
+ * BLOCK_N, num_warps, num_stages) and the CAUSAL, WINDOW and VARLEN
+ * specializations the problem asks for, and launches cdiv(n_q, BLOCK_M)
+ * programs along axis 0, the heads along axis 1 and the batch along axis
+ * 2. The backward picks a row of attention_bwd_configs (f32:
+ * attention_bwd_f32_configs) the same way and launches
  * stdlib/attention_bwd.tile's three kernels on one argument list: the
  * pre-pass (delta into the caller's workspace) and dQ on the forward's
  * grid at dQ's BLOCK_M, dK/dV on cdiv(n_kv, BLOCK_N) programs by key/value
@@ -60,10 +61,47 @@ static const rt_attention_config attention_configs[] = {
                                  neither, 64 x 64 124 B) */
 };
 
-const rt_attention_config *rt_attention_config_for(int64_t head_dim, int sm) {
-    for (size_t i = 0; i < sizeof attention_configs / sizeof attention_configs[0]; i++)
-        if (attention_configs[i].head_dim == head_dim && sm >= attention_configs[i].min_sm) return &attention_configs[i];
+/* The forward's configurations for f32 storage (attention_fwd_f32), looked
+ * up the same way (rt_attention_f32_config_for): an f32 tile takes twice
+ * the shared memory and twice the registers of an f16 one (q, k and v as
+ * 32-bit tf32 fragments), so f32 has rows of its own. Each row is the
+ * largest tile that ptxas -v compiles without spilling for its arch, plain,
+ * with ALIGNED and with CAUSAL, WINDOW, VARLEN and ALIGNED
+ * (tests/stdlib-no-spills.sh checks them), trying FA2's and Triton's
+ * tiles first, then halving BLOCK_N, then BLOCK_M: 128 x 64 spills 80 to
+ * 204 B at head dim 64, and sm_86's 99 KB (sm_89's too) make the compiler
+ * stage through scratch, which spills at the sm_80 tiles of head dims 32 and
+ * 64 (28 to 52 B at 128 x 64, 4 to 32 B at 128 x 32). 2 stages (the f32
+ * rings take twice f16's bytes; deeper ones were not tried).
+ * Head dim 256 has no row: every tile from 128 x 64 w8 down to 16 x 16 w1
+ * spills (88 B at 16 x 16 w4, kilobytes at most), so f32 refuses it. Not
+ * timed (no GPU in the session that wrote them). */
+static const rt_attention_config attention_f32_configs[] = {
+    /* head_dim, min_sm, BLOCK_M, BLOCK_N, num_warps, num_stages */
+    {32, 90, 128, 64, 8, 2},
+    {32, 86, 128, 32, 8, 2}, /* 128 x 64 spills 28 to 52 B there */
+    {32, 0, 128, 64, 8, 2},
+    {64, 90, 128, 32, 8, 2}, /* 128 x 64 spills 80 to 204 B */
+    {64, 86, 64, 32, 4, 2},  /* 128 x 32 spills 4 to 32 B there */
+    {64, 0, 128, 32, 8, 2},  /* 128 x 64 spills 96 to 196 B */
+    {128, 0, 64, 32, 8, 2},  /* 128 x 32 w8 spills 220 B or more, 64 x 64 w8 264 B; 8 warps on 64 rows leave no
+                                16-row block a warp, so p crosses shared memory to the second dot (64 x 32 on 4
+                                warps, which would keep it in registers, spills 160 to 376 B) */
+};
+
+static const rt_attention_config *config_in(const rt_attention_config *t, size_t n, int64_t head_dim, int sm) {
+    for (size_t i = 0; i < n; i++)
+        if (t[i].head_dim == head_dim && sm >= t[i].min_sm) return &t[i];
     return NULL;
+}
+
+const rt_attention_config *rt_attention_config_for(int64_t head_dim, int sm) {
+    return config_in(attention_configs, sizeof attention_configs / sizeof attention_configs[0], head_dim, sm);
+}
+
+const rt_attention_config *rt_attention_f32_config_for(int64_t head_dim, int sm) {
+    return config_in(attention_f32_configs, sizeof attention_f32_configs / sizeof attention_f32_configs[0], head_dim,
+                     sm);
 }
 
 /* The configurations of stdlib/attention_bwd.tile by head dim and
@@ -110,11 +148,49 @@ static const rt_attention_bwd_config attention_bwd_configs[] = {
     {256, 0, {16, 16, 8, 2}, {32, 16, 8, 2}},
 };
 
-const rt_attention_bwd_config *rt_attention_bwd_config_for(int64_t head_dim, int sm) {
-    for (size_t i = 0; i < sizeof attention_bwd_configs / sizeof attention_bwd_configs[0]; i++)
-        if (attention_bwd_configs[i].head_dim == head_dim && sm >= attention_bwd_configs[i].min_sm)
-            return &attention_bwd_configs[i];
+/* The backward's configurations for f32 storage (stdlib/attention_bwd.tile's
+ * _f32 kernels), looked up as the others (rt_attention_bwd_f32_config_for;
+ * a min_sm 86 row serves sm_86, sm_89 and, with no 90 row before it,
+ * sm_90): chosen as the forward's f32 rows, the largest blocks at which
+ * ptxas -v spills nothing for the arch, plain and with CAUSAL, WINDOW,
+ * VARLEN and ALIGNED (tests/stdlib-no-spills.sh checks each row), 2
+ * stages. The two f32 BLOCK_N x HEAD_DIM accumulators of dK/dV take
+ * twice the registers of f16's: at head dim 128 only 16 keys a program on
+ * 8 warps spill nothing on sm_80 and sm_86 (16 x 32 spills 4 B with every
+ * option on sm_80, 64 B on sm_86; 32 x 16 20 to 272 B), 16 x 32 on sm_90.
+ * dQ at head dim 128: 64 x 32 w8 spills 68 to 736 B, 64 x 16 none on sm_80
+ * and sm_90 (20 to 40 B on sm_86, which takes 32 x 16). At head dim 64
+ * dK/dV's f16 tile, 64 x 64, spills 300 to 1900 B, 32 x 64 40 to 68 B with
+ * every option; dQ's 64 x 64 w4 450 B or more, on 8 warps 8 to 620 B. At
+ * head dim 32, dK/dV's 64 x 64 spills 12 B on sm_90 and 150 B on sm_86.
+ * Not timed (no GPU in the session that wrote them). */
+static const rt_attention_bwd_config attention_bwd_f32_configs[] = {
+    /* head_dim, min_sm, dK/dV {BLOCK_M, BLOCK_N, num_warps, num_stages}, dQ {the same} */
+    {32, 86, {32, 64, 8, 2}, {64, 64, 8, 2}},
+    {32, 0, {64, 64, 8, 2}, {64, 64, 8, 2}},
+    {64, 90, {16, 64, 8, 2}, {64, 32, 8, 2}},
+    {64, 86, {32, 32, 8, 2}, {64, 32, 8, 2}}, /* 16 x 64 spills 4 B there with every option */
+    {64, 0, {16, 64, 8, 2}, {64, 32, 8, 2}},
+    {128, 90, {16, 32, 8, 2}, {64, 16, 8, 2}},
+    {128, 86, {16, 16, 8, 2}, {32, 16, 8, 2}},
+    {128, 0, {16, 16, 8, 2}, {64, 16, 8, 2}},
+};
+
+static const rt_attention_bwd_config *bwd_config_in(const rt_attention_bwd_config *t, size_t n, int64_t head_dim,
+                                                    int sm) {
+    for (size_t i = 0; i < n; i++)
+        if (t[i].head_dim == head_dim && sm >= t[i].min_sm) return &t[i];
     return NULL;
+}
+
+const rt_attention_bwd_config *rt_attention_bwd_config_for(int64_t head_dim, int sm) {
+    return bwd_config_in(attention_bwd_configs, sizeof attention_bwd_configs / sizeof attention_bwd_configs[0],
+                         head_dim, sm);
+}
+
+const rt_attention_bwd_config *rt_attention_bwd_f32_config_for(int64_t head_dim, int sm) {
+    return bwd_config_in(attention_bwd_f32_configs,
+                         sizeof attention_bwd_f32_configs / sizeof attention_bwd_f32_configs[0], head_dim, sm);
 }
 
 /* The compute capability the call's code is built for: the GPU's, the
@@ -370,25 +446,28 @@ static trt_status check_workspace(const sl_call *c, tls_mem ws, uint64_t bytes) 
 }
 
 /* What every attention entry point checks before it launches anything:
- * the device, dtype (f16 or bf16) and options; the problem
- * (check_problem); each tensor of args against its dims (with varlen, one
- * batch of the packed rows, every stride_batch 0; f32 row values
- * contiguous; the workspace holding delta_layout's bytes, its strides
- * set here); that each output keeps its elements apart and shares no
- * byte with another tensor of the call or the varlen offsets. Sets
+ * the device, dtype (f16, bf16, or f32 at a head dim of
+ * attention_f32_configs) and options; the problem (check_problem); each
+ * tensor of args against its dims (with varlen, one batch of the packed
+ * rows, every stride_batch 0; f32 row values contiguous; the workspace
+ * holding delta_layout's bytes, its strides set here); that each output
+ * keeps its elements apart and shares no byte with another tensor of the
+ * call or the varlen offsets. Sets
  * *varlen. With no tensors (n 0), the problem's checks alone. */
 static trt_status begin_attention(sl_call *c, trt_device *dev, const char *op, tls_dtype dt, const tls_options *opt,
                                   const tls_attention_problem *p, const att_arg *args, size_t n, bool *varlen) {
     trt_status st;
     if ((st = sl_begin(c, dev, op, dt, opt))) return st;
-    if (dt == TLS_F32)
-        return rt_fail(dev, TRT_ERR_INVALID_ARGUMENT, "%s: dtype f32: attention takes f16 or bf16 (its products run "
-                       "on the tensor cores; convert f32 inputs first)", op);
     if (opt && opt->precision != TLS_TF32)
-        return rt_fail(dev, TRT_ERR_INVALID_ARGUMENT, "%s: precision TLS_IEEE is for f32 matrix products", op);
+        return rt_fail(dev, TRT_ERR_INVALID_ARGUMENT, "%s: precision TLS_IEEE: attention's products are the tensor "
+                       "cores' (f32 as tf32)", op);
     if (!p) return rt_fail(dev, TRT_ERR_INVALID_ARGUMENT, "%s: the problem is NULL", op);
     *varlen = p->cu_q.buffer.handle && p->cu_k.buffer.handle;
     if ((st = check_problem(c, p, *varlen))) return st;
+    if (dt == TLS_F32 && !rt_attention_f32_config_for(p->head_dim, 0))
+        return rt_fail(dev, TRT_ERR_INVALID_ARGUMENT, "%s: head_dim is %lld; in f32 it must be 32, 64 or 128 (no f32 "
+                       "tile of head dim 256 compiles without spilling: use f16 or bf16 there)", op,
+                       (long long)p->head_dim);
     int64_t nb = *varlen ? 1 : p->batch, rq = *varlen ? p->total_q : p->n_q, rk = *varlen ? p->total_kv : p->n_kv;
     att_tensor t[MAX_ATT_TENSORS + 2];
     assert(n <= MAX_ATT_TENSORS);
@@ -455,9 +534,9 @@ static att_mask attention_mask(const tls_attention_problem *p) {
 }
 
 /* The kernels' ALIGNED: every stride of these tensors a multiple of 8
- * elements (16 bytes of f16; their offsets are checked 16-byte aligned),
- * so each row's 16-byte pieces are aligned and the k and v copies need no
- * alignment check at run time. */
+ * elements (16 bytes of f16 and bf16, 32 of f32; their offsets are
+ * checked 16-byte aligned), so each row's 16-byte pieces are aligned and
+ * the k and v copies need no alignment check at run time. */
 static bool strides_aligned(const tls_attention_tensor *const *t, size_t n) {
     for (size_t i = 0; i < n; i++)
         if (t[i]->stride_batch % 8 || t[i]->stride_head % 8 || t[i]->stride_row % 8) return false;
@@ -475,7 +554,9 @@ trt_status tls_attention_fwd(trt_device *dev, tls_dtype dt, const tls_attention_
                             {"lse", lse, ATT_ROW_VALUES, true}};
     if ((st = begin_attention(&c, dev, "tls_attention_fwd", dt, opt, p, args, sizeof args / sizeof args[0], &varlen)))
         return st;
-    const rt_attention_config *cfg = rt_attention_config_for(p->head_dim, device_sm(&c));
+    int sm = device_sm(&c);
+    const rt_attention_config *cfg = c.st == &sl_storages[TLS_F32] ? rt_attention_f32_config_for(p->head_dim, sm)
+                                                                    : rt_attention_config_for(p->head_dim, sm);
     att_mask m = attention_mask(p);
     const tls_attention_tensor *all[] = {&q, &k, &v, &o};
     bool aligned = strides_aligned(all, sizeof all / sizeof all[0]);
@@ -508,7 +589,8 @@ trt_status tls_attention_fwd(trt_device *dev, tls_dtype dt, const tls_attention_
 /* The backward's row of attention_bwd_configs for the call's device (p's
  * head dim checked before). */
 static const rt_attention_bwd_config *bwd_config(const sl_call *c, const tls_attention_problem *p) {
-    return rt_attention_bwd_config_for(p->head_dim, device_sm(c));
+    return c->st == &sl_storages[TLS_F32] ? rt_attention_bwd_f32_config_for(p->head_dim, device_sm(c))
+                                          : rt_attention_bwd_config_for(p->head_dim, device_sm(c));
 }
 
 /* dK/dV's program walks its (query head, query block) pairs in one loop

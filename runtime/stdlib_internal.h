@@ -43,6 +43,8 @@ typedef struct rt_attention_config {
 } rt_attention_config;
 /* NULL for a head_dim the table does not have. */
 const rt_attention_config *rt_attention_config_for(int64_t head_dim, int sm);
+/* The same for f32 storage (attention_f32_configs: no head_dim 256). */
+const rt_attention_config *rt_attention_f32_config_for(int64_t head_dim, int sm);
 
 /* A kernel of the backward (stdlib/attention_bwd.tile) in a row of its
  * table: the blocks, warps and software-pipelining depth it compiles
@@ -58,6 +60,8 @@ typedef struct rt_attention_bwd_config {
     rt_attention_pass dkdv, dq;
 } rt_attention_bwd_config;
 const rt_attention_bwd_config *rt_attention_bwd_config_for(int64_t head_dim, int sm);
+/* The same for f32 storage (attention_bwd_f32_configs). */
+const rt_attention_bwd_config *rt_attention_bwd_f32_config_for(int64_t head_dim, int sm);
 
 /* ---- what runtime/stdlib.c shares with runtime/stdlib_attention.c (sl_: the
  * stdlib's own helpers, not the runtime's rt_) ---- */

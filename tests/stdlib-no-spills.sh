@@ -6,9 +6,10 @@
 # from, for sm_80 and sm_90, fused epilogues included, whose ptxas -v
 # figures for sm_90 it prints as a table (scripts/gpu-check.sh shows it),
 # and stdlib/attention.tile's forward at each row of attention_configs
-# tls_attention_fwd takes on sm_80 and sm_90, and attention_bwd.tile at
-# each row of attention_bwd_configs on sm_80, sm_86 and sm_90, also
-# tabulated. Exits 77
+# tls_attention_fwd takes on sm_80 and sm_90 (of attention_f32_configs, for
+# its f32 kernel, on sm_80, sm_86 and sm_90), and attention_bwd.tile at
+# each row of attention_bwd_configs and attention_bwd_f32_configs on
+# sm_80, sm_86 and sm_90, also tabulated. Exits 77
 # (skipped) without ptxas.
 set -u
 tilec=$1
@@ -131,16 +132,23 @@ done
 # head_dim, min_sm, BLOCK_M, BLOCK_N, num_warps, num_stages), plain, plain
 # with ALIGNED (the strides tls_attention_fwd usually sees), and with
 # CAUSAL, WINDOW, VARLEN and ALIGNED all on (the most registers), f16 and
-# bf16 in one compile, with --exp2-ftz as the library compiles it; its
-# ptxas -v figures in a table of their own.
-att_rows=$(rows_of attention_configs stdlib_attention.c)
-[ -n "$att_rows" ] || { echo "FAIL: no attention_configs rows found in runtime/stdlib_attention.c"; fail=1; }
+# bf16 in one compile, with --exp2-ftz as the library compiles it; then
+# attention_fwd_f32 the same at the rows of attention_f32_configs (head
+# dims 32, 64 and 128; also on sm_86, which has rows of its own). Each
+# table's rows are checked for its own kernels only (an f16 row would
+# spill f32's); their ptxas -v figures in a table of their own.
 att_table=()
-for arch in sm_80 sm_90; do
+# table, archs, head dims, the kernels it is for (a regex)
+for tab in "attention_configs|sm_80 sm_90|32 64 128 256|^attention_fwd_(f16|bf16)$" \
+           "attention_f32_configs|sm_80 sm_86 sm_90|32 64 128|^attention_fwd_f32$"; do
+IFS='|' read -r tname tarchs tdims tpat <<<"$tab"
+att_rows=$(rows_of "$tname" stdlib_attention.c)
+[ -n "$att_rows" ] || { echo "FAIL: no $tname rows found in runtime/stdlib_attention.c"; fail=1; }
+for arch in $tarchs; do
   sm=${arch#sm_}
-  for d in 32 64 128 256; do
+  for d in $tdims; do
     row=$(awk -F, -v d="$d" -v sm="$sm" '$1 == d && $2 <= sm {print; exit}' <<<"$att_rows")
-    [ -n "$row" ] || { echo "FAIL: attention_configs has no row for head dim $d on $arch"; fail=1; continue; }
+    [ -n "$row" ] || { echo "FAIL: $tname has no row for head dim $d on $arch"; fail=1; continue; }
     IFS=, read -r _ _ bm bn warps stages <<<"$row"
     for flags in "0 0 0 0" "0 0 0 1" "1 1 1 1"; do
       read -r causal window varlen aligned <<<"$flags"
@@ -154,18 +162,21 @@ for arch in sm_80 sm_90; do
         echo "FAIL: attention.tile ($what) does not compile:"; cat "$tmp/log"; fail=1; continue
       fi
       sed -n 's/^kernel @\([A-Za-z0-9_]*\)(.*dynamic_smem(\([0-9]*\)).*/\1 \2/p' "$tmp/k.cubin.tir" >"$tmp/dyn" 2>/dev/null
-      att_table+=("$(awk -v what="$what" '
+      att_table+=("$(awk -v what="$what" -v pat="$tpat" '
         FILENAME == ARGV[1] {dyn[$1] = $2; next}
         /Function properties for/ {k=$NF; st=0; ld=0}
         /spill stores/ {st=$5; ld=$9}
         /Used [0-9]+ registers/ {r=0; sm=0
+          if (k !~ pat) next
           for (i = 1; i <= NF; i++) { if ($i ~ /^registers/) r=$(i-1); if ($i == "smem") sm=$(i-2) }
           printf "%-20s %-44s %9s %10s %9s %12s %11s\n", k, what, r, sm, (k in dyn) ? dyn[k] : 0, st, ld}' "$tmp/dyn" "$tmp/log")")
-      bad=$(awk '/Function properties for/ {k=$NF} /spill stores/ {if ($5 != 0 || $9 != 0) print k ": " $0}' "$tmp/log")
-      checked=$((checked + $(grep -c "Function properties for" "$tmp/log")))
+      bad=$(awk -v pat="$tpat" '/Function properties for/ {k=$NF}
+        /spill stores/ {if (k ~ pat && ($5 != 0 || $9 != 0)) print k ": " $0}' "$tmp/log")
+      checked=$((checked + $(awk -v pat="$tpat" '/Function properties for/ && $NF ~ pat {n++} END {print n + 0}' "$tmp/log")))
       if [ -n "$bad" ]; then echo "FAIL: attention.tile ($what) spills:"; echo "$bad"; fail=1; fi
     done
   done
+done
 done
 # stdlib/attention_bwd.tile at the row of attention_bwd_configs in
 # runtime/stdlib_attention.c that tls_attention_bwd takes for each head dim
@@ -173,15 +184,20 @@ done
 # and sm_90 (the columns: head_dim, min_sm, then dK/dV's and dQ's BLOCK_M,
 # BLOCK_N, num_warps, num_stages): dK/dV's kernels at dK/dV's, the
 # pre-pass's and dQ's at dQ's, plain and with CAUSAL, WINDOW, VARLEN and
-# ALIGNED, f16 and bf16 in one compile; tabulated too.
-bwd_rows=$(rows_of attention_bwd_configs stdlib_attention.c)
-[ -n "$bwd_rows" ] || { echo "FAIL: no attention_bwd_configs rows found in runtime/stdlib_attention.c"; fail=1; }
+# ALIGNED, f16 and bf16 in one compile; then the f32 kernels at the rows
+# of attention_bwd_f32_configs (head dims 32, 64 and 128), each table's
+# rows checked for its own kernels; tabulated too.
 bwd_table=()
+# table, head dims, the storage suffixes it is for (a regex)
+for tab in "attention_bwd_configs|32 64 128 256|(f16|bf16)" "attention_bwd_f32_configs|32 64 128|f32"; do
+IFS='|' read -r tname tdims tsuf <<<"$tab"
+bwd_rows=$(rows_of "$tname" stdlib_attention.c)
+[ -n "$bwd_rows" ] || { echo "FAIL: no $tname rows found in runtime/stdlib_attention.c"; fail=1; }
 for arch in sm_80 sm_86 sm_90; do
   sm=${arch#sm_}
-  for d in 32 64 128 256; do
+  for d in $tdims; do
     row=$(awk -F, -v d="$d" -v sm="$sm" '$1 == d && $2 <= sm {print; exit}' <<<"$bwd_rows")
-    [ -n "$row" ] || { echo "FAIL: attention_bwd_configs has no row for head dim $d on $arch"; fail=1; continue; }
+    [ -n "$row" ] || { echo "FAIL: $tname has no row for head dim $d on $arch"; fail=1; continue; }
     IFS=, read -r _ _ kbm kbn kw ks qbm qbn qw qs <<<"$row"
     for pass in dkdv dq; do
       if [ "$pass" = dkdv ]; then bm=$kbm bn=$kbn warps=$kw stages=$ks kernels="dkdv"
@@ -197,9 +213,9 @@ for arch in sm_80 sm_86 sm_90; do
           echo "FAIL: attention_bwd.tile ($what) does not compile:"; cat "$tmp/log"; fail=1; continue
         fi
         sed -n 's/^kernel @\([A-Za-z0-9_]*\)(.*dynamic_smem(\([0-9]*\)).*/\1 \2/p' "$tmp/k.cubin.tir" >"$tmp/dyn" 2>/dev/null
-        # the kernels of this pass: attention_bwd_<pass>_f16 and _bf16
-        pat=$(sed 's/\([a-z]*\)/attention_bwd_\1_/g; s/ /|/g' <<<"$kernels")
-        bwd_table+=("$(awk -v what="$what" -v pat="^($pat)" '
+        # the kernels of this pass in this table's storage: attention_bwd_<pass>_f16 and _bf16, or _f32
+        pat="^attention_bwd_($(sed 's/ /|/g' <<<"$kernels"))_${tsuf}\$"
+        bwd_table+=("$(awk -v what="$what" -v pat="$pat" '
           FILENAME == ARGV[1] {dyn[$1] = $2; next}
           /Function properties for/ {k=$NF; st=0; ld=0}
           /spill stores/ {st=$5; ld=$9}
@@ -208,21 +224,22 @@ for arch in sm_80 sm_86 sm_90; do
             for (i = 1; i <= NF; i++) { if ($i ~ /^registers/) r=$(i-1); if ($i == "smem") sm=$(i-2) }
             printf "%-24s %-44s %9s %10s %9s %12s %11s\n", k, what, r, sm, (k in dyn) ? dyn[k] : 0, st, ld}' \
           "$tmp/dyn" "$tmp/log")")
-        bad=$(awk -v pat="^($pat)" '/Function properties for/ {k=$NF}
+        bad=$(awk -v pat="$pat" '/Function properties for/ {k=$NF}
           /spill stores/ {if (k ~ pat && ($5 != 0 || $9 != 0)) print k ": " $0}' "$tmp/log")
-        checked=$((checked + $(awk -v pat="^($pat)" '/Function properties for/ && $NF ~ pat {n++} END {print n + 0}' "$tmp/log")))
+        checked=$((checked + $(awk -v pat="$pat" '/Function properties for/ && $NF ~ pat {n++} END {print n + 0}' "$tmp/log")))
         if [ -n "$bad" ]; then echo "FAIL: attention_bwd.tile ($what) spills:"; echo "$bad"; fail=1; fi
       done
     done
   done
 done
+done
 if [ ${#bwd_table[@]} -gt 0 ]; then
-  echo "== stdlib attention backward, ptxas -v at the rows of attention_bwd_configs (bytes)"
+  echo "== stdlib attention backward, ptxas -v at the rows of attention_bwd_configs and attention_bwd_f32_configs (bytes)"
   printf '%-24s %-44s %9s %10s %9s %12s %11s\n' kernel configuration registers smem dyn-smem spill-stores spill-loads
   printf '%s\n' "${bwd_table[@]}"
 fi
 if [ ${#att_table[@]} -gt 0 ]; then
-  echo "== stdlib attention forward, ptxas -v at the rows of attention_configs (bytes)"
+  echo "== stdlib attention forward, ptxas -v at the rows of attention_configs and attention_f32_configs (bytes)"
   printf '%-20s %-44s %9s %10s %9s %12s %11s\n' kernel configuration registers smem dyn-smem spill-stores spill-loads
   printf '%s\n' "${att_table[@]}"
 fi

@@ -561,7 +561,8 @@ static void test_stdlib_dropout(void **state) {
 
 /* Every kernel of the stdlib is run by a test of this file (or, for
  * elementwise.tile, by test_runtime_stdlib too; matmul by test_stdlib_api;
- * attention by test_runtime_devices_attention and _attention_bwd): a new
+ * attention by test_runtime_devices_attention and _attention_bwd, its f32
+ * kernels by test_stdlib_attention): a new
  * kernel without a test fails here. */
 static void test_every_stdlib_kernel_is_tested(void **state) {
     (void)state;
@@ -590,7 +591,9 @@ static void test_every_stdlib_kernel_is_tested(void **state) {
         "adamw_bf16", "vadd_f32", "vadd_f16", "vadd_bf16", "sum_rows_f32", "sum_rows_f16", "sum_rows_bf16",
         "convert_f32_f32", "convert_f32_f16", "convert_f32_bf16", "convert_f16_f32", "convert_f16_f16",
         "convert_f16_bf16", "convert_bf16_f32", "convert_bf16_f16", "convert_bf16_bf16",
-        "cross_entropy_f32", "cross_entropy_f16", "cross_entropy_bf16"}; /* test_stdlib_loss.c */
+        "cross_entropy_f32", "cross_entropy_f16", "cross_entropy_bf16", /* test_stdlib_loss.c */
+        "attention_fwd_f32", "attention_bwd_pre_f32", "attention_bwd_dkdv_f32", /* test_stdlib_attention.c */
+        "attention_bwd_dq_f32"};
     size_t seen = 0, files = 0;
     /* the file names first, so that a failure below (a longjmp) leaves no
      * directory open */
@@ -615,8 +618,9 @@ static void test_every_stdlib_kernel_is_tested(void **state) {
             for (size_t t = 0; t < sizeof tested / sizeof tested[0]; t++) ok |= !strcmp(tested[t], name);
             if (!ok)
                 fail_msg("%s: kernel %s has no test in test_runtime_devices_stdlib.c, test_stdlib_api.c, "
-                         "test_runtime_devices_attention.c, test_runtime_devices_attention_bwd.c, "
-                         "test_stdlib_embedding.c, test_stdlib_optim.c or test_stdlib_loss.c",
+                         "test_stdlib_attention.c, test_runtime_devices_attention.c, "
+                         "test_runtime_devices_attention_bwd.c, test_stdlib_embedding.c, test_stdlib_optim.c or "
+                         "test_stdlib_loss.c",
                          rel, name);
             seen++;
         }

@@ -6,7 +6,8 @@
  *
  *   test_stdlib_attention cpu|cuda|emu
  *
- * Shapes: f16 and bf16; head dims 32, 64 and 128 (the rows of
+ * Shapes: f16, bf16 and f32 (tf32 inputs, small shapes); head dims 32,
+ * 64 and 128 (the rows of
  * runtime/stdlib_attention.c's attention_configs and
  * attention_bwd_configs the CPU and the emulator take, and head dim 32 at
  * the sm_90 row's 8 warps); causal or not; sliding windows, one-sided
@@ -20,7 +21,10 @@
  * tolerance as test_runtime_devices_attention.c's: o within 8 u (1 +
  * |o|), u the storage's unit roundoff (p is rounded to it before the
  * second product, o after), lse within 1e-3 (1 + |lse|) (f32 exp2 and
- * log2), and exactly 0 and -inf for a row that sees no key. The backward
+ * log2), and exactly 0 and -inf for a row that sees no key; for f32, u is
+ * tf32's (2^-11: its inputs are tf32 values, so the products are exact,
+ * and p is rounded to tf32 before the second product on every device,
+ * the CPU's interpreter and the emulator as the GPU). The backward
  * runs on the forward's o and lse against the float64 gradient
  * (run_backward says its tolerance). Misuse: each check of
  * tls_attention_fwd and tls_attention_bwd gives its status and message,
@@ -57,9 +61,26 @@ typedef struct dtype {
     float (*get)(const void *p, size_t i);
     double u; /* unit roundoff */
 } dtype;
+/* f32 to tf32 as the tensor cores' cvt.rna.tf32.f32 (and the CPU device's
+ * and the emulator's f32 dot): 10 mantissa bits, to nearest, ties away
+ * from zero. */
+static float tf32(float v) {
+    uint32_t u;
+    memcpy(&u, &v, 4);
+    u = (u + 0x1000u) & ~0x1fffu;
+    memcpy(&v, &u, 4);
+    return v;
+}
+/* f32 attention's inputs: tf32 values, so that its tf32 products are exact
+ * as f16's are and the reference needs no rounding of its own. */
+static void put_tf32(void *p, size_t i, float v) { put_f32(p, i, tf32(v)); }
+
 static const dtype f16 = {TLS_F16, "f16", 2, put_f16, get_f16, 0x1p-11},
                    bf16 = {TLS_BF16, "bf16", 2, put_bf16, get_bf16, 0x1p-8},
-                   f32 = {TLS_F32, "f32", 4, put_f32, get_f32, 0x1p-24};
+                   f32 = {TLS_F32, "f32", 4, put_f32, get_f32, 0x1p-24},
+                   /* f32 attention: its u is tf32's, to which p (and the backward's dS) is rounded before a
+                    * product, on every device */
+                   f32_att = {TLS_F32, "f32", 4, put_tf32, get_f32, 0x1p-11};
 
 /* ---- tensors of four dims in poisoned buffers ----------------------------------- */
 
@@ -292,6 +313,14 @@ static void test_attention(void **state) {
          .lay = ODD, .varlen = true, .lens_q = {1, 131, 0}, .lens_kv = {3, 100, 1}},
         {.dt = &f16, .batch = 2, .heads = 2, .kv_heads = 1, .d = 128, .lay = BSHD, .varlen = true,
          .lens_q = {33, 70}, .lens_kv = {70, 33}},
+        /* f32 (tf32 products; small: the emulator's f32 tiles are slow) at each head dim it takes: grouped heads,
+         * causal; a window at odd strides; varlen with a sequence of 1 row */
+        {.dt = &f32_att, .batch = 2, .heads = 2, .kv_heads = 1, .n_q = 17, .n_kv = 37, .d = 64, .causal = true,
+         .lay = BSHD},
+        {.dt = &f32_att, .batch = 1, .heads = 1, .kv_heads = 1, .n_q = 33, .n_kv = 20, .d = 128, .window = true,
+         .left = 5, .right = 3, .scale = 0.2f, .lay = ODD},
+        {.dt = &f32_att, .batch = 2, .heads = 2, .kv_heads = 2, .d = 32, .lay = BHSD_PADDED, .varlen = true,
+         .lens_q = {1, 40}, .lens_kv = {20, 3}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_attention(&cases[i]);
 }
@@ -566,6 +595,14 @@ static void test_attention_bwd(void **state) {
          .left = 6, .right = 2, .lay = ODD},
         /* the warps of tls_options, for all three kernels */
         {.dt = &f16, .batch = 1, .heads = 2, .kv_heads = 1, .n_q = 30, .n_kv = 50, .d = 32, .lay = BSHD, .warps = 4},
+        /* f32 (tf32 products), small as the forward's: grouped heads, causal; a window at odd strides (keys from 24
+         * on seen by no row); varlen with a sequence of 0 query rows */
+        {.dt = &f32_att, .batch = 1, .heads = 2, .kv_heads = 1, .n_q = 17, .n_kv = 37, .d = 64, .causal = true,
+         .lay = BSHD},
+        {.dt = &f32_att, .batch = 1, .heads = 1, .kv_heads = 1, .n_q = 20, .n_kv = 33, .d = 128, .window = true,
+         .left = 4, .right = 3, .lay = ODD},
+        {.dt = &f32_att, .batch = 2, .heads = 2, .kv_heads = 1, .d = 32, .lay = BHSD_PADDED, .varlen = true,
+         .lens_q = {0, 21}, .lens_kv = {5, 30}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_backward(&cases[i]);
 }
@@ -674,11 +711,14 @@ static void test_attention_misuse(void **state) {
 #define FWD(prob, ...) tls_attention_fwd(dev, TLS_F16, prob, __VA_ARGS__, NULL)
 #define WITH(field, value, says) (p = good, p.field = (value), EXPECT(FWD(&p, Q, K, K, O, L), says))
     assert_int_equal(tls_attention_fwd(NULL, TLS_F16, &good, Q, K, K, O, L, NULL), TRT_ERR_INVALID_ARGUMENT);
-    EXPECT(tls_attention_fwd(dev, TLS_F32, &good, Q, K, K, O, L, NULL),
-           "tls_attention_fwd: dtype f32: attention takes f16 or bf16");
+    p = good, p.head_dim = 256; /* f32 has no head dim 256 (no tile of it compiles without spilling) */
+    EXPECT(tls_attention_fwd(dev, TLS_F32, &p, Q, K, K, O, L, NULL),
+           "tls_attention_fwd: head_dim is 256; in f32 it must be 32, 64 or 128");
     EXPECT(tls_attention_fwd(dev, (tls_dtype)5, &good, Q, K, K, O, L, NULL), "unknown dtype 5");
     tls_options ieee = {.precision = TLS_IEEE}, warps = {.num_warps = 3};
-    EXPECT(tls_attention_fwd(dev, TLS_F16, &good, Q, K, K, O, L, &ieee), "precision TLS_IEEE is for f32");
+    EXPECT(tls_attention_fwd(dev, TLS_F16, &good, Q, K, K, O, L, &ieee),
+           "tls_attention_fwd: precision TLS_IEEE: attention's products are the tensor cores' (f32 as tf32)");
+    EXPECT(tls_attention_fwd(dev, TLS_F32, &good, Q, K, K, O, L, &ieee), "precision TLS_IEEE: attention's products");
     EXPECT(tls_attention_fwd(dev, TLS_F16, &good, Q, K, K, O, L, &warps), "num_warps 3 must be 0");
     EXPECT(FWD(NULL, Q, K, K, O, L), "tls_attention_fwd: the problem is NULL");
     WITH(batch, 0, "batch is 0; it must be from 1 to 65535 (the grid's axis 2)");
@@ -825,8 +865,12 @@ static void test_attention_bwd_misuse(void **state) {
 #define BWD(prob, ...) tls_attention_bwd(dev, TLS_F16, prob, __VA_ARGS__, NULL)
     assert_int_equal(tls_attention_bwd(NULL, TLS_F16, &good, Q, K, K, O, G, L, DQ, DK, DV, W, NULL),
                      TRT_ERR_INVALID_ARGUMENT);
-    EXPECT(tls_attention_bwd(dev, TLS_F32, &good, Q, K, K, O, G, L, DQ, DK, DV, W, NULL),
-           "tls_attention_bwd: dtype f32: attention takes f16 or bf16");
+    p = good, p.head_dim = 256;
+    EXPECT(tls_attention_bwd(dev, TLS_F32, &p, Q, K, K, O, G, L, DQ, DK, DV, W, NULL),
+           "tls_attention_bwd: head_dim is 256; in f32 it must be 32, 64 or 128");
+    tls_options ieee = {.precision = TLS_IEEE};
+    EXPECT(tls_attention_bwd(dev, TLS_F32, &good, Q, K, K, O, G, L, DQ, DK, DV, W, &ieee),
+           "tls_attention_bwd: precision TLS_IEEE");
     tls_options warps = {.num_warps = 3};
     EXPECT(tls_attention_bwd(dev, TLS_BF16, &good, Q, K, K, O, G, L, DQ, DK, DV, W, &warps), "num_warps 3 must be 0");
     EXPECT(BWD(NULL, Q, K, K, O, G, L, DQ, DK, DV, W), "tls_attention_bwd: the problem is NULL");

@@ -1,8 +1,9 @@
 /* The stdlib matmul's choice of tile configuration (runtime/stdlib.c,
  * rt_matmul_config_for): by the shape's minimums, and on a GPU the largest
  * tile whose count fills the multiprocessors; flash attention's
- * (rt_attention_config_for) and its backward's (rt_attention_bwd_config_for):
- * by head dim and arch. */
+ * (rt_attention_config_for) and its backward's (rt_attention_bwd_config_for),
+ * and their f32 tables (rt_attention_f32_config_for, _bwd_f32_): by head
+ * dim and arch. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -133,6 +134,47 @@ static void test_attention_bwd_rows_by_head_dim_and_arch(void **state) {
     }
 }
 
+/* f32's tables (an f32 tile takes twice the registers and shared memory):
+ * a row of each for head dims 32, 64 and 128 on every arch, none at 256
+ * (every f32 tile there spills: tls_attention_fwd and _bwd refuse it), 2
+ * stages; sm_86 and sm_89 take rows of their own where sm_80's spill
+ * there. */
+static void test_attention_f32_rows(void **state) {
+    (void)state;
+    const int dims[] = {32, 64, 128}, sms[] = {0, 80, 86, 89, 90, 100};
+    for (int d = 0; d < 3; d++)
+        for (int s = 0; s < 6; s++) {
+            const rt_attention_config *c = rt_attention_f32_config_for(dims[d], sms[s]);
+            const rt_attention_bwd_config *b = rt_attention_bwd_f32_config_for(dims[d], sms[s]);
+            assert_non_null(c);
+            assert_non_null(b);
+            assert_int_equal(c->head_dim, dims[d]);
+            assert_int_equal(b->head_dim, dims[d]);
+            assert_true(c->min_sm <= sms[s] && b->min_sm <= sms[s]);
+            assert_true(c->block_m >= 16 * (c->num_warps < 4 ? c->num_warps : 4)); /* an mma row block a warp */
+            assert_int_equal(c->num_stages, 2);
+            assert_true(b->dkdv.block_m >= 16 && b->dkdv.block_n >= 16 && b->dq.block_m >= 16 && b->dq.block_n >= 16);
+            assert_true(b->dkdv.num_stages == 2 && b->dq.num_stages == 2);
+            /* never larger than f16's tile: f32's take twice the registers */
+            const rt_attention_config *h = rt_attention_config_for(dims[d], sms[s]);
+            assert_true(c->block_m * c->block_n <= h->block_m * h->block_n);
+        }
+    assert_ptr_equal(rt_attention_f32_config_for(64, 0), rt_attention_f32_config_for(64, 80));
+    assert_ptr_equal(rt_attention_f32_config_for(64, 89), rt_attention_f32_config_for(64, 86));
+    assert_true(rt_attention_f32_config_for(64, 86) != rt_attention_f32_config_for(64, 80));
+    assert_true(rt_attention_bwd_f32_config_for(128, 86) != rt_attention_bwd_f32_config_for(128, 80));
+    /* 16 rows a warp, p in registers, but at head dim 128 (64 x 32 on 8 warps: 4 warps spill) */
+    for (int d = 0; d < 2; d++) {
+        const rt_attention_config *c = rt_attention_f32_config_for(dims[d], 80);
+        assert_true(c->block_m >= 16 * c->num_warps);
+    }
+    assert_null(rt_attention_f32_config_for(256, 90));
+    assert_null(rt_attention_f32_config_for(256, 0));
+    assert_null(rt_attention_bwd_f32_config_for(256, 80));
+    assert_null(rt_attention_f32_config_for(16, 90));
+    assert_null(rt_attention_bwd_f32_config_for(96, 80));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_large_products_take_the_largest_tile),
@@ -142,6 +184,7 @@ int main(void) {
         cmocka_unit_test(test_huge_shapes_do_not_overflow),
         cmocka_unit_test(test_attention_rows_by_head_dim_and_arch),
         cmocka_unit_test(test_attention_bwd_rows_by_head_dim_and_arch),
+        cmocka_unit_test(test_attention_f32_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
