@@ -180,6 +180,7 @@ void barrier(cg *c);
 LLVMValueRef smem_at(cg *c, LLVMValueRef offset);
 unsigned scratch_elem_bytes(tir_elem e);
 uint32_t move_scratch(const tir_op *op);
+uint64_t move_steps(const tir_op *op);
 void gen_move_scratch(cg *c, const tir_op *op);
 void gen_rename(cg *c, const tir_op *op);
 void gen_broadcast(cg *c, const tir_op *op);

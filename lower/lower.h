@@ -30,8 +30,11 @@ enum {
     LOWER_MAX_MASK_DEPTH = 16,     /* ops codegen looks through to prove a mask run a prefix */
     LOWER_MAX_PIPELINED_LOOPS = 256, /* loops of one kernel the pass looks at */
     LOWER_MAX_STAGED_OPERANDS = 256, /* dot operands of one kernel stage_operands looks at */
-    LOWER_MAX_SMEM_OVERLAP = 32   /* buffers of one kernel smem_plan places by their live ranges;
+    LOWER_MAX_SMEM_OVERLAP = 32,  /* buffers of one kernel smem_plan places by their live ranges;
                                      past it each has bytes of its own */
+    LOWER_MAX_MOVE_STEPS = 32768  /* rounds x registers a thread of one move through shared memory
+                                     (move_steps): its code grows as the square of the tile, and a
+                                     2^20-element reshape (256 rounds x 2048) took LLVM minutes */
 };
 
 typedef struct lower_options {

@@ -56,6 +56,8 @@ typedef struct smem_need {
     const tir_op *largest; /* the op that needs `scratch` */
     const tir_op *largest_buffer; /* the largest local_alloc */
     uint32_t largest_buffer_bytes;
+    const tir_op *longest_move; /* the move through scratch with the most steps (move_steps) */
+    uint64_t longest_steps;
 } smem_need;
 
 /* The scratch bytes op needs (0: none); local_alloc and rank-1
@@ -80,6 +82,8 @@ static uint32_t op_scratch(tir_op *op, smem_need *n) {
         if (b > n->largest_buffer_bytes) n->largest_buffer_bytes = b, n->largest_buffer = op;
     } else if (op->nresults == 1 && op->noperands == 1) {
         s = move_scratch(op);
+        uint64_t steps = s ? move_steps(op) : 0;
+        if (steps > n->longest_steps) n->longest_steps = steps, n->longest_move = op;
     }
     return s;
 }
@@ -317,6 +321,8 @@ bool lower_smem_plan(tir_module *m, const lower_options *opt, tc_diag *diag) {
         plan_walk w = {.s = &s, .need = {.f = f}, .live = {.f = f}};
         count_block(&w, f->body, false);
         smem_need need = w.need, live = w.live;
+        if (live.longest_steps > need.longest_steps)
+            need.longest_steps = live.longest_steps, need.longest_move = live.longest_move;
         f->smem.slots = need.slots + live.slots;
         f->smem.buffers = s.extent;
         f->smem.scratch = need.scratch;
@@ -334,7 +340,20 @@ bool lower_smem_plan(tir_module *m, const lower_options *opt, tc_diag *diag) {
         }
         uint32_t bytes = lower_smem_bytes(f);
         f->dynamic_smem = bytes > CG_MAX_STATIC_SMEM ? bytes : 0;
-        if (bytes <= limit) continue;
+        if (bytes <= limit) {
+            if (need.longest_steps > LOWER_MAX_MOVE_STEPS) {
+                /* the kernel's error, before LLVM spends minutes on the code */
+                const tir_op *at = need.longest_move;
+                tc_error_loc(diag, m->source_name ? m->source_name : "<tir>", at->loc,
+                             "this moves a tile of %llu elements across threads through shared memory: %llu steps of "
+                             "code a thread (limit is %d); use smaller tiles",
+                             (unsigned long long)tir_type_numel(at->operands[0]->type),
+                             (unsigned long long)need.longest_steps, LOWER_MAX_MOVE_STEPS);
+                if (opt->over_limit) *opt->over_limit = true;
+                ok = false;
+            }
+            continue;
+        }
         /* say which op, not ptxas or the launch */
         bool buffers = need.buffers > need.scratch;
         const tir_op *at = buffers ? need.largest_buffer : need.largest;
