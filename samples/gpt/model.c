@@ -332,6 +332,19 @@ static trt_status forward(pass *ps) {
                       GPT_VOCAB, 1, mm_opt(m));
 }
 
+/* A block's LayerNorm backward, its input's gradient added to the
+ * residual stream's (m->d_res): x the norm's input, dy the gradient of its
+ * output, w and b its parameters, stats where its mean (then rstd) lie. */
+static trt_status norm_bwd_into_res(pass *ps, tls_mem x, tls_mem dy, size_t w, size_t b, size_t stats) {
+    gpt_model *m = ps->m;
+    size_t RC = (size_t)ps->R * (size_t)ps->C;
+    tls_mem dres = T_(ps, m->d_res, 0), dln = T_(ps, m->d_ln, 0);
+    trt_status st = tls_layernorm_bwd(m->dev, m->dt, x, dy, dln, W_(ps, w), F_(m->stats, stats),
+                                      F_(m->stats, stats + rows4(m)), G_(ps, w), G_(ps, b), ps->R, ps->C, ps->C,
+                                      tls_mem_of(m->workspace), NULL);
+    return st ? st : tls_add(m->dev, m->dt, dres, dln, dres, (int64_t)RC, NULL);
+}
+
 static trt_status backward(pass *ps) {
     gpt_model *m = ps->m;
     trt_device *d = m->dev;
@@ -339,7 +352,6 @@ static trt_status backward(pass *ps) {
     int R = ps->R, C = ps->C, V = GPT_VOCAB;
     size_t RC = (size_t)R * (size_t)C, L = (size_t)m->cfg.n_layer;
     tls_mem ws = tls_mem_of(m->workspace), dres = T_(ps, m->d_res, 0), dtmp = T_(ps, m->d_tmp, 0);
-    tls_mem dln = T_(ps, m->d_ln, 0);
     tls_mem dlogits = T_(ps, m->logits, 0);
     trt_status st;
     /* the head: dwte = dlogits^T . lnf (the embedding's backward adds its
@@ -368,10 +380,7 @@ static trt_status backward(pass *ps) {
             (st = linear(ps, ln2, P->w_fc, P->b_fc, dpre, C, 4 * C, TLS_ACT_NONE)) ||
             (st = tls_gelu_bwd(d, dt, dpre, dfc, dpre, (int64_t)R * 4 * C, NULL)) ||
             (st = linear_bwd(ps, ln2, P->w_fc, P->b_fc, dpre, dtmp, C, 4 * C)) ||
-            (st = tls_layernorm_bwd(d, dt, mid, dtmp, dln, W_(ps, P->ln2_w), F_(m->stats, stat(m, l, 2)),
-                                    F_(m->stats, stat(m, l, 3)), G_(ps, P->ln2_w), G_(ps, P->ln2_b), R, C, C, ws,
-                                    NULL)) ||
-            (st = tls_add(d, dt, dres, dln, dres, (int64_t)RC, NULL)))
+            (st = norm_bwd_into_res(ps, mid, dtmp, P->ln2_w, P->ln2_b, stat(m, l, 2))))
             return st;
         /* attention: mid = x + attention(ln1 . Wqkv + bqkv) . Wproj + bproj */
         if ((st = linear_bwd(ps, att, P->w_proj, P->b_proj, dres, dtmp, C, C)) ||
@@ -380,10 +389,7 @@ static trt_status backward(pass *ps) {
                                     rows_of_c(ps, m->d_tmp, 0), lse_of(ps, l), qkv_part(ps, m->d_qkv, 0, 0),
                                     qkv_part(ps, m->d_qkv, 0, 1), qkv_part(ps, m->d_qkv, 0, 2), ws, NULL)) ||
             (st = linear_bwd(ps, ln1, P->w_qkv, P->b_qkv, dqkv, dtmp, C, 3 * C)) ||
-            (st = tls_layernorm_bwd(d, dt, x, dtmp, dln, W_(ps, P->ln1_w), F_(m->stats, stat(m, l, 0)),
-                                    F_(m->stats, stat(m, l, 1)), G_(ps, P->ln1_w), G_(ps, P->ln1_b), R, C, C, ws,
-                                    NULL)) ||
-            (st = tls_add(d, dt, dres, dln, dres, (int64_t)RC, NULL)))
+            (st = norm_bwd_into_res(ps, x, dtmp, P->ln1_w, P->ln1_b, stat(m, l, 0))))
             return st;
     }
     /* the embeddings: dwpe from zero, dwte on top of the head's */
