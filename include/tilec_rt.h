@@ -21,7 +21,8 @@
  * GPU on the host, one CTA at a time, checking every memory access: it is
  * for testing the compiler without a GPU, and slow. TRT_DEVICE_AUTO gives
  * the GPU when a driver and a device are there, else the CPU. Streams order
- * work on the GPU (trt_stream_*). See docs/runtime.md. */
+ * work on the GPU (trt_stream_*); graphs replay a recorded sequence of
+ * launches (trt_graph_*). See docs/runtime.md. */
 #ifndef TILEC_RT_H
 #define TILEC_RT_H
 
@@ -174,6 +175,34 @@ TILEC_API trt_status trt_launch_on(trt_stream *s, trt_kernel *k, uint32_t grid_x
                                    const trt_arg *args, size_t nargs);
 TILEC_API trt_status trt_write_async(trt_stream *s, trt_buffer dst, size_t offset, const void *src, size_t bytes);
 TILEC_API trt_status trt_read_async(trt_stream *s, trt_buffer src, size_t offset, void *dst, size_t bytes);
+
+/* Graphs: a sequence of launches recorded once and replayed with one call
+ * (a CUDA graph on the GPU, where a replay costs one launch instead of
+ * one per kernel). Between trt_stream_begin_capture and
+ * trt_stream_end_capture the stream's launches (trt_launch_on, and the
+ * stdlib's calls given the stream) are checked and recorded, not run.
+ * A replay runs them again with the arguments they had, in order, on the
+ * stream it is given: what changes between replays is the contents of
+ * buffers, which copies queued on the stream before the replay write
+ * (and after it read). While any stream of the device captures, the
+ * device refuses, with TRT_ERR_INVALID_ARGUMENT and a message, what the
+ * capture could not hold or would wait for on the GPU: the default
+ * stream (trt_launch, trt_read, trt_write, trt_sync), copies on the
+ * capturing stream, waiting for it, allocating and freeing buffers, and
+ * compiling or loading modules (so run the work once before capturing
+ * it: the stdlib compiles its kernels at a call's first use). A graph
+ * keeps its kernels' modules loaded until it is destroyed; each replay
+ * checks its buffers again (a freed one is TRT_ERR_INVALID_HANDLE, and
+ * nothing runs). */
+typedef struct trt_graph trt_graph;
+TILEC_API trt_status trt_stream_begin_capture(trt_stream *s);
+/* Ends the capture into *out (the graph of no launches, if none came). */
+TILEC_API trt_status trt_stream_end_capture(trt_stream *s, trt_graph **out);
+/* Replays g on stream s (NULL: the default stream), queued like a launch. */
+TILEC_API trt_status trt_graph_launch(trt_graph *g, trt_stream *s);
+/* How many launches g holds. */
+TILEC_API size_t trt_graph_num_launches(const trt_graph *g);
+TILEC_API void trt_graph_destroy(trt_graph *g);
 
 #ifdef __cplusplus
 }

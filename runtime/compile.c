@@ -243,7 +243,9 @@ trt_status trt_compile(trt_device *d, const char *file, const char *src, size_t 
     if (d->closed) return rt_fail(d, TRT_ERR_CLOSED, "the device was closed");
     if (!src) return rt_fail(d, TRT_ERR_INVALID_ARGUMENT, "source is NULL");
     if (!file) file = "<source>";
-    trt_status st = TRT_OK;
+    trt_status st = rt_refuse_capturing(d, "compile a module (run the work once before capturing it, so that its "
+                                           "kernels are compiled and loaded)");
+    if (st != TRT_OK) return st;
     bool from_disk;
     cache_entry *ce = compile_cached(d, file, src, len, o, true, &from_disk, &st);
     if (!ce) return st;

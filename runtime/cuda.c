@@ -15,11 +15,12 @@
 typedef int CUresult; /* CUDA_SUCCESS is 0 */
 typedef int CUdevice;
 typedef uint64_t CUdeviceptr;
-typedef void *CUcontext, *CUmodule, *CUfunction, *CUstream;
+typedef void *CUcontext, *CUmodule, *CUfunction, *CUstream, *CUgraph, *CUgraphExec;
 
 enum { CU_ATTR_CC_MAJOR = 75, CU_ATTR_CC_MINOR = 76, CU_ATTR_SM_COUNT = 16, CU_ERROR_NO_DEVICE = 100, CU_ERROR_ASSERT = 710 };
 /* CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
 enum { CU_ATTR_SMEM_OPTIN = 97, CU_FUNC_ATTR_MAX_DYNAMIC_SMEM = 8 };
+enum { CU_STREAM_CAPTURE_MODE_RELAXED = 2 };
 enum { CU_PTR_CONTEXT = 1, CU_PTR_MEMORY_TYPE = 2, CU_PTR_RANGE_START = 11, CU_PTR_RANGE_SIZE = 12, CU_MEM_DEVICE = 2 };
 
 typedef struct cuda_api {
@@ -49,6 +50,12 @@ typedef struct cuda_api {
     CUresult (*cuFuncSetAttribute)(CUfunction, int, int);
     CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                                CUstream, void **, void **);
+    CUresult (*cuStreamBeginCapture_v2)(CUstream, int);
+    CUresult (*cuStreamEndCapture)(CUstream, CUgraph *);
+    CUresult (*cuGraphInstantiateWithFlags)(CUgraphExec *, CUgraph, unsigned long long);
+    CUresult (*cuGraphLaunch)(CUgraphExec, CUstream);
+    CUresult (*cuGraphExecDestroy)(CUgraphExec);
+    CUresult (*cuGraphDestroy)(CUgraph);
     CUresult (*cuGetErrorName)(CUresult, const char **);
     CUresult (*cuGetErrorString)(CUresult, const char **);
 } cuda_api;
@@ -110,7 +117,8 @@ bool rt_cuda_open(rt_cuda **out, char *why, size_t n) {
         SYM(cuMemcpyDtoH_v2), SYM(cuMemcpyHtoDAsync_v2), SYM(cuMemcpyDtoHAsync_v2), SYM(cuStreamCreate),
         SYM(cuStreamSynchronize), SYM(cuStreamDestroy_v2), SYM(cuModuleLoadData), SYM(cuModuleUnload), SYM(cuModuleGetFunction),
         SYM(cuFuncSetAttribute),
-        SYM(cuLaunchKernel), SYM(cuGetErrorName), SYM(cuGetErrorString),
+        SYM(cuLaunchKernel), SYM(cuStreamBeginCapture_v2), SYM(cuStreamEndCapture), SYM(cuGraphInstantiateWithFlags),
+        SYM(cuGraphLaunch), SYM(cuGraphExecDestroy), SYM(cuGraphDestroy), SYM(cuGetErrorName), SYM(cuGetErrorString),
 #undef SYM
     };
     for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
@@ -263,4 +271,31 @@ void rt_cuda_stream_destroy(rt_cuda *c, void *stream) {
 
 bool rt_cuda_sync(rt_cuda *c, char *err, size_t n) {
     return enter(c, err, n) && check(c, c->api.cuCtxSynchronize(), "cuCtxSynchronize", err, n);
+}
+
+/* Relaxed: the runtime refuses the calls a capture cannot hold itself
+ * (runtime/graph.c), on every device alike, and the driver's stricter
+ * modes would also forbid what is harmless, such as a query of a pointer. */
+bool rt_cuda_capture_begin(rt_cuda *c, void *stream, char *err, size_t n) {
+    return enter(c, err, n) && check(c, c->api.cuStreamBeginCapture_v2(stream, CU_STREAM_CAPTURE_MODE_RELAXED),
+                                     "cuStreamBeginCapture", err, n);
+}
+
+bool rt_cuda_capture_end(rt_cuda *c, void *stream, void **exec, char *err, size_t n) {
+    CUgraph g = NULL;
+    if (exec) *exec = NULL;
+    if (!enter(c, err, n) || !check(c, c->api.cuStreamEndCapture(stream, &g), "cuStreamEndCapture", err, n))
+        return false;
+    bool ok = !exec || check(c, c->api.cuGraphInstantiateWithFlags((CUgraphExec *)exec, g, 0),
+                             "cuGraphInstantiateWithFlags", err, n);
+    c->api.cuGraphDestroy(g); /* the executable graph is a copy */
+    return ok;
+}
+
+bool rt_cuda_graph_launch(rt_cuda *c, void *exec, void *stream, char *err, size_t n) {
+    return enter(c, err, n) && check(c, c->api.cuGraphLaunch(exec, stream), "cuGraphLaunch", err, n);
+}
+
+void rt_cuda_graph_destroy(rt_cuda *c, void *exec) {
+    if (c->api.cuCtxSetCurrent(c->ctx) == 0) c->api.cuGraphExecDestroy(exec);
 }

@@ -47,5 +47,12 @@ bool rt_cuda_sync(rt_cuda *c, char *err, size_t n);
 bool rt_cuda_stream_create(rt_cuda *c, void **stream, char *err, size_t n);
 bool rt_cuda_stream_sync(rt_cuda *c, void *stream, char *err, size_t n);
 void rt_cuda_stream_destroy(rt_cuda *c, void *stream);
+/* Stream capture in the relaxed mode (the runtime itself refuses what a
+ * capture cannot hold); the end instantiates the captured graph into
+ * *exec, or with exec NULL only discards it. */
+bool rt_cuda_capture_begin(rt_cuda *c, void *stream, char *err, size_t n);
+bool rt_cuda_capture_end(rt_cuda *c, void *stream, void **exec, char *err, size_t n);
+bool rt_cuda_graph_launch(rt_cuda *c, void *exec, void *stream, char *err, size_t n);
+void rt_cuda_graph_destroy(rt_cuda *c, void *exec);
 
 #endif

@@ -87,6 +87,17 @@ typedef struct rt_device_ops {
     /* Runs kernel k on grid with its checked arguments (one per
      * parameter), on stream when not NULL. */
     trt_status (*launch)(trt_kernel *k, void *stream, const uint32_t grid[3], const rt_arg *args, uint32_t nargs);
+
+    /* Graphs (graph.c): a device that captures launches itself starts
+     * recording the stream's launches, ends into an executable graph
+     * (*exec; with exec NULL it only ends and discards), replays one on a
+     * stream (NULL: the default one), and frees one. NULL entries: the
+     * device does not capture, and the runtime replays its own record of
+     * the launches one by one (the host devices). */
+    trt_status (*capture_begin)(trt_device *d, void *stream);
+    trt_status (*capture_end)(trt_device *d, void *stream, void **exec);
+    trt_status (*graph_launch)(trt_device *d, void *exec, void *stream);
+    void (*graph_destroy)(trt_device *d, void *exec);
 } rt_device_ops;
 
 extern const rt_device_ops rt_cpu_device, rt_cuda_device, rt_emu_device;

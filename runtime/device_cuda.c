@@ -141,6 +141,22 @@ static trt_status cuda_launch(trt_kernel *k, void *stream, const uint32_t grid[3
     return TRT_OK;
 }
 
+/* ---- graphs ------------------------------------------------------------ */
+
+static trt_status cuda_capture_begin(trt_device *d, void *stream) {
+    return rt_cuda_capture_begin(cuda_of(d), stream, d->err, sizeof d->err) ? TRT_OK : cuda_failure(d);
+}
+
+static trt_status cuda_capture_end(trt_device *d, void *stream, void **exec) {
+    return rt_cuda_capture_end(cuda_of(d), stream, exec, d->err, sizeof d->err) ? TRT_OK : cuda_failure(d);
+}
+
+static trt_status cuda_graph_launch(trt_device *d, void *exec, void *stream) {
+    return rt_cuda_graph_launch(cuda_of(d), exec, stream, d->err, sizeof d->err) ? TRT_OK : cuda_failure(d);
+}
+
+static void cuda_graph_destroy(trt_device *d, void *exec) { rt_cuda_graph_destroy(cuda_of(d), exec); }
+
 const rt_device_ops rt_cuda_device = {
     .kind = TRT_DEVICE_CUDA,
     .code = RT_CODE_CUBIN,
@@ -164,4 +180,8 @@ const rt_device_ops rt_cuda_device = {
     .load = cuda_load,
     .unload = cuda_unload,
     .launch = cuda_launch,
+    .capture_begin = cuda_capture_begin,
+    .capture_end = cuda_capture_end,
+    .graph_launch = cuda_graph_launch,
+    .graph_destroy = cuda_graph_destroy,
 };

@@ -48,7 +48,7 @@ struct trt_device {
     const rt_device_ops *ops; /* chosen by trt_open */
     void *impl;               /* the device's own state (ops->open) */
     bool closed;
-    int refs; /* the user's, plus one per module */
+    int refs; /* the user's, plus one per module, stream and graph */
     char err[RT_ERR_MAX];
     buf_slot *bufs;
     uint32_t nbufs, capbufs;
@@ -56,6 +56,8 @@ struct trt_device {
     kept_module *kept; /* freed by trt_close */
     trt_print_fn print; /* CPU and emulator devices: where print's lines go; NULL: stdout */
     void *print_user;
+    uint32_t capturing; /* streams recording a graph (graph.c): the default stream, copies,
+                           allocation and module loads are refused meanwhile */
 };
 
 struct trt_kernel {
@@ -67,11 +69,37 @@ struct trt_kernel {
 
 struct trt_stream {
     trt_device *dev;
-    void *handle; /* the device's (a CUstream); NULL where it has none */
+    void *handle;      /* the device's (a CUstream); NULL where it has none */
+    trt_graph *capture; /* the graph its launches go into (trt_stream_begin_capture); NULL: none */
+};
+
+/* One launch a graph holds: the kernel and the caller's arguments,
+ * checked again at every replay (a buffer freed since is an error, not a
+ * stale address). */
+typedef struct rt_graph_node {
+    trt_kernel *k;
+    uint32_t grid[3];
+    trt_arg args[RT_MAX_ARGS];
+    uint32_t nargs;
+} rt_graph_node;
+
+/* A recorded sequence of launches (graph.c). On a device that captures
+ * (rt_device_ops.capture_begin) exec is its executable graph and replay
+ * launches it whole; elsewhere replay runs the nodes one by one. */
+struct trt_graph {
+    trt_device *dev;    /* holds a reference */
+    void *exec;         /* the device's executable graph (a CUgraphExec); NULL: replayed node by node */
+    rt_graph_node *nodes;
+    uint32_t nnodes, capnodes;
+    trt_module **mods;  /* the modules of its kernels, one reference each, so that they stay loaded */
+    uint32_t nmods, capmods;
+    bool broken;        /* the device refused a launch while capturing: ending the capture fails */
+    char why[RT_ERR_MAX]; /* that refusal's message */
 };
 
 struct trt_module {
     trt_device *dev;
+    int refs; /* the owner's (trt_module_free drops it), plus one per graph that launches its kernels */
     /* the table that loaded the code and runs the kernels: the device's,
      * but rt_emu_code for the emulator's modules (device.h) */
     const rt_device_ops *ops;
@@ -87,6 +115,10 @@ struct trt_module {
  * of arch `device`: PTX on the same or newer, machine code on the same
  * major version with the same or newer minor, sm_XYa code only on sm_XY. */
 bool rt_arch_compatible(bool ptx, const char *built, const char *device);
+
+/* Drops a reference to the device (the user's, a module's, a stream's or
+ * a graph's); the last frees it. */
+void rt_release(trt_device *d);
 
 /* Sets the device's last error (the arguments may include the old one);
  * returns st. */
@@ -106,6 +138,17 @@ trt_status rt_module_make(trt_device *d, const char *file, const char *tir_file,
  * free it. */
 trt_status rt_compile_kept(trt_device *d, const char *file, const char *src, size_t len, const trt_compile_options *o,
                            trt_module **out);
+/* Whether the device is capturing a graph on some stream: then an error
+ * naming `what` (the work the default stream or the host would wait for,
+ * which a capture cannot hold); TRT_OK otherwise. */
+trt_status rt_refuse_capturing(trt_device *d, const char *what);
+/* Checks a launch against the kernel's parameters (count, kinds, ranges,
+ * live buffers, alignment) into ra, the form the devices take (runtime.c). */
+trt_status rt_check_launch(trt_kernel *k, const uint32_t grid[3], const trt_arg *args, size_t nargs, rt_arg *ra);
+/* A checked launch on stream s while it captures: into its graph, and on
+ * a device that captures, through the device too (graph.c). */
+trt_status rt_graph_record(trt_stream *s, trt_kernel *k, const uint32_t grid[3], const trt_arg *args, uint32_t nargs,
+                           const rt_arg *ra);
 /* The size of a live buffer of the device (an error, with a message, for a
  * freed or foreign handle or a closed device). */
 trt_status rt_buffer_size(trt_device *d, trt_buffer b, size_t *bytes);

@@ -85,7 +85,7 @@ trt_status trt_open(trt_device_kind kind, trt_device **out, char *why, size_t wh
     return TRT_OK;
 }
 
-static void release(trt_device *d) {
+void rt_release(trt_device *d) {
     if (--d->refs > 0) return;
     for (cache_entry *e = d->cache, *next; e; e = next) {
         next = e->next;
@@ -112,7 +112,7 @@ void trt_close(trt_device *d) {
         free(k);
     }
     d->kept = NULL;
-    release(d);
+    rt_release(d);
 }
 
 const char *trt_device_name(const trt_device *d) { return d ? d->ops->name(d) : ""; }
@@ -203,7 +203,7 @@ trt_status trt_buffer_ptr(trt_device *d, trt_buffer b, uint64_t *ptr) {
 trt_status trt_alloc(trt_device *d, size_t bytes, trt_buffer *out) {
     uint32_t i = 0; /* set by new_slot when it succeeds */
     trt_status st = new_slot(d, bytes, out, &i);
-    if (st != TRT_OK) return st;
+    if (st != TRT_OK || (st = rt_refuse_capturing(d, "allocate a buffer")) != TRT_OK) return st;
     if ((st = d->ops->alloc(d, bytes, &d->bufs[i].addr)) != TRT_OK) return st;
     take_slot(d, i, bytes, false, out);
     return TRT_OK;
@@ -214,6 +214,8 @@ trt_status trt_free(trt_device *d, trt_buffer b) {
     trt_status st = TRT_OK;
     buf_slot *s = lookup(d, b, NULL, &st);
     if (!s) return st;
+    /* a captured launch may use it, and on the GPU freeing waits for the device */
+    if ((st = rt_refuse_capturing(d, "free a buffer")) != TRT_OK) return st;
     if (!s->borrowed) d->ops->free(d, s->addr); /* someone else's is only forgotten */
     s->addr = 0;
     s->size = 0;
@@ -222,18 +224,25 @@ trt_status trt_free(trt_device *d, trt_buffer b) {
     return TRT_OK;
 }
 
+/* A copy on stream s (NULL: the default stream, synchronous). */
 static trt_status copy(trt_device *d, trt_buffer b, size_t offset, void *host, size_t bytes, bool to_device,
-                       void *stream) {
+                       trt_stream *stream) {
     if (!d) return TRT_ERR_INVALID_ARGUMENT;
     trt_status st = TRT_OK;
     buf_slot *s = lookup(d, b, NULL, &st);
     if (!s) return st;
+    if (stream && stream->capture)
+        return rt_fail(d, TRT_ERR_INVALID_ARGUMENT,
+                       "a copy on a stream that is capturing a graph: a graph holds launches only; queue the copy "
+                       "on the stream before trt_graph_launch, or after it");
+    if (!stream && (st = rt_refuse_capturing(d, to_device ? "write a buffer (trt_write)" : "read a buffer (trt_read)")))
+        return st;
     if (!host && bytes) return rt_fail(d, TRT_ERR_INVALID_ARGUMENT, "host pointer is NULL");
     if (offset > s->size || bytes > s->size - offset)
         return rt_fail(d, TRT_ERR_INVALID_ARGUMENT, "%zu bytes at offset %zu do not fit a %zu-byte buffer", bytes, offset,
                     s->size);
-    return to_device ? d->ops->write(d, s->addr + offset, host, bytes, stream)
-                     : d->ops->read(d, host, s->addr + offset, bytes, stream);
+    void *h = stream ? stream->handle : NULL;
+    return to_device ? d->ops->write(d, s->addr + offset, host, bytes, h) : d->ops->read(d, host, s->addr + offset, bytes, h);
 }
 
 trt_status trt_write(trt_device *d, trt_buffer dst, size_t offset, const void *src, size_t bytes) {
@@ -267,30 +276,41 @@ trt_status trt_stream_sync(trt_stream *s) {
     if (!s) return TRT_ERR_INVALID_ARGUMENT;
     trt_device *d = s->dev;
     if (d->closed) return rt_fail(d, TRT_ERR_CLOSED, "the device was closed");
+    if (s->capture)
+        return rt_fail(d, TRT_ERR_INVALID_ARGUMENT,
+                       "waiting for a stream that is capturing a graph: its launches are recorded, not run; "
+                       "end the capture first (trt_stream_end_capture)");
     return d->ops->stream_sync(d, s->handle);
 }
 
 void trt_stream_destroy(trt_stream *s) {
     if (!s) return;
     trt_device *d = s->dev;
+    if (s->capture) { /* the capture ends, discarded */
+        trt_graph *g = NULL;
+        trt_stream_end_capture(s, &g);
+        trt_graph_destroy(g);
+    }
     d->ops->stream_destroy(d, s->handle);
     free(s);
-    release(d);
+    rt_release(d);
 }
 
 trt_status trt_write_async(trt_stream *s, trt_buffer dst, size_t offset, const void *src, size_t bytes) {
-    return s ? copy(s->dev, dst, offset, (void *)src, bytes, true, s->handle) : TRT_ERR_INVALID_ARGUMENT;
+    return s ? copy(s->dev, dst, offset, (void *)src, bytes, true, s) : TRT_ERR_INVALID_ARGUMENT;
 }
 
 trt_status trt_read_async(trt_stream *s, trt_buffer src, size_t offset, void *dst, size_t bytes) {
-    return s ? copy(s->dev, src, offset, dst, bytes, false, s->handle) : TRT_ERR_INVALID_ARGUMENT;
+    return s ? copy(s->dev, src, offset, dst, bytes, false, s) : TRT_ERR_INVALID_ARGUMENT;
 }
 
 /* ---- modules ----------------------------------------------------------- */
 
 trt_status rt_module_make(trt_device *d, const char *file, const char *tir_file, const char *tir, const void *image,
                           size_t image_size, trt_module **out) {
-    trt_status st = TRT_OK;
+    trt_status st = rt_refuse_capturing(d, "load a module (run the work once before capturing it, so that "
+                                           "its kernels are compiled and loaded)");
+    if (st != TRT_OK) return st;
     trt_module *m = calloc(1, sizeof *m);
     if (!m) return rt_fail(d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
     m->arena = tc_arena_new();
@@ -335,6 +355,7 @@ trt_status rt_module_make(trt_device *d, const char *file, const char *tir_file,
         return st;
     }
     d->refs++;
+    m->refs = 1;
     *out = m;
     return TRT_OK;
 }
@@ -443,12 +464,12 @@ trt_status trt_load(trt_device *d, const char *path, trt_module **out) {
 }
 
 void trt_module_free(trt_module *m) {
-    if (!m) return;
+    if (!m || --m->refs > 0) return; /* a graph still launches its kernels */
     trt_device *d = m->dev;
     m->ops->unload(m);
     tc_arena_free(m->arena);
     free(m);
-    release(d);
+    rt_release(d);
 }
 
 trt_status trt_get_kernel(trt_module *m, const char *name, trt_kernel **out) {
@@ -477,7 +498,7 @@ const char *trt_kernel_param(const trt_kernel *k, size_t i, const char **type) {
 
 /* ---- launches ---------------------------------------------------------- */
 
-static trt_status launch(trt_kernel *k, void *stream, uint32_t gx, uint32_t gy, uint32_t gz, const trt_arg *args,
+static trt_status launch(trt_kernel *k, trt_stream *s, uint32_t gx, uint32_t gy, uint32_t gz, const trt_arg *args,
                          size_t nargs);
 
 static const char *param_name(const trt_kernel *k, uint32_t i) {
@@ -495,21 +516,31 @@ trt_status trt_launch_on(trt_stream *s, trt_kernel *k, uint32_t gx, uint32_t gy,
     if (s->dev != k->mod->dev)
         return rt_fail(k->mod->dev, TRT_ERR_INVALID_ARGUMENT, "the stream belongs to another device than kernel '%s'",
                        k->func->name);
-    return launch(k, s->handle, gx, gy, gz, args, nargs);
+    return launch(k, s, gx, gy, gz, args, nargs);
 }
 
-/* Checks the arguments against the kernel's parameters and hands them
- * over, each in both forms of rt_arg, to the table that runs the module. */
-static trt_status launch(trt_kernel *k, void *stream, uint32_t gx, uint32_t gy, uint32_t gz, const trt_arg *args,
+/* Checks the arguments and hands them over, each in both forms of rt_arg,
+ * to the table that runs the module, or to the graph its stream records. */
+static trt_status launch(trt_kernel *k, trt_stream *s, uint32_t gx, uint32_t gy, uint32_t gz, const trt_arg *args,
                          size_t nargs) {
+    trt_device *d = k->mod->dev;
+    rt_arg ra[RT_MAX_ARGS];
+    uint32_t grid[3] = {gx, gy, gz};
+    trt_status st = rt_check_launch(k, grid, args, nargs, ra);
+    if (st != TRT_OK) return st;
+    if (s && s->capture) return rt_graph_record(s, k, grid, args, (uint32_t)nargs, ra);
+    if (!s && (st = rt_refuse_capturing(d, "launch on the default stream (trt_launch)")) != TRT_OK) return st;
+    return k->mod->ops->launch(k, s ? s->handle : NULL, grid, ra, (uint32_t)nargs);
+}
+
+trt_status rt_check_launch(trt_kernel *k, const uint32_t grid[3], const trt_arg *args, size_t nargs, rt_arg *ra) {
     trt_device *d = k->mod->dev;
     if (d->closed) return rt_fail(d, TRT_ERR_CLOSED, "the device was closed");
     const tir_func *f = k->func;
     if (nargs != f->nparams)
         return rt_fail(d, TRT_ERR_ARGUMENTS, "kernel '%s' takes %u arguments, %zu given", f->name, f->nparams, nargs);
     if (nargs && !args) return rt_fail(d, TRT_ERR_INVALID_ARGUMENT, "arguments are NULL");
-    if (!gx || !gy || !gz) return rt_fail(d, TRT_ERR_INVALID_ARGUMENT, "grid dimensions must be at least 1");
-    rt_arg ra[RT_MAX_ARGS];
+    if (!grid[0] || !grid[1] || !grid[2]) return rt_fail(d, TRT_ERR_INVALID_ARGUMENT, "grid dimensions must be at least 1");
     if (nargs > RT_MAX_ARGS) return rt_fail(d, TRT_ERR_ARGUMENTS, "too many arguments (limit is %d)", RT_MAX_ARGS);
     for (uint32_t i = 0; i < nargs; i++) {
         tir_type t = f->params[i]->type;
@@ -557,14 +588,14 @@ static trt_status launch(trt_kernel *k, void *stream, uint32_t gx, uint32_t gy, 
             ra[i] = (rt_arg){.kind = RT_ARG_INT, .i = a->i, .bits = (uint64_t)a->i};
         }
     }
-    uint32_t grid[3] = {gx, gy, gz};
-    return k->mod->ops->launch(k, stream, grid, ra, (uint32_t)nargs);
+    return TRT_OK;
 }
 
 trt_status trt_sync(trt_device *d) {
     if (!d) return TRT_ERR_INVALID_ARGUMENT;
     if (d->closed) return rt_fail(d, TRT_ERR_CLOSED, "the device was closed");
-    return d->ops->sync(d);
+    trt_status st = rt_refuse_capturing(d, "wait for the device (trt_sync)");
+    return st != TRT_OK ? st : d->ops->sync(d);
 }
 
 trt_status trt_set_print(trt_device *d, trt_print_fn fn, void *user) {

@@ -83,6 +83,8 @@ trt_status sl_begin(sl_call *c, trt_device *d, const char *op, tls_dtype dt, con
     return TRT_OK;
 }
 
+bool sl_can_read(const sl_call *c) { return c->d->ops->read == rt_host_read && !c->d->capturing; }
+
 static trt_status check_rows(const sl_call *c, int64_t rows, int64_t cols, int64_t max_cols) {
     if (rows < 1 || rows > TLS_MAX_ROWS)
         return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: rows is %lld; it must be from 1 to %lld", c->op,

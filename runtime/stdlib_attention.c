@@ -312,15 +312,12 @@ static trt_status check_range(const sl_call *c, const char *name, int64_t v, int
     return TRT_OK;
 }
 
-/* The offsets of a varlen batch, read where that costs a memcpy (the CPU
- * and the emulator, whose buffers are host memory and whose launches are
- * done when they return): from >= 0, nondecreasing, each sequence at
- * most `longest` rows (the grid covers no more), the last at most
- * `total`. On the GPU reading them would wait for the work before the
- * call (a hidden sync), so they are not checked there. */
+/* The offsets of a varlen batch, read where the call may (sl_can_read):
+ * from >= 0, nondecreasing, each sequence at most `longest` rows (the
+ * grid covers no more), the last at most `total`. */
 static trt_status check_offsets(const sl_call *c, const char *name, tls_mem cu, int64_t batch, int64_t longest,
                                 const char *longest_name, int64_t total, const char *total_name) {
-    if (c->d->ops->read != rt_host_read) return TRT_OK;
+    if (!sl_can_read(c)) return TRT_OK;
     int32_t *v = malloc(sizeof(int32_t) * (size_t)(batch + 1));
     if (!v) return rt_fail(c->d, TRT_ERR_OUT_OF_MEMORY, "%s: out of memory reading %s", c->op, name);
     trt_status st = trt_read(c->d, cu.buffer, cu.offset, v, sizeof(int32_t) * (size_t)(batch + 1));

@@ -63,11 +63,10 @@ static trt_status check_sizes(const sl_call *c, int64_t rows, int64_t seq, int64
     return TRT_OK;
 }
 
-/* Every token in [0, vocab), read where that costs a copy (the CPU and
- * the emulator); on the GPU it would wait for the work before the call,
- * so the kernels take an out-of-range token as none instead. */
+/* Every token in [0, vocab), read where the call may (sl_can_read);
+ * elsewhere the kernels take an out-of-range token as none. */
 static trt_status check_tokens(const sl_call *c, tls_mem tokens, int64_t rows, int64_t vocab) {
-    if (c->d->ops->read != rt_host_read) return TRT_OK;
+    if (!sl_can_read(c)) return TRT_OK;
     int32_t *t = malloc((size_t)rows * TOKEN_BYTES);
     if (!t) return rt_fail(c->d, TRT_ERR_OUT_OF_MEMORY, "%s: out of memory reading tokens", c->op);
     trt_status st = trt_read(c->d, tokens.buffer, tokens.offset, t, (size_t)rows * TOKEN_BYTES);

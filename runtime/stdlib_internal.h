@@ -91,6 +91,14 @@ typedef struct sl_call {
 /* The checks every entry point starts with: the device open, the dtype
  * and the options (precision, num_warps); sets up *c. */
 trt_status sl_begin(sl_call *c, trt_device *d, const char *op, tls_dtype dt, const tls_options *o);
+/* Whether the call may read device memory to check its arguments (token
+ * ids, targets, offsets): where reading costs a memcpy (the CPU and the
+ * emulator, whose launches are done when they return), and not while a
+ * stream of the device captures a graph, whose replays see other values
+ * (the host cannot read then either). On the GPU a read would wait for
+ * the work before the call, so such values are not checked there: the
+ * kernels take an out-of-range one as documented. */
+bool sl_can_read(const sl_call *c);
 /* Where a tensor of a call lies, for the overlap checks: the device
  * addresses of its first byte and one past its last. */
 typedef struct sl_span {

@@ -40,10 +40,10 @@ static const char *const XENT_FILE = "stdlib/cross_entropy.tile";
 /* what the overlap messages add: the one overlap the call takes */
 static const char *const XENT_IN_PLACE = "(dlogits may be logits itself, with the same stride)";
 
-/* Every target below cols, where reading them costs a memcpy (the CPU and
- * the emulator); negative ones ignore their rows. */
+/* Every target below cols, read where the call may (sl_can_read);
+ * negative ones ignore their rows. */
 static trt_status check_targets(const sl_call *c, tls_mem targets, int64_t rows, int64_t cols) {
-    if (c->d->ops->read != rt_host_read) return TRT_OK;
+    if (!sl_can_read(c)) return TRT_OK;
     int32_t v[XENT_TARGETS_READ];
     for (int64_t at = 0; at < rows; at += XENT_TARGETS_READ) {
         int64_t n = rows - at < XENT_TARGETS_READ ? rows - at : XENT_TARGETS_READ;
