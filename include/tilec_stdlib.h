@@ -324,7 +324,17 @@ typedef struct tls_adamw_params {
                          grad_scale * sqrt(*grad_sumsq): grad_sumsq is the sum of squares of the gradients
                          as stored (tls_sum_squares over g), grad_scale's square NOT folded in by the
                          caller; finite >= 0; 0: no clipping, grad_sumsq not read */
+    tls_mem schedule; /* buffer handle 0: none. Else TLS_ADAMW_SCHEDULE f32 on the device that the
+                         kernel reads in place of the values that change from step to step (lr and
+                         step's; tls_adamw_schedule computes them), so that a graph that captured the
+                         call (trt_stream_begin_capture) replays each step with its own: write them
+                         on the stream before each replay. lr and step here are still checked */
 } tls_adamw_params;
+/* The f32 values of a step's tls_adamw_params.schedule: lr, lr / (1 -
+ * beta1^step), 1 / sqrt(1 - beta2^step). */
+#define TLS_ADAMW_SCHEDULE 3
+TILEC_API trt_status tls_adamw_schedule(trt_device *dev, const tls_adamw_params *h,
+                                        float out[TLS_ADAMW_SCHEDULE]);
 /* One AdamW step (decoupled weight decay, as torch.optim.AdamW) over n
  * parameters: p (f32 master weights), g (gradients, in dt), m and v
  * (f32 moments), all contiguous: g' = g * grad_scale * clip; m = b1 m +
@@ -336,6 +346,11 @@ typedef struct tls_adamw_params {
 TILEC_API trt_status tls_adamw(trt_device *dev, tls_dtype dt, tls_mem p, tls_mem g, tls_mem m, tls_mem v,
                                tls_mem p_copy, tls_mem grad_sumsq, int64_t n, const tls_adamw_params *h,
                                const tls_options *opt);
+/* y[i] = value (rounded to dt) over n values: zeros where a kernel adds
+ * into a tensor, without a copy from the host (which a graph cannot
+ * hold). */
+TILEC_API trt_status tls_fill(trt_device *dev, tls_dtype dt, tls_mem y, int64_t n, float value,
+                              const tls_options *opt);
 /* y = a + b over n values (y may be exactly a or b: in place). */
 TILEC_API trt_status tls_add(trt_device *dev, tls_dtype dt, tls_mem a, tls_mem b, tls_mem y, int64_t n,
                              const tls_options *opt);

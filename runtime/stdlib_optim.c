@@ -1,7 +1,7 @@
 /* stdlib_optim.c - the training step's C entry points besides the
  * model's layers (include/tilec_stdlib.h, "training"; docs/stdlib.md,
- * "Training"): tls_sum_squares and its workspace query, tls_adamw,
- * tls_add, tls_sum_rows and tls_convert, over stdlib/optim.tile, on the
+ * "Training"): tls_sum_squares and its workspace query, tls_adamw and
+ * tls_adamw_schedule, tls_fill, tls_add, tls_sum_rows and tls_convert, over stdlib/optim.tile, on the
  * helpers runtime/stdlib.c shares through stdlib_internal.h.
  *
  * Every kernel of the file compiles in one module (the const parameters
@@ -148,51 +148,86 @@ static trt_status check_adamw_params(const sl_call *c, const tls_adamw_params *h
     return TRT_OK;
 }
 
+/* torch.optim.AdamW's constants that change with the step, in double,
+ * rounded to f32 once: lr, lr / (1 - beta1^step), 1 / sqrt(1 - beta2^step). */
+static void schedule_of(const tls_adamw_params *h, float out[TLS_ADAMW_SCHEDULE]) {
+    double lr = h->lr, bc1 = 1 - pow(h->beta1, (double)h->step), bc2 = 1 - pow(h->beta2, (double)h->step);
+    out[0] = h->lr;
+    out[1] = (float)(lr / bc1);
+    out[2] = (float)(1 / sqrt(bc2));
+}
+
+trt_status tls_adamw_schedule(trt_device *dev, const tls_adamw_params *h, float out[TLS_ADAMW_SCHEDULE]) {
+    sl_call c;
+    trt_status st;
+    if ((st = sl_begin(&c, dev, "tls_adamw_schedule", TLS_F32, NULL)) || (st = check_adamw_params(&c, h))) return st;
+    if (!out) return rt_fail(dev, TRT_ERR_INVALID_ARGUMENT, "%s: out is NULL", c.op);
+    schedule_of(h, out);
+    return TRT_OK;
+}
+
 trt_status tls_adamw(trt_device *dev, tls_dtype dt, tls_mem p, tls_mem g, tls_mem m, tls_mem v, tls_mem p_copy,
                      tls_mem grad_sumsq, int64_t n, const tls_adamw_params *h, const tls_options *opt) {
     sl_call c;
     trt_status st;
     trt_kernel *k;
-    sl_span sp, sg, sm, sv, sc = {0}, ss = {0};
+    sl_span sp, sg, sm, sv, sc = {0}, ss = {0}, sh = {0};
     if ((st = sl_begin(&c, dev, "tls_adamw", dt, opt)) || (st = check_adamw_params(&c, h)) ||
         (st = check_count(&c, "n", n)) || (st = sl_check_values(&c, "p", p, n, 4, &sp)) ||
         (st = sl_check_values(&c, "g", g, n, c.st->size, &sg)) || (st = sl_check_values(&c, "m", m, n, 4, &sm)) ||
         (st = sl_check_values(&c, "v", v, n, 4, &sv)))
         return st;
-    bool has_copy = p_copy.buffer.handle != 0, clip = h->max_norm > 0;
+    bool has_copy = p_copy.buffer.handle != 0, clip = h->max_norm > 0, sched = h->schedule.buffer.handle != 0;
     if (has_copy && (st = sl_check_values(&c, "p_copy", p_copy, n, c.st->size, &sc))) return st;
     if (clip && (st = sl_check_values(&c, "grad_sumsq", grad_sumsq, 1, 4, &ss))) return st;
-    /* the outputs (p, m, v, p_copy) apart from each other and from the inputs (g, grad_sumsq) */
-    const sl_span *t[] = {&sp, &sm, &sv, &sc, &sg, &ss};
-    const bool present[] = {true, true, true, has_copy, true, clip};
+    if (sched && (st = sl_check_values(&c, "schedule", h->schedule, TLS_ADAMW_SCHEDULE, 4, &sh))) return st;
+    /* the outputs (p, m, v, p_copy) apart from each other and from the inputs (g, grad_sumsq, schedule) */
+    const sl_span *t[] = {&sp, &sm, &sv, &sc, &sg, &ss, &sh};
+    const bool present[] = {true, true, true, has_copy, true, clip, sched};
     for (size_t i = 0; i < 4; i++)
         for (size_t j = i + 1; j < sizeof t / sizeof t[0]; j++)
             if (present[i] && present[j] && (st = check_apart(&c, t[i], t[j], false))) return st;
     if ((st = optim_kernel(&c, "adamw", c.st->suffix, NULL, sl_main_warps(&c), &k))) return st;
-    /* torch.optim.AdamW's constants, in double, rounded to f32 once */
-    double lr = h->lr, bc1 = 1 - pow(h->beta1, (double)h->step), bc2 = 1 - pow(h->beta2, (double)h->step);
+    float sv3[TLS_ADAMW_SCHEDULE];
+    schedule_of(h, sv3);
     trt_arg a[] = {sl_arg_mem(p),
                    sl_arg_mem(g),
                    sl_arg_mem(m),
                    sl_arg_mem(v),
                    sl_arg_mem(has_copy ? p_copy : p), /* without a copy, never written */
                    sl_arg_mem(clip ? grad_sumsq : p), /* without clipping, never read */
+                   sl_arg_mem(sched ? h->schedule : p), /* without a schedule, never read */
                    trt_int(n),
-                   trt_float((float)(1 - lr * h->weight_decay)),
-                   trt_float((float)(lr / bc1)),
+                   trt_float(sv3[0]),
+                   trt_float(h->weight_decay),
+                   trt_float(sv3[1]),
                    trt_float(h->beta1),
                    trt_float((float)(1 - (double)h->beta1)),
                    trt_float(h->beta2),
                    trt_float((float)(1 - (double)h->beta2)),
-                   trt_float((float)(1 / sqrt(bc2))),
+                   trt_float(sv3[2]),
                    trt_float(h->eps),
                    trt_float(h->grad_scale),
                    trt_float(h->max_norm),
-                   trt_int(has_copy)};
+                   trt_int(has_copy),
+                   trt_int(sched)};
     return launch(&c, k, sl_cdiv(n, OPTIM_BLOCK), a, sizeof a / sizeof a[0]);
 }
 
 /* ---- y = a + b ------------------------------------------------------------------- */
+
+trt_status tls_fill(trt_device *dev, tls_dtype dt, tls_mem y, int64_t n, float value, const tls_options *opt) {
+    sl_call c;
+    trt_status st;
+    trt_kernel *k;
+    sl_span sy;
+    if ((st = sl_begin(&c, dev, "tls_fill", dt, opt)) || (st = check_count(&c, "n", n)) ||
+        (st = sl_check_values(&c, "y", y, n, c.st->size, &sy)) ||
+        (st = optim_kernel(&c, "fill", c.st->suffix, NULL, sl_main_warps(&c), &k)))
+        return st;
+    trt_arg args[] = {sl_arg_mem(y), trt_int(n), trt_float(value)};
+    return launch(&c, k, sl_cdiv(n, OPTIM_BLOCK), args, sizeof args / sizeof args[0]);
+}
 
 trt_status tls_add(trt_device *dev, tls_dtype dt, tls_mem a, tls_mem b, tls_mem y, int64_t n,
                    const tls_options *opt) {

@@ -272,6 +272,109 @@ static void test_adamw(void **state) {
         }
 }
 
+/* A training step's optimizer captured in a graph and replayed (each
+ * step's gradients, then its lr and bias corrections through
+ * tls_adamw_params.schedule, written before the replay), against the
+ * same steps called one by one with lr and step as arguments: the same
+ * bits, for every dtype, with a warmup's lr changing each step. The
+ * graph holds tls_sum_squares (two launches past 8192 values) and
+ * tls_adamw, both on the capturing stream. */
+enum { GRAPH_N = 20011, GRAPH_STEPS = 3 };
+static void test_adamw_schedule_in_a_graph(void **state) {
+    (void)state;
+    for (size_t t = 0; t < 3; t++) {
+        const dtype *dt = &dtypes[t];
+        char what[64];
+        snprintf(what, sizeof what, "adamw in a graph, %s", dt->name);
+        int64_t n = GRAPH_N;
+        size_t ws_bytes;
+        OK(tls_sum_squares_workspace(dev, n, &ws_bytes));
+        /* [0]: called one by one; [1]: the graph's */
+        tensor p[2], g[2], m[2], v[2], pc[2], ss[2], ws[2];
+        tensor sched = vec(f32_type, TLS_ADAMW_SCHEDULE, 0);
+        send(&sched);
+        for (int k = 0; k < 2; k++) {
+            p[k] = vec(f32_type, n, 0), g[k] = vec(dt, n, 16), m[k] = vec(f32_type, n, 0), v[k] = vec(f32_type, n, 0);
+            pc[k] = vec(dt, n, 0), ss[k] = vec(f32_type, 1, 0), ws[k] = vec(f32_type, (int64_t)ws_bytes / 4, 0);
+            for (int64_t i = 0; i < n; i++) put(&p[k], i, k ? get(&p[0], i) : rnd(1)), put(&m[k], i, 0), put(&v[k], i, 0);
+            send(&p[k]), send(&g[k]), send(&m[k]), send(&v[k]), send(&pc[k]), send(&ss[k]), send(&ws[k]);
+        }
+        tls_adamw_params h = {.lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f,
+                              .grad_scale = 1, .max_norm = 1, .step = 1};
+        trt_stream *s;
+        OK(trt_stream_create(dev, &s));
+        tls_options on_s = {.stream = s};
+        trt_graph *graph = NULL;
+        for (int step = 1; step <= GRAPH_STEPS; step++) {
+            h.step = step;
+            h.lr = 1e-2f * (float)step / GRAPH_STEPS; /* a warmup */
+            for (int64_t i = 0; i < n; i++) put(&g[0], i, rnd(step % 2 ? 1 : 0.25f));
+            OK(trt_write(dev, g[0].buf, 0, g[0].host, g[0].bytes));
+            tls_adamw_params eager = h;
+            OK(tls_sum_squares(dev, dt->id, mem(&g[0]), n, mem(&ss[0]), false, mem(&ws[0]), NULL));
+            OK(tls_adamw(dev, dt->id, mem(&p[0]), mem(&g[0]), mem(&m[0]), mem(&v[0]), mem(&pc[0]), mem(&ss[0]), n,
+                         &eager, NULL));
+            if (!graph) { /* the kernels ran once above: nothing to compile while capturing */
+                tls_adamw_params captured = h;
+                captured.schedule = mem(&sched);
+                OK(trt_stream_begin_capture(s));
+                OK(tls_sum_squares(dev, dt->id, mem(&g[1]), n, mem(&ss[1]), false, mem(&ws[1]), &on_s));
+                OK(tls_adamw(dev, dt->id, mem(&p[1]), mem(&g[1]), mem(&m[1]), mem(&v[1]), mem(&pc[1]), mem(&ss[1]),
+                             n, &captured, &on_s));
+                OK(trt_stream_end_capture(s, &graph));
+                assert_int_equal(trt_graph_num_launches(graph), 3);
+            }
+            float sv[TLS_ADAMW_SCHEDULE];
+            OK(tls_adamw_schedule(dev, &h, sv));
+            OK(trt_write_async(s, g[1].buf, 0, g[0].host, g[0].bytes));
+            OK(trt_write_async(s, sched.buf, 0, sv, sizeof sv));
+            OK(trt_graph_launch(graph, s));
+            OK(trt_stream_sync(s));
+            tensor *outs[][2] = {{&p[0], &p[1]}, {&m[0], &m[1]}, {&v[0], &v[1]}, {&pc[0], &pc[1]}};
+            const char *names[] = {"p", "m", "v", "p_copy"};
+            for (size_t o = 0; o < 4; o++) {
+                fetch(outs[o][0], what), fetch(outs[o][1], what);
+                if (memcmp(outs[o][0]->host, outs[o][1]->host, outs[o][0]->bytes))
+                    fail_msg("%s: step %d: %s differs from the calls' one by one on %s", what, step, names[o],
+                             trt_device_name(dev));
+            }
+        }
+        trt_graph_destroy(graph);
+        trt_stream_destroy(s);
+        for (int k = 0; k < 2; k++)
+            drop(&p[k]), drop(&g[k]), drop(&m[k]), drop(&v[k]), drop(&pc[k]), drop(&ss[k]), drop(&ws[k]);
+        drop(&sched);
+    }
+}
+
+/* ---- y = value ------------------------------------------------------------------------ */
+
+/* y = value rounded to the storage type, exactly, and nothing outside y
+ * written; values of both signs, one rounding inexact in f16 and bf16. */
+static void test_fill(void **state) {
+    (void)state;
+    const float values[] = {0.0f, -1.5f, 1.0f / 3.0f};
+    for (size_t t = 0; t < 3; t++)
+        for (size_t s = 0; s < NSIZES; s++)
+            for (size_t k = 0; k < sizeof values / sizeof values[0]; k++) {
+                const dtype *dt = &dtypes[t];
+                int64_t n = sizes[s];
+                char what[64];
+                snprintf(what, sizeof what, "fill %s n=%lld value %g", dt->name, (long long)n, (double)values[k]);
+                tensor y = vec(dt, n, offset_of(s));
+                send(&y);
+                OK(tls_fill(dev, dt->id, mem(&y), n, values[k], NULL));
+                fetch(&y, what);
+                unsigned char want[4];
+                dt->put(want, 0, values[k]);
+                for (int64_t i = 0; i < n; i++)
+                    if (memcmp(y.host + y.off + (size_t)i * dt->size, want, dt->size))
+                        fail_msg("%s: y[%lld] = %.9g, want %.9g on %s", what, (long long)i, (double)get(&y, i),
+                                 (double)dt->get(want, 0), trt_device_name(dev));
+                drop(&y);
+            }
+}
+
 /* ---- y = a + b ------------------------------------------------------------------------- */
 
 /* Against the float64 sum: within the storage's rounding of it (one f32
@@ -525,6 +628,9 @@ static void test_misuse_is_an_error(void **state) {
     send(&x), send(&y), send(&z), send(&w), send(&o);
     tls_mem X = mem(&x), Y = mem(&y), Z = mem(&z), W = mem(&w), O = mem(&o), none = tls_mem_of((trt_buffer){0});
     size_t bytes;
+    trt_buffer gone_early;
+    OK(trt_alloc(dev, 64, &gone_early));
+    OK(trt_free(dev, gone_early));
 
     /* the workspace query */
     assert_int_equal(tls_sum_squares_workspace(NULL, 16, &bytes), BAD);
@@ -597,7 +703,29 @@ static void test_misuse_is_an_error(void **state) {
            "p_copy and g overlap");
     tls_options bad_warps = {.num_warps = 3};
     EXPECT(tls_adamw(dev, TLS_F32, X, Y, Z, W, none, O, 64, &good, &bad_warps), BAD, "num_warps 3");
+    h = good, h.schedule = tls_mem_at(o.buf, 16);
+    EXPECT(tls_adamw(dev, TLS_F32, X, Y, Z, W, none, O, 64, &h, NULL), BAD,
+           "tls_adamw: schedule: the buffer holds 16 bytes; 3 values need 12 from offset 16");
+    h.schedule = tls_mem_at(x.buf, 64);
+    EXPECT(tls_adamw(dev, TLS_F32, X, Y, Z, W, none, O, 64, &h, NULL), BAD, "p and schedule overlap");
+    h.schedule = tls_mem_of(gone_early);
+    EXPECT(tls_adamw(dev, TLS_F32, X, Y, Z, W, none, O, 64, &h, NULL), TRT_ERR_INVALID_HANDLE, "schedule:");
+    float sv[TLS_ADAMW_SCHEDULE];
+    h = good, h.step = 0;
+    EXPECT(tls_adamw_schedule(dev, &h, sv), BAD, "tls_adamw_schedule: step is 0");
+    EXPECT(tls_adamw_schedule(dev, &good, NULL), BAD, "tls_adamw_schedule: out is NULL");
+    EXPECT(tls_adamw_schedule(dev, NULL, sv), BAD, "tls_adamw_schedule: h is NULL");
+    assert_int_equal(tls_adamw_schedule(NULL, &good, sv), BAD);
+    OK(tls_adamw_schedule(dev, &good, sv)); /* step 1: lr / (1 - beta1), 1 / sqrt(1 - beta2), in double */
+    if (sv[0] != good.lr || sv[1] != (float)((double)good.lr / (1 - (double)good.beta1)) ||
+        sv[2] != (float)(1 / sqrt(1 - (double)good.beta2)))
+        fail_msg("tls_adamw_schedule at step 1: %.9g %.9g %.9g", (double)sv[0], (double)sv[1], (double)sv[2]);
 #undef ADAMW
+
+    /* tls_fill */
+    EXPECT(tls_fill(dev, TLS_F16, X, 0, 1, NULL), BAD, "tls_fill: n is 0");
+    EXPECT(tls_fill(dev, TLS_F16, tls_mem_at(x.buf, 512), 257, 1, NULL), BAD, "tls_fill: y: the buffer holds 1024");
+    EXPECT(tls_fill(dev, (tls_dtype)4, X, 4, 1, NULL), BAD, "tls_fill: unknown dtype 4");
 
     /* tls_add */
     EXPECT(tls_add(dev, TLS_BF16, X, Y, Z, 0, NULL), BAD, "tls_add: n is 0");
@@ -653,6 +781,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_sum_squares), cmocka_unit_test(test_adamw),   cmocka_unit_test(test_add),
         cmocka_unit_test(test_sum_rows),    cmocka_unit_test(test_convert), cmocka_unit_test(test_one_module),
         cmocka_unit_test(test_options),     cmocka_unit_test(test_misuse_is_an_error),
+        cmocka_unit_test(test_adamw_schedule_in_a_graph), cmocka_unit_test(test_fill),
     };
     return stdlib_test_main(argc, argv, &dev, tests, sizeof tests / sizeof tests[0]);
 }
