@@ -196,7 +196,8 @@ TILEC_API trt_status trt_read_async(trt_stream *s, trt_buffer src, size_t offset
  * nothing runs). */
 typedef struct trt_graph trt_graph;
 TILEC_API trt_status trt_stream_begin_capture(trt_stream *s);
-/* Ends the capture into *out (the graph of no launches, if none came). */
+/* Ends the capture into *out (the graph of no launches, if none came);
+ * with out NULL, discards it, leaving trt_last_error as it was. */
 TILEC_API trt_status trt_stream_end_capture(trt_stream *s, trt_graph **out);
 /* Replays g on stream s (NULL: the default stream), queued like a launch. */
 TILEC_API trt_status trt_graph_launch(trt_graph *g, trt_stream *s);

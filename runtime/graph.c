@@ -110,8 +110,11 @@ trt_status trt_stream_end_capture(trt_stream *s, trt_graph **out) {
     /* the driver's capture ends in any case, so that the stream is usable */
     trt_status st = d->ops->capture_end ? d->ops->capture_end(d, s->handle, out && !g->broken ? &g->exec : NULL)
                                         : TRT_OK;
-    if (!out) st = rt_fail(d, TRT_ERR_INVALID_ARGUMENT, "the graph's pointer is NULL (the capture is discarded)");
-    else if (g->broken)
+    if (!out) { /* discarded, and d->err left as it was: it may say why the caller gives up */
+        trt_graph_destroy(g);
+        return st;
+    }
+    if (g->broken)
         st = rt_fail(d, TRT_ERR_LAUNCH, "the capture failed: a launch in it failed on the device: %s", g->why);
     else if (st == TRT_OK && d->closed)
         st = rt_fail(d, TRT_ERR_CLOSED, "the device was closed");

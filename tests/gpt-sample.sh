@@ -9,6 +9,8 @@
 #  - a run interrupted at step 3 (--stop-at, --save) and resumed
 #    (--resume) prints the same losses, learning rates and gradient norms,
 #    bit for bit, as the run that was not;
+#  - the step captured as a graph and replayed (the default) gives the
+#    numbers of the run with --graph off, bit for bit;
 #  - sample generates from the checkpoint;
 #  - each error a user can make says so and exits nonzero: a missing data
 #    file, a bad configuration, a checkpoint of another shape, a file that
@@ -51,6 +53,12 @@ cut -d, -f1,2,5,6 "$t/whole.csv" | tail -n +2 >"$t/a"
 { tail -n +2 "$t/part1.csv"; tail -n +2 "$t/part2.csv"; } | cut -d, -f1,2,5,6 >"$t/b"
 if cmp -s "$t/a" "$t/b" && [ "$(wc -l <"$t/a")" -eq 6 ]; then echo "resume: steps 4 to 6 match the whole run bit for bit"
 else echo "FAIL: the resumed run differs from the whole run (step,loss,lr,norm):"; diff "$t/a" "$t/b"; fail=1; fi
+
+# ---- the step replayed as a graph (the default) and run launch by launch: the same numbers
+"$train" "${common[@]}" --graph off --csv "$t/eager.csv" >/dev/null 2>&1 || { echo "FAIL: the run without a graph"; fail=1; }
+cut -d, -f1,2,5,6 "$t/eager.csv" | tail -n +2 >"$t/c"
+if cmp -s "$t/a" "$t/c" && [ "$(wc -l <"$t/c")" -eq 6 ]; then echo "graph: steps 1 to 6 match the run without one bit for bit"
+else echo "FAIL: the run without a graph differs from the one with (step,loss,lr,norm):"; diff "$t/a" "$t/c"; fail=1; fi
 
 # ---- sample from the checkpoint
 if out=$("$sample" "$t/ck" --device cpu --prompt "12+3=" --tokens 8 --temperature 0 2>&1) &&

@@ -57,6 +57,11 @@ void gpt_params_layout(const gpt_config *c, gpt_params *p);
 /* A model on a device: its weights in the compute dtype (bf16, or f32 in
  * the f32 mode), their f32 masters, the gradients (compute dtype), AdamW's
  * moments, and the activations a training step keeps for its backward. */
+/* AdamW's hyperparameters (gpt_train_step). */
+typedef struct gpt_optim {
+    float lr, beta1, beta2, eps, weight_decay, max_norm;
+} gpt_optim;
+
 typedef struct gpt_model {
     gpt_config cfg;
     gpt_params p;
@@ -83,7 +88,18 @@ typedef struct gpt_model {
     trt_buffer workspace;                        /* the largest workspace a call asks (norm, attention, sums) */
     size_t workspace_bytes;
     trt_buffer sumsq;                            /* one f32: the gradients' sum of squares */
+    trt_buffer schedule;                         /* AdamW's lr and bias corrections of the step (3 f32) */
+    float schedule_host[TLS_ADAMW_SCHEDULE];     /* what the step wrote there */
     int rows;                                    /* batch * seq */
+    /* where the passes run: one stream, and the options that name it
+     * (mm: the matrix products', with the precision of `ieee`) */
+    trt_stream *stream;
+    tls_options opt, mm;
+    /* the training step as a graph (gpt_train_step), captured with
+     * graph_optim's constants; warm once a step ran (compiling its kernels) */
+    trt_graph *graph;
+    gpt_optim graph_optim;
+    bool warm;
 } gpt_model;
 
 /* Allocates a model for cfg on dev in dtype dt (TLS_BF16 or TLS_F32) and
@@ -100,13 +116,16 @@ void gpt_destroy(gpt_model *m);
  * (m->grads, overwritten). Without targets, only m->logits. */
 trt_status gpt_forward(gpt_model *m, int batch, int seq, bool targets, bool backward);
 
-/* The global norm of the gradients into m->sumsq, then one AdamW step
- * with lr (weight decay on the decayed tensors only), clipping the
- * gradients to max_norm (0: none). */
-typedef struct gpt_optim {
-    float lr, beta1, beta2, eps, weight_decay, max_norm;
-} gpt_optim;
-trt_status gpt_update(gpt_model *m, const gpt_optim *o, int64_t step);
+/* One training step on the full batch (cfg.batch sequences of cfg.seq
+ * tokens in m->tokens and m->targets): the forward pass and its losses,
+ * the backward pass, the gradients' global norm into m->sumsq, and an
+ * AdamW step with lr (weight decay on the decayed tensors only), the
+ * gradients clipped to max_norm (0: none). With `graph`, the launches of
+ * a step are captured into a graph (trt_stream_begin_capture) at the
+ * second step, the first having compiled every kernel, and replayed from
+ * then on; the step's lr and bias corrections go to m->schedule by a copy
+ * before, which the graph's AdamW reads. The same bits either way. */
+trt_status gpt_train_step(gpt_model *m, const gpt_optim *o, int64_t step, bool graph);
 
 /* The mean of the last forward's losses (rows of them), summed on the host
  * in order (the same value on every run), and the gradient norm of the

@@ -134,9 +134,15 @@ trt_status gpt_create(gpt_model *m, trt_device *dev, const gpt_config *cfg, tls_
     gpt_params_layout(cfg, &m->p);
     size_t C = (size_t)cfg->n_embd, R = (size_t)m->rows, L = (size_t)cfg->n_layer, es = m->esize, n = m->p.n;
     trt_status st;
+    /* every pass's launches on one stream of the model's, which a graph can capture */
+    if ((st = trt_stream_create(dev, &m->stream))) return st;
+    m->opt = (tls_options){.stream = m->stream};
     /* the weights, initialized on the host in f32 */
     float *w = malloc(n * sizeof *w);
-    if (!w) return TRT_ERR_OUT_OF_MEMORY;
+    if (!w) {
+        gpt_destroy(m);
+        return TRT_ERR_OUT_OF_MEMORY;
+    }
     memset(w, 0, n * sizeof *w);
     uint64_t s = seed;
     float std = 0.02f, proj_std = 0.02f / sqrtf(2.0f * (float)cfg->n_layer);
@@ -165,7 +171,7 @@ trt_status gpt_create(gpt_model *m, trt_device *dev, const gpt_config *cfg, tls_
         (st = alloc(m, &m->d_tmp, R * C * es)) || (st = alloc(m, &m->d_ln, R * C * es)) ||
         (st = alloc(m, &m->d_qkv, R * 3 * C * es)) ||
         (st = alloc(m, &m->d_fc, R * 4 * C * es)) || (st = alloc(m, &m->d_fc2, R * 4 * C * es)) ||
-        (st = alloc(m, &m->sumsq, 16))) {
+        (st = alloc(m, &m->sumsq, 16)) || (st = alloc(m, &m->schedule, 16))) {
         free(w);
         gpt_destroy(m);
         return st;
@@ -210,10 +216,13 @@ void gpt_destroy(gpt_model *m) {
     trt_buffer *all[] = {&m->master, &m->m,      &m->v,     &m->grads,  &m->tokens, &m->targets, &m->resid,
                          &m->ln1,    &m->ln2,    &m->att,   &m->mid,    &m->qkv,    &m->fc,      &m->stats,
                          &m->lnf,    &m->logits, &m->losses, &m->d_res, &m->d_tmp,  &m->d_ln,    &m->d_qkv,   &m->d_fc,
-                         &m->d_fc2,  &m->workspace, &m->sumsq};
+                         &m->d_fc2,  &m->workspace, &m->sumsq, &m->schedule};
+    trt_graph_destroy(m->graph); /* before the buffers it launches with */
+    m->graph = NULL;
     if (m->weights.handle && m->weights.handle != m->master.handle) trt_free(m->dev, m->weights);
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (all[i]->handle) trt_free(m->dev, *all[i]);
+    trt_stream_destroy(m->stream);
     memset(m, 0, sizeof *m);
 }
 
@@ -238,9 +247,10 @@ static size_t act(const pass *ps, int l, int width) { return (size_t)l * (size_t
 
 /* The matrix products' options: f32 ones exact (TLS_IEEE) when the model
  * asks, else the stdlib's default (tf32 for f32; bf16 has one way). */
-static const tls_options *mm_opt(const gpt_model *m) {
-    static const tls_options ieee = {.precision = TLS_IEEE};
-    return m->ieee && m->dt == TLS_F32 ? &ieee : NULL;
+static const tls_options *mm_opt(gpt_model *m) {
+    m->mm = m->opt;
+    m->mm.precision = m->ieee && m->dt == TLS_F32 ? TLS_IEEE : TLS_TF32;
+    return &m->mm;
 }
 
 /* y[R, n] = x[R, k] . w[k, n] (+ bias, act) */
@@ -257,7 +267,7 @@ static trt_status linear_bwd(pass *ps, tls_mem x, size_t w, size_t b, tls_mem dy
     gpt_model *m = ps->m;
     trt_status st;
     if ((st = tls_matmul(m->dev, m->dt, x, dy, G_(ps, w), k, n, ps->R, 1, k, n, 1, n, 1, mm_opt(m)))) return st;
-    if ((st = tls_sum_rows(m->dev, m->dt, dy, G_(ps, b), ps->R, n, n, false, NULL))) return st;
+    if ((st = tls_sum_rows(m->dev, m->dt, dy, G_(ps, b), ps->R, n, n, false, &m->opt))) return st;
     return tls_matmul(m->dev, m->dt, dy, W_(ps, w), dx, ps->R, k, n, n, 1, 1, n, k, 1, mm_opt(m));
 }
 
@@ -296,7 +306,7 @@ static trt_status forward(pass *ps) {
     trt_status st;
     /* x0 = wte[tokens] + wpe[position] */
     if ((st = tls_embedding(d, dt, tls_mem_of(m->tokens), W_(ps, m->p.wte), W_(ps, m->p.wpe), T_(ps, m->resid, 0), R,
-                            ps->T, GPT_VOCAB, C, NULL)))
+                            ps->T, GPT_VOCAB, C, &m->opt)))
         return st;
     for (int l = 0; l < m->cfg.n_layer; l++) {
         const gpt_layer_params *P = &m->p.layer[l];
@@ -307,25 +317,25 @@ static trt_status forward(pass *ps) {
         size_t qkv = act(ps, l, 3 * C);
         tls_attention_problem p = attention_problem(ps);
         if ((st = tls_layernorm(d, dt, x, ln1, W_(ps, P->ln1_w), W_(ps, P->ln1_b), F_(m->stats, stat(m, l, 0)),
-                                F_(m->stats, stat(m, l, 1)), R, C, C, LN_EPS, NULL)) ||
+                                F_(m->stats, stat(m, l, 1)), R, C, C, LN_EPS, &m->opt)) ||
             (st = linear(ps, ln1, P->w_qkv, P->b_qkv, T_(ps, m->qkv, qkv), C, 3 * C, TLS_ACT_NONE)) ||
             (st = tls_attention_fwd(d, dt, &p, qkv_part(ps, m->qkv, qkv, 0), qkv_part(ps, m->qkv, qkv, 1),
                                     qkv_part(ps, m->qkv, qkv, 2), rows_of_c(ps, m->att, act(ps, l, C)),
-                                    lse_of(ps, l), NULL)) ||
+                                    lse_of(ps, l), &m->opt)) ||
             (st = linear(ps, att, P->w_proj, P->b_proj, mid, C, C, TLS_ACT_NONE)) ||
-            (st = tls_add(d, dt, mid, x, mid, (int64_t)RC, NULL)) ||
+            (st = tls_add(d, dt, mid, x, mid, (int64_t)RC, &m->opt)) ||
             (st = tls_layernorm(d, dt, mid, ln2, W_(ps, P->ln2_w), W_(ps, P->ln2_b), F_(m->stats, stat(m, l, 2)),
-                                F_(m->stats, stat(m, l, 3)), R, C, C, LN_EPS, NULL)) ||
+                                F_(m->stats, stat(m, l, 3)), R, C, C, LN_EPS, &m->opt)) ||
             (st = linear(ps, ln2, P->w_fc, P->b_fc, fc, C, 4 * C, TLS_ACT_GELU_TANH)) ||
             (st = linear(ps, fc, P->w_fc2, P->b_fc2, out, 4 * C, C, TLS_ACT_NONE)) ||
-            (st = tls_add(d, dt, out, mid, out, (int64_t)RC, NULL)))
+            (st = tls_add(d, dt, out, mid, out, (int64_t)RC, &m->opt)))
             return st;
     }
     size_t L = (size_t)m->cfg.n_layer;
     size_t lnf_stats = L * stats_per_layer(m);
     if ((st = tls_layernorm(d, dt, T_(ps, m->resid, L * RC), T_(ps, m->lnf, 0), W_(ps, m->p.lnf_w),
                             W_(ps, m->p.lnf_b), F_(m->stats, lnf_stats), F_(m->stats, lnf_stats + rows4(m)), R, C, C,
-                            LN_EPS, NULL)))
+                            LN_EPS, &m->opt)))
         return st;
     /* logits = lnf . wte^T: wte is [V, C], read as its transpose */
     return tls_matmul(d, dt, T_(ps, m->lnf, 0), W_(ps, m->p.wte), T_(ps, m->logits, 0), R, GPT_VOCAB, C, C, 1, 1, C,
@@ -341,8 +351,8 @@ static trt_status norm_bwd_into_res(pass *ps, tls_mem x, tls_mem dy, size_t w, s
     tls_mem dres = T_(ps, m->d_res, 0), dln = T_(ps, m->d_ln, 0);
     trt_status st = tls_layernorm_bwd(m->dev, m->dt, x, dy, dln, W_(ps, w), F_(m->stats, stats),
                                       F_(m->stats, stats + rows4(m)), G_(ps, w), G_(ps, b), ps->R, ps->C, ps->C,
-                                      tls_mem_of(m->workspace), NULL);
-    return st ? st : tls_add(m->dev, m->dt, dres, dln, dres, (int64_t)RC, NULL);
+                                      tls_mem_of(m->workspace), &m->opt);
+    return st ? st : tls_add(m->dev, m->dt, dres, dln, dres, (int64_t)RC, &m->opt);
 }
 
 static trt_status backward(pass *ps) {
@@ -363,7 +373,7 @@ static trt_status backward(pass *ps) {
     size_t lnf_stats = L * stats_per_layer(m);
     if ((st = tls_layernorm_bwd(d, dt, T_(ps, m->resid, L * RC), dtmp, dres, W_(ps, m->p.lnf_w),
                                 F_(m->stats, lnf_stats), F_(m->stats, lnf_stats + rows4(m)), G_(ps, m->p.lnf_w),
-                                G_(ps, m->p.lnf_b), R, C, C, ws, NULL)))
+                                G_(ps, m->p.lnf_b), R, C, C, ws, &m->opt)))
         return st;
     /* dres: the gradient of the loss with respect to the residual stream */
     for (int l = (int)L - 1; l >= 0; l--) {
@@ -378,7 +388,7 @@ static trt_status backward(pass *ps) {
         if ((st = linear_bwd(ps, fc, P->w_fc2, P->b_fc2, dres, dfc, 4 * C, C)) ||
             /* GELU's input, recomputed into the scratch dpre's place first */
             (st = linear(ps, ln2, P->w_fc, P->b_fc, dpre, C, 4 * C, TLS_ACT_NONE)) ||
-            (st = tls_gelu_bwd(d, dt, dpre, dfc, dpre, (int64_t)R * 4 * C, NULL)) ||
+            (st = tls_gelu_bwd(d, dt, dpre, dfc, dpre, (int64_t)R * 4 * C, &m->opt)) ||
             (st = linear_bwd(ps, ln2, P->w_fc, P->b_fc, dpre, dtmp, C, 4 * C)) ||
             (st = norm_bwd_into_res(ps, mid, dtmp, P->ln2_w, P->ln2_b, stat(m, l, 2))))
             return st;
@@ -387,20 +397,15 @@ static trt_status backward(pass *ps) {
             (st = tls_attention_bwd(d, dt, &p, qkv_part(ps, m->qkv, qkv, 0), qkv_part(ps, m->qkv, qkv, 1),
                                     qkv_part(ps, m->qkv, qkv, 2), rows_of_c(ps, m->att, act(ps, l, C)),
                                     rows_of_c(ps, m->d_tmp, 0), lse_of(ps, l), qkv_part(ps, m->d_qkv, 0, 0),
-                                    qkv_part(ps, m->d_qkv, 0, 1), qkv_part(ps, m->d_qkv, 0, 2), ws, NULL)) ||
+                                    qkv_part(ps, m->d_qkv, 0, 1), qkv_part(ps, m->d_qkv, 0, 2), ws, &m->opt)) ||
             (st = linear_bwd(ps, ln1, P->w_qkv, P->b_qkv, dqkv, dtmp, C, 3 * C)) ||
             (st = norm_bwd_into_res(ps, x, dtmp, P->ln1_w, P->ln1_b, stat(m, l, 0))))
             return st;
     }
-    /* the embeddings: dwpe from zero, dwte on top of the head's */
-    size_t nwpe = (size_t)m->cfg.seq * (size_t)C;
-    void *zeros = calloc(nwpe, ps->es);
-    if (!zeros) return TRT_ERR_OUT_OF_MEMORY;
-    st = trt_write(d, m->grads, m->p.wpe * ps->es, zeros, nwpe * ps->es);
-    free(zeros);
-    if (st) return st;
+    /* the embeddings: dwpe from zero (a kernel, not a copy: a graph holds it), dwte on top of the head's */
+    if ((st = tls_fill(d, dt, G_(ps, m->p.wpe), (int64_t)m->cfg.seq * C, 0.0f, &m->opt))) return st;
     return tls_embedding_bwd(d, dt, tls_mem_of(m->tokens), dres, G_(ps, m->p.wte), G_(ps, m->p.wpe), R, ps->T, V, C,
-                             NULL);
+                             &m->opt);
 }
 
 trt_status gpt_forward(gpt_model *m, int batch, int seq, bool targets, bool backward_too) {
@@ -411,27 +416,78 @@ trt_status gpt_forward(gpt_model *m, int batch, int seq, bool targets, bool back
     if (st || !targets) return st;
     tls_mem dl = backward_too ? T_(&ps, m->logits, 0) : tls_mem_of((trt_buffer){0});
     if ((st = tls_cross_entropy(m->dev, m->dt, T_(&ps, m->logits, 0), tls_mem_of(m->targets), tls_mem_of(m->losses),
-                                dl, ps.R, GPT_VOCAB, GPT_VOCAB, GPT_VOCAB, 1.0f / (float)ps.R, NULL)))
+                                dl, ps.R, GPT_VOCAB, GPT_VOCAB, GPT_VOCAB, 1.0f / (float)ps.R, &m->opt)))
         return st;
     return backward_too ? backward(&ps) : TRT_OK;
 }
 
-trt_status gpt_update(gpt_model *m, const gpt_optim *o, int64_t step) {
+/* The gradients' global norm into m->sumsq, then AdamW over the decayed
+ * tensors and the rest, lr and the step's bias corrections read from
+ * m->schedule (written by the step, outside the graph); o's lr and step
+ * are only checked here. */
+static trt_status update(gpt_model *m, const gpt_optim *o, int64_t step) {
     trt_status st;
     tls_mem ws = tls_mem_of(m->workspace), sumsq = tls_mem_of(m->sumsq);
-    if ((st = tls_sum_squares(m->dev, m->dt, tls_mem_of(m->grads), (int64_t)m->p.n, sumsq, false, ws, NULL)))
+    if ((st = tls_sum_squares(m->dev, m->dt, tls_mem_of(m->grads), (int64_t)m->p.n, sumsq, false, ws, &m->opt)))
         return st;
     tls_adamw_params h = {.lr = o->lr, .beta1 = o->beta1, .beta2 = o->beta2, .eps = o->eps,
-                          .weight_decay = o->weight_decay, .step = step, .grad_scale = 1.0f, .max_norm = o->max_norm};
+                          .weight_decay = o->weight_decay, .step = step, .grad_scale = 1.0f, .max_norm = o->max_norm,
+                          .schedule = tls_mem_of(m->schedule)};
     tls_mem copy_decay = m->dt == TLS_F32 ? tls_mem_of((trt_buffer){0}) : tls_mem_of(m->weights);
     size_t nd = m->p.n_decay, es = m->esize;
     if ((st = tls_adamw(m->dev, m->dt, F_(m->master, 0), tls_mem_of(m->grads), F_(m->m, 0), F_(m->v, 0), copy_decay,
-                        sumsq, (int64_t)nd, &h, NULL)))
+                        sumsq, (int64_t)nd, &h, &m->opt)))
         return st;
     h.weight_decay = 0;
     tls_mem copy_rest = m->dt == TLS_F32 ? tls_mem_of((trt_buffer){0}) : at(m->weights, nd, es);
     return tls_adamw(m->dev, m->dt, F_(m->master, nd), at(m->grads, nd, es), F_(m->m, nd), F_(m->v, nd), copy_rest,
-                     sumsq, (int64_t)(m->p.n - nd), &h, NULL);
+                     sumsq, (int64_t)(m->p.n - nd), &h, &m->opt);
+}
+
+/* The launches of a step on the full batch: forward, loss, backward,
+ * update. */
+static trt_status step_launches(gpt_model *m, const gpt_optim *o, int64_t step) {
+    trt_status st = gpt_forward(m, m->cfg.batch, m->cfg.seq, true, true);
+    return st ? st : update(m, o, step);
+}
+
+/* Whether a graph captured with o still does what o says: all but lr,
+ * which the schedule carries. */
+static bool same_constants(const gpt_optim *a, const gpt_optim *b) {
+    return a->beta1 == b->beta1 && a->beta2 == b->beta2 && a->eps == b->eps && a->weight_decay == b->weight_decay &&
+           a->max_norm == b->max_norm;
+}
+
+trt_status gpt_train_step(gpt_model *m, const gpt_optim *o, int64_t step, bool graph) {
+    tls_adamw_params h = {.lr = o->lr, .beta1 = o->beta1, .beta2 = o->beta2, .eps = o->eps,
+                          .weight_decay = o->weight_decay, .step = step, .grad_scale = 1.0f, .max_norm = o->max_norm};
+    trt_status st;
+    /* a plain copy: the default stream waits for the last step's update,
+     * which reads the schedule, and the step's launches wait for it */
+    if ((st = tls_adamw_schedule(m->dev, &h, m->schedule_host)) ||
+        (st = trt_write(m->dev, m->schedule, 0, m->schedule_host, sizeof m->schedule_host)))
+        return st;
+    if (m->graph && !same_constants(&m->graph_optim, o)) {
+        trt_graph_destroy(m->graph);
+        m->graph = NULL;
+    }
+    /* the first step runs directly: it compiles every kernel, which a
+     * capture refuses; the second is captured, and replayed from then on */
+    if (!graph || !m->warm) {
+        st = step_launches(m, o, step);
+        m->warm = st == TRT_OK;
+        return st;
+    }
+    if (!m->graph) {
+        if ((st = trt_stream_begin_capture(m->stream))) return st;
+        st = step_launches(m, o, step);
+        trt_graph *g = NULL;
+        trt_status end = trt_stream_end_capture(m->stream, st ? NULL : &g);
+        if (st || (st = end)) return st;
+        m->graph = g;
+        m->graph_optim = *o;
+    }
+    return trt_graph_launch(m->graph, m->stream);
 }
 
 trt_status gpt_mean_loss(gpt_model *m, int rows, double *loss) {

@@ -30,6 +30,7 @@ typedef struct opts {
     int steps, warmup, eval_every, eval_batches, save_every, stop_at;
     int shape_given; /* --config or a shape flag: a checkpoint to resume must have this shape */
     int batch_given; /* --batch: a resumed run takes it, else the checkpoint's */
+    int graph;       /* replay the step as a graph from the second step on */
     float lr, min_lr, weight_decay, max_norm;
     uint64_t seed;
 } opts;
@@ -43,6 +44,8 @@ static void usage(FILE *f) {
             "  --dtype bf16|f32             bf16 matmuls and activations with f32 master weights (default),\n"
             "                               or f32 throughout\n"
             "  --steps N                    training steps (default 100)\n"
+            "  --graph on|off               capture the training step as a graph at the second step and\n"
+            "                               replay it (default on; the same numbers either way)\n"
             "  --lr X --min-lr X            peak and final learning rate (default 1e-3, 1e-4)\n"
             "  --warmup N                   steps of linear warmup (default steps / 10)\n"
             "  --weight-decay X             AdamW's, on matrices and embeddings (default 0.1)\n"
@@ -80,7 +83,7 @@ static int parse_float(const char *s, float *out) {
 static int parse(int argc, char **argv, opts *o) {
     *o = (opts){.device = "auto", .csv = "gpt-loss.csv", .svg = "gpt-loss.svg", .cfg = *gpt_config_named("tiny"),
                 .dt = TLS_BF16, .steps = 100, .warmup = -1, .eval_every = 50, .eval_batches = 4, .lr = 1e-3f,
-                .min_lr = 1e-4f, .weight_decay = 0.1f, .max_norm = 1.0f, .seed = 1};
+                .min_lr = 1e-4f, .weight_decay = 0.1f, .max_norm = 1.0f, .seed = 1, .graph = 1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int ok = 1, n = 0;
@@ -111,6 +114,7 @@ static int parse(int argc, char **argv, opts *o) {
             ok = !strcmp(v, "bf16") || !strcmp(v, "f32");
             o->dt = strcmp(v, "f32") ? TLS_BF16 : TLS_F32;
         } else if (!strcmp(a, "--steps")) ok = parse_int(v, 0, 1 << 30, &o->steps);
+        else if (!strcmp(a, "--graph")) ok = !strcmp(v, "on") || !strcmp(v, "off"), o->graph = !strcmp(v, "on");
         else if (!strcmp(a, "--warmup")) ok = parse_int(v, 0, 1 << 30, &o->warmup);
         else if (!strcmp(a, "--eval-every")) ok = parse_int(v, 1, 1 << 30, &o->eval_every);
         else if (!strcmp(a, "--eval-batches")) ok = parse_int(v, 1, 1 << 20, &o->eval_batches);
@@ -260,9 +264,9 @@ int main(int argc, char **argv) {
     }
     if (o.resume) data.rng = state.data_rng;
     int B = o.cfg.batch, T = o.cfg.seq, R = B * T;
-    printf("gpt %s: %d layers, %d heads, %d wide, seq %d, batch %d, %s, %.2fM parameters, on %s\n", o.cfg.name,
+    printf("gpt %s: %d layers, %d heads, %d wide, seq %d, batch %d, %s, %.2fM parameters, on %s%s\n", o.cfg.name,
            o.cfg.n_layer, o.cfg.n_head, o.cfg.n_embd, T, B, o.dt == TLS_F32 ? "f32" : "bf16", (double)m.p.n / 1e6,
-           trt_device_name(dev));
+           trt_device_name(dev), o.graph ? ", the step replayed as a graph" : "");
     printf("data: %s, %zu bytes (%zu train, %zu validation)\n", o.data ? o.data : "multi-digit addition (generated)",
            data.n, data.n_train, data.n - data.n_train);
     int32_t *tok = malloc((size_t)R * 4), *tgt = malloc((size_t)R * 4);
@@ -289,9 +293,8 @@ int main(int argc, char **argv) {
             break;
         }
         if ((st = trt_write(dev, m.tokens, 0, tok, (size_t)R * 4)) ||
-            (st = trt_write(dev, m.targets, 0, tgt, (size_t)R * 4)) || (st = gpt_forward(&m, B, T, true, true)) ||
-            (st = gpt_update(&m, &opt, step)) || (st = gpt_mean_loss(&m, R, &loss)) ||
-            (st = gpt_grad_norm(&m, &norm))) {
+            (st = trt_write(dev, m.targets, 0, tgt, (size_t)R * 4)) || (st = gpt_train_step(&m, &opt, step, o.graph)) ||
+            (st = gpt_mean_loss(&m, R, &loss)) || (st = gpt_grad_norm(&m, &norm))) {
             fprintf(stderr, "train: error at step %d: %s: %s\n", step, trt_status_name(st), trt_last_error(dev));
             rc = 1;
             break;

@@ -141,7 +141,7 @@ static void test_refused_while_capturing(void **state) {
     OK(trt_stream_begin_capture(s));
     expect_refused(trt_graph_launch(g, s), "capturing one");
     expect_refused(trt_graph_launch(g, NULL), "replay a graph on the default stream");
-    expect_refused(trt_stream_end_capture(s, NULL), "discarded");
+    OK(trt_stream_end_capture(s, NULL)); /* discarded */
     OK(trt_launch(c.k, 3, 1, 1, a, 4)); /* the discarded capture is over */
     /* a stream destroyed while capturing ends it */
     OK(trt_stream_begin_capture(other));
