@@ -10,7 +10,8 @@
 # cmocka), runs the whole test suite with a GPU required (so the CUDA halves
 # of the tests run instead of reporting themselves skipped), runs the GPU
 # programs again under compute-sanitizer's memcheck, times the stdlib
-# kernels against PyTorch and Triton (bench/gpu_bench.py), and prints the
+# kernels against PyTorch and Triton (bench/gpu_bench.py) and the GPT
+# sample's training step against PyTorch eager (bench/gpt_bench.py), and prints the
 # timing table and then the summary table last. The full log goes to $OUT/gpu-check.log when OUT is set.
 # Exit status 0 when every row passed.
 #
@@ -180,11 +181,29 @@ else
 fi
 
 # ---- the GPT sample: a short training run on the GPU (issue 21) ---------------------
+# compiled kernels on disk (docs/runtime.md), from here on (the suite above
+# runs as a user's would): the GPT runs below compile the same stdlib
+# kernels in several processes; this compiles each once
+export TILEC_CACHE_DIR=${TILEC_CACHE_DIR:-$build/kernel-cache}
 # tokens/s and the loss, from train's summary line (docs/gpt.md)
 gpt_dir=$(mktemp -d /tmp/tilec-gpt.XXXX)
 if run "gpt train small, 30 steps" "$build/samples/gpt/train" --device cuda --config small --steps 30 \
      --eval-every 30 --eval-batches 2 --csv "$gpt_dir/loss.csv" --svg "$gpt_dir/loss.svg"; then
   gpt_line=$(grep '^done:' "$log" | tail -1)
+fi
+
+# the training step against PyTorch eager, same run (bench/gpt_bench.py: small and gpt2)
+gpt_table=""
+if python3 -c 'import torch' 2>/dev/null; then
+  echo "== bench: python3 bench/gpt_bench.py" >>"$log"
+  gpt_out=$(PYTHONUNBUFFERED=1 timeout -k 15 "$(limit)" python3 "$root/bench/gpt_bench.py" \
+            --train "$build/samples/gpt/train" 2>&1); grc=$?
+  printf '%s\n' "$gpt_out" >>"$log"
+  gpt_table=$(printf '%s\n' "$gpt_out" | sed -n '/^== gpt training step/,$p')
+  if [ $grc -eq 0 ] && [ -n "$gpt_table" ]; then row "gpt step vs PyTorch eager (bench/gpt_bench.py)" ok "table above"
+  else row "gpt step vs PyTorch eager (bench/gpt_bench.py)" FAIL "rc=$grc: $(printf '%s\n' "$gpt_out" | tail -1)"; fi
+else
+  row "gpt step vs PyTorch eager" SKIP "python3 with torch not found"
 fi
 
 # ---- memcheck over the stdlib's entry points and samples (after the bench: ---------
@@ -201,5 +220,6 @@ fi
 [ -n "$matmul_ptxas" ] && printf '\n%s\n' "$matmul_ptxas"
 [ -n "$bench_table" ] && printf '\n%s\n' "$bench_table"
 [ -n "${gpt_line:-}" ] && printf '\n== gpt sample, small (bf16, batch 64, seq 256), 30 steps: %s\n' "$gpt_line"
+[ -n "$gpt_table" ] && printf '\n%s\n' "$gpt_table"
 table
 [ $fails -eq 0 ]
