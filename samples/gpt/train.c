@@ -280,7 +280,7 @@ int main(int argc, char **argv) {
     gpt_optim opt = {.beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = o.weight_decay,
                      .max_norm = o.max_norm};
     double first_loss = NAN, last_loss = NAN, total_ms = 0, val = NAN, acc = NAN;
-    int done = 0;
+    int done = 0, announced = 0;
     int first = (int)state.step + 1;
     int last = o.stop_at && o.stop_at < o.steps ? o.stop_at : o.steps;
     for (int step = first; step <= last && !rc; step++) {
@@ -311,6 +311,11 @@ int main(int argc, char **argv) {
         if (eval) printf(" | val %.4f", val);
         if (eval && !isnan(acc)) printf(" | answers %.1f%%", 100 * acc);
         printf("\n");
+        if (m.graph && !announced) {
+            printf("graph: the step's %zu launches captured at step %d, replayed from then on\n",
+                   trt_graph_num_launches(m.graph), step);
+            announced = 1;
+        }
         fflush(stdout);
         if (csv) fprintf(csv, "%d,%.9g,%.9g,%.9g,%g,%.9g,%.3f\n", step, loss, val, acc, (double)opt.lr, norm, ms);
         curve[npoints++] = (gpt_point){.step = step, .train = loss, .valid = val};
