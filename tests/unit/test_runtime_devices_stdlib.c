@@ -585,10 +585,10 @@ static void test_every_stdlib_kernel_is_tested(void **state) {
         /* through tls_embedding and tls_embedding_bwd in test_stdlib_embedding.c */
         "embedding_f32", "embedding_f16", "embedding_bf16", "embedding_bwd_wte_f32", "embedding_bwd_wte_f16",
         "embedding_bwd_wte_bf16", "embedding_bwd_wpe_f32", "embedding_bwd_wpe_f16", "embedding_bwd_wpe_bf16",
-        /* through their entry points (tls_sum_squares, tls_adamw, tls_add, tls_sum_rows, tls_convert) in
-         * test_stdlib_optim.c */
+        /* through their entry points (tls_sum_squares, tls_adamw, tls_fill, tls_add, tls_sum_rows,
+         * tls_convert) in test_stdlib_optim.c */
         "sumsq_parts_f32", "sumsq_parts_f16", "sumsq_parts_bf16", "sumsq_total_f32", "adamw_f32", "adamw_f16",
-        "adamw_bf16", "vadd_f32", "vadd_f16", "vadd_bf16", "sum_rows_f32", "sum_rows_f16", "sum_rows_bf16",
+        "adamw_bf16", "fill_f32", "fill_f16", "fill_bf16", "vadd_f32", "vadd_f16", "vadd_bf16", "sum_rows_f32", "sum_rows_f16", "sum_rows_bf16",
         "convert_f32_f32", "convert_f32_f16", "convert_f32_bf16", "convert_f16_f32", "convert_f16_f16",
         "convert_f16_bf16", "convert_bf16_f32", "convert_bf16_f16", "convert_bf16_bf16",
         "cross_entropy_f32", "cross_entropy_f16", "cross_entropy_bf16", /* test_stdlib_loss.c */
