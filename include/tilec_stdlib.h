@@ -325,13 +325,15 @@ typedef struct tls_adamw_params {
                          as stored (tls_sum_squares over g), grad_scale's square NOT folded in by the
                          caller; finite >= 0; 0: no clipping, grad_sumsq not read */
     tls_mem schedule; /* buffer handle 0: none. Else TLS_ADAMW_SCHEDULE f32 on the device that the
-                         kernel reads in place of the values that change from step to step (lr and
-                         step's; tls_adamw_schedule computes them), so that a graph that captured the
-                         call (trt_stream_begin_capture) replays each step with its own: write them
-                         on the stream before each replay. lr and step here are still checked */
+                         kernel reads in place of the values that change from step to step (those of
+                         lr, weight_decay and step; tls_adamw_schedule computes them), so that a graph
+                         that captured the call (trt_stream_begin_capture) replays each step with its
+                         own: write them before each replay. The fields here are still checked */
 } tls_adamw_params;
-/* The f32 values of a step's tls_adamw_params.schedule: lr, lr / (1 -
- * beta1^step), 1 / sqrt(1 - beta2^step). */
+/* The f32 values of a step's tls_adamw_params.schedule: 1 - lr
+ * weight_decay, lr / (1 - beta1^step), 1 / sqrt(1 - beta2^step), each
+ * computed in double and rounded once (what tls_adamw passes as
+ * arguments without a schedule). */
 #define TLS_ADAMW_SCHEDULE 3
 TILEC_API trt_status tls_adamw_schedule(trt_device *dev, const tls_adamw_params *h,
                                         float out[TLS_ADAMW_SCHEDULE]);

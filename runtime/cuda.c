@@ -20,7 +20,8 @@ typedef void *CUcontext, *CUmodule, *CUfunction, *CUstream, *CUgraph, *CUgraphEx
 enum { CU_ATTR_CC_MAJOR = 75, CU_ATTR_CC_MINOR = 76, CU_ATTR_SM_COUNT = 16, CU_ERROR_NO_DEVICE = 100, CU_ERROR_ASSERT = 710 };
 /* CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
 enum { CU_ATTR_SMEM_OPTIN = 97, CU_FUNC_ATTR_MAX_DYNAMIC_SMEM = 8 };
-enum { CU_STREAM_CAPTURE_MODE_RELAXED = 2 };
+enum { CU_STREAM_CAPTURE_MODE_RELAXED = 2, CU_ERROR_STREAM_CAPTURE_IMPLICIT = 906 };
+#define CU_STREAM_LEGACY ((CUstream)0x1)
 enum { CU_PTR_CONTEXT = 1, CU_PTR_MEMORY_TYPE = 2, CU_PTR_RANGE_START = 11, CU_PTR_RANGE_SIZE = 12, CU_MEM_DEVICE = 2 };
 
 typedef struct cuda_api {
@@ -51,6 +52,7 @@ typedef struct cuda_api {
     CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                                CUstream, void **, void **);
     CUresult (*cuStreamBeginCapture_v2)(CUstream, int);
+    CUresult (*cuStreamIsCapturing)(CUstream, int *);
     CUresult (*cuStreamEndCapture)(CUstream, CUgraph *);
     CUresult (*cuGraphInstantiateWithFlags)(CUgraphExec *, CUgraph, unsigned long long);
     CUresult (*cuGraphLaunch)(CUgraphExec, CUstream);
@@ -58,6 +60,7 @@ typedef struct cuda_api {
     CUresult (*cuGraphDestroy)(CUgraph);
     CUresult (*cuGetErrorName)(CUresult, const char **);
     CUresult (*cuGetErrorString)(CUresult, const char **);
+    CUresult (*cuFuncLoad)(CUfunction); /* optional: CUDA 12.4 and later; NULL before */
 } cuda_api;
 
 struct rt_cuda {
@@ -117,7 +120,7 @@ bool rt_cuda_open(rt_cuda **out, char *why, size_t n) {
         SYM(cuMemcpyDtoH_v2), SYM(cuMemcpyHtoDAsync_v2), SYM(cuMemcpyDtoHAsync_v2), SYM(cuStreamCreate),
         SYM(cuStreamSynchronize), SYM(cuStreamDestroy_v2), SYM(cuModuleLoadData), SYM(cuModuleUnload), SYM(cuModuleGetFunction),
         SYM(cuFuncSetAttribute),
-        SYM(cuLaunchKernel), SYM(cuStreamBeginCapture_v2), SYM(cuStreamEndCapture), SYM(cuGraphInstantiateWithFlags),
+        SYM(cuLaunchKernel), SYM(cuStreamBeginCapture_v2), SYM(cuStreamIsCapturing), SYM(cuStreamEndCapture), SYM(cuGraphInstantiateWithFlags),
         SYM(cuGraphLaunch), SYM(cuGraphExecDestroy), SYM(cuGraphDestroy), SYM(cuGetErrorName), SYM(cuGetErrorString),
 #undef SYM
     };
@@ -130,6 +133,7 @@ bool rt_cuda_open(rt_cuda **out, char *why, size_t n) {
             return false;
         }
     }
+    *(void **)&c->api.cuFuncLoad = dlsym(c->lib, "cuFuncLoad"); /* optional */
     int version = 0, count = 0, major = 0, minor = 0;
     char msg[256];
     CUresult r = c->api.cuInit(0);
@@ -238,9 +242,13 @@ void rt_cuda_unload(rt_cuda *c, void *module) {
     if (c->api.cuCtxSetCurrent(c->ctx) == 0) c->api.cuModuleUnload(module);
 }
 
+/* With lazy loading (the driver's default from CUDA 12.2) a function is
+ * loaded at its first launch; loading it here instead keeps that out of
+ * a graph's capture, where a launch is only recorded. */
 bool rt_cuda_function(rt_cuda *c, void *module, const char *name, void **fn, char *err, size_t n) {
     return enter(c, err, n) &&
-           check(c, c->api.cuModuleGetFunction((CUfunction *)fn, module, name), "cuModuleGetFunction", err, n);
+           check(c, c->api.cuModuleGetFunction((CUfunction *)fn, module, name), "cuModuleGetFunction", err, n) &&
+           (!c->api.cuFuncLoad || check(c, c->api.cuFuncLoad(*fn), "cuFuncLoad", err, n));
 }
 
 bool rt_cuda_allow_dynamic_smem(rt_cuda *c, void *fn, uint32_t bytes, char *err, size_t n) {
@@ -288,6 +296,7 @@ bool rt_cuda_capture_end(rt_cuda *c, void *stream, void **exec, char *err, size_
         return false;
     bool ok = !exec || check(c, c->api.cuGraphInstantiateWithFlags((CUgraphExec *)exec, g, 0),
                              "cuGraphInstantiateWithFlags", err, n);
+    if (!ok) *exec = NULL; /* what the driver left there is not a graph */
     c->api.cuGraphDestroy(g); /* the executable graph is a copy */
     return ok;
 }
@@ -298,4 +307,14 @@ bool rt_cuda_graph_launch(rt_cuda *c, void *exec, void *stream, char *err, size_
 
 void rt_cuda_graph_destroy(rt_cuda *c, void *exec) {
     if (c->api.cuCtxSetCurrent(c->ctx) == 0) c->api.cuGraphExecDestroy(exec);
+}
+
+/* The driver answers a query of the legacy stream with
+ * CUDA_ERROR_STREAM_CAPTURE_IMPLICIT while any blocking stream of the
+ * context captures, whichever trt_device (or other code) started it: the
+ * context is the process's primary one, shared. */
+bool rt_cuda_legacy_blocked(rt_cuda *c) {
+    int status = 0;
+    return c->api.cuCtxSetCurrent(c->ctx) == 0 &&
+           c->api.cuStreamIsCapturing(CU_STREAM_LEGACY, &status) == CU_ERROR_STREAM_CAPTURE_IMPLICIT;
 }

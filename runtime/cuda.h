@@ -54,5 +54,8 @@ bool rt_cuda_capture_begin(rt_cuda *c, void *stream, char *err, size_t n);
 bool rt_cuda_capture_end(rt_cuda *c, void *stream, void **exec, char *err, size_t n);
 bool rt_cuda_graph_launch(rt_cuda *c, void *exec, void *stream, char *err, size_t n);
 void rt_cuda_graph_destroy(rt_cuda *c, void *exec);
+/* Whether some stream of the context is capturing, which makes the legacy
+ * default stream (and what waits for the device) unusable until it ends. */
+bool rt_cuda_legacy_blocked(rt_cuda *c);
 
 #endif

@@ -98,6 +98,10 @@ typedef struct rt_device_ops {
     trt_status (*capture_end)(trt_device *d, void *stream, void **exec);
     trt_status (*graph_launch)(trt_device *d, void *exec, void *stream);
     void (*graph_destroy)(trt_device *d, void *exec);
+    /* Whether a capture this device did not start (another trt_device on
+     * the same GPU context, other code in the process) blocks the default
+     * stream now; NULL: none can. */
+    bool (*capturing_elsewhere)(trt_device *d);
 } rt_device_ops;
 
 extern const rt_device_ops rt_cpu_device, rt_cuda_device, rt_emu_device;

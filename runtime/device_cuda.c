@@ -157,6 +157,8 @@ static trt_status cuda_graph_launch(trt_device *d, void *exec, void *stream) {
 
 static void cuda_graph_destroy(trt_device *d, void *exec) { rt_cuda_graph_destroy(cuda_of(d), exec); }
 
+static bool cuda_capturing_elsewhere(trt_device *d) { return rt_cuda_legacy_blocked(cuda_of(d)); }
+
 const rt_device_ops rt_cuda_device = {
     .kind = TRT_DEVICE_CUDA,
     .code = RT_CODE_CUBIN,
@@ -184,4 +186,5 @@ const rt_device_ops rt_cuda_device = {
     .capture_end = cuda_capture_end,
     .graph_launch = cuda_graph_launch,
     .graph_destroy = cuda_graph_destroy,
+    .capturing_elsewhere = cuda_capturing_elsewhere,
 };

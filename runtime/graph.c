@@ -18,7 +18,11 @@
  * breaks the capture; a copy from pageable host memory cannot be a graph
  * node; freeing and loading may wait for the device. Refusing them on
  * every device, not only where the driver would, means a program that
- * runs on the CPU device captures on the GPU too. */
+ * runs on the CPU device captures on the GPU too; on the GPU a capture
+ * another device (or other code) opened on the same context refuses them
+ * as well (rt_device_ops.capturing_elsewhere). Modules freed while a
+ * capture is open are unloaded when the last one ends; trt_close ends
+ * the open captures first (rt_end_captures). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,11 +32,17 @@
 enum { RT_MAX_GRAPH_NODES = 1 << 20 }; /* launches in one graph */
 
 trt_status rt_refuse_capturing(trt_device *d, const char *what) {
-    if (!d->capturing) return TRT_OK;
-    return rt_fail(d, TRT_ERR_INVALID_ARGUMENT,
-                   "cannot %s while a stream is capturing a graph (trt_stream_begin_capture): end the capture "
-                   "first; inside it, only launches on the capturing stream are recorded",
-                   what);
+    if (d->capturing)
+        return rt_fail(d, TRT_ERR_INVALID_ARGUMENT,
+                       "cannot %s while a stream is capturing a graph (trt_stream_begin_capture): end the capture "
+                       "first; inside it, only launches on the capturing stream are recorded",
+                       what);
+    if (d->ops->capturing_elsewhere && d->ops->capturing_elsewhere(d))
+        return rt_fail(d, TRT_ERR_INVALID_ARGUMENT,
+                       "cannot %s while a stream of another device on this GPU (or other code in the process) is "
+                       "capturing a graph: the GPU's default stream waits for it",
+                       what);
+    return TRT_OK;
 }
 
 /* Grows an array of n elements of `size` bytes to hold one more. */
@@ -95,8 +105,34 @@ trt_status trt_stream_begin_capture(trt_stream *s) {
     g->dev = d;
     d->refs++;
     s->capture = g;
+    s->next_capture = d->captures;
+    d->captures = s;
     d->capturing++;
     return TRT_OK;
+}
+
+/* Takes s off the device's list of capturing streams; when it was the
+ * last, unloads the modules freed during the captures. */
+static void capture_over(trt_device *d, trt_stream *s) {
+    for (trt_stream **p = &d->captures; *p; p = &(*p)->next_capture)
+        if (*p == s) {
+            *p = s->next_capture;
+            break;
+        }
+    s->next_capture = NULL;
+    s->capture = NULL;
+    if (--d->capturing) return;
+    for (trt_module *m = d->deferred, *next; m; m = next) {
+        next = m->next_deferred;
+        rt_module_unload(m);
+    }
+    d->deferred = NULL;
+}
+
+void rt_end_captures(trt_device *d) {
+    d->refs++; /* the graphs' releases must not free d under us */
+    while (d->captures) trt_stream_end_capture(d->captures, NULL);
+    rt_release(d);
 }
 
 trt_status trt_stream_end_capture(trt_stream *s, trt_graph **out) {
@@ -105,15 +141,18 @@ trt_status trt_stream_end_capture(trt_stream *s, trt_graph **out) {
     trt_device *d = s->dev;
     trt_graph *g = s->capture;
     if (!g) return rt_fail(d, TRT_ERR_INVALID_ARGUMENT, "the stream is not capturing a graph");
-    s->capture = NULL;
-    d->capturing--;
-    /* the driver's capture ends in any case, so that the stream is usable */
-    trt_status st = d->ops->capture_end ? d->ops->capture_end(d, s->handle, out && !g->broken ? &g->exec : NULL)
-                                        : TRT_OK;
     if (!out) { /* discarded, and d->err left as it was: it may say why the caller gives up */
+        char keep[RT_ERR_MAX];
+        memcpy(keep, d->err, sizeof keep);
+        if (d->ops->capture_end) d->ops->capture_end(d, s->handle, NULL); /* so that the stream is usable */
+        memcpy(d->err, keep, sizeof keep);
+        capture_over(d, s);
         trt_graph_destroy(g);
-        return st;
+        return TRT_OK;
     }
+    /* the driver's capture ends in any case, so that the stream is usable */
+    trt_status st = d->ops->capture_end ? d->ops->capture_end(d, s->handle, g->broken ? NULL : &g->exec) : TRT_OK;
+    capture_over(d, s); /* after the driver's: it may unload modules freed meanwhile */
     if (g->broken)
         st = rt_fail(d, TRT_ERR_LAUNCH, "the capture failed: a launch in it failed on the device: %s", g->why);
     else if (st == TRT_OK && d->closed)
@@ -159,7 +198,15 @@ size_t trt_graph_num_launches(const trt_graph *g) { return g ? g->nnodes : 0; }
 void trt_graph_destroy(trt_graph *g) {
     if (!g) return;
     trt_device *d = g->dev;
-    if (g->exec) d->ops->graph_destroy(d, g->exec);
+    if (g->exec) {
+        d->ops->graph_destroy(d, g->exec); /* a replay in flight finishes; the driver frees it then */
+        /* but a module the graph holds last would be unloaded under that
+         * replay's kernels: wait for the GPU first (not while a capture
+         * is open, when the unload waits anyway: trt_module_free) */
+        bool last = false;
+        for (uint32_t i = 0; i < g->nmods; i++) last |= g->mods[i]->refs == 1;
+        if (last && !d->capturing) d->ops->sync(d);
+    }
     for (uint32_t i = 0; i < g->nmods; i++) trt_module_free(g->mods[i]);
     free(g->mods);
     free(g->nodes);

@@ -58,6 +58,8 @@ struct trt_device {
     void *print_user;
     uint32_t capturing; /* streams recording a graph (graph.c): the default stream, copies,
                            allocation and module loads are refused meanwhile */
+    trt_stream *captures; /* those streams, which trt_close ends */
+    trt_module *deferred; /* modules freed while capturing, unloaded when the last capture ends */
 };
 
 struct trt_kernel {
@@ -71,6 +73,7 @@ struct trt_stream {
     trt_device *dev;
     void *handle;      /* the device's (a CUstream); NULL where it has none */
     trt_graph *capture; /* the graph its launches go into (trt_stream_begin_capture); NULL: none */
+    trt_stream *next_capture; /* the device's list of capturing streams (trt_device.captures) */
 };
 
 /* One launch a graph holds: the kernel and the caller's arguments,
@@ -100,6 +103,7 @@ struct trt_graph {
 struct trt_module {
     trt_device *dev;
     int refs; /* the owner's (trt_module_free drops it), plus one per graph that launches its kernels */
+    trt_module *next_deferred; /* trt_device.deferred */
     /* the table that loaded the code and runs the kernels: the device's,
      * but rt_emu_code for the emulator's modules (device.h) */
     const rt_device_ops *ops;
@@ -116,6 +120,11 @@ struct trt_module {
  * major version with the same or newer minor, sm_XYa code only on sm_XY. */
 bool rt_arch_compatible(bool ptx, const char *built, const char *device);
 
+/* Ends every capture of the device, discarding them (trt_close), and
+ * unloads the modules freed meanwhile. */
+void rt_end_captures(trt_device *d);
+/* Unloads and frees a module no one holds any more. */
+void rt_module_unload(trt_module *m);
 /* Drops a reference to the device (the user's, a module's, a stream's or
  * a graph's); the last frees it. */
 void rt_release(trt_device *d);

@@ -100,6 +100,7 @@ void rt_release(trt_device *d) {
 
 void trt_close(trt_device *d) {
     if (!d || d->closed) return;
+    rt_end_captures(d); /* before freeing what they use */
     d->closed = true;
     for (uint32_t i = 0; i < d->nbufs; i++) {
         if (!d->bufs[i].live || d->bufs[i].borrowed) continue;
@@ -286,11 +287,7 @@ trt_status trt_stream_sync(trt_stream *s) {
 void trt_stream_destroy(trt_stream *s) {
     if (!s) return;
     trt_device *d = s->dev;
-    if (s->capture) { /* the capture ends, discarded */
-        trt_graph *g = NULL;
-        trt_stream_end_capture(s, &g);
-        trt_graph_destroy(g);
-    }
+    if (s->capture) trt_stream_end_capture(s, NULL); /* the capture ends, discarded */
     d->ops->stream_destroy(d, s->handle);
     free(s);
     rt_release(d);
@@ -306,10 +303,13 @@ trt_status trt_read_async(trt_stream *s, trt_buffer src, size_t offset, void *ds
 
 /* ---- modules ----------------------------------------------------------- */
 
+/* What a module load while capturing is refused as (rt_refuse_capturing). */
+static const char LOAD_WHILE_CAPTURING[] =
+    "load a module (run the work once before capturing it, so that its kernels are compiled and loaded)";
+
 trt_status rt_module_make(trt_device *d, const char *file, const char *tir_file, const char *tir, const void *image,
                           size_t image_size, trt_module **out) {
-    trt_status st = rt_refuse_capturing(d, "load a module (run the work once before capturing it, so that "
-                                           "its kernels are compiled and loaded)");
+    trt_status st = rt_refuse_capturing(d, LOAD_WHILE_CAPTURING);
     if (st != TRT_OK) return st;
     trt_module *m = calloc(1, sizeof *m);
     if (!m) return rt_fail(d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
@@ -420,6 +420,8 @@ trt_status trt_load(trt_device *d, const char *path, trt_module **out) {
     if (!d || !path || !out) return TRT_ERR_INVALID_ARGUMENT;
     *out = NULL;
     if (d->closed) return rt_fail(d, TRT_ERR_CLOSED, "the device was closed");
+    trt_status refused = rt_refuse_capturing(d, LOAD_WHILE_CAPTURING);
+    if (refused != TRT_OK) return refused;
     if (d->ops->check_prebuilt) return d->ops->check_prebuilt(d, path);
     size_t n = strlen(path);
     char *side_path = malloc(n + 5);
@@ -465,6 +467,16 @@ trt_status trt_load(trt_device *d, const char *path, trt_module **out) {
 
 void trt_module_free(trt_module *m) {
     if (!m || --m->refs > 0) return; /* a graph still launches its kernels */
+    trt_device *d = m->dev;
+    if (d->capturing) { /* unloading may wait for the GPU, which a capture forbids: after it */
+        m->next_deferred = d->deferred;
+        d->deferred = m;
+        return;
+    }
+    rt_module_unload(m);
+}
+
+void rt_module_unload(trt_module *m) {
     trt_device *d = m->dev;
     m->ops->unload(m);
     tc_arena_free(m->arena);

@@ -149,10 +149,11 @@ static trt_status check_adamw_params(const sl_call *c, const tls_adamw_params *h
 }
 
 /* torch.optim.AdamW's constants that change with the step, in double,
- * rounded to f32 once: lr, lr / (1 - beta1^step), 1 / sqrt(1 - beta2^step). */
+ * rounded to f32 once: 1 - lr wd, lr / (1 - beta1^step),
+ * 1 / sqrt(1 - beta2^step). */
 static void schedule_of(const tls_adamw_params *h, float out[TLS_ADAMW_SCHEDULE]) {
     double lr = h->lr, bc1 = 1 - pow(h->beta1, (double)h->step), bc2 = 1 - pow(h->beta2, (double)h->step);
-    out[0] = h->lr;
+    out[0] = (float)(1 - lr * h->weight_decay);
     out[1] = (float)(lr / bc1);
     out[2] = (float)(1 / sqrt(bc2));
 }
@@ -199,7 +200,6 @@ trt_status tls_adamw(trt_device *dev, tls_dtype dt, tls_mem p, tls_mem g, tls_me
                    sl_arg_mem(sched ? h->schedule : p), /* without a schedule, never read */
                    trt_int(n),
                    trt_float(sv3[0]),
-                   trt_float(h->weight_decay),
                    trt_float(sv3[1]),
                    trt_float(h->beta1),
                    trt_float((float)(1 - (double)h->beta1)),

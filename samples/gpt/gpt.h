@@ -21,10 +21,12 @@
 #include "tilec_stdlib.h"
 
 enum {
+    GPT_SCHEDULE_REST = 4,     /* f32 from one AdamW schedule to the next: TLS_ADAMW_SCHEDULE, 16-byte aligned */
     GPT_VOCAB = 256,       /* byte-level tokens */
     GPT_MAX_LAYERS = 64,
     GPT_NAME_MAX = 32,
 };
+_Static_assert(GPT_SCHEDULE_REST >= TLS_ADAMW_SCHEDULE, "an AdamW schedule fits before the next");
 
 typedef struct gpt_config {
     char name[GPT_NAME_MAX]; /* "tiny", "small", "gpt2" or "custom" */
@@ -88,8 +90,9 @@ typedef struct gpt_model {
     trt_buffer workspace;                        /* the largest workspace a call asks (norm, attention, sums) */
     size_t workspace_bytes;
     trt_buffer sumsq;                            /* one f32: the gradients' sum of squares */
-    trt_buffer schedule;                         /* AdamW's lr and bias corrections of the step (3 f32) */
-    float schedule_host[TLS_ADAMW_SCHEDULE];     /* what the step wrote there */
+    trt_buffer schedule;                         /* AdamW's constants of the step: the decayed tensors', the
+                                                    rest's at GPT_SCHEDULE_REST (tls_adamw_params.schedule) */
+    float schedule_host[2 * GPT_SCHEDULE_REST];      /* what the step wrote there */
     int rows;                                    /* batch * seq */
     /* where the passes run: one stream, and the options that name it
      * (mm: the matrix products', with the precision of `ieee`) */

@@ -171,7 +171,7 @@ trt_status gpt_create(gpt_model *m, trt_device *dev, const gpt_config *cfg, tls_
         (st = alloc(m, &m->d_tmp, R * C * es)) || (st = alloc(m, &m->d_ln, R * C * es)) ||
         (st = alloc(m, &m->d_qkv, R * 3 * C * es)) ||
         (st = alloc(m, &m->d_fc, R * 4 * C * es)) || (st = alloc(m, &m->d_fc2, R * 4 * C * es)) ||
-        (st = alloc(m, &m->sumsq, 16)) || (st = alloc(m, &m->schedule, 16))) {
+        (st = alloc(m, &m->sumsq, 16)) || (st = alloc(m, &m->schedule, sizeof m->schedule_host))) {
         free(w);
         gpt_destroy(m);
         return st;
@@ -422,9 +422,9 @@ trt_status gpt_forward(gpt_model *m, int batch, int seq, bool targets, bool back
 }
 
 /* The gradients' global norm into m->sumsq, then AdamW over the decayed
- * tensors and the rest, lr and the step's bias corrections read from
- * m->schedule (written by the step, outside the graph); o's lr and step
- * are only checked here. */
+ * tensors and the rest, the step's constants read from m->schedule (the
+ * decayed tensors' at 0, the rest's at GPT_SCHEDULE_REST: written by the
+ * step, outside the graph); o's lr and step are only checked here. */
 static trt_status update(gpt_model *m, const gpt_optim *o, int64_t step) {
     trt_status st;
     tls_mem ws = tls_mem_of(m->workspace), sumsq = tls_mem_of(m->sumsq);
@@ -432,13 +432,14 @@ static trt_status update(gpt_model *m, const gpt_optim *o, int64_t step) {
         return st;
     tls_adamw_params h = {.lr = o->lr, .beta1 = o->beta1, .beta2 = o->beta2, .eps = o->eps,
                           .weight_decay = o->weight_decay, .step = step, .grad_scale = 1.0f, .max_norm = o->max_norm,
-                          .schedule = tls_mem_of(m->schedule)};
+                          .schedule = F_(m->schedule, 0)};
     tls_mem copy_decay = m->dt == TLS_F32 ? tls_mem_of((trt_buffer){0}) : tls_mem_of(m->weights);
     size_t nd = m->p.n_decay, es = m->esize;
     if ((st = tls_adamw(m->dev, m->dt, F_(m->master, 0), tls_mem_of(m->grads), F_(m->m, 0), F_(m->v, 0), copy_decay,
                         sumsq, (int64_t)nd, &h, &m->opt)))
         return st;
     h.weight_decay = 0;
+    h.schedule = F_(m->schedule, GPT_SCHEDULE_REST);
     tls_mem copy_rest = m->dt == TLS_F32 ? tls_mem_of((trt_buffer){0}) : at(m->weights, nd, es);
     return tls_adamw(m->dev, m->dt, F_(m->master, nd), at(m->grads, nd, es), F_(m->m, nd), F_(m->v, nd), copy_rest,
                      sumsq, (int64_t)(m->p.n - nd), &h, &m->opt);
@@ -465,6 +466,7 @@ trt_status gpt_train_step(gpt_model *m, const gpt_optim *o, int64_t step, bool g
     /* a plain copy: the default stream waits for the last step's update,
      * which reads the schedule, and the step's launches wait for it */
     if ((st = tls_adamw_schedule(m->dev, &h, m->schedule_host)) ||
+        (h.weight_decay = 0, st = tls_adamw_schedule(m->dev, &h, m->schedule_host + GPT_SCHEDULE_REST)) ||
         (st = trt_write(m->dev, m->schedule, 0, m->schedule_host, sizeof m->schedule_host)))
         return st;
     if (m->graph && !same_constants(&m->graph_optim, o)) {

@@ -235,8 +235,52 @@ static void test_lifetimes(void **state) {
     free(x), free(y), free(out);
 }
 
+/* Cut short: a module freed while capturing is unloaded when the
+ * capture ends (the sanitizers' leak check sees it freed); discarding a
+ * capture keeps the last error that made the caller give up; a module
+ * cannot be loaded meanwhile; trt_close ends the captures it finds. */
+static void test_capture_cut_short(void **state) {
+    (void)state;
+    trt_device *mine;
+    char why[512];
+    OK(trt_open(kind, &mine, why, sizeof why));
+    trt_module *used, *spare;
+    assert_int_equal(trt_compile(mine, "vadd.tile", vadd_src, strlen(vadd_src), NULL, &used), TRT_OK);
+    tilec_define other = {"BLOCK", 256};
+    trt_compile_options o = {.defines = &other, .ndefines = 1};
+    assert_int_equal(trt_compile(mine, "vadd.tile", vadd_src, strlen(vadd_src), &o, &spare), TRT_OK);
+    trt_kernel *k;
+    assert_int_equal(trt_get_kernel(used, "vadd", &k), TRT_OK);
+    trt_buffer b;
+    assert_int_equal(trt_alloc(mine, 4096, &b), TRT_OK);
+    trt_arg a[] = {trt_buf(b), trt_buf(b), trt_buf(b), trt_int(1024)};
+    trt_stream *s;
+    assert_int_equal(trt_stream_create(mine, &s), TRT_OK);
+    assert_int_equal(trt_stream_begin_capture(s), TRT_OK);
+    assert_int_equal(trt_launch_on(s, k, 1, 1, 1, a, 4), TRT_OK);
+    trt_module_free(spare); /* deferred to the capture's end */
+    trt_module *m = NULL;
+    assert_int_equal(trt_load(mine, "/nonexistent/vadd.cubin", &m), TRT_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(trt_last_error(mine), "capturing a graph"));
+    assert_int_equal(trt_launch_on(s, k, 1, 1, 1, a, 2), TRT_ERR_ARGUMENTS); /* the error the caller gives up on */
+    char said[512];
+    snprintf(said, sizeof said, "%s", trt_last_error(mine));
+    assert_int_equal(trt_stream_end_capture(s, NULL), TRT_OK);
+    assert_string_equal(trt_last_error(mine), said);
+    /* closed while capturing: the capture ends with the device */
+    assert_int_equal(trt_stream_begin_capture(s), TRT_OK);
+    assert_int_equal(trt_launch_on(s, k, 1, 1, 1, a, 4), TRT_OK);
+    trt_close(mine);
+    trt_graph *g = NULL;
+    assert_int_equal(trt_stream_end_capture(s, &g), TRT_ERR_INVALID_ARGUMENT);
+    assert_null(g);
+    trt_stream_destroy(s);
+    trt_module_free(used);
+}
+
 HARNESS_MAIN(
     cmocka_unit_test(test_replays),
     cmocka_unit_test(test_refused_while_capturing),
     cmocka_unit_test(test_freed_buffer),
-    cmocka_unit_test(test_lifetimes))
+    cmocka_unit_test(test_lifetimes),
+    cmocka_unit_test(test_capture_cut_short))

@@ -716,8 +716,8 @@ static void test_misuse_is_an_error(void **state) {
     EXPECT(tls_adamw_schedule(dev, &good, NULL), BAD, "tls_adamw_schedule: out is NULL");
     EXPECT(tls_adamw_schedule(dev, NULL, sv), BAD, "tls_adamw_schedule: h is NULL");
     assert_int_equal(tls_adamw_schedule(NULL, &good, sv), BAD);
-    OK(tls_adamw_schedule(dev, &good, sv)); /* step 1: lr / (1 - beta1), 1 / sqrt(1 - beta2), in double */
-    if (sv[0] != good.lr || sv[1] != (float)((double)good.lr / (1 - (double)good.beta1)) ||
+    OK(tls_adamw_schedule(dev, &good, sv)); /* step 1: 1 - lr wd, lr / (1 - beta1), 1 / sqrt(1 - beta2), in double */
+    if (sv[0] != (float)(1 - (double)good.lr * good.weight_decay) || sv[1] != (float)((double)good.lr / (1 - (double)good.beta1)) ||
         sv[2] != (float)(1 / sqrt(1 - (double)good.beta2)))
         fail_msg("tls_adamw_schedule at step 1: %.9g %.9g %.9g", (double)sv[0], (double)sv[1], (double)sv[2]);
 #undef ADAMW
