@@ -82,6 +82,20 @@ static inline trt_arg trt_buf_at(trt_buffer b, size_t offset) { trt_arg a = {TRT
 static inline trt_arg trt_int(int64_t v) { trt_arg a = {TRT_ARG_INT, {0}, 0, v, 0}; return a; }
 static inline trt_arg trt_float(double v) { trt_arg a = {TRT_ARG_FLOAT, {0}, 0, 0, v}; return a; }
 
+/* A pointer argument of the typed launchers tilec --emit=c writes:
+ * `offset` bytes into a buffer. */
+typedef struct trt_ptr {
+    trt_buffer buffer;
+    size_t offset;
+} trt_ptr;
+static inline trt_ptr trt_ptr_of(trt_buffer b) { trt_ptr p = {b, 0}; return p; }
+static inline trt_ptr trt_ptr_at(trt_buffer b, size_t offset) { trt_ptr p = {b, offset}; return p; }
+/* A launch's grid of program instances, for the typed launchers. */
+typedef struct trt_grid {
+    uint32_t x, y, z;
+} trt_grid;
+static inline trt_grid trt_grid_of(uint32_t x, uint32_t y, uint32_t z) { trt_grid g = {x, y, z}; return g; }
+
 typedef struct trt_compile_options {
     const char *arch;            /* CUDA only; NULL: the device's */
     int num_warps;               /* 0: default */
@@ -123,6 +137,21 @@ TILEC_API trt_status trt_compile(trt_device *dev, const char *filename, const ch
  * loads the cubin and checks launches against the signatures). Needs no
  * compiler: a program that only loads modules does not link LLVM. */
 TILEC_API trt_status trt_load(trt_device *dev, const char *path, trt_module **out);
+/* A module's code as a program carries it (tilec --emit=c writes the
+ * arrays): the GPU code for one architecture, a cubin or PTX text ending
+ * in a NUL byte, and the sidecar tilec writes beside it (NUL-terminated
+ * tile IR text, whose "// target:" line says what the code is). */
+typedef struct trt_image {
+    const void *data;
+    size_t size;
+    const char *tir;
+} trt_image;
+/* Loads a module from images in memory, with no file and no compiler: on
+ * a GPU the first image whose code runs there (order them machine code
+ * first, then PTX for newer GPUs; none: TRT_ERR_ARCH naming what there
+ * is), on the CPU device the first image's tile IR. The emulator device
+ * cannot (it runs LLVM IR from trt_compile). */
+TILEC_API trt_status trt_load_images(trt_device *dev, const trt_image *images, size_t n, trt_module **out);
 TILEC_API void trt_module_free(trt_module *mod);
 TILEC_API trt_status trt_get_kernel(trt_module *mod, const char *name, trt_kernel **out);
 /* The module's kernels in file order: count, the i-th (NULL past the end),

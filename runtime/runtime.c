@@ -465,6 +465,57 @@ trt_status trt_load(trt_device *d, const char *path, trt_module **out) {
     return st;
 }
 
+/* An image's "// target: KIND ARCH" as is_ptx and arch; false if absent or
+ * of another form. */
+static bool image_target(const char *tir, bool *is_ptx, char arch[16]) {
+    char *target = sidecar_field(tir, "target", NULL), kind[16] = "";
+    bool ok = target && sscanf(target, "%15s %15s", kind, arch) == 2 && (!strcmp(kind, "ptx") || !strcmp(kind, "cubin"));
+    *is_ptx = ok && !strcmp(kind, "ptx");
+    free(target);
+    return ok;
+}
+
+trt_status trt_load_images(trt_device *d, const trt_image *images, size_t n, trt_module **out) {
+    if (!d || !out) return TRT_ERR_INVALID_ARGUMENT;
+    *out = NULL;
+    if (d->closed) return rt_fail(d, TRT_ERR_CLOSED, "the device was closed");
+    if (!images || !n) return rt_fail(d, TRT_ERR_INVALID_ARGUMENT, "no images to load");
+    trt_status st = rt_refuse_capturing(d, LOAD_WHILE_CAPTURING);
+    if (st != TRT_OK) return st;
+    for (size_t i = 0; i < n; i++)
+        if (!images[i].tir || !images[i].data || !images[i].size)
+            return rt_fail(d, TRT_ERR_INVALID_ARGUMENT, "image %zu has no %s", i, images[i].tir ? "code" : "sidecar");
+    if (d->ops->check_prebuilt) return d->ops->check_prebuilt(d, "an embedded module");
+    size_t pick = 0;
+    if (d->ops->arch) { /* a GPU: the first image that runs on it */
+        char have[512] = "";
+        size_t used = 0;
+        for (pick = 0; pick < n; pick++) {
+            bool ptx;
+            char arch[16];
+            if (!image_target(images[pick].tir, &ptx, arch))
+                return rt_fail(d, TRT_ERR_INVALID_ARGUMENT, "image %zu's sidecar has no 'target: cubin|ptx sm_XY' line",
+                               pick);
+            if (ptx && ((const char *)images[pick].data)[images[pick].size - 1])
+                return rt_fail(d, TRT_ERR_INVALID_ARGUMENT, "image %zu is PTX without its ending NUL byte", pick);
+            if (rt_arch_compatible(ptx, arch, d->ops->arch(d))) break;
+            if (used < sizeof have)
+                used += (size_t)snprintf(have + used, sizeof have - used, "%s%s %s", pick ? ", " : "",
+                                         ptx ? "PTX" : "machine code", arch);
+        }
+        if (pick == n)
+            return rt_fail(d, TRT_ERR_ARCH,
+                           "none of the module's images runs on this GPU (%s): it has %s; build it with tilec "
+                           "--emit=c --arch=%s",
+                           d->ops->arch(d), have, d->ops->arch(d));
+    }
+    char *source = sidecar_field(images[pick].tir, "source", "<embedded module>");
+    if (!source) return rt_fail(d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
+    st = rt_module_make(d, source, NULL, images[pick].tir, images[pick].data, images[pick].size, out);
+    free(source);
+    return st;
+}
+
 void trt_module_free(trt_module *m) {
     if (!m || --m->refs > 0) return; /* a graph still launches its kernels */
     trt_device *d = m->dev;

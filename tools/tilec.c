@@ -13,6 +13,7 @@
 
 #include "support/support.h"
 #include "tilec.h"
+#include "tools/emit_c.h"
 
 /* a printf format: the defaults and limits come from tilec.h */
 static const char usage[] =
@@ -23,9 +24,12 @@ static const char usage[] =
     "options:\n"
     "  -o FILE               write the output to FILE ('-' for stdout); default:\n"
     "                        FILE.cubin for cubins, stdout for text\n"
-    "  --emit=KIND           tir, llvm, llvm-opt, ptx or cubin (default cubin); llvm-opt is\n"
+    "  --emit=KIND           tir, llvm, llvm-opt, ptx, cubin or c (default cubin); llvm-opt is\n"
     "                        the LLVM IR after the backend's optimization: what becomes\n"
-    "                        PTX, and what the runtime's emulator device runs\n"
+    "                        PTX, and what the runtime's emulator device runs; c: a C\n"
+    "                        header and source (-o PREFIX: PREFIX.h, PREFIX.c) embedding\n"
+    "                        a cubin for each --arch (repeat it) and PTX for newer GPUs,\n"
+    "                        with a typed launcher per kernel (docs/aot.md)\n"
     "  -D NAME=VALUE         value of the const parameter NAME (an integer)\n"
     "  --kernel NAME         compile only the kernel NAME\n"
     "  --arch=sm_XX          target GPU: sm_80, sm_86, sm_87, sm_89, sm_90 or sm_90a\n"
@@ -59,6 +63,9 @@ typedef struct cli {
     const char *input, *output;
     bool time;
     bool no_sidecar;
+    bool emit_c; /* --emit=c: PREFIX.h and PREFIX.c (tools/emit_c.c) */
+    const char *archs[EMIT_C_MAX_ARCHS];
+    size_t narchs;
 } cli;
 
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -112,7 +119,8 @@ static int parse_args(cli *c, int argc, char **argv) {
             else if (!strcmp(v, "llvm-opt")) c->opt.emit = TILEC_EMIT_LLVM, c->opt.llvm_optimized = true;
             else if (!strcmp(v, "ptx")) c->opt.emit = TILEC_EMIT_PTX;
             else if (!strcmp(v, "cubin")) c->opt.emit = TILEC_EMIT_CUBIN;
-            else return usage_error("unknown --emit kind '%s' (expected tir, llvm, llvm-opt, ptx or cubin)", v);
+            else if (!strcmp(v, "c")) c->emit_c = true, c->opt.emit = TILEC_EMIT_CUBIN;
+            else return usage_error("unknown --emit kind '%s' (expected tir, llvm, llvm-opt, ptx, cubin or c)", v);
         } else if (!strncmp(a, "-D", 2)) {
             const char *def = a[2] ? a + 2 : (i + 1 < argc ? argv[++i] : NULL);
             if (!def) return usage_error("%s needs NAME=VALUE", a);
@@ -130,7 +138,8 @@ static int parse_args(cli *c, int argc, char **argv) {
         } else if ((v = take_value(argc, argv, &i, "--kernel"))) {
             c->opt.kernel = v;
         } else if ((v = take_value(argc, argv, &i, "--arch"))) {
-            c->opt.arch = v;
+            if (c->narchs == EMIT_C_MAX_ARCHS) return usage_error("too many --arch options (limit is %d)", EMIT_C_MAX_ARCHS);
+            c->opt.arch = c->archs[c->narchs++] = v;
         } else if ((v = take_value(argc, argv, &i, "--num-warps"))) {
             if (!parse_int(v, 1, 1 << 20, &n)) return usage_error("--num-warps needs a number, got '%s'", v);
             c->opt.num_warps = (int)n;
@@ -167,6 +176,9 @@ static int parse_args(cli *c, int argc, char **argv) {
     }
     if (!c->input) return usage_error("no input file");
     if (c->opt.passes && c->opt.emit != TILEC_EMIT_TIR) return usage_error("--passes needs --emit=tir");
+    if (c->narchs > 1 && !c->emit_c) return usage_error("more than one --arch needs --emit=c");
+    if (c->emit_c && c->output && !strcmp(c->output, "-"))
+        return usage_error("--emit=c writes two files, PREFIX.h and PREFIX.c: -o PREFIX, not '-'");
     return 0;
 }
 
@@ -214,6 +226,20 @@ int main(int argc, char **argv) {
         fprintf(stderr, "tilec: error: cannot read '%s': %s\n", c.input, err);
         free_cli(&c);
         return 1;
+    }
+    if (c.emit_c) {
+        const char *def_arch[1] = {TILEC_DEFAULT_ARCH};
+        char *prefix = NULL;
+        if (!c.output) { /* the input's name without its extension, here */
+            prefix = default_output(c.input);
+            *strrchr(prefix, '.') = 0;
+        }
+        rc = tilec_emit_c(c.input, text, len, c.output ? c.output : prefix, &c.opt, c.narchs ? c.archs : def_arch,
+                          c.narchs ? c.narchs : 1);
+        free(prefix);
+        free(text);
+        free_cli(&c);
+        return rc;
     }
     tilec_output out;
     c.opt.sidecar = !c.no_sidecar && (c.opt.emit == TILEC_EMIT_PTX || c.opt.emit == TILEC_EMIT_CUBIN);
