@@ -219,12 +219,17 @@ static const char *ptx_arch(const char *const *archs, size_t n) {
 }
 
 int tilec_emit_c(const char *input, const char *text, size_t len, const char *out_prefix, const tilec_options *base,
-                 const char *const *archs, size_t narchs) {
+                 const char *const *archs, size_t narchs, bool ptx_only) {
     image im[EMIT_C_MAX_ARCHS + 1];
     size_t nim = 0;
     int rc = 0;
     const char *ptx = ptx_arch(archs, narchs);
-    for (size_t i = 0; i <= narchs && rc == 0; i++) {
+    if (ptx_only && !ptx) {
+        fprintf(stderr, "tilec: error: --ptx-only: every --arch is an sm_XYa one, whose code is not PTX for newer "
+                        "GPUs\n");
+        return 2;
+    }
+    for (size_t i = ptx_only ? narchs : 0; i <= narchs && rc == 0; i++) {
         if (i == narchs && !ptx) break;
         tilec_options o = *base;
         o.arch = i < narchs ? archs[i] : ptx;

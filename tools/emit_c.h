@@ -2,6 +2,7 @@
 #ifndef TILEC_TOOLS_EMIT_C_H
 #define TILEC_TOOLS_EMIT_C_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "tilec.h"
@@ -9,10 +10,10 @@
 enum { EMIT_C_MAX_ARCHS = 8 }; /* --arch options one --emit=c takes */
 
 /* Compiles `text` (the file `input`, len bytes) with `base`'s options for
- * each of archs (cubins) and the PTX of the newest, and writes
- * out_prefix.h and out_prefix.c. Returns the exit status tilec documents
+ * each of archs (cubins; none with ptx_only) and the PTX of the newest, and
+ * writes out_prefix.h and out_prefix.c. Returns the exit status tilec documents
  * (0, 1 source or write errors, 2 usage, 3 internal). */
 int tilec_emit_c(const char *input, const char *text, size_t len, const char *out_prefix, const tilec_options *base,
-                 const char *const *archs, size_t narchs);
+                 const char *const *archs, size_t narchs, bool ptx_only);
 
 #endif

@@ -30,6 +30,8 @@ static const char usage[] =
     "                        header and source (-o PREFIX: PREFIX.h, PREFIX.c) embedding\n"
     "                        a cubin for each --arch (repeat it) and PTX for newer GPUs,\n"
     "                        with a typed launcher per kernel (docs/aot.md)\n"
+    "  --ptx-only            with --emit=c: embed only PTX, for the newest --arch (where\n"
+    "                        there is no ptxas)\n"
     "  -D NAME=VALUE         value of the const parameter NAME (an integer)\n"
     "  --kernel NAME         compile only the kernel NAME\n"
     "  --arch=sm_XX          target GPU: sm_80, sm_86, sm_87, sm_89, sm_90 or sm_90a\n"
@@ -64,6 +66,7 @@ typedef struct cli {
     bool time;
     bool no_sidecar;
     bool emit_c; /* --emit=c: PREFIX.h and PREFIX.c (tools/emit_c.c) */
+    bool ptx_only; /* --ptx-only: with --emit=c, no cubins */
     const char *archs[EMIT_C_MAX_ARCHS];
     size_t narchs;
 } cli;
@@ -162,6 +165,8 @@ static int parse_args(cli *c, int argc, char **argv) {
             c->opt.exp2_ftz = true;
         } else if (!strcmp(a, "--time")) {
             c->time = true;
+        } else if (!strcmp(a, "--ptx-only")) {
+            c->ptx_only = true;
         } else if (!strcmp(a, "--no-sidecar")) {
             c->no_sidecar = true;
         } else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
@@ -177,6 +182,7 @@ static int parse_args(cli *c, int argc, char **argv) {
     if (!c->input) return usage_error("no input file");
     if (c->opt.passes && c->opt.emit != TILEC_EMIT_TIR) return usage_error("--passes needs --emit=tir");
     if (c->narchs > 1 && !c->emit_c) return usage_error("more than one --arch needs --emit=c");
+    if (c->ptx_only && !c->emit_c) return usage_error("--ptx-only needs --emit=c");
     if (c->emit_c && c->output && !strcmp(c->output, "-"))
         return usage_error("--emit=c writes two files, PREFIX.h and PREFIX.c: -o PREFIX, not '-'");
     return 0;
@@ -235,7 +241,7 @@ int main(int argc, char **argv) {
             *strrchr(prefix, '.') = 0;
         }
         rc = tilec_emit_c(c.input, text, len, c.output ? c.output : prefix, &c.opt, c.narchs ? c.archs : def_arch,
-                          c.narchs ? c.narchs : 1);
+                          c.narchs ? c.narchs : 1, c.ptx_only);
         free(prefix);
         free(text);
         free_cli(&c);
