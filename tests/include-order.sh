@@ -25,7 +25,7 @@ allowed() {
     emu) echo "support emu" ;;
     driver) echo "support tileir lang parser lower backend/ptx tilec.h" ;;
     runtime) echo "support tileir emu runtime tilec.h tilec_rt.h tilec_stdlib.h source_hash.h" ;;
-    tools) echo "support tilec.h" ;;
+    tools) echo "support tileir tools tilec.h" ;;
     *) return 1 ;;
   esac
 }
