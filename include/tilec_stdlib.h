@@ -80,11 +80,12 @@ typedef struct tls_options {
 
 /* ---- softmax over rows ---------------------------------------------------- */
 
-/* y[r, :] = softmax(x[r, :]). x and y may have different strides. */
+/* y[r, :] = softmax(x[r, :]). x and y may have different strides; y may
+ * be exactly x with the same stride (in place), and overlap it no other way. */
 TILEC_API trt_status tls_softmax(trt_device *dev, tls_dtype dt, tls_mem x, tls_mem y, int64_t rows, int64_t cols,
                                  int64_t x_stride, int64_t y_stride, const tls_options *opt);
 /* dx = y * (dy - sum(dy * y)) per row: the gradient through y = softmax(x).
- * y, dy and dx share one stride. */
+ * y, dy and dx share one stride; dx may be exactly dy or y (in place). */
 TILEC_API trt_status tls_softmax_bwd(trt_device *dev, tls_dtype dt, tls_mem y, tls_mem dy, tls_mem dx, int64_t rows,
                                      int64_t cols, int64_t stride, const tls_options *opt);
 

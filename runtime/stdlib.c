@@ -216,15 +216,25 @@ static trt_status launch(const sl_call *c, trt_kernel *k, int64_t grid, const tr
 
 /* ---- softmax ------------------------------------------------------------------ */
 
+/* That output o shares no byte with input x, or is exactly x (the same
+ * first byte and length, and `same_stride`): each row is read whole by
+ * the program that writes it, before it does, so in place is safe. */
+static trt_status check_in_place(const sl_call *c, const sl_span *o, const sl_span *x, bool same_stride) {
+    if (same_stride && o->begin == x->begin && o->end == x->end) return TRT_OK;
+    return sl_check_apart(c, o, x, "unless it is exactly that tensor with the same stride (in place)");
+}
+
 trt_status tls_softmax(trt_device *dev, tls_dtype dt, tls_mem x, tls_mem y, int64_t rows, int64_t cols,
                        int64_t x_stride, int64_t y_stride, const tls_options *opt) {
     sl_call c;
     trt_status st;
     trt_kernel *k;
+    sl_span sx, sy;
     if ((st = sl_begin(&c, dev, "tls_softmax", dt, opt)) || (st = check_rows(&c, rows, cols, TLS_SOFTMAX_MAX_COLS)) ||
         (st = check_stride(&c, "x_stride", x_stride, cols)) || (st = check_stride(&c, "y_stride", y_stride, cols)) ||
-        (st = sl_check_rows(&c, "x", x, rows, cols, x_stride, c.st->size, NULL)) ||
-        (st = sl_check_rows(&c, "y", y, rows, cols, y_stride, c.st->size, NULL)) ||
+        (st = sl_check_rows(&c, "x", x, rows, cols, x_stride, c.st->size, &sx)) ||
+        (st = sl_check_rows(&c, "y", y, rows, cols, y_stride, c.st->size, &sy)) ||
+        (st = check_in_place(&c, &sy, &sx, x_stride == y_stride)) ||
         (st = kernel_for(&c, "stdlib/softmax.tile", "softmax", next_pow2(cols), row_align(cols, x_stride, y_stride),
                             sl_main_warps(&c), &k)))
         return st;
@@ -237,12 +247,14 @@ trt_status tls_softmax_bwd(trt_device *dev, tls_dtype dt, tls_mem y, tls_mem dy,
     sl_call c;
     trt_status st;
     trt_kernel *k;
+    sl_span sy, sdy, sdx;
     if ((st = sl_begin(&c, dev, "tls_softmax_bwd", dt, opt)) ||
         (st = check_rows(&c, rows, cols, TLS_SOFTMAX_MAX_COLS)) ||
         (st = check_stride(&c, "stride", stride, cols)) ||
-        (st = sl_check_rows(&c, "y", y, rows, cols, stride, c.st->size, NULL)) ||
-        (st = sl_check_rows(&c, "dy", dy, rows, cols, stride, c.st->size, NULL)) ||
-        (st = sl_check_rows(&c, "dx", dx, rows, cols, stride, c.st->size, NULL)) ||
+        (st = sl_check_rows(&c, "y", y, rows, cols, stride, c.st->size, &sy)) ||
+        (st = sl_check_rows(&c, "dy", dy, rows, cols, stride, c.st->size, &sdy)) ||
+        (st = sl_check_rows(&c, "dx", dx, rows, cols, stride, c.st->size, &sdx)) ||
+        (st = check_in_place(&c, &sdx, &sy, true)) || (st = check_in_place(&c, &sdx, &sdy, true)) ||
         (st = kernel_for(&c, "stdlib/softmax.tile", "softmax_bwd", next_pow2(cols), row_align(cols, stride, stride),
                             sl_main_warps(&c), &k)))
         return st;
@@ -528,8 +540,10 @@ static trt_status check_dim(const sl_call *c, const char *name, int64_t v, int64
 }
 
 /* That x's strides are >= 0 and its buffer, live and 16-byte aligned at
- * its offset, holds the furthest element (sizes >= 1, checked before). */
-static trt_status check_matrix(const sl_call *c, const matrix *x) {
+ * its offset, holds the furthest element (sizes >= 1, checked before);
+ * and where its elements lie (from its first to one past its furthest)
+ * into *sp, for the overlap checks. */
+static trt_status check_matrix(const sl_call *c, const matrix *x, sl_span *sp) {
     static const char *const dims[3] = {"b", "row", "column"};
     for (int i = 0; i < 3; i++)
         if (x->s[i] < 0)
@@ -558,7 +572,10 @@ static trt_status check_matrix(const sl_call *c, const matrix *x) {
                        c->op, x->name, have, (long long)x->n[0], (long long)x->n[1], (long long)x->n[2],
                        (long long)x->s[0], (long long)x->s[1], (long long)x->s[2], (unsigned long long)need,
                        x->mem.offset);
-    return TRT_OK;
+    uint64_t base;
+    if (sp && (st = trt_buffer_ptr(c->d, x->mem.buffer, &base)) == TRT_OK)
+        *sp = (sl_span){.name = x->name, .begin = base + x->mem.offset, .end = base + x->mem.offset + need};
+    return st;
 }
 
 /* Whether two elements of a tensor of ndims dims (sizes n, strides s in
@@ -633,11 +650,14 @@ static trt_status matmul(const sl_call *c, matrix a, matrix b, matrix x, const e
     if (tiles > INT32_MAX)
         return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: %lld x %lld needs %lld tiles of %d x %d; at most %d fit a grid",
                        c->op, (long long)M, (long long)N, (long long)tiles, cfg->block_m, cfg->block_n, INT32_MAX);
-    if ((st = check_matrix(c, &a)) || (st = check_matrix(c, &b)) || (st = check_matrix(c, &x)) ||
-        (st = check_apart(c, &x)))
+    sl_span sa, sb, sx, sbias;
+    if ((st = check_matrix(c, &a, &sa)) || (st = check_matrix(c, &b, &sb)) ||
+        (st = check_matrix(c, &x, &sx)) || (st = check_apart(c, &x)) || (st = sl_check_apart(c, &sx, &sa, NULL)) ||
+        (st = sl_check_apart(c, &sx, &sb, NULL)))
         return st;
     bool has_bias = epi && epi->bias.mem.buffer.handle;
-    if (has_bias && (st = check_matrix(c, &epi->bias))) return st;
+    if (has_bias && ((st = check_matrix(c, &epi->bias, &sbias)) || (st = sl_check_apart(c, &sx, &sbias, NULL))))
+        return st;
     int act = epi ? (int)epi->act : TLS_ACT_NONE;
     if (act < TLS_ACT_NONE || act > TLS_ACT_GELU_TANH)
         return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: activation %d is not a tls_activation", c->op, act);

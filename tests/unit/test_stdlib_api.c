@@ -79,6 +79,8 @@ static tensor make(const dtype *dt, int64_t rows, int64_t cols, int64_t stride, 
 static tensor vec(const dtype *dt, int64_t n, size_t off) { return make(dt, 1, n, n, off); }
 static size_t ix(const tensor *t, int64_t r, int64_t i) { return (size_t)(r * t->stride + i); }
 static float get(const tensor *t, int64_t r, int64_t i) { return t->dt->get(t->host + t->off, ix(t, r, i)); }
+/* The same value, NaN as NaN (values come back through their storage type, exactly). */
+static bool same_bits(float a, float b) { return a == b || (a != a && b != b); }
 static void put(tensor *t, int64_t r, int64_t i, float v) { t->dt->put(t->host + t->off, ix(t, r, i), v); }
 static tls_mem mem(const tensor *t) { return tls_mem_at(t->buf, t->off); }
 
@@ -172,6 +174,16 @@ static void run_softmax(const dtype *dt, int rows, int cols, int xpad, int ypad,
     OK(tls_softmax_bwd(dev, dt->id, mem(&y), mem(&dy), mem(&dx), rows, cols, y.stride, NULL));
     fetch(&y, what), fetch(&dx, what);
     check_softmax(what, &x, &y, &dy, &dx);
+    /* in place (y = x, then dx = dy): each row's values as out of place */
+    OK(tls_softmax(dev, dt->id, mem(&x), mem(&x), rows, cols, x.stride, x.stride, NULL));
+    OK(tls_softmax_bwd(dev, dt->id, mem(&y), mem(&dy), mem(&dy), rows, cols, y.stride, NULL));
+    fetch(&x, what), fetch(&dy, what);
+    for (int r = 0; r < rows; r++)
+        for (int i = 0; i < cols; i++)
+            if (!same_bits(get(&x, r, i), get(&y, r, i)) || !same_bits(get(&dy, r, i), get(&dx, r, i)))
+                fail_msg("%s in place: [%d][%d]: y %g (apart %g), dx %g (apart %g) on %s", what, r, i,
+                         (double)get(&x, r, i), (double)get(&y, r, i), (double)get(&dy, r, i), (double)get(&dx, r, i),
+                         trt_device_name(dev));
     drop(&x), drop(&y), drop(&dy), drop(&dx);
 }
 
@@ -790,6 +802,13 @@ static void test_misuse_is_an_error(void **state) {
     EXPECT(tls_softmax(dev, TLS_F32, X, tls_mem_at(y.buf, 8), 4, 32, 32, 32, NULL), BAD, "offset 8 is not a multiple of 16");
     EXPECT(tls_softmax(dev, TLS_F32, X, tls_mem_at(y.buf, 2048), 1, 1, 1, 1, NULL), BAD, "need 4 from offset 2048");
     EXPECT(tls_softmax(dev, TLS_F32, X, Y, 3, 64, INT64_MAX / 2, 64, NULL), BAD, "do not fit in memory");
+    /* in place only exactly: a row shifted onto another is read and written by two programs */
+    EXPECT(tls_softmax(dev, TLS_F32, X, tls_mem_at(x.buf, 16), 3, 64, 64, 64, NULL), BAD,
+           "tls_softmax: y and x overlap in memory: an output must not share memory with another tensor of the call "
+           "unless it is exactly that tensor with the same stride (in place)");
+    EXPECT(tls_softmax(dev, TLS_F32, X, X, 2, 64, 128, 64, NULL), BAD, "y and x overlap"); /* other strides */
+    EXPECT(tls_softmax_bwd(dev, TLS_F32, X, Y, tls_mem_at(y.buf, 32), 3, 64, 64, NULL), BAD,
+           "tls_softmax_bwd: dx and dy overlap");
     EXPECT(tls_gelu(dev, TLS_F32, X, Y, 0, NULL), BAD, "n is 0");
     EXPECT(tls_gelu(dev, TLS_F32, X, Y, (int64_t)TLS_MAX_ELEMENTS + 1, NULL), BAD, "n is 2147482625");
     EXPECT(tls_gelu_bwd(dev, TLS_F32, X, Y, Y, 257, NULL), BAD, "tls_gelu_bwd: x: the buffer holds 1024 bytes");
@@ -881,6 +900,14 @@ static void test_matmul_misuse(void **state) {
     OK(trt_free(dev, gone));
     EXPECT(tls_matmul(dev, TLS_F32, A, tls_mem_of(gone), C, 16, 16, 16, 16, 1, 16, 1, 16, 1, NULL),
            TRT_ERR_INVALID_HANDLE, "tls_matmul: b: buffer handle");
+    /* c sharing memory with a, b or the bias: other programs read what one writes */
+    EXPECT(tls_matmul(dev, TLS_F32, A, C, A, 16, 16, 16, 16, 1, 16, 1, 16, 1, NULL), BAD,
+           "tls_matmul: c and a overlap in memory");
+    EXPECT(tls_matmul(dev, TLS_F32, A, C, tls_mem_at(c.buf, 256), 8, 8, 8, 16, 1, 16, 1, 16, 1, NULL), BAD,
+           "c and b overlap");
+    EXPECT(tls_matmul_epilogue(dev, TLS_F32, A, A, C, tls_mem_at(c.buf, 64), TLS_ACT_NONE, 16, 16, 16, 16, 1, 16, 1,
+                               16, 1, NULL),
+           BAD, "c and bias overlap");
     /* nothing ran: c is still all poison */
     mfetch(&c, "c after refused calls");
     for (size_t i = 0; i < c.bytes; i++)
