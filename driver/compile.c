@@ -58,20 +58,34 @@ static bool check_options(const tilec_options *opt, tc_diag *diag) {
         tc_strbuf_init(&known);
         for (size_t i = 0; ptx_arch_name(i); i++)
             tc_strbuf_printf(&known, "%s%s", i == 0 ? "" : ptx_arch_name(i + 1) ? ", " : " or ", ptx_arch_name(i));
-        tc_error_plain(diag, "unknown --arch '%s' (expected %s)", opt->arch, known.data);
+        tc_error_plain(diag, "unknown arch '%s' (--arch; expected %s)", opt->arch, known.data);
         tc_strbuf_free(&known);
     }
     if (opt->num_warps && (!is_pow2(opt->num_warps) || opt->num_warps > TILEC_MAX_NUM_WARPS))
-        tc_error_plain(diag, "--num-warps must be a power of two from 1 to %d, not %d", TILEC_MAX_NUM_WARPS,
+        tc_error_plain(diag, "num_warps (--num-warps) must be a power of two from 1 to %d, not %d", TILEC_MAX_NUM_WARPS,
                        opt->num_warps);
     if (opt->num_stages < 0 || opt->num_stages > TILEC_MAX_NUM_STAGES)
-        tc_error_plain(diag, "--num-stages must be from 1 to %d, not %d", TILEC_MAX_NUM_STAGES, opt->num_stages);
+        tc_error_plain(diag, "num_stages (--num-stages) must be from 1 to %d, not %d", TILEC_MAX_NUM_STAGES,
+                       opt->num_stages);
     if (opt->opt_level != 0 && opt->opt_level != 2)
         tc_error_plain(diag, "optimization level must be 0 or 2, not %d", opt->opt_level);
     if (opt->dump_after && !lower_is_pass_name(opt->dump_after))
-        tc_error_plain(diag, "--dump-after: no pass named '%s'", opt->dump_after);
+        tc_error_plain(diag, "dump_after (--dump-after): no pass named '%s'", opt->dump_after);
     if (opt->ndefines > TILEC_MAX_DEFINES)
-        tc_error_plain(diag, "too many -D definitions (limit is %d)", TILEC_MAX_DEFINES);
+        tc_error_plain(diag, "too many defines (-D; limit is %d)", TILEC_MAX_DEFINES);
+    for (size_t i = 0; i < opt->ndefines && i < TILEC_MAX_DEFINES; i++) {
+        if (!opt->defines || !opt->defines[i].name) {
+            tc_error_plain(diag, "define %zu has no name", i);
+            break;
+        }
+        for (size_t j = 0; j < i; j++)
+            if (!strcmp(opt->defines[i].name, opt->defines[j].name)) {
+                tc_error_plain(diag, "%s is given two values (-D, or a define): %lld and %lld", opt->defines[i].name,
+                               (long long)opt->defines[j].value, (long long)opt->defines[i].value);
+                break;
+            }
+    }
+    if (opt->passes) lower_passes_valid(opt->passes, diag);
     if (opt->emit > TILEC_EMIT_CUBIN) tc_error_plain(diag, "unknown emit kind %d", (int)opt->emit);
     return diag->nerrors == 0;
 }
@@ -112,7 +126,8 @@ tilec_status tilec_compile(const char *filename, const char *source, size_t len,
     tc_source src = {.name = filename ? filename : "<input>", .text = source ? source : "", .len = source ? len : 0};
 
     double t0 = tc_now_ms();
-    if (!check_options(opt, &diag)) {
+    if (!source && len) tc_error_plain(&diag, "the source is NULL, with a length of %zu", len);
+    if (!check_options(opt, &diag) || diag.nerrors) {
         status = TILEC_ERR_USAGE;
         goto done;
     }
@@ -124,6 +139,11 @@ tilec_status tilec_compile(const char *filename, const char *source, size_t len,
 
     tir_module *m = front_end(&src, opt, arena, &diag);
     if (!m || diag.nerrors) {
+        status = TILEC_ERR_SOURCE;
+        goto done;
+    }
+    if (!m->nfuncs) { /* an empty cubin would load and then have nothing to launch */
+        tc_error_plain(&diag, "%s: no kernel to compile (the file defines none)", src.name);
         status = TILEC_ERR_SOURCE;
         goto done;
     }

@@ -30,6 +30,8 @@ typedef enum tilec_emit {
     TILEC_EMIT_CUBIN  /* cubin (binary), needs ptxas */
 } tilec_emit;
 
+/* What a compilation gives; also the tilec command's exit status (which
+ * is 1 as well when the input cannot be read or the output written). */
 typedef enum tilec_status {
     TILEC_OK = 0,
     TILEC_ERR_SOURCE = 1,  /* errors in the user's source: see diagnostics */
@@ -55,7 +57,9 @@ typedef struct tilec_define {
 typedef struct tilec_options {
     tilec_emit emit;
     const char *arch;            /* NULL: TILEC_DEFAULT_ARCH */
-    int num_warps;               /* 0: default (4) */
+    int num_warps;               /* 0: from the bytes of the largest tile a kernel loads or
+                                    stores: 1 below 1 KB, 2 below 2 KB, 4 below 8 KB, 8 below
+                                    16 KB, 16 below 128 KB, else 32 */
     int opt_level;               /* 0 or 2 (default 2 when set by tilec_options_init) */
     const char *kernel;          /* NULL: every kernel in the file */
     const tilec_define *defines; /* const parameter values */

@@ -78,7 +78,7 @@ static void check_params(lang_ctx *c, const ast_kernel *k, tir_func *f) {
         if (ok && def) {
             c->define_used[used] = true;
             if (!lang_int_fits(def->value, tir_type_elem(t))) {
-                lang_error(c, p->name.span, "-D %s=%lld does not fit in %s", p->name.str, (long long)def->value,
+                lang_error(c, p->name.span, "%s = %lld (-D, or a define) does not fit in %s", p->name.str, (long long)def->value,
                            tir_elem_name(tir_type_elem(t)));
             } else {
                 o.kind = OPND_CONST, o.type = t, o.ival = def->value;
@@ -98,7 +98,7 @@ static void check_params(lang_ctx *c, const ast_kernel *k, tir_func *f) {
                 lang_error(c, p->default_value->span, "the default of '%s' must be an integer constant", p->name.str);
             }
         } else if (ok) {
-            lang_error(c, p->name.span, "const parameter '%s' needs a value: give it a default or pass -D %s=...",
+            lang_error(c, p->name.span, "const parameter '%s' needs a value: give it a default, or a value with -D %s=... (or a define)",
                        p->name.str, p->name.str);
         }
         bind(c, &p->name, BIND_CONST_PARAM, o);
@@ -518,6 +518,7 @@ tir_module *lang_to_tir(ast_module *m, const tilec_options *opt, tc_arena *arena
     if (diag->nerrors > errors_before) return NULL;
     for (size_t i = 0; i < opt->ndefines; i++)
         if (!c.define_used[i])
-            tc_error_plain(diag, "-D %s: no kernel compiled here has a const parameter of that name", opt->defines[i].name);
+            tc_error_plain(diag, "%s (-D, or a define): no kernel compiled here has a const parameter of that name",
+                           opt->defines[i].name);
     return diag->nerrors > errors_before ? NULL : tm;
 }

@@ -62,6 +62,9 @@ typedef struct lower_pass {
 /* The pass list, in order, ending with {NULL, NULL}. */
 extern const lower_pass lower_passes[];
 bool lower_is_pass_name(const char *name);
+/* Whether a --passes list ("none", or pass names and commas) names only
+ * passes; false with an error naming the first that is not. */
+bool lower_passes_valid(const char *passes, tc_diag *diag);
 
 /* Passes (one file each). */
 bool lower_simplify(tir_module *m, const lower_options *opt, tc_diag *diag); /* fold, dce */

@@ -28,6 +28,20 @@ static const lower_pass *find_pass(const char *name, size_t len) {
 
 bool lower_is_pass_name(const char *name) { return name && find_pass(name, strlen(name)) != NULL; }
 
+bool lower_passes_valid(const char *passes, tc_diag *diag) {
+    if (!strcmp(passes, "none")) return true;
+    for (const char *s = passes; *s;) {
+        size_t len = strcspn(s, ",");
+        if (!find_pass(s, len)) {
+            tc_error_plain(diag, "passes (--passes): no pass named '%.*s'", (int)len, s);
+            return false;
+        }
+        s += len;
+        if (*s == ',') s++;
+    }
+    return true;
+}
+
 static bool run_one(tir_module *m, const lower_pass *p, const lower_options *opt, tc_diag *diag) {
     if (!p->run(m, opt, diag)) return false;
     if (!tir_verify(m, p->name, diag)) return false;
@@ -51,7 +65,7 @@ bool lower_run_pipeline(tir_module *m, const lower_options *opt, tc_diag *diag) 
         size_t len = strcspn(s, ",");
         const lower_pass *p = find_pass(s, len);
         if (!p) {
-            tc_error_plain(diag, "--passes: no pass named '%.*s'", (int)len, s);
+            tc_error_plain(diag, "passes (--passes): no pass named '%.*s'", (int)len, s);
             return false;
         }
         if (!run_one(m, p, opt, diag)) return false;

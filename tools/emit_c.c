@@ -240,7 +240,7 @@ int tilec_emit_c(const char *input, const char *text, size_t len, const char *ou
         tilec_status st = tilec_compile(input, text, len, &o, &m->out);
         fputs(m->out.diagnostics, stderr);
         if (o.verbose) fputs(m->out.info, stderr);
-        if (st != TILEC_OK) rc = st == TILEC_ERR_USAGE ? 2 : st == TILEC_ERR_INTERNAL ? 3 : 1;
+        if (st != TILEC_OK) rc = (int)st;
     }
     tc_arena *arena = tc_arena_new();
     tc_diag diag;
@@ -251,7 +251,7 @@ int tilec_emit_c(const char *input, const char *text, size_t len, const char *ou
         mod = tir_parse(arena, &src, &diag);
         if (!mod) {
             fprintf(stderr, "tilec: internal error: the sidecar does not read back:\n%s", diag.out.data);
-            rc = 3;
+            rc = TILEC_ERR_INTERNAL;
         }
     }
     for (const tir_func *fn = mod ? mod->funcs : NULL; fn && rc == 0; fn = fn->next)

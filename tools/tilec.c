@@ -2,8 +2,10 @@
  *
  * A thin shell over libtilec (include/tilec.h): parse the command line, read
  * the file, call tilec_compile, write the artifact and print diagnostics.
- * Exit status: 0 success, 1 errors in the input or a failing tool (ptxas),
- * 2 bad command line, 3 internal compiler error. */
+ * Exit status: the tilec_status of the compilation (include/tilec.h): 0
+ * success, 1 errors in the input (or it cannot be read, or the output
+ * cannot be written), 2 a bad command line or options, 3 a tool missing or
+ * failing (ptxas), 4 an internal compiler error. */
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -22,8 +24,9 @@ static const char usage[] =
     "Compiles tile-language kernels to a CUDA cubin (or to tile IR, LLVM IR or PTX).\n"
     "\n"
     "options:\n"
-    "  -o FILE               write the output to FILE ('-' for stdout); default:\n"
-    "                        FILE.cubin for cubins, stdout for text\n"
+    "  -o FILE               write the output to FILE ('-' for stdout); default: a cubin\n"
+    "                        goes to the input's name with .cubin, in the current folder\n"
+    "                        (k.tile: ./k.cubin), text to stdout\n"
     "  --emit=KIND           tir, llvm, llvm-opt, ptx, cubin or c (default cubin); llvm-opt is\n"
     "                        the LLVM IR after the backend's optimization: what becomes\n"
     "                        PTX, and what the runtime's emulator device runs; c: a C\n"
@@ -36,8 +39,10 @@ static const char usage[] =
     "  --kernel NAME         compile only the kernel NAME\n"
     "  --arch=sm_XX          target GPU: sm_80, sm_86, sm_87, sm_89, sm_90 or sm_90a\n"
     "                        (default %s)\n"
-    "  --num-warps=N         warps per program instance (power of two, 1 to %d; default:\n"
-    "                        4, or more for tiles of 2048 elements and up)\n"
+    "  --num-warps=N         warps per program instance (power of two, 1 to %d); default:\n"
+    "                        from the bytes of the largest tile a kernel loads or stores:\n"
+    "                        1 below 1 KB, 2 below 2 KB, 4 below 8 KB, 8 below 16 KB,\n"
+    "                        16 below 128 KB, else 32\n"
     "  --num-stages=N        software-pipelining depth of loops that name none\n"
     "                        (range(..., num_stages = N)), 1 to %d; default: the compiler's\n"
     "  -O0, -O2              optimization level (default -O2)\n"
@@ -57,7 +62,11 @@ static const char usage[] =
     "  -v, --verbose         print notes (a loop's software pipelining cut to fit\n"
     "                        shared memory) and ptxas's resource report to stderr\n"
     "  --help                show this help\n"
-    "  --version             show the version\n";
+    "  --version             show the version\n"
+    "\n"
+    "exit status: 0 compiled; 1 errors in the input (or it cannot be read, or the output\n"
+    "cannot be written); 2 bad options; 3 a tool missing or failing (ptxas); 4 an internal\n"
+    "compiler error\n";
 
 typedef struct cli {
     tilec_options opt;
@@ -257,7 +266,7 @@ int main(int argc, char **argv) {
     if (c.time)
         fprintf(stderr, "tilec: time: front end + IR %.2f ms, LLVM codegen + PTX %.2f ms, ptxas %.2f ms\n",
                 out.ms_frontend, out.ms_llvm, out.ms_ptxas);
-    rc = st == TILEC_OK ? 0 : st == TILEC_ERR_USAGE ? 2 : st == TILEC_ERR_INTERNAL ? 3 : 1;
+    rc = (int)st; /* the exit status is the status (tilec.h) */
     if (st == TILEC_OK) {
         char *path = NULL;
         if (!c.output) path = c.opt.emit == TILEC_EMIT_CUBIN ? default_output(c.input) : NULL;

@@ -68,11 +68,25 @@ static void test_bad_options_are_usage_errors(void **state) {
     opt.arch = "sm_61";
     tilec_output out;
     assert_int_equal(tilec_compile("v.tile", vadd, strlen(vadd), &opt, &out), TILEC_ERR_USAGE);
-    assert_non_null(strstr(out.diagnostics, "unknown --arch 'sm_61'"));
+    assert_non_null(strstr(out.diagnostics, "unknown arch 'sm_61' (--arch;"));
     tilec_output_free(&out);
     opt.arch = NULL;
     opt.num_warps = 6;
     assert_int_equal(tilec_compile("v.tile", vadd, strlen(vadd), &opt, &out), TILEC_ERR_USAGE);
+    assert_non_null(strstr(out.diagnostics, "num_warps (--num-warps) must be a power of two"));
+    tilec_output_free(&out);
+    /* a name given twice: which value was meant is not the compiler's to guess */
+    opt.num_warps = 0;
+    tilec_define twice[] = {{"BLOCK", 256}, {"BLOCK", 512}};
+    opt.defines = twice, opt.ndefines = 2;
+    assert_int_equal(tilec_compile("v.tile", vadd, strlen(vadd), &opt, &out), TILEC_ERR_USAGE);
+    assert_non_null(strstr(out.diagnostics, "BLOCK is given two values (-D, or a define): 256 and 512"));
+    tilec_output_free(&out);
+    /* a pass list naming no pass is the options' error, not the compiler's */
+    opt.defines = NULL, opt.ndefines = 0;
+    opt.emit = TILEC_EMIT_TIR, opt.passes = "simplify,nope";
+    assert_int_equal(tilec_compile("v.tile", vadd, strlen(vadd), &opt, &out), TILEC_ERR_USAGE);
+    assert_non_null(strstr(out.diagnostics, "passes (--passes): no pass named 'nope'"));
     tilec_output_free(&out);
 }
 
@@ -83,7 +97,15 @@ static void test_null_and_empty_inputs(void **state) {
     assert_int_equal(st, out.status);
     assert_non_null(out.diagnostics);
     tilec_output_free(&out);
-    assert_int_equal(compile("", TILEC_EMIT_PTX, &out), TILEC_OK); /* no kernels: an empty module */
+    /* no kernels: an empty module would load and have nothing to launch */
+    assert_int_equal(compile("", TILEC_EMIT_PTX, &out), TILEC_ERR_SOURCE);
+    assert_non_null(strstr(out.diagnostics, "no kernel to compile (the file defines none)"));
+    tilec_output_free(&out);
+    assert_int_equal(compile("// only a comment\n", TILEC_EMIT_TIR, &out), TILEC_ERR_SOURCE);
+    tilec_output_free(&out);
+    /* a NULL source with a length is the caller's mistake, not an empty file */
+    assert_int_equal(tilec_compile("k.tile", NULL, 12, NULL, &out), TILEC_ERR_USAGE);
+    assert_non_null(strstr(out.diagnostics, "the source is NULL, with a length of 12"));
     tilec_output_free(&out);
 }
 

@@ -121,7 +121,7 @@ static void test_define_no_kernel_takes_is_an_error(void **state) {
     result r;
     compile(&r, "kernel k(x: *f32, const B: i32 = 8) { store(x + arange(0, B), 1.0); }", d, 2);
     assert_null(r.m);
-    expect_diag(&r, "error: -D NOPE: no kernel compiled here has a const parameter of that name");
+    expect_diag(&r, "error: NOPE (-D, or a define): no kernel compiled here has a const parameter of that name");
     assert_null(strstr(r.diag.out.data, "-D B"));
     done(&r);
 }
