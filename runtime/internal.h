@@ -17,7 +17,9 @@ enum {
     RT_ERR_MAX = 8192,         /* bytes of the last error message kept */
     RT_MAX_BUFFERS = 1 << 20,  /* live buffers per device */
     RT_BUFFER_ALIGN = 64,      /* host allocations; the compiler assumes 16 */
-    RT_PTR_ALIGN = 16          /* what pointer arguments must be (LOWER_ASSUMED_PTR_ALIGN) */
+    RT_PTR_ALIGN = 16,         /* what pointer arguments must be (LOWER_ASSUMED_PTR_ALIGN) */
+    RT_MAX_GRID_X = 2147483647, /* program instances along x a CUDA launch takes (2^31 - 1) */
+    RT_MAX_GRID_YZ = 65535     /* ... and along y and z */
 };
 
 typedef struct buf_slot {
@@ -56,6 +58,7 @@ struct trt_device {
     kept_module *kept; /* freed by trt_close */
     trt_print_fn print; /* CPU and emulator devices: where print's lines go; NULL: stdout */
     void *print_user;
+    uint32_t tag; /* in its buffers' handles (runtime.c): another device's are refused */
     uint32_t capturing; /* streams recording a graph (graph.c): the default stream, copies,
                            allocation and module loads are refused meanwhile */
     trt_stream *captures; /* those streams, which trt_close ends */

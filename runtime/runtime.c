@@ -13,12 +13,22 @@
  * source and options. A device is reference counted by its modules so that
  * a kernel of a closed device reports TRT_ERR_CLOSED. */
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "runtime/internal.h"
 #include "runtime/interp.h"
+
+/* A handle: the slot's index + 1 (bits 0 to 20), its generation (21 to
+ * 43: a freed buffer's old handles stop matching) and the device's tag
+ * (44 to 63), so that a buffer of one device given to another is an error,
+ * not that device's buffer of the same number. */
+enum { HANDLE_INDEX_BITS = 21, HANDLE_GEN_BITS = 23, HANDLE_TAG_BITS = 20 };
+_Static_assert(RT_MAX_BUFFERS < (1 << HANDLE_INDEX_BITS), "every slot's index + 1 fits its bits");
+_Static_assert(HANDLE_INDEX_BITS + HANDLE_GEN_BITS + HANDLE_TAG_BITS == 64, "a handle is 64 bits");
+#define HANDLE_MASK(bits) ((UINT64_C(1) << (bits)) - 1)
 
 /* What each kind opens; AUTO: the GPU, else the CPU device. */
 static const rt_device_ops *const devices[] = {
@@ -80,6 +90,10 @@ trt_status trt_open(trt_device_kind kind, trt_device **out, char *why, size_t wh
     d->ops = ops;
     d->impl = impl;
     d->refs = 1;
+    /* the one process-wide value the runtime keeps: a serial number, so
+     * that two devices open at once never tag their handles alike */
+    static _Atomic uint32_t serial;
+    d->tag = (uint32_t)(atomic_fetch_add(&serial, 1) % HANDLE_MASK(HANDLE_TAG_BITS)) + 1;
     *out = d;
     put_why(why, why_size, "");
     return TRT_OK;
@@ -122,15 +136,26 @@ const char *trt_last_error(const trt_device *d) { return d ? d->err : "no device
 
 /* ---- buffers ----------------------------------------------------------- */
 
-static uint64_t make_handle(uint32_t index, uint32_t gen) { return ((uint64_t)gen << 32) | (index + 1u); }
+
+static uint64_t make_handle(const trt_device *d, uint32_t index, uint32_t gen) {
+    return (uint64_t)d->tag << (HANDLE_INDEX_BITS + HANDLE_GEN_BITS) |
+           (gen & HANDLE_MASK(HANDLE_GEN_BITS)) << HANDLE_INDEX_BITS | (index + 1u);
+}
 
 static buf_slot *lookup(trt_device *d, trt_buffer b, uint32_t *index, trt_status *st) {
-    uint32_t i = (uint32_t)(b.handle & 0xffffffffu), gen = (uint32_t)(b.handle >> 32);
+    uint32_t i = (uint32_t)(b.handle & HANDLE_MASK(HANDLE_INDEX_BITS));
+    uint32_t gen = (uint32_t)(b.handle >> HANDLE_INDEX_BITS & HANDLE_MASK(HANDLE_GEN_BITS));
+    uint32_t tag = (uint32_t)(b.handle >> (HANDLE_INDEX_BITS + HANDLE_GEN_BITS));
     if (d->closed) {
         *st = rt_fail(d, TRT_ERR_CLOSED, "the device was closed");
         return NULL;
     }
-    if (i == 0 || i > d->nbufs || !d->bufs[i - 1].live || d->bufs[i - 1].gen != gen) {
+    if (tag != d->tag) {
+        *st = rt_fail(d, TRT_ERR_INVALID_HANDLE, "buffer handle %#llx is not a buffer of this device (%s)",
+                      (unsigned long long)b.handle, b.handle ? "another device's?" : "none");
+        return NULL;
+    }
+    if (i == 0 || i > d->nbufs || !d->bufs[i - 1].live || (d->bufs[i - 1].gen & HANDLE_MASK(HANDLE_GEN_BITS)) != gen) {
         *st = rt_fail(d, TRT_ERR_INVALID_HANDLE, "buffer handle %#llx is not a live buffer of this device (freed?)",
                    (unsigned long long)b.handle);
         return NULL;
@@ -177,7 +202,7 @@ static void take_slot(trt_device *d, uint32_t i, size_t bytes, bool borrowed, tr
     d->bufs[i].size = bytes; /* accesses are checked against what was asked for */
     d->bufs[i].live = true;
     d->bufs[i].borrowed = borrowed;
-    out->handle = make_handle(i, d->bufs[i].gen);
+    out->handle = make_handle(d, i, d->bufs[i].gen);
 }
 
 trt_status trt_wrap(trt_device *d, uint64_t ptr, size_t bytes, trt_buffer *out) {
@@ -604,6 +629,12 @@ trt_status rt_check_launch(trt_kernel *k, const uint32_t grid[3], const trt_arg 
         return rt_fail(d, TRT_ERR_ARGUMENTS, "kernel '%s' takes %u arguments, %zu given", f->name, f->nparams, nargs);
     if (nargs && !args) return rt_fail(d, TRT_ERR_INVALID_ARGUMENT, "arguments are NULL");
     if (!grid[0] || !grid[1] || !grid[2]) return rt_fail(d, TRT_ERR_INVALID_ARGUMENT, "grid dimensions must be at least 1");
+    /* the GPU's limits on every device, so that what runs on the CPU launches on the GPU */
+    if (grid[0] > RT_MAX_GRID_X || grid[1] > RT_MAX_GRID_YZ || grid[2] > RT_MAX_GRID_YZ)
+        return rt_fail(d, TRT_ERR_INVALID_ARGUMENT,
+                       "grid (%u, %u, %u) of '%s' is larger than a GPU launches (limits are %u, %u, %u)", grid[0],
+                       grid[1], grid[2], f->name, (unsigned)RT_MAX_GRID_X, (unsigned)RT_MAX_GRID_YZ,
+                       (unsigned)RT_MAX_GRID_YZ);
     if (nargs > RT_MAX_ARGS) return rt_fail(d, TRT_ERR_ARGUMENTS, "too many arguments (limit is %d)", RT_MAX_ARGS);
     for (uint32_t i = 0; i < nargs; i++) {
         tir_type t = f->params[i]->type;

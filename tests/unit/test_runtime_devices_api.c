@@ -83,6 +83,38 @@ static void test_stream_misuse(void **state) {
     drop(&p);
 }
 
+/* Two devices' buffers of the same slot are told apart: a buffer given to
+ * the other device is an error, not that device's buffer of the same
+ * number. And every device refuses a grid larger than a GPU launches. */
+static void test_handles_and_grid_limits(void **state) {
+    (void)state;
+    prog p;
+    trt_kernel *k = compile_text(&p, "vadd.tile", vadd_src, "vadd", NULL, 0);
+    trt_device *other;
+    OK(trt_open(kind, &other, NULL, 0));
+    trt_buffer mine, theirs;
+    OK(trt_alloc(dev, 64, &mine));
+    assert_int_equal(trt_alloc(other, 64, &theirs), TRT_OK); /* the first slot of each */
+    float v[16] = {1};
+    assert_int_equal(trt_write(other, mine, 0, v, sizeof v), TRT_ERR_INVALID_HANDLE);
+    assert_non_null(strstr(trt_last_error(other), "is not a buffer of this device (another device's?)"));
+    assert_int_equal(trt_read(dev, theirs, 0, v, sizeof v), TRT_ERR_INVALID_HANDLE);
+    trt_arg a[4] = {trt_buf(theirs), trt_buf(mine), trt_buf(mine), trt_int(16)};
+    assert_int_equal(trt_launch(k, 1, 1, 1, a, 4), TRT_ERR_INVALID_HANDLE);
+    assert_int_equal(trt_free(dev, (trt_buffer){0}), TRT_ERR_INVALID_HANDLE);
+    /* grid limits: x up to 2^31 - 1, y and z up to 65535 */
+    trt_arg ok[4] = {trt_buf(mine), trt_buf(mine), trt_buf(mine), trt_int(0)};
+    assert_int_equal(trt_launch(k, 1, 65536, 1, ok, 4), TRT_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(trt_last_error(dev), "grid (1, 65536, 1) of 'vadd' is larger than a GPU launches (limits "
+                                                "are 2147483647, 65535, 65535)"));
+    assert_int_equal(trt_launch(k, 1, 1, 65536, ok, 4), TRT_ERR_INVALID_ARGUMENT);
+    assert_int_equal(trt_launch(k, 2147483648u, 1, 1, ok, 4), TRT_ERR_INVALID_ARGUMENT);
+    OK(trt_launch(k, 1, 2, 3, ok, 4)); /* n = 0: every program masked off */
+    OK(trt_free(dev, mine));
+    trt_close(other);
+    drop(&p);
+}
+
 /* ---- modules built ahead of time ------------------------------------------- */
 
 /* Writes a module the way `tilec -o FILE` does: the code and its sidecar.
@@ -398,6 +430,7 @@ static void test_launch_after_close(void **state) {
 HARNESS_MAIN(
     cmocka_unit_test(test_streams),
     cmocka_unit_test(test_stream_misuse),
+    cmocka_unit_test(test_handles_and_grid_limits),
     cmocka_unit_test(test_load_prebuilt_modules),
     cmocka_unit_test(test_disk_cache),
     cmocka_unit_test(test_wrapped_memory),
