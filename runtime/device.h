@@ -46,6 +46,8 @@ typedef struct rt_device_ops {
     /* whether print's lines can go to a function (trt_set_print); the
      * GPU's printf writes to the process's stdout */
     bool print_fn;
+    /* whether a launch stops at the device's time limit (trt_set_time_limit) */
+    bool time_limit;
 
     /* The device's own state into *impl (device_cuda.c: the rt_cuda);
      * false with a message in why. NULL: nothing to open or close. */

@@ -21,7 +21,7 @@ static trt_status cpu_launch(trt_kernel *k, void *stream, const uint32_t grid[3]
     rt_buffer *bufs = rt_host_buffers(d);
     if (!bufs) return rt_fail(d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
     rt_launch l = {.func = k->func, .file = k->mod->file, .buffers = bufs, .nbuffers = d->nbufs, .args = args,
-                   .nargs = nargs, .grid = {grid[0], grid[1], grid[2]}};
+                   .nargs = nargs, .grid = {grid[0], grid[1], grid[2]}, .time_limit_ms = d->time_limit_s * 1e3};
     tc_diag diag;
     tc_diag_init(&diag);
     rt_print_sink sink = {.fn = d->print, .user = d->print_user};
@@ -38,6 +38,7 @@ const rt_device_ops rt_cpu_device = {
     .kind = TRT_DEVICE_CPU,
     .code = RT_CODE_TIR,
     .print_fn = true,
+    .time_limit = true,
     .name = cpu_name,
     RT_HOST_MEMORY_OPS,
     .load = cpu_load,

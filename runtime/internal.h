@@ -58,6 +58,7 @@ struct trt_device {
     kept_module *kept; /* freed by trt_close */
     trt_print_fn print; /* CPU and emulator devices: where print's lines go; NULL: stdout */
     void *print_user;
+    double time_limit_s; /* launches stop past it (trt_set_time_limit); 0: none */
     uint32_t tag; /* in its buffers' handles (runtime.c): another device's are refused */
     uint32_t capturing; /* streams recording a graph (graph.c): the default stream, copies,
                            allocation and module loads are refused meanwhile */

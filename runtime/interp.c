@@ -43,7 +43,11 @@ typedef struct interp {
     bool failed;
     bool asserted; /* the failure was an assert's */
     const rt_print_sink *print; /* NULL: stdout */
+    double deadline; /* tc_now_ms() past which the launch stops; 0: none */
+    uint32_t ticks;  /* loop trips and programs since the clock was last read */
 } interp;
+
+enum { INTERP_CLOCK_EVERY = 256 }; /* trips between readings of the clock (a reading costs ~20 ns) */
 
 static void run_error(interp *in, const tir_op *op, const char *fmt, const char *detail) {
     char msg[512];
@@ -52,6 +56,20 @@ static void run_error(interp *in, const tir_op *op, const char *fmt, const char 
                  "in kernel '%s', program (%u, %u, %u): %s", in->l->func->name, in->pid[0], in->pid[1], in->pid[2],
                  msg);
     in->failed = true;
+}
+
+/* Whether the launch has run past its time limit (then an error at op,
+ * the loop it was in): checked at every loop trip and program, reading the
+ * clock every INTERP_CLOCK_EVERY of them, so that a kernel that never ends
+ * (a while whose condition stays true) stops instead of hanging. */
+static bool out_of_time(interp *in, const tir_op *op) {
+    if (!in->deadline || ++in->ticks < INTERP_CLOCK_EVERY) return false;
+    in->ticks = 0;
+    if (tc_now_ms() <= in->deadline) return false;
+    char limit[64];
+    snprintf(limit, sizeof limit, "%g s", in->l->time_limit_ms / 1e3);
+    run_error(in, op, "the launch ran past its time limit of %s (trt_set_time_limit), here", limit);
+    return true;
 }
 
 /* Rounds to a binary float format with `mant` stored mantissa bits, least
@@ -716,6 +734,7 @@ static void do_while(interp *in, const tir_op *op) {
         run_block(in, body);
         if (in->failed) return;
         take_yield(in, body->last, test->args);
+        if (out_of_time(in, op)) return;
     }
     for (uint32_t k = 0; k < op->nresults; k++) {
         slot *s = out_slot(in, op->results[k]);
@@ -741,6 +760,7 @@ static void do_for(interp *in, const tir_op *op) {
         run_block(in, body);
         if (in->failed) return;
         take_yield(in, body->last, body->args + 1);
+        if (out_of_time(in, op)) return;
         if (i > INT64_MAX - step) break;
     }
     for (uint32_t k = 0; k < op->nresults; k++) {
@@ -938,14 +958,15 @@ static bool bind_args(interp *in) {
 
 rt_run_result rt_interp_launch(const rt_launch *l, const rt_print_sink *print, tc_diag *diag) {
     interp in = {.l = l, .diag = diag, .slots = calloc(l->func->next_value_id + 1, sizeof(slot)),
-                 .print = print && print->fn ? print : NULL};
+                 .print = print && print->fn ? print : NULL,
+                 .deadline = l->time_limit_ms > 0 ? tc_now_ms() + l->time_limit_ms : 0};
     if (!in.slots) abort();
     if (bind_args(&in)) {
         for (uint32_t z = 0; z < l->grid[2] && !in.failed; z++)
             for (uint32_t y = 0; y < l->grid[1] && !in.failed; y++)
                 for (uint32_t x = 0; x < l->grid[0] && !in.failed; x++) {
                     in.pid[0] = x, in.pid[1] = y, in.pid[2] = z;
-                    run_block(&in, l->func->body);
+                    if (!out_of_time(&in, NULL)) run_block(&in, l->func->body);
                 }
     }
     for (uint32_t i = 0; i <= l->func->next_value_id; i++) free(in.slots[i].cells);

@@ -23,6 +23,7 @@ typedef struct rt_launch {
     const rt_arg *args;      /* one per func parameter */
     uint32_t nargs;
     uint32_t grid[3];
+    double time_limit_ms; /* > 0: the launch stops with an error once it has run this long */
 } rt_launch;
 
 /* Where print's lines go: fn is called once per line (text ends in '\n'

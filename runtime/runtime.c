@@ -12,6 +12,7 @@
  * reader parses back), and the text is cached per device by a hash of the
  * source and options. A device is reference counted by its modules so that
  * a kernel of a closed device reports TRT_ERR_CLOSED. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -690,6 +691,19 @@ trt_status trt_sync(trt_device *d) {
     if (d->closed) return rt_fail(d, TRT_ERR_CLOSED, "the device was closed");
     trt_status st = rt_refuse_capturing(d, "wait for the device (trt_sync)");
     return st != TRT_OK ? st : d->ops->sync(d);
+}
+
+trt_status trt_set_time_limit(trt_device *d, double seconds) {
+    if (!d) return TRT_ERR_INVALID_ARGUMENT;
+    if (d->closed) return rt_fail(d, TRT_ERR_CLOSED, "the device was closed");
+    if (!(seconds >= 0) || isinf(seconds))
+        return rt_fail(d, TRT_ERR_INVALID_ARGUMENT, "a time limit is a finite number of seconds >= 0 (0: none), not %g",
+                       seconds);
+    if (!d->ops->time_limit && seconds > 0)
+        return rt_fail(d, TRT_ERR_INVALID_ARGUMENT, "%s has no time limit for launches; the CPU device has",
+                       d->ops->name(d));
+    d->time_limit_s = seconds;
+    return TRT_OK;
 }
 
 trt_status trt_set_print(trt_device *d, trt_print_fn fn, void *user) {

@@ -115,6 +115,39 @@ static void test_handles_and_grid_limits(void **state) {
     drop(&p);
 }
 
+/* A kernel whose loop never ends stops at the CPU device's time limit with
+ * an error naming the loop; the other devices refuse a limit. */
+static void test_time_limit(void **state) {
+    (void)state;
+    static const char spin[] = "kernel spin(x: *i32) {\n"
+                               "    var i = load(x);\n"
+                               "    while i >= 0 {\n"
+                               "        i = i * 1;\n"
+                               "    }\n"
+                               "    store(x, i);\n"
+                               "}\n";
+    assert_int_equal(trt_set_time_limit(dev, -1), TRT_ERR_INVALID_ARGUMENT);
+    assert_int_equal(trt_set_time_limit(NULL, 1), TRT_ERR_INVALID_ARGUMENT);
+    if (kind != TRT_DEVICE_CPU) {
+        assert_int_equal(trt_set_time_limit(dev, 1), TRT_ERR_INVALID_ARGUMENT);
+        assert_non_null(strstr(trt_last_error(dev), "has no time limit for launches"));
+        OK(trt_set_time_limit(dev, 0));
+        return;
+    }
+    prog p;
+    trt_kernel *k = compile_text(&p, "spin.tile", spin, "spin", NULL, 0);
+    int32_t zero = 0;
+    trt_buffer b = upload(&zero, sizeof zero);
+    OK(trt_set_time_limit(dev, 0.2));
+    trt_arg a[] = {trt_buf(b)};
+    assert_int_equal(trt_launch(k, 1, 1, 1, a, 1), TRT_ERR_LAUNCH);
+    assert_non_null(strstr(trt_last_error(dev), "spin.tile:3:5: error: in kernel 'spin', program (0, 0, 0): the "
+                                                "launch ran past its time limit of 0.2 s (trt_set_time_limit), here"));
+    OK(trt_set_time_limit(dev, 0));
+    OK(trt_free(dev, b));
+    drop(&p);
+}
+
 /* ---- modules built ahead of time ------------------------------------------- */
 
 /* Writes a module the way `tilec -o FILE` does: the code and its sidecar.
@@ -431,6 +464,7 @@ HARNESS_MAIN(
     cmocka_unit_test(test_streams),
     cmocka_unit_test(test_stream_misuse),
     cmocka_unit_test(test_handles_and_grid_limits),
+    cmocka_unit_test(test_time_limit),
     cmocka_unit_test(test_load_prebuilt_modules),
     cmocka_unit_test(test_disk_cache),
     cmocka_unit_test(test_wrapped_memory),
