@@ -28,7 +28,8 @@
  *     text (the printer/reader round trip docs/design.md promises),
  *   - from .tile source, an error is not `FILE:LINE:COL: error: ...` with the
  *     line inside the file (plain `tilec: error:` lines are allowed only for
- *     -D names no kernel has and for the error limit).
+ *     -D names no kernel has, "NAME (-D, or a define): ...", for a file
+ *     with no kernel, and for the error limit).
  * The input of each bug goes to DIR/bug-SEED-ITER.{tile,tir} with a .txt
  * beside it (options, status, diagnostics). Exit status: 0 no bug, 1 bugs,
  * 2 usage. */
@@ -328,6 +329,10 @@ static void pick_defines(uint64_t *r, iteration *it) {
         size_t n = 0;
         while (ident_char(p[n])) n++;
         if (n == 0 || n >= 64 || pick(r, 3)) continue;
+        bool seen = false; /* a name given twice is an option error, which the harness means to avoid */
+        for (size_t k = 0; k < it->opt.ndefines && !seen; k++)
+            seen = strlen(it->define_names[k]) == n && !strncmp(it->define_names[k], p, n);
+        if (seen) continue;
         size_t k = it->opt.ndefines++;
         snprintf(it->define_names[k], 64, "%.*s", (int)n, p);
         it->defines[k] = (tilec_define){it->define_names[k], pick(r, 2) ? values[pick(r, 4) + 3] : PICK(r, values)};
@@ -425,7 +430,11 @@ static const char *bad_diagnostic_form(const iteration *it, const char *d) {
     bool located = false;
     for (const char *l = d; *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : l + strlen(l)) {
         if (strncmp(l, "tilec: error: ", 14) == 0) {
-            if (strncmp(l + 14, "-D ", 3) != 0 && strncmp(l + 14, "too many errors", 15) != 0)
+            const char *eol = strchr(l, '\n'), *at = strstr(l, " (-D, or a define): ");
+            bool define = at && (!eol || at < eol);
+            const char *none = strstr(l, ": no kernel to compile (the file defines none)"); /* about the whole file */
+            define = define || (none && (!eol || none < eol));
+            if (!define && strncmp(l + 14, "too many errors", 15) != 0)
                 return "an error without a location";
             continue;
         }
