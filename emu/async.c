@@ -68,6 +68,9 @@ typedef struct bulk {
 typedef struct athread {
     uint64_t park_mbar;
     uint32_t park_version, park_parity;
+    uint32_t tw_pc, tw_version; /* the last test_wait that failed, and the mbarrier's version then */
+    uint64_t tw_mbar;
+    bool tw_failed;
     uint32_t arrivals;        /* mbarrier arrivals so far: releases its reads (rclock) */
     uint64_t unf_lo, unf_hi;  /* shared bytes it wrote that no fence.proxy.async followed */
     uint32_t committed;       /* bulk groups committed: the open group's number */
@@ -702,6 +705,14 @@ int emu_async_exec(run *r, thread *t, const emu_inst *in) {
         }
         if (!phase_done(m, parity)) {
             athread *at = &a->at[t->tid];
+            uint32_t pc = (uint32_t)(in - r->f->code);
+            if (in->sub == PTX_ASYNC_MBAR_TEST_WAIT_PARITY &&
+                !(at->tw_failed && at->tw_pc == pc && at->tw_mbar == m->off && at->tw_version == m->version)) {
+                /* test_wait does not wait: false, unless the thread asks again with nothing changed (a spin) */
+                at->tw_failed = true, at->tw_pc = pc, at->tw_mbar = m->off, at->tw_version = m->version;
+                t->r[in->dst] = 0;
+                break;
+            }
             at->park_mbar = m->off, at->park_version = m->version, at->park_parity = parity;
             return 0;
         }
