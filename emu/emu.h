@@ -29,6 +29,33 @@
  * writing different values between barriers is reported as a race (a
  * missing barrier, which sequential execution would otherwise hide).
  *
+ * Hopper's asynchronous copies (emu/async.c; the inline asm in
+ * lower/ptx_async.h): mbarrier objects (8 bytes, 8-aligned, in shared
+ * memory; their state is kept beside it and pictured in their bytes:
+ * pending arrivals in bytes 0-3, the tx-count's low 21 bits in 4-6, the
+ * phase parity in bit 63) with init/inval, arrive, arrive.expect_tx,
+ * expect_tx, try_wait/test_wait.parity; a wait that fails parks the
+ * thread (test_wait: when it asks again with nothing changed) until its
+ * mbarrier changes, and when no thread can run but some are parked the
+ * launch fails with a deadlock report (a hang on the GPU). cp.async.bulk
+ * and cp.async.bulk.tensor (1-5D, tile mode, out-of-bounds elements
+ * zero, swizzles as emu_swizzle says) read their source at issue and
+ * land, with their complete_tx, when a thread waits on their mbarrier and
+ * the phase needs them; until then the destination is poison and reading
+ * or writing it, or a second copy over it, is an error, as is refilling
+ * bytes a thread read and released by no arrival or barrier since. Bulk
+ * tensor stores (commit_group, wait_group.read) read shared memory at
+ * issue through the async proxy: bytes threads wrote need the writer's
+ * fence.proxy.async.shared::cta and a barrier; the source may not be
+ * written until wait_group.read covers it, nor the CTA end before. Misuse
+ * is reported: an uninitialized or misaligned mbarrier, init of a live
+ * one, stores to one, more arrivals than expected in a phase, tx-count
+ * beyond +-(2^20-1), copies in flight at the CTA's end. setmaxnreg: its
+ * count (24..256, a multiple of 8) and that every thread of the
+ * warpgroup executes the same ones; no other effect. The race check
+ * orders bulk-copy data by its mbarrier, but not threads' own shared
+ * accesses: those still need a barrier between threads.
+ *
  * What it checks: the IR's integer and floating-point semantics (PTX's
  * where LLVM leaves a result undefined: saturating float-to-int, shifts
  * by the width or more, division by zero gives all ones), NVVM intrinsics
