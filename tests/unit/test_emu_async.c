@@ -449,6 +449,107 @@ static void test_tensor_copy_rank3(void **state) {
     emu_module_free(m);
 }
 
+/* 1-D and 5-D boxes: a (40) tensor of bytes read from -16 in a 128-byte box,
+ * and a 5-D box (16, 2, 2, 2, 2) of bytes at (0, -1, 1, 0, 1) in a
+ * (16, 3, 2, 3, 2) tensor: each dimension's out-of-range part is zeros. */
+static const char rank15_ir[] =
+    "@bar = internal addrspace(3) global i64 undef, align 8\n"
+    "@s = internal addrspace(3) global [384 x i8] undef, align 128\n"
+    "define void @k(ptr addrspace(1) %m1, ptr addrspace(1) %m5, ptr addrspace(1) %out) {\n"
+    "  call void {MBAR_INIT}(ptr addrspace(3) @bar, i32 1)\n"
+    "  call void {MBAR_ARRIVE_EXPECT_TX}(ptr addrspace(3) @bar, i32 384)\n"
+    "  call void {TENSOR_G2S_1D}(ptr addrspace(3) @s, ptr addrspace(1) %m1, ptr addrspace(3) @bar, i32 -16)\n"
+    "  %s5 = getelementptr i8, ptr addrspace(3) @s, i32 128\n"
+    "  call void {TENSOR_G2S_5D}(ptr addrspace(3) %s5, ptr addrspace(1) %m5, ptr addrspace(3) @bar, i32 0, i32 -1, "
+    "i32 1, i32 0, i32 1)\n"
+    "  br label %w\n"
+    "w:\n"
+    "  %ok = call i32 {MBAR_TRY_WAIT_PARITY}(ptr addrspace(3) @bar, i32 0)\n"
+    "  %go = icmp ne i32 %ok, 0\n"
+    "  br i1 %go, label %c, label %w\n"
+    "c:\n"
+    "  %i = phi i32 [0, %w], [%i1, %c]\n"
+    "  %p = getelementptr i8, ptr addrspace(3) @s, i32 %i\n"
+    "  %v = load i8, ptr addrspace(3) %p, align 1\n"
+    "  %q = getelementptr i8, ptr addrspace(1) %out, i32 %i\n"
+    "  store i8 %v, ptr addrspace(1) %q, align 1\n"
+    "  %i1 = add i32 %i, 1\n"
+    "  %more = icmp ult i32 %i1, 384\n"
+    "  br i1 %more, label %c, label %e\n"
+    "e:\n"
+    "  ret void\n"
+    "}\n";
+
+static void test_tensor_copy_rank1_and_5(void **state) {
+    (void)state;
+    enum { N1 = 40, P1 = 16, P2 = 64, P3 = 128, P4 = 512 };
+    static uint8_t g1[64], g5[P4 * 2], out[384];
+    for (size_t i = 0; i < sizeof g1; i++) g1[i] = (uint8_t)(rand() % 255 + 1);
+    for (size_t i = 0; i < sizeof g5; i++) g5[i] = (uint8_t)(rand() % 255 + 1);
+    memset(out, 0xee, sizeof out);
+    _Alignas(64) uint8_t m1[EMU_TENSOR_MAP_BYTES], m5[EMU_TENSOR_MAP_BYTES];
+    emu_buffer bufs[5] = {{m1, sizeof m1}, {m5, sizeof m5}, {out, sizeof out}, {g1, sizeof g1}, {g5, sizeof g5}};
+    emu_tensor_map_desc d1 = {.global_address = emu_buffer_address(bufs, 3, 0), .elem_bytes = 1, .rank = 1,
+                              .global_dim = {N1}, .box_dim = {128}};
+    emu_tensor_map_desc d5 = {.global_address = emu_buffer_address(bufs, 4, 0),
+                              .elem_bytes = 1,
+                              .rank = 5,
+                              .global_dim = {16, 3, 2, 3, 2},
+                              .global_stride = {P1, P2, P3, P4},
+                              .box_dim = {16, 2, 2, 2, 2}};
+    char err[ERR];
+    if (!emu_tensor_map_encode(m1, &d1, err, sizeof err) || !emu_tensor_map_encode(m5, &d5, err, sizeof err))
+        fail_msg("%s", err);
+    emu_module *m = load_kernel(rank15_ir, 1, err);
+    if (launch_n(m, bufs, 5, 3, NULL, 0, err) != EMU_OK) fail_msg("%s", err);
+    for (int i = 0; i < 128; i++) {
+        int x = i - 16;
+        uint8_t want = x >= 0 && x < N1 ? g1[x] : 0;
+        if (out[i] != want) fail_msg("1-D box element %d: %#x, want %#x", i, out[i], want);
+    }
+    static const int dim[5] = {16, 3, 2, 3, 2}, start[5] = {0, -1, 1, 0, 1}, box[5] = {16, 2, 2, 2, 2},
+                     stride[5] = {1, P1, P2, P3, P4};
+    for (int i = 0; i < 256; i++) {
+        int rest = i, off = 0;
+        bool in = true;
+        for (int k = 0; k < 5; k++) {
+            int c = start[k] + rest % box[k];
+            rest /= box[k];
+            in = in && c >= 0 && c < dim[k];
+            off += c * stride[k];
+        }
+        uint8_t want = in ? g5[off] : 0;
+        if (out[128 + i] != want) fail_msg("5-D box element %d: %#x, want %#x", i, out[128 + i], want);
+    }
+    emu_module_free(m);
+}
+
+/* tx-count below -(2^20 - 1): one copy of 2^20 bytes with no expect_tx. */
+static void test_tx_count_underflow(void **state) {
+    (void)state;
+    char err[ERR];
+    emu_module *m = load_kernel("@bar = internal addrspace(3) global i64 undef, align 8\n"
+                                "@dyn = external addrspace(3) global [0 x i8], align 16\n"
+                                "define void @k(ptr addrspace(1) %g) {\n"
+                                "  call void {MBAR_INIT}(ptr addrspace(3) @bar, i32 1)\n"
+                                "  call void {BULK_G2S}(ptr addrspace(3) @dyn, ptr addrspace(1) %g, i32 1048576, ptr "
+                                "addrspace(3) @bar)\n"
+                                "  %r = call i32 {MBAR_TRY_WAIT_PARITY}(ptr addrspace(3) @bar, i32 0)\n"
+                                "  ret void\n"
+                                "}\n",
+                                1, err);
+    uint8_t *g = calloc(1, 1 << 20);
+    g[0] = 1;
+    emu_buffer bufs[1] = {{g, 1 << 20}};
+    emu_arg args[1] = {{true, 0, 0, 0}};
+    emu_launch l = {"k", {1, 1, 1}, args, 1, bufs, 1, NULL, NULL, 1 << 20, NULL};
+    if (emu_run(m, &l, err, ERR) != EMU_ERROR || !strstr(err, "a bulk copy's complete_tx takes the tx-count of the mbarrier "
+                                                              "at shared byte 0 to -1048576, outside the ISA's range"))
+        fail_msg("%s", err);
+    free(g);
+    emu_module_free(m);
+}
+
 /* ---- bulk stores and fence.proxy.async ---------------------------------------
  * 9.7.13.4 / 9.7.9.25: threads write a tile to shared memory; before the
  * async proxy (a bulk tensor store) reads it, each writer must execute
@@ -826,6 +927,8 @@ int main(void) {
         cmocka_unit_test(test_mbarrier_phases_and_parity),
         cmocka_unit_test(test_ring_of_tensor_copies),
         cmocka_unit_test(test_tensor_copy_rank3),
+        cmocka_unit_test(test_tensor_copy_rank1_and_5),
+        cmocka_unit_test(test_tx_count_underflow),
         cmocka_unit_test(test_bulk_store_and_proxy_fence),
         cmocka_unit_test(test_deadlock_is_reported),
         cmocka_unit_test(test_mbarrier_misuse),
