@@ -244,6 +244,12 @@ static bool claim(run *r, thread *t, const emu_inst *in, uint64_t off, uint64_t 
             return emu_fail(r, t, in, "a bulk copy writes byte %llu of shared memory, which a bulk store is still reading",
                             (unsigned long long)b);
         const shadow *s = &r->sh[b];
+        if (f & AM_UNFENCED) /* generic then async proxy on one byte: ordered only by a proxy fence */
+            return emu_fail(r, t, in,
+                            "a bulk copy writes byte %llu of shared memory, which %s%u wrote through the generic proxy with "
+                            "no fence.proxy.async.shared::cta after it",
+                            (unsigned long long)b, s->wt == RACE_MANY ? "several threads, among them thread " : "thread ",
+                            s->wt == RACE_MANY ? 0u : s->wt);
         if (s->rep == r->epoch && s->rt != t->tid && s->rt != RACE_MANY && a->rclock[b] == a->at[s->rt].arrivals)
             return emu_fail(r, t, in,
                             "a data race in shared memory: a bulk copy writes byte %llu, which thread %u read and has "

@@ -855,6 +855,37 @@ static void test_async_races(void **state) {
                 "  ret void\n"
                 "}\n",
                 1, "two copies in flight write byte 144 of shared memory");
+    /* generic-proxy writes, then a bulk copy over them: the ISA orders the
+     * two proxies only through fence.proxy.async */
+    static const char waw[] = "@bar = internal addrspace(3) global i64 undef, align 8\n"
+                              "@s = internal addrspace(3) global [64 x i8] undef, align 128\n"
+                              "define void @k(ptr addrspace(1) %%g) {\n"
+                              "  store i32 5, ptr addrspace(3) @s, align 4\n"
+                              "%s"
+                              "  call void {MBAR_INIT}(ptr addrspace(3) @bar, i32 1)\n"
+                              "  call void {MBAR_ARRIVE_EXPECT_TX}(ptr addrspace(3) @bar, i32 32)\n"
+                              "  call void {BULK_G2S}(ptr addrspace(3) @s, ptr addrspace(1) %%g, i32 32, ptr addrspace(3) "
+                              "@bar)\n"
+                              "  %%ok = call i32 {MBAR_TRY_WAIT_PARITY}(ptr addrspace(3) @bar, i32 0)\n"
+                              "  %%v = load i32, ptr addrspace(3) @s, align 4\n"
+                              "  store i32 %%v, ptr addrspace(1) %%g, align 4\n"
+                              "  ret void\n"
+                              "}\n";
+    static char body[IR];
+    static uint8_t g[64];
+    for (int i = 0; i < 64; i++) g[i] = (uint8_t)(rand() % 255 + 1);
+    emu_buffer bufs[1] = {{g, sizeof g}};
+    snprintf(body, sizeof body, waw, "");
+    expect_error(body, 1, bufs, 1, "a bulk copy writes byte 128 of shared memory, which thread 0 wrote through the generic "
+                                   "proxy with no fence.proxy.async.shared::cta after it");
+    snprintf(body, sizeof body, waw, "  call void {FENCE_PROXY_ASYNC}()\n");
+    uint8_t first[4];
+    memcpy(first, g, 4);
+    char err[ERR];
+    emu_module *m = load_kernel(body, 1, err);
+    if (launch(m, bufs, 1, NULL, 0, err) != EMU_OK) fail_msg("%s", err);
+    assert_memory_equal(g, first, 4); /* the copy's bytes, not the thread's 5 */
+    emu_module_free(m);
     /* the producer refills the slot after thread 1 arrived but before it
      * read: the arrival does not order the later read */
     expect_race("  %ok0 = call i32 {MBAR_TRY_WAIT_PARITY}(ptr addrspace(3) @bar, i32 0)\n"
