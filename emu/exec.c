@@ -118,7 +118,8 @@ static bool race_check(run *r, thread *t, const emu_inst *in, uint64_t off, uint
             if (s->rep == r->epoch && s->rt != me)
                 return rfail(r, t, in, "a data race in shared memory: a write to byte %llu, which %s read since the last barrier",
                              (unsigned long long)b, s->rt == RACE_MANY ? "other threads" : "another thread");
-            if (s->wep == r->epoch && s->wt != me && s->wt != ASYNC_WRITER) s->wt = RACE_MANY; /* checked against the value by the store */
+            if (s->wep == r->epoch && s->wt != me && s->wt != ASYNC_WRITER)
+                s->wt = RACE_MANY; /* checked against the value by the store */
             else s->wt = me;
             s->wep = r->epoch;
         } else {
