@@ -755,6 +755,65 @@ static void test_mbarrier_misuse(void **state) {
                   "the CTA ended with a bulk copy into shared bytes 128..143 in flight");
 }
 
+/* cp.async.bulk.tensor: the shared address 128-byte aligned, the map's
+ * rank the instruction's; inval while a copy is in flight on it; a thread
+ * writing a bulk store's source before wait_group.read covers it; a
+ * test_wait spin that nothing can end (a hang). */
+static void test_tensor_copy_misuse(void **state) {
+    (void)state;
+    _Alignas(64) uint8_t map[EMU_TENSOR_MAP_BYTES];
+    static uint8_t g[4096];
+    static _Alignas(64) uint8_t out[EMU_TENSOR_MAP_BYTES]; /* not a tensor map */
+    for (size_t i = 0; i < sizeof out; i++) out[i] = (uint8_t)(rand() % 255 + 1);
+    emu_buffer bufs[3] = {{map, sizeof map}, {out, sizeof out}, {g, sizeof g}};
+    emu_tensor_map_desc d = {.global_address = emu_buffer_address(bufs, 2, 0),
+                             .elem_bytes = 4,
+                             .rank = 2,
+                             .global_dim = {16, 16},
+                             .global_stride = {64},
+                             .box_dim = {4, 4}};
+    char err[ERR];
+    if (!emu_tensor_map_encode(map, &d, err, sizeof err)) fail_msg("%s", err);
+    static const char head[] = "@bar = internal addrspace(3) global i64 undef, align 8\n"
+                               "@s = internal addrspace(3) global [256 x i8] undef, align 128\n"
+                               "define void @k(ptr addrspace(1) %m, ptr addrspace(1) %o) {\n"
+                               "  call void {MBAR_INIT}(ptr addrspace(3) @bar, i32 1)\n";
+    static const struct {
+        const char *body, *want;
+    } cases[] = {
+        {"  %d = getelementptr i8, ptr addrspace(3) @s, i32 64\n"
+         "  call void {TENSOR_G2S_2D}(ptr addrspace(3) %d, ptr addrspace(1) %m, ptr addrspace(3) @bar, i32 0, i32 0)\n",
+         "cp.async.bulk.tensor's destination at shared byte 192: it must be 128-byte aligned"},
+        {"  call void {TENSOR_G2S_3D}(ptr addrspace(3) @s, ptr addrspace(1) %m, ptr addrspace(3) @bar, i32 0, i32 0, i32 0)\n",
+         "a 3d tensor copy with a tensor map of rank 2"},
+        {"  call void {TENSOR_G2S_2D}(ptr addrspace(3) @s, ptr addrspace(1) %o, ptr addrspace(3) @bar, i32 0, i32 0)\n",
+         "is not one emu_tensor_map_encode made"},
+        {"  call void {TENSOR_G2S_2D}(ptr addrspace(3) @s, ptr addrspace(1) %m, ptr addrspace(3) @bar, i32 0, i32 0)\n"
+         "  call void {MBAR_INVAL}(ptr addrspace(3) @bar)\n",
+         "mbarrier.inval of the mbarrier at shared byte 0 with 1 bulk copies in flight on it"},
+        {"  call void {MBAR_ARRIVE_EXPECT_TX}(ptr addrspace(3) @bar, i32 64)\n"
+         "  call void {TENSOR_G2S_2D}(ptr addrspace(3) @s, ptr addrspace(1) %m, ptr addrspace(3) @bar, i32 0, i32 0)\n"
+         "  %r = call i32 {MBAR_TRY_WAIT_PARITY}(ptr addrspace(3) @bar, i32 0)\n"
+         "  call void {FENCE_PROXY_ASYNC}()\n"
+         "  call void {TENSOR_S2G_2D}(ptr addrspace(1) %m, ptr addrspace(3) @s, i32 4, i32 4)\n"
+         "  call void {BULK_COMMIT}()\n"
+         "  store i32 1, ptr addrspace(3) @s, align 4\n",
+         "a write to byte 128 of shared memory, which a bulk store is still reading (cp.async.bulk.wait_group.read first)"},
+        {"  br label %w\n"
+         "w:\n"
+         "  %r = call i32 {MBAR_TEST_WAIT_PARITY}(ptr addrspace(3) @bar, i32 0)\n"
+         "  %go = icmp ne i32 %r, 0\n"
+         "  br i1 %go, label %e, label %w\n"
+         "e:\n",
+         "a deadlock (the kernel would hang on the GPU): no thread can go on. Thread 0 waits for the phase of parity 0"},
+    };
+    static char body[IR];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(body, sizeof body, "%s%s  ret void\n}\n", head, cases[i].body);
+        expect_error_n(body, 1, bufs, 3, 2, cases[i].want);
+    }
+}
+
 static void test_tensor_map_encode_checks(void **state) {
     (void)state;
     _Alignas(64) uint8_t map[EMU_TENSOR_MAP_BYTES + 64];
@@ -963,6 +1022,7 @@ int main(void) {
         cmocka_unit_test(test_bulk_store_and_proxy_fence),
         cmocka_unit_test(test_deadlock_is_reported),
         cmocka_unit_test(test_mbarrier_misuse),
+        cmocka_unit_test(test_tensor_copy_misuse),
         cmocka_unit_test(test_tensor_map_encode_checks),
         cmocka_unit_test(test_async_races),
         cmocka_unit_test(test_setmaxnreg),
