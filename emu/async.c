@@ -1,7 +1,8 @@
 /* async.c - Hopper's asynchronous copies in the emulator: mbarrier objects
- * (PTX ISA 9.7.13.15), bulk and bulk tensor copies completing on them
- * (9.7.9.25, tensors and tile mode 5.5), bulk stores and their groups,
- * fence.proxy.async (9.7.13.4), setmaxnreg (9.7.18.x), and the emulator's
+ * (PTX ISA, "mbarrier"), bulk and bulk tensor copies completing on them
+ * ("cp.async.bulk", "cp.async.bulk.tensor"; "Tensors": tile mode, bounding
+ * box, swizzling modes), bulk stores and their groups, "fence.proxy.async",
+ * "setmaxnreg", and the emulator's
  * tensor map format with its encoder.
  *
  * The model. An mbarrier's state lives here, beside shared memory (its 8

@@ -218,7 +218,7 @@ typedef struct emu_launch {
 enum { EMU_TENSOR_MAP_BYTES = 128, EMU_TENSOR_MAP_ALIGN = 64, EMU_TENSOR_MAX_RANK = 5 };
 
 /* Where a tensor copy puts the box's 16-byte chunks in shared memory (the
- * driver's CUtensorMapSwizzle; PTX ISA 5.5.x "tensor swizzling modes"): with
+ * driver's CUtensorMapSwizzle; PTX ISA "Tensors", swizzling modes): with
  * a span of S = 32, 64 or 128 bytes, the chunk at shared address a (the
  * address the box element would have unswizzled: rows of the box packed
  * one after another from the destination) goes to

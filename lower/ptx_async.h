@@ -2,10 +2,11 @@
  * Hopper's asynchronous copies: mbarriers, bulk and bulk tensor copies (TMA),
  * their fences. Codegen emits these strings with these LLVM constraint
  * strings, verbatim; emu/async.c recognizes exactly them (emu/ may include
- * lower/ headers; this header includes nothing). PTX ISA 8.x sections:
- * 9.7.13.15 (mbarrier), 9.7.9.25 (cp.async.bulk, cp.async.bulk.tensor,
- * commit_group, wait_group), 5.5 (tensors, tensor maps, tile mode), 9.7.13.4
- * (fence.proxy.async, fence.mbarrier_init).
+ * lower/ headers; this header includes nothing). PTX ISA 8.x sections (by
+ * name): "mbarrier"; "cp.async.bulk", "cp.async.bulk.tensor",
+ * "cp.async.bulk.commit_group", "cp.async.bulk.wait_group"; "Tensors"
+ * (tensor maps, tile mode); "membar/fence" (fence.proxy.async,
+ * fence.mbarrier_init).
  *
  * Operands: "l" registers. A shared-memory operand is a `ptr addrspace(3)`
  * value (64-bit in tilec's data layout; a shared::cta address is also the

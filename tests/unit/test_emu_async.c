@@ -1,8 +1,8 @@
 /* The emulator's asynchronous-copy machinery (emu/async.c) on hand-written
  * NVPTX LLVM IR using lower/ptx_async.h's inline-asm strings: mbarrier
- * phases and parity (PTX ISA 9.7.13.15), bulk and bulk tensor copies
- * completing on them (9.7.9.25; tile mode, bounding box and out-of-bounds
- * fill, 5.5), the swizzle modes' placement of 16-byte chunks (5.5, the
+ * phases and parity (PTX ISA "mbarrier"), bulk and bulk tensor copies
+ * completing on them ("cp.async.bulk(.tensor)"; "Tensors": tile mode, bounding
+ * box and out-of-bounds fill), the swizzle modes' placement of 16-byte chunks ("Tensors", the
  * tensor swizzling figures), a producer/consumer ring as the compiler will
  * generate it, bulk tensor stores with fence.proxy.async, setmaxnreg, and
  * the errors the emulator must report (misuse, races, a hang). Expected
@@ -102,7 +102,7 @@ static void expect_error(const char *body, int threads, emu_buffer *bufs, uint32
 static uint32_t rand_u32(void) { return (uint32_t)rand() << 16 ^ (uint32_t)rand(); }
 
 /* ---- phases and parity --------------------------------------------------------
- * 9.7.13.15: a phase completes when its pending arrival count reaches zero
+ * "mbarrier" (phase completion, test_wait): a phase completes when its pending arrival count reaches zero
  * AND its tx-count is zero; then the next phase begins with the expected
  * count. test_wait.parity p is true when the phase of parity p (the current
  * one or the one just before it) has completed: before any completion,
@@ -223,7 +223,7 @@ static void test_mbarrier_phases_and_parity(void **state) {
  * complete), arrive.expect_tx(full[s], tile bytes) and issues the 2-D
  * tensor copy of box (x0, y0) = (-8 + box0 * bx, -5 + 16 * by): negative
  * coordinates and the tensor's far edges (W = 100, H = 70) make ragged
- * boxes whose outside elements arrive as zeros (5.5, tile mode bounding
+ * boxes whose outside elements arrive as zeros ("Tensors", tile mode bounding
  * box). Threads 1..4 consume: wait on full[s] for parity k & 1, each copy
  * its quarter of the stage's bytes, as they lie in shared memory, to out,
  * and arrive on empty[s] (expected count 4). The test places every element
@@ -417,7 +417,7 @@ static const char rank3_ir[] =
     "  ret void\n"
     "}\n";
 
-/* 5.5: a 3-D box of 4-byte elements, box (4, 8, 4) at (-2, 3, 1) in a
+/* "Tensors", tile mode: a 3-D box of 4-byte elements, box (4, 8, 4) at (-2, 3, 1) in a
  * (6, 9, 4) tensor: dimension 2 runs past its end, 1 past its end, 0
  * starts before 0. */
 static void test_tensor_copy_rank3(void **state) {
@@ -551,7 +551,7 @@ static void test_tx_count_underflow(void **state) {
 }
 
 /* ---- bulk stores and fence.proxy.async ---------------------------------------
- * 9.7.13.4 / 9.7.9.25: threads write a tile to shared memory; before the
+ * "fence.proxy.async", "cp.async.bulk.tensor": threads write a tile to shared memory; before the
  * async proxy (a bulk tensor store) reads it, each writer must execute
  * fence.proxy.async.shared::cta, and a barrier must order the writes
  * before the storing thread. The store of a box at (-1, 1) in a (5, 3)
@@ -704,7 +704,7 @@ static void expect_misuse(const char *body, const char *want) {
 static void test_mbarrier_misuse(void **state) {
     (void)state;
     expect_misuse("  call void {MBAR_ARRIVE}(ptr addrspace(3) @bar)\n", "holds no initialized mbarrier");
-    /* 9.7.13.15.x: init of an object that is live is undefined: inval first */
+    /* "mbarrier.init": init of an object that is live is undefined: inval first */
     expect_misuse("  call void {MBAR_INIT}(ptr addrspace(3) @bar, i32 1)\n"
                   "  call void {MBAR_INIT}(ptr addrspace(3) @bar, i32 1)\n",
                   "mbarrier.init of the live mbarrier at shared byte 0 (mbarrier.inval it first)");
@@ -971,7 +971,7 @@ static void test_async_races(void **state) {
 }
 
 /* ---- setmaxnreg ---------------------------------------------------------------------
- * 9.7.18.x: the count is in 24..256 and a multiple of 8; .sync.aligned:
+ * "setmaxnreg": the count is in 24..256 and a multiple of 8; .sync.aligned:
  * every thread of the warpgroup executes the same setmaxnreg. */
 static void test_setmaxnreg(void **state) {
     (void)state;
