@@ -29,6 +29,33 @@
  * writing different values between barriers is reported as a race (a
  * missing barrier, which sequential execution would otherwise hide).
  *
+ * Hopper's asynchronous copies (emu/async.c; the inline asm in
+ * lower/ptx_async.h): mbarrier objects (8 bytes, 8-aligned, in shared
+ * memory; their state is kept beside it and pictured in their bytes:
+ * pending arrivals in bytes 0-3, the tx-count's low 21 bits in 4-6, the
+ * phase parity in bit 63) with init/inval, arrive, arrive.expect_tx,
+ * expect_tx, try_wait/test_wait.parity; a wait that fails parks the
+ * thread (test_wait: when it asks again with nothing changed) until its
+ * mbarrier changes, and when no thread can run but some are parked the
+ * launch fails with a deadlock report (a hang on the GPU). cp.async.bulk
+ * and cp.async.bulk.tensor (1-5D, tile mode, out-of-bounds elements
+ * zero, swizzles as emu_swizzle says) read their source at issue and
+ * land, with their complete_tx, when a thread waits on their mbarrier and
+ * the phase needs them; until then the destination is poison and reading
+ * or writing it, or a second copy over it, is an error, as is refilling
+ * bytes a thread read and released by no arrival or barrier since. Bulk
+ * tensor stores (commit_group, wait_group.read) read shared memory at
+ * issue through the async proxy: bytes threads wrote need the writer's
+ * fence.proxy.async.shared::cta and a barrier; the source may not be
+ * written until wait_group.read covers it, nor the CTA end before. Misuse
+ * is reported: an uninitialized or misaligned mbarrier, init of a live
+ * one, stores to one, more arrivals than expected in a phase, tx-count
+ * beyond +-(2^20-1), copies in flight at the CTA's end. setmaxnreg: its
+ * count (24..256, a multiple of 8) and that every thread of the
+ * warpgroup executes the same ones; no other effect. The race check
+ * orders bulk-copy data by its mbarrier, but not threads' own shared
+ * accesses: those still need a barrier between threads.
+ *
  * What it checks: the IR's integer and floating-point semantics (PTX's
  * where LLVM leaves a result undefined: saturating float-to-int, shifts
  * by the width or more, division by zero gives all ones), NVVM intrinsics
@@ -181,6 +208,53 @@ typedef struct emu_launch {
     /* NULL: no bank accounting; else where it adds its counts */
     emu_smem_stats *smem_stats;
 } emu_launch;
+
+/* Tensor maps (the operand of cp.async.bulk.tensor). On the GPU
+ * cuTensorMapEncodeTiled makes an opaque 128-byte object; the emulator has
+ * its own 128-byte format (64-byte aligned, in a launch buffer the kernel
+ * gets a pointer to), made by emu_tensor_map_encode from what the runtime
+ * would give the driver. Tile mode only, interleave none, out-of-bounds
+ * elements filled with zeros. Dimension 0 is the innermost (contiguous). */
+enum { EMU_TENSOR_MAP_BYTES = 128, EMU_TENSOR_MAP_ALIGN = 64, EMU_TENSOR_MAX_RANK = 5 };
+
+/* Where a tensor copy puts the box's 16-byte chunks in shared memory (the
+ * driver's CUtensorMapSwizzle; PTX ISA "Tensors", swizzling modes): with
+ * a span of S = 32, 64 or 128 bytes, the chunk at shared address a (the
+ * address the box element would have unswizzled: rows of the box packed
+ * one after another from the destination) goes to
+ *     a ^ (((a >> 7) & (S/16 - 1)) << 4)
+ * i.e. bits 4.. of the address (the chunk within the span) are XORed with
+ * bits 7.. (the 128-byte line within a 256/512/1024-byte repeat). For S =
+ * 128: line i of each 1024-byte block has its chunk j at j ^ (i % 8). The
+ * pattern follows the shared address itself, so a buffer aligned to the
+ * repeat (S * 8 bytes) starts at its first line. */
+typedef enum emu_swizzle { EMU_SWIZZLE_NONE, EMU_SWIZZLE_32B, EMU_SWIZZLE_64B, EMU_SWIZZLE_128B } emu_swizzle;
+
+typedef struct emu_tensor_map_desc {
+    uint64_t global_address; /* a tagged pointer into a launch buffer: emu_buffer_address */
+    uint32_t elem_bytes;     /* 1, 2, 4 or 8 */
+    uint32_t rank;           /* 1 to EMU_TENSOR_MAX_RANK */
+    uint64_t global_dim[EMU_TENSOR_MAX_RANK];
+    uint64_t global_stride[EMU_TENSOR_MAX_RANK - 1]; /* bytes between steps of dimensions 1..rank-1 */
+    uint32_t box_dim[EMU_TENSOR_MAX_RANK];           /* elements of the box copied, per dimension */
+    uint32_t element_stride[EMU_TENSOR_MAX_RANK];    /* 0 or 1 (other strides are not emulated) */
+    emu_swizzle swizzle;
+} emu_tensor_map_desc;
+
+/* The tagged address the emulator gives byte `offset` of launch buffer
+ * `index` (what a pointer argument {true, index, offset} holds). */
+uint64_t emu_buffer_address(const emu_buffer *buffers, uint32_t index, uint64_t offset);
+
+/* Writes the tensor map for d into map (EMU_TENSOR_MAP_BYTES bytes,
+ * EMU_TENSOR_MAP_ALIGN-aligned), checking what cuTensorMapEncodeTiled's
+ * documentation requires: the map 64-byte aligned; rank 1..5; the global
+ * address 16-byte aligned; each global dimension in 1..2^32; each stride a
+ * multiple of 16 below 2^40; each box dimension in 1..256, the inner one
+ * a multiple of 16 bytes and, with a swizzle, at most the swizzle span;
+ * element strides in 1..8. The emulator adds: element strides of 1 only,
+ * and with a swizzle an inner box of exactly the span. false, with a
+ * message in err, otherwise. */
+bool emu_tensor_map_encode(void *map, const emu_tensor_map_desc *d, char *err, size_t err_size);
 
 typedef enum emu_result { EMU_OK, EMU_ERROR, EMU_ASSERT } emu_result;
 

@@ -81,6 +81,7 @@ typedef enum eop {
     EOP_ATOMICRMW, EOP_CMPXCHG,
     EOP_SREG, EOP_MATH, EOP_ASM_LD, EOP_ASM_ST, EOP_NOP, EOP_VPRINTF, EOP_ASSERTFAIL,
     EOP_CPASYNC, EOP_CPCOMMIT, EOP_CPWAIT, EOP_F2TF32,
+    EOP_ASYNC, /* async.c: sub is a ptx_async_asm (operand slots in aux) or ASYNC_SETMAXNREG_* (a) */
     /* collectives: every op from here on waits for its scope */
     EOP_BARRIER, EOP_SHFL, EOP_VOTE, EOP_WARPSYNC, EOP_MMA, EOP_LDMATRIX
 } eop;
@@ -157,7 +158,7 @@ typedef struct xlate {
 
 /* ---- execution ---------------------------------------------------------------- */
 
-typedef enum tstate { T_RUN, T_WAIT, T_DONE } tstate;
+typedef enum tstate { T_RUN, T_WAIT, T_DONE, T_PARK /* async.c: at a failed mbarrier wait */ } tstate;
 
 typedef struct cp_pending {
     uint64_t dst;
@@ -205,6 +206,7 @@ typedef struct run {
     char last[MAX_PRINTF_TEXT]; /* what the last vprintf printed, and who */
     int64_t last_tid;
     struct smem_acct *acct; /* bank accounting; NULL: off */
+    struct emu_async *async; /* mbarriers and bulk copies; NULL: the kernel has none */
 } run;
 
 typedef struct smem_acct smem_acct;
@@ -234,6 +236,29 @@ void emu_smem_ldmatrix(run *r, uint32_t pc, const uint64_t *addr, unsigned matri
 void emu_smem_acct_free(smem_acct *a);
 smem_acct *emu_smem_acct_new(const emu_func *f, uint32_t nth, emu_smem_stats *out);
 void emu_smem_acct_publish(const smem_acct *a, const emu_func *f);
+
+/* exec.c, for the other files of emu/ */
+bool emu_fail(run *r, const thread *t, const emu_inst *in, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+uint8_t *emu_mem(run *r, thread *t, const emu_inst *in, uint64_t p, uint64_t size, uint64_t align, access acc);
+
+/* async.c: mbarriers, bulk (tensor) copies, proxy fences, setmaxnreg */
+enum { ASYNC_SETMAXNREG_INC = 0x100, ASYNC_SETMAXNREG_DEC, ASYNC_WRITER = 0xfffe /* shadow.wt of bytes a bulk copy wrote */ };
+int emu_async_asm_kind(const char *text, size_t tl, const char *cons, size_t cl, unsigned *noperands);
+struct emu_async *emu_async_new(const run *r); /* NULL when the kernel has no EOP_ASYNC */
+void emu_async_free(struct emu_async *a);
+void emu_async_cta_begin(run *r);
+bool emu_async_cta_end(run *r);
+/* 1: done (pc advances); 0: the thread parks at this instruction; -1: error */
+int emu_async_exec(run *r, thread *t, const emu_inst *in);
+/* A thread's checked access to shared bytes [off, off + size) (race_check) */
+bool emu_async_access(run *r, thread *t, const emu_inst *in, uint64_t off, uint64_t size, access acc);
+/* Wakes parked threads whose mbarrier changed; true if any woke. */
+bool emu_async_wake(run *r);
+/* No thread can run and some are parked: reports the deadlock (false). */
+bool emu_async_deadlock(run *r);
+/* A read of shared bytes by the async proxy (a bulk store, wgmma): bytes
+ * threads wrote need a fence.proxy.async by the writer, and a barrier. */
+bool emu_async_proxy_read(run *r, thread *t, const emu_inst *in, uint64_t off, uint64_t size);
 
 /* emu.c */
 const emu_func *emu_find_func(const emu_module *m, const char *name);

@@ -13,22 +13,35 @@
 
 #include "emu/mma.h"
 
-static bool rfail(run *r, const thread *t, const emu_inst *in, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static bool rfail(run *r, const thread *t, const emu_inst *in, const char *fmt, ...) {
+static bool vrfail(run *r, const thread *t, const emu_inst *in, const char *fmt, va_list ap) {
     if (r->result != EMU_OK) return false;
     r->result = EMU_ERROR;
     char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
     char *text = in && in->src ? LLVMPrintValueToString(in->src) : NULL;
     char who[64] = "";
     if (t) snprintf(who, sizeof who, ", thread %u", t->tid);
     snprintf(r->err, r->err_size, "emulator: kernel '%s', CTA (%u, %u, %u)%s: %s%s%s", r->f->name, r->ctaid[0],
              r->ctaid[1], r->ctaid[2], who, msg, text ? "\n  at: " : "", text ? text + strspn(text, " ") : "");
     if (text) LLVMDisposeMessage(text);
+    return false;
+}
+
+static bool rfail(run *r, const thread *t, const emu_inst *in, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static bool rfail(run *r, const thread *t, const emu_inst *in, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vrfail(r, t, in, fmt, ap);
+    va_end(ap);
+    return false;
+}
+
+bool emu_fail(run *r, const thread *t, const emu_inst *in, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vrfail(r, t, in, fmt, ap);
+    va_end(ap);
     return false;
 }
 
@@ -85,6 +98,10 @@ static uint8_t *mem(run *r, thread *t, const emu_inst *in, uint64_t p, uint64_t 
     return base + off;
 }
 
+uint8_t *emu_mem(run *r, thread *t, const emu_inst *in, uint64_t p, uint64_t size, uint64_t align, access acc) {
+    return mem(r, t, in, p, size, align, acc);
+}
+
 /* Shared memory starts each CTA undefined: reading a byte no thread of the
  * CTA wrote is an error. Between barriers, a byte one thread wrote may not be read
  * or written by another (unless it writes the same value: redundant
@@ -93,6 +110,7 @@ static uint8_t *mem(run *r, thread *t, const emu_inst *in, uint64_t p, uint64_t 
  * which sequential execution would otherwise hide. */
 static bool race_check(run *r, thread *t, const emu_inst *in, uint64_t off, uint64_t size, access acc) {
     if (acc == ACC_ATOMIC || !t) return true;
+    if (r->async && !emu_async_access(r, t, in, off, size, acc)) return false;
     uint16_t me = (uint16_t)t->tid;
     for (uint64_t b = off; b < off + size; b++) {
         shadow *s = &r->sh[b];
@@ -100,7 +118,8 @@ static bool race_check(run *r, thread *t, const emu_inst *in, uint64_t off, uint
             if (s->rep == r->epoch && s->rt != me)
                 return rfail(r, t, in, "a data race in shared memory: a write to byte %llu, which %s read since the last barrier",
                              (unsigned long long)b, s->rt == RACE_MANY ? "other threads" : "another thread");
-            if (s->wep == r->epoch && s->wt != me) s->wt = RACE_MANY; /* checked against the value by the store */
+            if (s->wep == r->epoch && s->wt != me && s->wt != ASYNC_WRITER)
+                s->wt = RACE_MANY; /* checked against the value by the store */
             else s->wt = me;
             s->wep = r->epoch;
         } else {
@@ -109,7 +128,7 @@ static bool race_check(run *r, thread *t, const emu_inst *in, uint64_t off, uint
                              "a read of byte %llu of shared memory, which no thread of this CTA wrote (a cp.async "
                              "writes when a wait covers it)",
                              (unsigned long long)b);
-            if (s->wep == r->epoch && s->wt != me)
+            if (s->wep == r->epoch && s->wt != me && s->wt != ASYNC_WRITER) /* bulk copies: ordered by their mbarrier */
                 return rfail(r, t, in, "a data race in shared memory: a read of byte %llu, which %s wrote since the last barrier",
                              (unsigned long long)b, s->wt == RACE_MANY ? "several threads" : "another thread");
             s->rt = s->rep == r->epoch && s->rt != me ? RACE_MANY : me;
@@ -525,6 +544,15 @@ static bool run_thread(run *r, thread *t, uint64_t *tmp) {
         case EOP_CPASYNC:
             if (!do_cp_async(r, t, in)) return false;
             break;
+        case EOP_ASYNC: {
+            int rc = emu_async_exec(r, t, in);
+            if (rc < 0) return false;
+            if (rc == 0) { /* a wait that failed: let the others run */
+                t->state = T_PARK;
+                return true;
+            }
+            break;
+        }
         case EOP_CPCOMMIT: t->committed++; break;
         case EOP_CPWAIT:
             if (in->sub) { /* wait_all: commit, then wait for everything */
@@ -622,22 +650,28 @@ static bool run_cta(run *r, uint64_t *tmp) {
     if (r->shared_size) memset(r->shared, POISON_BYTE, r->shared_size);
     r->epoch++;
     r->cta_epoch = r->epoch;
+    if (r->async) emu_async_cta_begin(r);
     for (;;) {
         for (uint32_t i = 0; i < r->nth; i++)
             if (r->th[i].state == T_RUN && !run_thread(r, &r->th[i], tmp)) return false;
-        bool progressed = false, all_done = true, warp_waiting = false;
+        if (r->async && emu_async_wake(r)) continue;
+        bool progressed = false, all_done = true, warp_waiting = false, parked = false;
         for (uint32_t w0 = 0; w0 < r->nth; w0 += EMU_WARP) {
             thread *w = &r->th[w0];
             uint32_t n = r->nth - w0 < EMU_WARP ? r->nth - w0 : EMU_WARP;
             const emu_inst *at = NULL;
-            bool any_warp_op = false;
+            bool any_warp_op = false, warp_parked = false;
             for (uint32_t lane = 0; lane < n; lane++) {
                 if (w[lane].state == T_DONE) continue;
                 all_done = false;
+                if (w[lane].state == T_PARK) {
+                    warp_parked = parked = true;
+                    continue;
+                }
                 const emu_inst *in = &r->f->code[w[lane].pc];
                 if (in->op != EOP_BARRIER) any_warp_op = true;
             }
-            if (!any_warp_op) continue;
+            if (!any_warp_op || warp_parked) continue; /* a parked lane: its warp's collective waits */
             warp_waiting = true;
             for (uint32_t lane = 0; lane < n; lane++) {
                 const emu_inst *in = w[lane].state == T_DONE ? NULL : &r->f->code[w[lane].pc];
@@ -664,10 +698,11 @@ static bool run_cta(run *r, uint64_t *tmp) {
         }
         if (all_done) {
             if (r->acct) emu_smem_sync_all(r);
-            return true;
+            return !r->async || emu_async_cta_end(r);
         }
         if (progressed) continue;
         if (warp_waiting) return rfail(r, NULL, NULL, "internal: a warp waits without progress");
+        if (parked) return emu_async_deadlock(r);
         /* every live thread waits at a barrier: all of them, at the same one */
         const emu_inst *at = NULL;
         for (uint32_t i = 0; i < r->nth; i++) {
@@ -714,6 +749,7 @@ emu_result emu_run(const emu_module *m, const emu_launch *l, char *err, size_t e
     r.sh = calloc((size_t)r.shared_size + 1, sizeof *r.sh);
     uint64_t *tmp = malloc(((size_t)f->nwords + 1) * sizeof *tmp);
     r.acct = l->smem_stats ? emu_smem_acct_new(f, r.nth, l->smem_stats) : NULL;
+    r.async = emu_async_new(&r);
     if (!r.th || !frames || !locals || !r.shared || !r.sh || !tmp || (l->smem_stats && !r.acct)) {
         snprintf(err, err_size, "emulator: out of memory");
         free(r.th), free(frames), free(locals), free(r.shared), free(r.sh), free(tmp);
@@ -747,6 +783,7 @@ emu_result emu_run(const emu_module *m, const emu_launch *l, char *err, size_t e
     if (r.linelen) emit_text(&r, "\n", 1); /* a last line without its newline */
     if (r.acct) emu_smem_acct_publish(r.acct, f);
     emu_smem_acct_free(r.acct);
+    emu_async_free(r.async);
     for (uint32_t i = 0; i < r.nth; i++) free(r.th[i].cp);
     free(r.th), free(frames), free(locals), free(r.shared), free(r.sh), free(tmp);
     return r.result;

@@ -430,6 +430,8 @@ static const intrinsic_row intrinsics[] = {
     {"llvm.nvvm.cp.async.commit.group", EOP_CPCOMMIT, 0},
     {"llvm.nvvm.cp.async.wait.group", EOP_CPWAIT, 0},
     {"llvm.nvvm.cp.async.wait.all", EOP_CPWAIT, -1},
+    {"llvm.nvvm.setmaxnreg.inc.sync.aligned.u32", EOP_ASYNC, ASYNC_SETMAXNREG_INC},
+    {"llvm.nvvm.setmaxnreg.dec.sync.aligned.u32", EOP_ASYNC, ASYNC_SETMAXNREG_DEC},
 };
 
 /* Intrinsics that are hints without effect here. */
@@ -518,6 +520,23 @@ static void xlate_call(xlate *x, LLVMValueRef in, uint32_t dst) {
         size_t tl, cl;
         const char *text = LLVMGetInlineAsmAsmString(callee, &tl);
         const char *cons = LLVMGetInlineAsmConstraintString(callee, &cl);
+        unsigned nops;
+        int kind = emu_async_asm_kind(text, tl, cons, cl, &nops);
+        if (kind >= 0) { /* async.c's strings: every operand's slot in aux */
+            uint32_t slots[16];
+            if (nops != nargs || nargs > 16) {
+                xfail(x, in, "an asm call with %u operands where its text takes %u", nargs, nops);
+                return;
+            }
+            for (unsigned i = 0; i < nargs; i++) slots[i] = arg_slot(x, in, i);
+            emu_inst *e = emit(x, EOP_ASYNC, in);
+            e->sub = (uint16_t)kind;
+            e->dst = dst;
+            e->aux = x->f->naux;
+            e->naux = nargs;
+            for (unsigned i = 0; i < nargs; i++) add_aux(x, slots[i]);
+            return;
+        }
         for (size_t i = 0; i < sizeof asms / sizeof asms[0]; i++) {
             if (strlen(asms[i].text) != tl || memcmp(asms[i].text, text, tl) || strlen(asms[i].cons) != cl ||
                 memcmp(asms[i].cons, cons, cl))
