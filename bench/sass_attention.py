@@ -50,15 +50,7 @@ def classify(op):
 
 
 def count(sass_text):
-    insns = [x for x in sass_loop.parse_sass(sass_text) if x[1] != "NOP"]
-    loop = sass_loop.main_loop(insns)
-    if loop is None:
-        return None
-    c = {k: 0 for k in KINDS}
-    for _, op, _ in insns[loop[0]:loop[1] + 1]:
-        c[classify(op)] += 1
-    c["total"] = loop[1] - loop[0] + 1
-    return c
+    return sass_loop.count_kinds(sass_text, KINDS, classify)
 
 
 def tilec_row(args, tmp, d, bm, bn, warps, stages):

@@ -35,7 +35,7 @@ import tempfile
 
 os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")  # Triton 3.9 warns without it; its default
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sass_loop import find_tool, parse_sass, sass_of  # noqa: E402  (the same disassembly and parsing)
+from sass_loop import count_kinds, find_tool, sass_of  # noqa: E402  (the same disassembly and counting)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KINDS = ("hgmma", "hmma", "utmaldg", "ldgsts", "ldsm", "syncs", "bar", "warpgroup", "other")
@@ -53,32 +53,8 @@ def classify(op):
     return "other"
 
 
-def main_loop(insns):
-    """(start, end) of the loop with the most tensor-core instructions: [back-edge target, back-edge]."""
-    index = {addr: i for i, (addr, _, _) in enumerate(insns)}
-    best = None
-    for i, (addr, op, args) in enumerate(insns):
-        m = re.search(r"0x([0-9a-f]+)", args) if op.startswith("BRA") else None
-        if not m or int(m.group(1), 16) > addr or int(m.group(1), 16) not in index:
-            continue
-        lo = index[int(m.group(1), 16)]
-        mma = sum(1 for _, o, _ in insns[lo:i + 1] if o.startswith(("HMMA", "HGMMA")))
-        key = (mma, -(i - lo))
-        if mma and (best is None or key > best[0]):
-            best = (key, lo, i)
-    return (best[1], best[2]) if best else None
-
-
 def count(cuobjdump, cubin):
-    insns = [x for x in parse_sass(sass_of(cuobjdump, cubin)) if x[1] != "NOP"]
-    loop = main_loop(insns)
-    if loop is None:
-        return None
-    c = {k: 0 for k in KINDS}
-    for _, op, _ in insns[loop[0]:loop[1] + 1]:
-        c[classify(op)] += 1
-    c["total"] = loop[1] - loop[0] + 1
-    return c
+    return count_kinds(sass_of(cuobjdump, cubin), KINDS, classify, tensor=("HMMA", "HGMMA"))
 
 
 def registers(cuobjdump, cubin):

@@ -77,8 +77,9 @@ def parse_sass(text):
     return out
 
 
-def main_loop(insns):
-    """The (start, end) indices of the loop with the most HMMA: [back-edge target, back-edge]."""
+def main_loop(insns, tensor=("HMMA",)):
+    """The (start, end) indices of the loop with the most tensor-core instructions (opcodes starting with one of
+    `tensor`): [back-edge target, back-edge]."""
     index = {addr: i for i, (addr, _, _) in enumerate(insns)}
     best = None
     for i, (addr, op, args) in enumerate(insns):
@@ -91,11 +92,25 @@ def main_loop(insns):
         if target > addr or target not in index:
             continue
         lo = index[target]
-        hmma = sum(1 for _, o, _ in insns[lo:i + 1] if o.startswith("HMMA"))
+        hmma = sum(1 for _, o, _ in insns[lo:i + 1] if o.startswith(tensor))
         key = (hmma, -(i - lo))
         if hmma and (best is None or key > best[0]):
             best = (key, lo, i)
     return (best[1], best[2]) if best else None
+
+
+def count_kinds(sass_text, kinds, classify_op, tensor=("HMMA",)):
+    """{kind: count} over the main loop (main_loop) of the first function, each instruction's kind from classify_op,
+    and "total"; None without a loop holding tensor-core instructions."""
+    insns = [x for x in parse_sass(sass_text) if x[1] != "NOP"]
+    loop = main_loop(insns, tensor)
+    if loop is None:
+        return None
+    c = {k: 0 for k in kinds}
+    for _, op, _ in insns[loop[0]:loop[1] + 1]:
+        c[classify_op(op)] += 1
+    c["total"] = loop[1] - loop[0] + 1
+    return c
 
 
 def classify(op):
