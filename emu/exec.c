@@ -13,22 +13,36 @@
 
 #include "emu/mma.h"
 
-static bool rfail(run *r, const thread *t, const emu_inst *in, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static bool rfail(run *r, const thread *t, const emu_inst *in, const char *fmt, ...) {
+static bool vrfail(run *r, const thread *t, const emu_inst *in, const char *fmt, va_list ap)
+    __attribute__((format(printf, 4, 0)));
+static bool vrfail(run *r, const thread *t, const emu_inst *in, const char *fmt, va_list ap) {
     if (r->result != EMU_OK) return false;
     r->result = EMU_ERROR;
     char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
     char *text = in && in->src ? LLVMPrintValueToString(in->src) : NULL;
     char who[64] = "";
     if (t) snprintf(who, sizeof who, ", thread %u", t->tid);
     snprintf(r->err, r->err_size, "emulator: kernel '%s', CTA (%u, %u, %u)%s: %s%s%s", r->f->name, r->ctaid[0],
              r->ctaid[1], r->ctaid[2], who, msg, text ? "\n  at: " : "", text ? text + strspn(text, " ") : "");
     if (text) LLVMDisposeMessage(text);
+    return false;
+}
+
+static bool rfail(run *r, const thread *t, const emu_inst *in, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static bool rfail(run *r, const thread *t, const emu_inst *in, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vrfail(r, t, in, fmt, ap);
+    va_end(ap);
+    return false;
+}
+
+bool emu_rfail(run *r, const thread *t, const emu_inst *in, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vrfail(r, t, in, fmt, ap);
+    va_end(ap);
     return false;
 }
 
@@ -92,6 +106,7 @@ static uint8_t *mem(run *r, thread *t, const emu_inst *in, uint64_t p, uint64_t 
  * read it. Atomics take part in no race. A race is a missing barrier,
  * which sequential execution would otherwise hide. */
 static bool race_check(run *r, thread *t, const emu_inst *in, uint64_t off, uint64_t size, access acc) {
+    if (acc != ACC_READ && r->wgmma && !emu_wgmma_check_write(r, t, in, off, size)) return false;
     if (acc == ACC_ATOMIC || !t) return true;
     uint16_t me = (uint16_t)t->tid;
     for (uint64_t b = off; b < off + size; b++) {
@@ -320,6 +335,7 @@ static bool run_thread(run *r, thread *t, uint64_t *tmp) {
     uint64_t *R = t->r;
     for (;;) {
         const emu_inst *in = &f->code[t->pc];
+        if (t->wg_live && !emu_wgmma_check_reads(r, t, in)) return false;
         if (in->op >= EOP_BARRIER) {
             t->state = T_WAIT;
             return true;
@@ -366,7 +382,9 @@ static bool run_thread(run *r, thread *t, uint64_t *tmp) {
                 R[in->dst + w] = (R[in->c + (in->imm > 1 ? w : 0)] & 1) ? R[in->a + w] : R[in->b + w];
             break;
         case EOP_CAST:
-            for (uint32_t l = 0; l < in->lanes; l++) R[in->dst + l] = emu_cast(in->sub, R[in->a + l], (ek)in->ek, (ek)in->ek2);
+            for (uint32_t l = 0; l < in->lanes; l++)
+                R[in->dst + l] = in->imm == 3 ? emu_shared_cast(in->sub, R[in->a + l], (ek)in->ek2)
+                                              : emu_cast(in->sub, R[in->a + l], (ek)in->ek, (ek)in->ek2);
             break;
         case EOP_COPY:
             for (uint32_t w = 0; w < in->lanes; w++) R[in->dst + w] = R[in->a + w];
@@ -617,8 +635,9 @@ static bool ldmatrix(run *r, thread *w, const emu_inst *in) {
 static bool run_cta(run *r, uint64_t *tmp) {
     for (uint32_t i = 0; i < r->nth; i++) {
         thread *t = &r->th[i];
-        t->pc = 0, t->state = T_RUN, t->ncp = 0, t->committed = 0;
+        t->pc = 0, t->state = T_RUN, t->ncp = 0, t->committed = 0, t->wg_live = false;
     }
+    if (r->wgmma) emu_wgmma_cta_begin(r);
     if (r->shared_size) memset(r->shared, POISON_BYTE, r->shared_size);
     r->epoch++;
     r->cta_epoch = r->epoch;
@@ -630,14 +649,15 @@ static bool run_cta(run *r, uint64_t *tmp) {
             thread *w = &r->th[w0];
             uint32_t n = r->nth - w0 < EMU_WARP ? r->nth - w0 : EMU_WARP;
             const emu_inst *at = NULL;
-            bool any_warp_op = false;
+            bool any_warp_op = false, moved = false;
             for (uint32_t lane = 0; lane < n; lane++) {
                 if (w[lane].state == T_DONE) continue;
                 all_done = false;
+                moved |= w[lane].state == T_RUN; /* a warpgroup collective moved it on this round */
                 const emu_inst *in = &r->f->code[w[lane].pc];
                 if (in->op != EOP_BARRIER) any_warp_op = true;
             }
-            if (!any_warp_op) continue;
+            if (!any_warp_op || moved) continue;
             warp_waiting = true;
             for (uint32_t lane = 0; lane < n; lane++) {
                 const emu_inst *in = w[lane].state == T_DONE ? NULL : &r->f->code[w[lane].pc];
@@ -649,6 +669,16 @@ static bool run_cta(run *r, uint64_t *tmp) {
                                  (unsigned)(at - r->f->code), (unsigned)(in - r->f->code));
             }
             if (n != EMU_WARP) return rfail(r, w, at, "a warp collective in a partial warp");
+            if (eop_is_warpgroup(at->op)) { /* all four warps of the warpgroup, or wait for them */
+                int ready = emu_wgmma_ready(r, w0, at);
+                if (ready < 0) return false;
+                if (!ready) continue;
+                uint32_t g0 = w0 - w0 % (4 * EMU_WARP);
+                if (!emu_wgmma_collective(r, g0, at)) return false;
+                for (uint32_t i = g0; i < g0 + 4 * EMU_WARP; i++) r->th[i].pc++, r->th[i].state = T_RUN;
+                progressed = true;
+                continue;
+            }
             bool ok = true;
             switch ((eop)at->op) {
             case EOP_SHFL: ok = shfl(r, w, at); break;
@@ -667,7 +697,9 @@ static bool run_cta(run *r, uint64_t *tmp) {
             return true;
         }
         if (progressed) continue;
-        if (warp_waiting) return rfail(r, NULL, NULL, "internal: a warp waits without progress");
+        if (warp_waiting)
+            return rfail(r, NULL, NULL, "a warp waits without progress (a warpgroup whose warps wait at different "
+                                        "collectives?)");
         /* every live thread waits at a barrier: all of them, at the same one */
         const emu_inst *at = NULL;
         for (uint32_t i = 0; i < r->nth; i++) {
@@ -747,6 +779,7 @@ emu_result emu_run(const emu_module *m, const emu_launch *l, char *err, size_t e
     if (r.linelen) emit_text(&r, "\n", 1); /* a last line without its newline */
     if (r.acct) emu_smem_acct_publish(r.acct, f);
     emu_smem_acct_free(r.acct);
+    emu_wgmma_free(&r);
     for (uint32_t i = 0; i < r.nth; i++) free(r.th[i].cp);
     free(r.th), free(frames), free(locals), free(r.shared), free(r.sh), free(tmp);
     return r.result;
