@@ -19,8 +19,10 @@
  * written (a race). wgmma.fence snapshots the warpgroup's registers: a wgmma
  * whose A registers or accumulator inputs differ from the snapshot (and are
  * not a previous wgmma's result moved) was not fenced after they were
- * written, which the ISA requires; a value-based check, so a register
- * rewritten with the value it held is not seen. In SSA form a pending
+ * written, which the ISA requires. The check is on values: an input
+ * holding what some register of the thread held at the fence was moved
+ * there (phis), not computed, and a value some register held is not seen
+ * as a write. In SSA form a pending
  * register cannot be overwritten, so only reads are checked. */
 #include "emu/emu_internal.h"
 
@@ -273,6 +275,8 @@ typedef struct wg_state {
     entry *e;
     uint32_t ne, cape;
     uint64_t *snap;     /* [WG_THREADS][nwords]: frames at the last wgmma.fence */
+    uint64_t *held;     /* [WG_THREADS][nwords]: each frame's values at the fence, sorted (built on demand) */
+    uint32_t *nheld;    /* [WG_THREADS] distinct values in each; NULL: not built since the fence */
     site sites[WG_MAX_SITES];
     uint32_t nsites;
 } wg_state;
@@ -298,6 +302,8 @@ void emu_wgmma_cta_begin(run *r) {
             if (w->e[i].used) free_entry(s, &w->e[i]);
         w->fences = w->committed = w->live = 0;
         free(w->snap), w->snap = NULL;
+        free(w->held), w->held = NULL;
+        free(w->nheld), w->nheld = NULL;
         for (uint32_t i = 0; i < w->nsites; i++) free(w->sites[i].last);
         w->nsites = 0;
     }
@@ -549,6 +555,31 @@ static bool wgmma_result(const wg_state *w, int64_t form, unsigned lane, unsigne
     return false;
 }
 
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Did some register of thread `lane` hold v at the last fence? Then v in
+ * another register was moved there (a phi, a copy), not computed: moves
+ * need no fence, as the markers' moves need no wait. */
+static bool held_at_fence(wg_state *w, size_t words, unsigned lane, uint64_t v) {
+    if (!w->nheld) {
+        if (!w->held && !(w->held = malloc(sizeof *w->held * words * WG_THREADS + 1))) abort();
+        if (!(w->nheld = calloc(WG_THREADS, sizeof *w->nheld))) abort();
+        for (unsigned t = 0; t < WG_THREADS; t++) {
+            uint64_t *h = w->held + t * words;
+            memcpy(h, w->snap + t * words, words * sizeof *h);
+            qsort(h, words, sizeof *h, cmp_u64);
+            uint32_t u = 0;
+            for (size_t i = 0; i < words; i++)
+                if (!u || h[u - 1] != h[i]) h[u++] = h[i];
+            w->nheld[t] = u;
+        }
+    }
+    return bsearch(&v, w->held + lane * words, w->nheld[lane], sizeof v, cmp_u64) != NULL;
+}
+
 static bool do_mma(run *r, struct emu_wgmma *s, wg_state *w, uint32_t g0, const emu_inst *in) {
     ptx_wgmma_form f = unpack_form(in->imm);
     unsigned nr = ptx_wgmma_dregs(&f), kd = ptx_wgmma_k(&f), na = f.a_regs ? 4 : 1;
@@ -594,7 +625,7 @@ static bool do_mma(run *r, struct emu_wgmma *s, wg_state *w, uint32_t g0, const 
             uint32_t reg, sl = args[nr + i];
             if (marked(w, R[sl], &reg))
                 ok = emu_rfail(r, t, in, "wgmma: A register a%u is a pending wgmma accumulator (wgmma.wait_group first)", i);
-            else if (R[sl] != snap[sl])
+            else if (R[sl] != snap[sl] && !held_at_fence(w, r->f->nwords, tid, R[sl]))
                 ok = emu_rfail(r, t, in, "missing wgmma.fence: A register a%u was written after the last wgmma.fence (the "
                                          "ISA asks for one between a register write and the wgmma that reads it)",
                                i);
@@ -616,7 +647,8 @@ static bool do_mma(run *r, struct emu_wgmma *s, wg_state *w, uint32_t g0, const 
                     v = e->vals[tid * e->nregs + reg];
                 } else {
                     v = (uint32_t)R[sl];
-                    if (R[sl] != snap[sl] && !wgmma_result(w, in->imm, tid, i, v))
+                    if (R[sl] != snap[sl] && !wgmma_result(w, in->imm, tid, i, v) &&
+                        !held_at_fence(w, r->f->nwords, tid, R[sl]))
                         ok = emu_rfail(r, t, in, "missing wgmma.fence: accumulator d%u was written after the last "
                                                  "wgmma.fence (by an instruction other than a wgmma)",
                                        i);
@@ -707,6 +739,7 @@ bool emu_wgmma_collective(run *r, uint32_t g0, const emu_inst *in) {
     case EOP_WGFENCE: {
         size_t words = r->f->nwords;
         w->fences++;
+        free(w->nheld), w->nheld = NULL; /* rebuilt from this snapshot when needed */
         if (!w->snap && !(w->snap = malloc(sizeof *w->snap * words * WG_THREADS + 1))) abort();
         for (uint32_t tid = 0; tid < WG_THREADS; tid++) memcpy(w->snap + tid * words, r->th[g0 + tid].r, words * sizeof *w->snap);
         return true;

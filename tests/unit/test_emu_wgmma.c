@@ -65,6 +65,9 @@ typedef struct wg_case {
     bool scale_d;
     misuse m;
     unsigned threads; /* 0: 128 */
+    unsigned ksteps;  /* > 1: a loop over K, each trip one wgmma 32 bytes of K further (128B K-major) */
+    bool fence_once;  /* the loop's wgmma.fence before it, not in it */
+    unsigned loop_wait; /* the loop's wgmma.wait_group N (1: a group stays in flight, wait 0 after the loop) */
 } wg_case;
 
 typedef struct buf {
@@ -118,8 +121,8 @@ static void wgmma_call(buf *b, const wg_case *c, const char *name, const char *a
     for (unsigned i = 0; i < r; i++) /* ACC_AFTER_FENCE: d0 in is %x0, written after the fence */
         put(b, "%s %%%s%u, ", t, c->m == ACC_AFTER_FENCE && !i && !strcmp(acc, "c") ? "x" : acc, i);
     if (c->f.a_regs) put(b, "i32 %%a0, i32 %%a1, i32 %%a2, i32 %%a3, ");
-    else put(b, "i64 %%da2, ");
-    put(b, "i64 %%db2, i1 %%sd)\n");
+    else put(b, "i64 %%da%s, ", c->ksteps > 1 ? "3" : "2");
+    put(b, "i64 %%db%s, i1 %%sd)\n", c->ksteps > 1 ? "3" : "2");
     for (unsigned i = 0; i < r; i++) {
         put(b, "  %%%s%u = extractvalue ", name, i);
         struct_ty(b, t, r);
@@ -179,6 +182,29 @@ static char *kernel(const wg_case *c) {
         put(&b, "  %%q%u = add i32 %%ib, %u\n  %%p%u = getelementptr i32, ptr addrspace(1) %%in, i32 %%q%u\n", i, i, i, i);
         if (acc) put(&b, "  %%c%u = load %s, ptr addrspace(1) %%p%u, align 4\n", i, t, i);
         else put(&b, "  %%a%u = load i32, ptr addrspace(1) %%p%u, align 4\n", i - r, i);
+    }
+    if (c->ksteps > 1) { /* for k: fence; D = A_k * B_k + D; commit; wait 0; with the accumulators in phis */
+        const char *loop_t = in ? "i32" : "float";
+        if (c->fence_once) put(&b, "%s", fence);
+        put(&b, "  br label %%pre\npre:\n  br label %%loop\nloop:\n  %%s = phi i32 [0, %%pre], [%%s2, %%loop]\n");
+        for (unsigned i = 0; i < r; i++) put(&b, "  %%l%u = phi %s [%%c%u, %%pre], [%%w%u, %%loop]\n", i, loop_t, i, i);
+        put(&b, "  %%s64 = zext i32 %%s to i64\n  %%step = mul i64 %%s64, 2\n" /* 32 bytes, encoded */
+                "  %%da3 = add i64 %%da2, %%step\n  %%db3 = add i64 %%db2, %%step\n");
+        if (!c->fence_once) put(&b, "%s", fence);
+        wgmma_call(&b, c, "d", "l");
+        put(&b, "%s", commit);
+        wait_call(&b, c, c->loop_wait, "w", "d");
+        put(&b, "  %%s2 = add i32 %%s, 1\n  %%again = icmp ult i32 %%s2, %u\n  br i1 %%again, label %%loop, label %%done\n"
+                "done:\n  %%ob = mul i32 %%t, %u\n",
+            c->ksteps, r);
+        if (c->loop_wait) wait_call(&b, c, 0, "fin", "w");
+        for (unsigned i = 0; i < r; i++)
+            put(&b, "  %%oi%u = add i32 %%ob, %u\n  %%op%u = getelementptr i32, ptr addrspace(1) %%out, i32 %%oi%u\n"
+                    "  store %s %%%s%u, ptr addrspace(1) %%op%u, align 4\n",
+                i, i, i, i, t, c->loop_wait ? "fin" : "w", i, i);
+        put(&b, "  ret void\n}\n");
+        annotate(&b, th);
+        return b.s;
     }
     if (c->m != NO_FENCE) put(&b, "%s", fence);
     if (c->m == ACC_AFTER_FENCE) put(&b, "  %%x0 = fmul float %%c0, 2.0\n");
@@ -311,14 +337,15 @@ typedef struct run_out {
  * register of every thread against the reference (when the run is OK). */
 static run_out run_case(const wg_case *c, const lay *la, const lay *lb) {
     const ptx_wgmma_form *f = &c->f;
-    unsigned n = f->n, r = n / 2, kd = 32 / ebytes(f->a), ea = ebytes(f->a), eb = ebytes(f->b);
+    unsigned n = f->n, r = n / 2, kd = 32 / ebytes(f->a) * (c->ksteps > 1 ? c->ksteps : 1), ea = ebytes(f->a),
+             eb = ebytes(f->b);
     bool in = ptx_wgmma_is_int(f->a);
     double *a = calloc(64 * kd, sizeof *a), *bm = calloc((size_t)kd * n, sizeof *bm);
     uint8_t *img = malloc(SMEM);
     uint32_t *inp = calloc(128 * (r + 4), 4), *out = malloc(128 * (size_t)r * 4);
     assert_true(a && bm && img && inp && out);
     for (unsigned i = 0; i < SMEM; i++) img[i] = (uint8_t)rnd(); /* noise where nothing is placed */
-    uint32_t abits[64][32];
+    static uint32_t abits[64][128];
     for (unsigned m = 0; m < 64; m++)
         for (unsigned k = 0; k < kd; k++) {
             abits[m][k] = rand_elem(f->a, &a[m * kd + k]);
@@ -522,6 +549,25 @@ static void test_accumulate_chain(void **state) {
     expect_ok(&c, &la, &lb);
 }
 
+/* A main loop as codegen will write it: K = 64 in 128B-swizzled K-major
+ * tiles (a row of the pattern holds all of K, 9.7.15.5.1.2.1.3's
+ * (T,2k):(1,T)), four wgmmas each 32 bytes of K further (the descriptors'
+ * start + 2, encoded), the accumulators carried in phis through
+ * wgmma.wait_group's results; the fence in the loop, then once before
+ * it (the ISA orders accumulator accesses of wgmmas of one shape), then
+ * with wgmma.wait_group 1 in the loop (each trip's wgmma accumulating on
+ * the previous trip's, still pending) and 0 after it. */
+static void test_k_loop(void **state) {
+    (void)state;
+    for (int v = 0; v < 3; v++) {
+        wg_case c = {.f = form(v == 1 ? PTX_WGMMA_BF16 : PTX_WGMMA_F16, 64), .scale_d = true, .ksteps = 4,
+                     .fence_once = v == 1, .loop_wait = v == 2};
+        lay la = layout_for(A_AT, 64, 2, 128, false), lb = layout_for(B_AT, 64, 2, 128, false);
+        la.start = la.pattern, lb.start = lb.pattern;
+        expect_ok(&c, &la, &lb);
+    }
+}
+
 /* The asynchrony (9.7.15.5.2, wgmma.fence, wgmma.wait_group): reading a
  * D register before the wait that completes its group, a group never
  * committed, a second group left pending by wait_group 1, no fence before
@@ -693,6 +739,7 @@ int main(void) {
         cmocka_unit_test(test_a_in_registers),
         cmocka_unit_test(test_base_offset),
         cmocka_unit_test(test_accumulate_chain),
+        cmocka_unit_test(test_k_loop),
         cmocka_unit_test(test_async_misuse),
         cmocka_unit_test(test_warpgroup_must_be_whole),
         cmocka_unit_test(test_bad_descriptors),
