@@ -7,9 +7,10 @@
  * How it runs a launch: one CTA at a time, in grid order; each of the
  * CTA's threads (maxntidx of the kernel's nvvm.annotations) has its own
  * register file and runs, in thread order, until it reaches a collective
- * (bar.sync, a warp shuffle or vote, ldmatrix, mma) or exits. A collective
- * is performed when every thread of its scope (the warp; the CTA for a
- * barrier) waits at that very instruction; threads of one scope waiting at
+ * (bar.sync, a warp shuffle or vote, ldmatrix, mma, wgmma) or exits. A
+ * collective is performed when every thread of its scope (the warp; the
+ * CTA for a barrier; the warpgroup of 4 warps for wgmma) waits at that very
+ * instruction; threads of one scope waiting at
  * different collectives, or some exited while others wait, is reported as
  * divergence. The order is fixed, so runs are deterministic.
  *

@@ -676,6 +676,7 @@ static bool run_cta(run *r, uint64_t *tmp) {
                 uint32_t g0 = w0 - w0 % (4 * EMU_WARP);
                 if (!emu_wgmma_collective(r, g0, at)) return false;
                 for (uint32_t i = g0; i < g0 + 4 * EMU_WARP; i++) r->th[i].pc++, r->th[i].state = T_RUN;
+                for (uint32_t i = g0; r->acct && i < g0 + 4 * EMU_WARP; i += EMU_WARP) emu_smem_sync_warp(r->acct, i / EMU_WARP, i, EMU_WARP);
                 progressed = true;
                 continue;
             }
