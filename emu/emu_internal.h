@@ -183,7 +183,10 @@ typedef struct thread {
  * (barrier interval; 0: never), for the race check. wt/rt are thread ids
  * (< EMU_MAX_THREADS) or RACE_MANY; a writer that is not a thread (the
  * copy engine) may use another value >= EMU_MAX_THREADS: a wgmma read
- * counts only threads' writes since the last barrier as races. */
+ * counts only threads' writes since the last barrier as races. wgmma reads
+ * through the async proxy: once fence.proxy.async is modeled, wgmma.c's
+ * read_smem is where a thread's write not yet fenced for that proxy should
+ * be reported (a TODO there). */
 typedef struct shadow {
     uint32_t wep, rep;
     uint16_t wt, rt; /* rt RACE_MANY: read by several threads */

@@ -57,7 +57,8 @@ typedef enum misuse {
     NO_BARRIER,       /* the wgmma reads what threads wrote without a barrier */
     CHAIN,            /* a second wgmma accumulating on the first's pending D */
     WAIT1_SECOND,     /* two groups, wait 1, then the second's D read */
-    WARP3_EXITS       /* threads 96..127 return before the wgmma */
+    WARP3_EXITS,      /* threads 96..127 return before the wgmma */
+    PLAIN_WAIT        /* (no misuse) the operand-free wgmma.wait_group, then D read where the wgmma left it */
 } misuse;
 
 typedef struct wg_case {
@@ -226,7 +227,12 @@ static char *kernel(const wg_case *c) {
     } else if (c->m != NO_COMMIT) {
         put(&b, "%s", commit);
     }
-    wait_call(&b, c, c->m == WAIT1_SECOND ? 1 : 0, "w", res);
+    if (c->m == PLAIN_WAIT) {
+        put(&b, "  call void asm sideeffect \"wgmma.wait_group.sync.aligned 0;\", \"~{memory}\"()\n");
+        for (unsigned i = 0; i < r; i++) put(&b, "  %%w%u = %s %s %%%s%u, %s\n", i, in ? "or" : "fadd", t, res, i, in ? "0" : "-0.0");
+    } else {
+        wait_call(&b, c, c->m == WAIT1_SECOND ? 1 : 0, "w", res);
+    }
     put(&b, "  %%ob = mul i32 %%t, %u\n", r);
     for (unsigned i = 0; i < r; i++)
         put(&b, "  %%oi%u = add i32 %%ob, %u\n  %%op%u = getelementptr i32, ptr addrspace(1) %%out, i32 %%oi%u\n"
@@ -549,6 +555,18 @@ static void test_accumulate_chain(void **state) {
     expect_ok(&c, &la, &lb);
 }
 
+/* The operand-free wgmma.wait_group 0: after it, D's registers (here the
+ * wgmma's results themselves, computed on: fadd -0.0, or 0) are values. */
+static void test_plain_wait(void **state) {
+    (void)state;
+    wg_case c = {.f = form(PTX_WGMMA_BF16, 16), .scale_d = true, .m = PLAIN_WAIT};
+    lay la = layout_for(A_AT, 64, 2, 32, false), lb = layout_for(B_AT, 16, 2, 0, false);
+    expect_ok(&c, &la, &lb);
+    wg_case c2 = {.f = form(PTX_WGMMA_S8, 16), .scale_d = true, .m = PLAIN_WAIT};
+    lay la2 = layout_for(A_AT, 64, 1, 128, false), lb2 = layout_for(B_AT, 16, 1, 0, false);
+    expect_ok(&c2, &la2, &lb2);
+}
+
 /* A main loop as codegen will write it: K = 64 in 128B-swizzled K-major
  * tiles (a row of the pattern holds all of K, 9.7.15.5.1.2.1.3's
  * (T,2k):(1,T)), four wgmmas each 32 bytes of K further (the descriptors'
@@ -739,6 +757,7 @@ int main(void) {
         cmocka_unit_test(test_a_in_registers),
         cmocka_unit_test(test_base_offset),
         cmocka_unit_test(test_accumulate_chain),
+        cmocka_unit_test(test_plain_wait),
         cmocka_unit_test(test_k_loop),
         cmocka_unit_test(test_async_misuse),
         cmocka_unit_test(test_warpgroup_must_be_whole),
