@@ -7,9 +7,10 @@
  * How it runs a launch: one CTA at a time, in grid order; each of the
  * CTA's threads (maxntidx of the kernel's nvvm.annotations) has its own
  * register file and runs, in thread order, until it reaches a collective
- * (bar.sync, a warp shuffle or vote, ldmatrix, mma) or exits. A collective
- * is performed when every thread of its scope (the warp; the CTA for a
- * barrier) waits at that very instruction; threads of one scope waiting at
+ * (bar.sync, a warp shuffle or vote, ldmatrix, mma, wgmma) or exits. A
+ * collective is performed when every thread of its scope (the warp; the
+ * CTA for a barrier; the warpgroup of 4 warps for wgmma) waits at that very
+ * instruction; threads of one scope waiting at
  * different collectives, or some exited while others wait, is reported as
  * divergence. The order is fixed, so runs are deterministic.
  *
@@ -68,6 +69,23 @@
  * .approx operations return the correctly rounded result, which is
  * within PTX's error bounds but need not be the GPU's bits; mma
  * accumulates each output's k products exactly and rounds once.
+ *
+ * Warpgroup MMA (sm_90a; wgmma.c, PTX ISA 9.7.15): the inline asm of
+ * lower/ptx_wgmma.h, exactly (other forms are refused by name), run as
+ * collectives of a warpgroup (all 128 threads of warps 4k..4k+3).
+ * wgmma.mma_async reads A (or takes it from registers) and B through
+ * matrix descriptors in the ISA's canonical layouts, K- or MN-major, every
+ * swizzle mode with its base offset, and checks the descriptor's rules,
+ * bounds, poison, and races with threads' writes since the last barrier.
+ * Its D registers stay pending until the wgmma.wait_group that completes
+ * their group: moves of them are free, a wgmma of the same shape may
+ * accumulate on them, any other read is an error, and so is a write to
+ * shared bytes a pending wgmma reads (a race). wgmma.fence must come
+ * before the first wgmma of a warpgroup and between ordinary writes of A
+ * registers or accumulators and the wgmma reading them (a value-based
+ * check: a register rewritten with the value it had is not seen).
+ * ptrtoint of an addrspace(3) pointer is its byte offset in the CTA's
+ * shared window, as on the GPU; inttoptr to addrspace(3) tags it back.
  *
  * Shared-memory bank accounting (opt-in: emu_launch.smem_stats; off, it
  * costs a NULL test per shared access). It counts, for every warp-level

@@ -83,8 +83,11 @@ typedef enum eop {
     EOP_CPASYNC, EOP_CPCOMMIT, EOP_CPWAIT, EOP_F2TF32,
     EOP_ASYNC, /* async.c: sub is a ptx_async_asm (operand slots in aux) or ASYNC_SETMAXNREG_* (a) */
     /* collectives: every op from here on waits for its scope */
-    EOP_BARRIER, EOP_SHFL, EOP_VOTE, EOP_WARPSYNC, EOP_MMA, EOP_LDMATRIX
+    EOP_BARRIER, EOP_SHFL, EOP_VOTE, EOP_WARPSYNC, EOP_MMA, EOP_LDMATRIX,
+    /* warpgroup collectives (wgmma.c): all 128 threads of a warpgroup */
+    EOP_WGMMA, EOP_WGFENCE, EOP_WGCOMMIT, EOP_WGWAIT
 } eop;
+static inline bool eop_is_warpgroup(uint16_t op) { return op >= EOP_WGMMA && op <= EOP_WGWAIT; }
 
 enum { SREG_TID_X, SREG_TID_Y, SREG_TID_Z, SREG_NTID_X, SREG_NTID_Y, SREG_NTID_Z, SREG_CTAID_X, SREG_CTAID_Y,
        SREG_CTAID_Z, SREG_NCTAID_X, SREG_NCTAID_Y, SREG_NCTAID_Z, SREG_LANEID, SREG_WARPID, SREG_WARPSIZE };
@@ -174,10 +177,17 @@ typedef struct thread {
     cp_pending *cp;
     uint32_t ncp, capcp;
     uint32_t committed; /* cp.async groups committed so far; the open group's number */
+    bool wg_live;       /* its warpgroup has wgmma.mma_async results pending (wgmma.c) */
 } thread;
 
 /* Who last wrote and read a byte of shared memory, and in which epoch
- * (barrier interval; 0: never), for the race check. */
+ * (barrier interval; 0: never), for the race check. wt/rt are thread ids
+ * (< EMU_MAX_THREADS) or RACE_MANY; a writer that is not a thread (the
+ * copy engine) may use another value >= EMU_MAX_THREADS: a wgmma read
+ * counts only threads' writes since the last barrier as races. wgmma reads
+ * through the async proxy: once fence.proxy.async is modeled, wgmma.c's
+ * read_smem is where a thread's write not yet fenced for that proxy should
+ * be reported (a TODO there). */
 typedef struct shadow {
     uint32_t wep, rep;
     uint16_t wt, rt; /* rt RACE_MANY: read by several threads */
@@ -207,6 +217,7 @@ typedef struct run {
     int64_t last_tid;
     struct smem_acct *acct; /* bank accounting; NULL: off */
     struct emu_async *async; /* mbarriers and bulk copies; NULL: the kernel has none */
+    struct emu_wgmma *wgmma; /* warpgroup MMA state (wgmma.c); NULL until the first wgmma op */
 } run;
 
 typedef struct smem_acct smem_acct;
@@ -259,6 +270,39 @@ bool emu_async_deadlock(run *r);
 /* A read of shared bytes by the async proxy (a bulk store, wgmma): bytes
  * threads wrote need a fence.proxy.async by the writer, and a barrier. */
 bool emu_async_proxy_read(run *r, thread *t, const emu_inst *in, uint64_t off, uint64_t size);
+
+/* translate.c, for the files that translate their own calls */
+emu_inst *emu_xemit(xlate *x, eop op, LLVMValueRef src);
+uint32_t emu_xslot(xlate *x, LLVMValueRef v);
+uint32_t emu_xaux(xlate *x, uint32_t v);
+void emu_xfail(xlate *x, LLVMValueRef at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* wgmma.c: warpgroup MMA (PTX ISA 9.7.15) and shared pointers as integers.
+ *   emu_wgmma_xlate_asm: an inline asm whose text starts "wgmma." (true:
+ *     it emitted it or failed naming why; false: not a wgmma asm).
+ *   emu_wgmma_ready: 1 when all 128 threads of the warpgroup of warp w0
+ *     wait at `at`, 0 when some are still on their way (at another warp
+ *     collective), -1 on an error (exited, a barrier, another wgmma op, a
+ *     partial warpgroup).
+ *   emu_wgmma_collective: performs `at` for the warpgroup starting at g0.
+ *   emu_wgmma_check_reads: run_thread calls it for each instruction of a
+ *     thread whose warpgroup has results pending (thread.wg_live): reading
+ *     a pending accumulator is an error; moves (extractvalue, phis...) are not.
+ *   emu_wgmma_check_write: a write to shared bytes a pending wgmma reads is
+ *     a race; every shared-memory writer calls it (mem() does through
+ *     race_check; a writer that bypasses mem(), such as a bulk copy landing,
+ *     must call it itself).
+ *   emu_shared_cast: ptrtoint/inttoptr of an addrspace(3) pointer: the
+ *     integer is the byte offset in the CTA's shared window, as on the GPU. */
+bool emu_wgmma_xlate_asm(xlate *x, LLVMValueRef call, const char *text, size_t tl, const char *cons, size_t cl,
+                         uint32_t dst);
+int emu_wgmma_ready(run *r, uint32_t w0, const emu_inst *at);
+bool emu_wgmma_collective(run *r, uint32_t g0, const emu_inst *at);
+bool emu_wgmma_check_reads(run *r, thread *t, const emu_inst *in);
+bool emu_wgmma_check_write(run *r, const thread *t, const emu_inst *in, uint64_t off, uint64_t size);
+void emu_wgmma_cta_begin(run *r);
+void emu_wgmma_free(run *r);
+uint64_t emu_shared_cast(uint16_t op, uint64_t v, ek to);
 
 /* emu.c */
 const emu_func *emu_find_func(const emu_module *m, const char *name);

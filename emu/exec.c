@@ -13,6 +13,8 @@
 
 #include "emu/mma.h"
 
+static bool vrfail(run *r, const thread *t, const emu_inst *in, const char *fmt, va_list ap)
+    __attribute__((format(printf, 4, 0)));
 static bool vrfail(run *r, const thread *t, const emu_inst *in, const char *fmt, va_list ap) {
     if (r->result != EMU_OK) return false;
     r->result = EMU_ERROR;
@@ -109,6 +111,7 @@ uint8_t *emu_mem(run *r, thread *t, const emu_inst *in, uint64_t p, uint64_t siz
  * read it. Atomics take part in no race. A race is a missing barrier,
  * which sequential execution would otherwise hide. */
 static bool race_check(run *r, thread *t, const emu_inst *in, uint64_t off, uint64_t size, access acc) {
+    if (acc != ACC_READ && r->wgmma && !emu_wgmma_check_write(r, t, in, off, size)) return false;
     if (acc == ACC_ATOMIC || !t) return true;
     if (r->async && !emu_async_access(r, t, in, off, size, acc)) return false;
     uint16_t me = (uint16_t)t->tid;
@@ -339,6 +342,7 @@ static bool run_thread(run *r, thread *t, uint64_t *tmp) {
     uint64_t *R = t->r;
     for (;;) {
         const emu_inst *in = &f->code[t->pc];
+        if (t->wg_live && !emu_wgmma_check_reads(r, t, in)) return false;
         if (in->op >= EOP_BARRIER) {
             t->state = T_WAIT;
             return true;
@@ -385,7 +389,9 @@ static bool run_thread(run *r, thread *t, uint64_t *tmp) {
                 R[in->dst + w] = (R[in->c + (in->imm > 1 ? w : 0)] & 1) ? R[in->a + w] : R[in->b + w];
             break;
         case EOP_CAST:
-            for (uint32_t l = 0; l < in->lanes; l++) R[in->dst + l] = emu_cast(in->sub, R[in->a + l], (ek)in->ek, (ek)in->ek2);
+            for (uint32_t l = 0; l < in->lanes; l++)
+                R[in->dst + l] = in->imm == 3 ? emu_shared_cast(in->sub, R[in->a + l], (ek)in->ek2)
+                                              : emu_cast(in->sub, R[in->a + l], (ek)in->ek, (ek)in->ek2);
             break;
         case EOP_COPY:
             for (uint32_t w = 0; w < in->lanes; w++) R[in->dst + w] = R[in->a + w];
@@ -645,8 +651,9 @@ static bool ldmatrix(run *r, thread *w, const emu_inst *in) {
 static bool run_cta(run *r, uint64_t *tmp) {
     for (uint32_t i = 0; i < r->nth; i++) {
         thread *t = &r->th[i];
-        t->pc = 0, t->state = T_RUN, t->ncp = 0, t->committed = 0;
+        t->pc = 0, t->state = T_RUN, t->ncp = 0, t->committed = 0, t->wg_live = false;
     }
+    if (r->wgmma) emu_wgmma_cta_begin(r);
     if (r->shared_size) memset(r->shared, POISON_BYTE, r->shared_size);
     r->epoch++;
     r->cta_epoch = r->epoch;
@@ -660,7 +667,7 @@ static bool run_cta(run *r, uint64_t *tmp) {
             thread *w = &r->th[w0];
             uint32_t n = r->nth - w0 < EMU_WARP ? r->nth - w0 : EMU_WARP;
             const emu_inst *at = NULL;
-            bool any_warp_op = false, warp_parked = false;
+            bool any_warp_op = false, warp_parked = false, moved = false;
             for (uint32_t lane = 0; lane < n; lane++) {
                 if (w[lane].state == T_DONE) continue;
                 all_done = false;
@@ -668,10 +675,12 @@ static bool run_cta(run *r, uint64_t *tmp) {
                     warp_parked = parked = true;
                     continue;
                 }
+                moved |= w[lane].state == T_RUN; /* a warpgroup collective moved it on this round */
                 const emu_inst *in = &r->f->code[w[lane].pc];
                 if (in->op != EOP_BARRIER) any_warp_op = true;
             }
-            if (!any_warp_op || warp_parked) continue; /* a parked lane: its warp's collective waits */
+            /* a parked lane: its warp's collective waits; a moved one runs first */
+            if (!any_warp_op || warp_parked || moved) continue;
             warp_waiting = true;
             for (uint32_t lane = 0; lane < n; lane++) {
                 const emu_inst *in = w[lane].state == T_DONE ? NULL : &r->f->code[w[lane].pc];
@@ -683,6 +692,17 @@ static bool run_cta(run *r, uint64_t *tmp) {
                                  (unsigned)(at - r->f->code), (unsigned)(in - r->f->code));
             }
             if (n != EMU_WARP) return rfail(r, w, at, "a warp collective in a partial warp");
+            if (eop_is_warpgroup(at->op)) { /* all four warps of the warpgroup, or wait for them */
+                int ready = emu_wgmma_ready(r, w0, at);
+                if (ready < 0) return false;
+                if (!ready) continue;
+                uint32_t g0 = w0 - w0 % (4 * EMU_WARP);
+                if (!emu_wgmma_collective(r, g0, at)) return false;
+                for (uint32_t i = g0; i < g0 + 4 * EMU_WARP; i++) r->th[i].pc++, r->th[i].state = T_RUN;
+                for (uint32_t i = g0; r->acct && i < g0 + 4 * EMU_WARP; i += EMU_WARP) emu_smem_sync_warp(r->acct, i / EMU_WARP, i, EMU_WARP);
+                progressed = true;
+                continue;
+            }
             bool ok = true;
             switch ((eop)at->op) {
             case EOP_SHFL: ok = shfl(r, w, at); break;
@@ -701,7 +721,9 @@ static bool run_cta(run *r, uint64_t *tmp) {
             return !r->async || emu_async_cta_end(r);
         }
         if (progressed) continue;
-        if (warp_waiting) return rfail(r, NULL, NULL, "internal: a warp waits without progress");
+        if (warp_waiting)
+            return rfail(r, NULL, NULL, "a warp waits without progress (a warpgroup whose warps wait at different "
+                                        "collectives?)");
         if (parked) return emu_async_deadlock(r);
         /* every live thread waits at a barrier: all of them, at the same one */
         const emu_inst *at = NULL;
@@ -784,6 +806,7 @@ emu_result emu_run(const emu_module *m, const emu_launch *l, char *err, size_t e
     if (r.acct) emu_smem_acct_publish(r.acct, f);
     emu_smem_acct_free(r.acct);
     emu_async_free(r.async);
+    emu_wgmma_free(&r);
     for (uint32_t i = 0; i < r.nth; i++) free(r.th[i].cp);
     free(r.th), free(frames), free(locals), free(r.shared), free(r.sh), free(tmp);
     return r.result;

@@ -209,6 +209,9 @@ static bool const_eval(xlate *x, LLVMValueRef v, uint64_t *words) {
             }
             if (!const_eval(x, LLVMGetOperand(v, 0), &a)) return false;
             words[0] = op == LLVMPtrToInt ? mask_bits(a, ek_bits[scalar_ek(t)]) : a;
+            if ((op == LLVMPtrToInt && LLVMGetPointerAddressSpace(LLVMTypeOf(LLVMGetOperand(v, 0))) == 3) ||
+                (op == LLVMIntToPtr && LLVMGetPointerAddressSpace(t) == 3))
+                words[0] = emu_shared_cast((uint16_t)op, a, scalar_ek(t));
             return true;
         }
         if (op == LLVMGetElementPtr) {
@@ -537,6 +540,7 @@ static void xlate_call(xlate *x, LLVMValueRef in, uint32_t dst) {
             for (unsigned i = 0; i < nargs; i++) add_aux(x, slots[i]);
             return;
         }
+        if (emu_wgmma_xlate_asm(x, in, text, tl, cons, cl, dst)) return;
         for (size_t i = 0; i < sizeof asms / sizeof asms[0]; i++) {
             if (strlen(asms[i].text) != tl || memcmp(asms[i].text, text, tl) || strlen(asms[i].cons) != cl ||
                 memcmp(asms[i].cons, cons, cl))
@@ -731,9 +735,12 @@ static void xlate_inst(xlate *x, LLVMValueRef in) {
     case LLVMFPToUI: case LLVMSIToFP: case LLVMUIToFP: case LLVMPtrToInt: case LLVMIntToPtr: {
         uint32_t a = slot(x, LLVMGetOperand(in, 0)), l;
         ek sek = elem_of(LLVMTypeOf(LLVMGetOperand(in, 0)), &l);
+        LLVMTypeRef pt = op == LLVMPtrToInt ? LLVMTypeOf(LLVMGetOperand(in, 0)) : op == LLVMIntToPtr ? ty : NULL;
+        if (pt && LLVMGetTypeKind(pt) == LLVMVectorTypeKind) pt = LLVMGetElementType(pt);
         e = emit(x, EOP_CAST, in);
         e->sub = (uint16_t)op;
         e->ek = (uint8_t)sek, e->ek2 = (uint8_t)rek, e->lanes = (uint16_t)lanes, e->dst = dst, e->a = a;
+        e->imm = pt ? LLVMGetPointerAddressSpace(pt) : 0; /* 3: a shared pointer as its window offset */
         return;
     }
     case LLVMAddrSpaceCast: {
@@ -975,4 +982,17 @@ emu_func *emu_xlate_func(xlate *x, LLVMValueRef fn, uint32_t threads) {
         for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in && !x->failed; in = LLVMGetNextInstruction(in))
             xlate_inst(x, in);
     return f;
+}
+
+/* For the files that translate their own calls (wgmma.c). */
+emu_inst *emu_xemit(xlate *x, eop op, LLVMValueRef src) { return emit(x, op, src); }
+uint32_t emu_xslot(xlate *x, LLVMValueRef v) { return slot(x, v); }
+uint32_t emu_xaux(xlate *x, uint32_t v) { return add_aux(x, v); }
+void emu_xfail(xlate *x, LLVMValueRef at, const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    xfail(x, at, "%s", msg);
 }

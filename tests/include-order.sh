@@ -22,7 +22,7 @@ allowed() {
     parser) echo "support lang/ast.h parser grammar.h" ;;
     lower) echo "support tileir lower tilec.h" ;;
     backend/ptx) echo "support backend/ptx" ;;
-    emu) echo "support emu lower/ptx_async.h" ;; # the inline-asm contract with codegen
+    emu) echo "support emu lower/ptx_async.h lower/ptx_wgmma.h" ;; # the inline-asm contracts with codegen
     driver) echo "support tileir lang parser lower backend/ptx tilec.h" ;;
     runtime) echo "support tileir emu runtime tilec.h tilec_rt.h tilec_stdlib.h source_hash.h" ;;
     tools) echo "support tileir tools tilec.h" ;;
