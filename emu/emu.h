@@ -28,7 +28,13 @@
  * between two barriers, a read of another
  * thread's write, a write over another thread's read, or two threads
  * writing different values between barriers is reported as a race (a
- * missing barrier, which sequential execution would otherwise hide).
+ * missing barrier, which sequential execution would otherwise hide). A
+ * cp.async is checked at its issue against reads of its destination since
+ * the last barrier (a refill whose barrier is missing or comes after it:
+ * the copy may land before those reads on the GPU), and when it lands
+ * against another thread's write of a different value in the same
+ * interval (two copies of one value, as replicating layouts make, are
+ * fine).
  *
  * Hopper's asynchronous copies (emu/async.c; the inline asm in
  * lower/ptx_async.h): mbarrier objects (8 bytes, 8-aligned, in shared

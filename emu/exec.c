@@ -289,13 +289,33 @@ static bool do_assertfail(run *r, thread *t, const emu_inst *in) {
 
 /* ---- cp.async ---- */
 
+/* Whether byte b of shared memory holds a value another thread wrote in
+ * this barrier interval (a copy that landed, a store), which a copy of
+ * this thread may only write again with the same value. */
+static bool written_by_other(const run *r, const thread *t, uint64_t b) {
+    const shadow *s = &r->sh[b];
+    return s->wep == r->epoch && s->wt != (uint16_t)t->tid && s->wt != ASYNC_WRITER;
+}
+
 static bool cp_complete(run *r, thread *t, const emu_inst *in, uint32_t before_group) {
     uint32_t keep = 0;
     for (uint32_t i = 0; i < t->ncp; i++) {
         cp_pending *c = &t->cp[i];
         if (c->group < before_group) {
-            uint8_t *d = mem(r, t, in, c->dst, c->size, c->size, ACC_WRITE);
+            uint8_t *d = mem(r, t, in, c->dst, c->size, c->size, ACC_ATOMIC); /* bounds; the race check below */
             if (!d) return false;
+            uint64_t off = c->dst & OFFSET_MASK;
+            /* two copies (or a copy and a store) of one interval over the
+             * same bytes: harmless with one value (layouts that replicate
+             * elements copy them from several threads), a race otherwise */
+            for (uint32_t b = 0; b < c->size; b++)
+                if (written_by_other(r, t, off + b) && d[b] != c->data[b])
+                    return rfail(r, t, in,
+                                 "a data race in shared memory: this thread's cp.async lands a value in byte %llu "
+                                 "other than the one %s wrote there since the last barrier",
+                                 (unsigned long long)(off + b),
+                                 r->sh[off + b].wt == RACE_MANY ? "other threads" : "another thread");
+            if (!race_check(r, t, in, off, c->size, ACC_WRITE)) return false;
             memcpy(d, c->data, c->size);
         } else {
             t->cp[keep++] = *c;
@@ -311,16 +331,32 @@ static bool do_cp_async(run *r, thread *t, const emu_inst *in) {
     if (dst >> REGION_SHIFT != REGION_SHARED) return rfail(r, t, in, "cp.async to a destination outside shared memory");
     if (src_size > size) return rfail(r, t, in, "cp.async with src-size %u over its %u bytes", src_size, size);
     if (t->ncp == CP_ASYNC_MAX_PENDING) return rfail(r, t, in, "more than %d cp.async copies pending", CP_ASYNC_MAX_PENDING);
-    uint8_t *d = mem(r, t, in, dst, size, size, ACC_ATOMIC); /* checked when the copy lands */
+    uint8_t *d = mem(r, t, in, dst, size, size, ACC_ATOMIC); /* its write is checked when the copy lands */
     const uint8_t *s = src_size ? mem(r, t, in, src, src_size, size, ACC_READ) : NULL;
     if (!d || (src_size && !s)) return false;
+    /* a refill of bytes another thread read since the last barrier: the
+     * copy may land before that read on the GPU (the barrier that should
+     * separate them is missing, or comes after the copy) */
+    uint64_t off = dst & OFFSET_MASK;
+    for (uint32_t b = 0; b < size; b++) {
+        const shadow *sh = &r->sh[off + b];
+        if (sh->rep == r->epoch && sh->rt != (uint16_t)t->tid)
+            return rfail(r, t, in,
+                         "a data race in shared memory: a cp.async to byte %llu, which %s read since the last barrier "
+                         "(a refill needs a barrier between the reads and the copy)",
+                         (unsigned long long)(off + b), sh->rt == RACE_MANY ? "other threads" : "another thread");
+    }
     if (r->acct) emu_smem_record(r, t, t->pc, dst & OFFSET_MASK); /* the shared write, counted at issue */
     t->cp = emu_grow(t->cp, &t->capcp, t->ncp + 1, sizeof *t->cp);
     cp_pending *c = &t->cp[t->ncp++];
     c->dst = dst, c->size = size, c->group = t->committed;
     memset(c->data, 0, sizeof c->data); /* past src-size: zeros */
     if (src_size) memcpy(c->data, s, src_size);
-    memset(d, POISON_BYTE, size); /* until a wait covers it, the destination reads as poison */
+    /* until a wait covers it, the destination reads as poison; but bytes
+     * another thread's write of this interval holds keep it (a second copy
+     * of the same value must not undo the first) */
+    for (uint32_t b = 0; b < size; b++)
+        if (!written_by_other(r, t, off + b)) d[b] = POISON_BYTE;
     return true;
 }
 

@@ -468,6 +468,105 @@ static void test_cp_async_groups(void **state) {
     emu_module_free(m);
 }
 
+/* cp.async and the race check (PTX ISA, "cp.async": the copy's write may
+ * happen at any time until the wait that covers it, so it is ordered with
+ * other threads' accesses only by a barrier after that wait):
+ *  - a refill of bytes another thread read in the same barrier interval is
+ *    a write-after-read race (the barrier between the reads and the
+ *    refill is missing): reported at the refill, and fine with the
+ *    barrier;
+ *  - two threads' copies landing in one interval on the same bytes: the
+ *    same value is harmless (replicated layouts do it), different values
+ *    are a race. */
+static const char cp_race_ir[] =
+    "declare void @llvm.nvvm.cp.async.ca.shared.global.4(ptr addrspace(3), ptr addrspace(1))\n"
+    "declare void @llvm.nvvm.cp.async.commit.group()\n"
+    "declare void @llvm.nvvm.cp.async.wait.group(i32)\n"
+    "@S = internal addrspace(3) global [32 x i32] undef, align 16\n"
+    "define void @k(ptr addrspace(1) %src, ptr addrspace(1) %out) {\n"
+    "  %t = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()\n"
+    "  %p = getelementptr i32, ptr addrspace(3) @S, i32 %t\n"
+    "  store i32 %t, ptr addrspace(3) %p, align 4\n"
+    "  call void @llvm.nvvm.barrier0()\n"
+    "  %n1 = add i32 %t, 1\n"
+    "  %n = and i32 %n1, 31\n"
+    "  %q = getelementptr i32, ptr addrspace(3) @S, i32 %n\n"
+    "  %v = load i32, ptr addrspace(3) %q, align 4\n"
+    "; BETWEEN\n"
+    "  %dst = getelementptr i32, ptr addrspace(3) @S, i32 %DST\n"
+    "  %s = getelementptr i32, ptr addrspace(1) %src, i32 %t\n"
+    "  call void @llvm.nvvm.cp.async.ca.shared.global.4(ptr addrspace(3) %dst, ptr addrspace(1) %s)\n"
+    "  call void @llvm.nvvm.cp.async.commit.group()\n"
+    "  call void @llvm.nvvm.cp.async.wait.group(i32 0)\n"
+    "  call void @llvm.nvvm.barrier0()\n"
+    "  %w = load i32, ptr addrspace(3) %p, align 4\n"
+    "  %sum = add i32 %v, %w\n"
+    "  %o = getelementptr i32, ptr addrspace(1) %out, i32 %t\n"
+    "  store i32 %sum, ptr addrspace(1) %o, align 4\n"
+    "  ret void\n"
+    "}\n";
+
+/* cp_race_ir with `between` at BETWEEN and each thread copying src[t] to
+ * S[dst], where dst is an IR expression of %t defined in `between`; with
+ * `barrier_first`, the barrier after the copies comes before their wait
+ * (so the copies land in the next interval). */
+static emu_result run_cp_race(const char *between, bool barrier_first, int32_t *src, int32_t *out, char *err) {
+    static char ir[8192], body[4096];
+    const char *mark = strstr(cp_race_ir, "; BETWEEN\n");
+    snprintf(body, sizeof body, "%.*s%s%s", (int)(mark - cp_race_ir), cp_race_ir, between, mark);
+    static const char wait_then_barrier[] = "  call void @llvm.nvvm.cp.async.wait.group(i32 0)\n"
+                                            "  call void @llvm.nvvm.barrier0()\n";
+    char *at = strstr(body, wait_then_barrier);
+    if (barrier_first && at) /* the same two lines, swapped */
+        memcpy(at, "  call void @llvm.nvvm.barrier0()\n  call void @llvm.nvvm.cp.async.wait.group(i32 0)\n",
+               sizeof wait_then_barrier - 1);
+    snprintf(ir, sizeof ir, "%s%s", header, body);
+    annotate(ir, sizeof ir, LANES);
+    emu_module *m = load(ir);
+    emu_buffer bufs[2] = {{src, sizeof(int32_t) * LANES}, {out, sizeof(int32_t) * LANES}};
+    emu_result res = run1(m, bufs, 2, err);
+    emu_module_free(m);
+    return res;
+}
+
+static void test_cp_async_races(void **state) {
+    (void)state;
+    int32_t src[LANES], out[LANES];
+    char err[ERR];
+    for (int i = 0; i < LANES; i++) src[i] = 1000 + i;
+    /* each thread reads the next one's word, then refills its own, which the
+     * thread before it read (and which ran first): a write-after-read race
+     * without a barrier in between */
+    assert_int_equal(run_cp_race("  %DST = add i32 %t, 0\n", false, src, out, err), EMU_ERROR);
+    if (!strstr(err, "thread 1: a data race in shared memory: a cp.async to byte 4, which another thread read since "
+                     "the last barrier"))
+        fail_msg("%s", err);
+    /* the barrier moved after the refill (the copies then land in the next
+     * interval, after it): the same race, seen at the refill */
+    assert_int_equal(run_cp_race("  %DST = add i32 %t, 0\n", true, src, out, err), EMU_ERROR);
+    if (!strstr(err, "thread 1: a data race in shared memory: a cp.async to byte 4, which another thread read since "
+                     "the last barrier"))
+        fail_msg("%s", err);
+    if (run_cp_race("  call void @llvm.nvvm.barrier0()\n  %DST = add i32 %t, 0\n", false, src, out, err) != EMU_OK)
+        fail_msg("%s", err);
+    for (int t = 0; t < LANES; t++)
+        if (out[t] != ((t + 1) & 31) + 1000 + t) fail_msg("thread %d: %d, want %d", t, out[t], ((t + 1) & 31) + 1000 + t);
+    /* pairs of threads copying into one word (after the barrier): the same value is fine */
+    for (int i = 0; i < LANES; i++) src[i] = 2000 + (i & ~1);
+    const char *pairs = "  call void @llvm.nvvm.barrier0()\n  %DST = and i32 %t, -2\n";
+    if (run_cp_race(pairs, false, src, out, err) != EMU_OK) fail_msg("%s", err);
+    for (int t = 0; t < LANES; t++) {
+        int want = ((t + 1) & 31) + ((t & 1) ? t : 2000 + t); /* odd threads' own words: no copy wrote them */
+        if (out[t] != want) fail_msg("pairs: thread %d: %d, want %d", t, out[t], want);
+    }
+    /* ... and two values are a race, whichever lands first */
+    for (int i = 0; i < LANES; i++) src[i] = 3000 + i;
+    assert_int_equal(run_cp_race(pairs, false, src, out, err), EMU_ERROR);
+    if (!strstr(err, "thread 1: a data race in shared memory: this thread's cp.async lands a value in byte 0 other "
+                     "than the one another thread wrote there since the last barrier"))
+        fail_msg("%s", err);
+}
+
 /* ---- shuffles -------------------------------------------------------------------
  * CUDA's __shfl_*_sync(v, x, width), which encode c as ((32 - width) << 8)
  * | (up ? 0 : 31), against their documented meaning. */
@@ -878,6 +977,7 @@ int main(void) {
         cmocka_unit_test(test_mma_fragments),
         cmocka_unit_test(test_ldmatrix_feeds_mma),
         cmocka_unit_test(test_cp_async_groups),
+        cmocka_unit_test(test_cp_async_races),
         cmocka_unit_test(test_shuffles_follow_ptx),
         cmocka_unit_test(test_f2tf32_and_predicated_asm),
         cmocka_unit_test(test_rcp_approx_ftz),
