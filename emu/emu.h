@@ -34,7 +34,8 @@
  * the copy may land before those reads on the GPU), and when it lands
  * against another thread's write of a different value in the same
  * interval (two copies of one value, as replicating layouts make, are
- * fine).
+ * fine); until it lands its bytes refuse reads and writes ("a cp.async is
+ * still writing"), also where an earlier write left a value there.
  *
  * Hopper's asynchronous copies (emu/async.c; the inline asm in
  * lower/ptx_async.h): mbarrier objects (8 bytes, 8-aligned, in shared

@@ -192,7 +192,9 @@ typedef struct shadow {
     uint32_t wep, rep;
     uint16_t wt, rt; /* rt RACE_MANY: read by several threads */
 } shadow;
-enum { RACE_MANY = 0xffff };
+/* shadow.wt of bytes a cp.async will write when a wait covers it (exec.c):
+ * reading or writing them before is an error */
+enum { RACE_MANY = 0xffff, CP_IN_FLIGHT = 0xfffd };
 
 typedef enum access { ACC_READ, ACC_WRITE, ACC_ATOMIC } access;
 

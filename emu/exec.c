@@ -118,6 +118,9 @@ static bool race_check(run *r, thread *t, const emu_inst *in, uint64_t off, uint
     for (uint64_t b = off; b < off + size; b++) {
         shadow *s = &r->sh[b];
         if (acc == ACC_WRITE) {
+            if (s->wt == CP_IN_FLIGHT && s->wep >= r->cta_epoch)
+                return rfail(r, t, in, "a data race in shared memory: a write to byte %llu, which a cp.async is still "
+                             "writing", (unsigned long long)b);
             if (s->rep == r->epoch && s->rt != me)
                 return rfail(r, t, in, "a data race in shared memory: a write to byte %llu, which %s read since the last barrier",
                              (unsigned long long)b, s->rt == RACE_MANY ? "other threads" : "another thread");
@@ -130,6 +133,11 @@ static bool race_check(run *r, thread *t, const emu_inst *in, uint64_t off, uint
                 return rfail(r, t, in,
                              "a read of byte %llu of shared memory, which no thread of this CTA wrote (a cp.async "
                              "writes when a wait covers it)",
+                             (unsigned long long)b);
+            if (s->wt == CP_IN_FLIGHT)
+                return rfail(r, t, in,
+                             "a read of byte %llu of shared memory, which a cp.async is still writing (no "
+                             "cp.async.wait_group of its thread covers it yet)",
                              (unsigned long long)b);
             if (s->wep == r->epoch && s->wt != me && s->wt != ASYNC_WRITER) /* bulk copies: ordered by their mbarrier */
                 return rfail(r, t, in, "a data race in shared memory: a read of byte %llu, which %s wrote since the last barrier",
@@ -294,7 +302,7 @@ static bool do_assertfail(run *r, thread *t, const emu_inst *in) {
  * this thread may only write again with the same value. */
 static bool written_by_other(const run *r, const thread *t, uint64_t b) {
     const shadow *s = &r->sh[b];
-    return s->wep == r->epoch && s->wt != (uint16_t)t->tid && s->wt != ASYNC_WRITER;
+    return s->wep == r->epoch && s->wt != (uint16_t)t->tid && s->wt != ASYNC_WRITER && s->wt != CP_IN_FLIGHT;
 }
 
 static bool cp_complete(run *r, thread *t, const emu_inst *in, uint32_t before_group) {
@@ -305,6 +313,8 @@ static bool cp_complete(run *r, thread *t, const emu_inst *in, uint32_t before_g
             uint8_t *d = mem(r, t, in, c->dst, c->size, c->size, ACC_ATOMIC); /* bounds; the race check below */
             if (!d) return false;
             uint64_t off = c->dst & OFFSET_MASK;
+            for (uint32_t b = 0; b < c->size; b++) /* landing: no longer in flight (a write of no one yet) */
+                if (r->sh[off + b].wt == CP_IN_FLIGHT) r->sh[off + b].wep = 0, r->sh[off + b].wt = 0;
             /* two copies (or a copy and a store) of one interval over the
              * same bytes: harmless with one value (layouts that replicate
              * elements copy them from several threads), a race otherwise */
@@ -356,7 +366,10 @@ static bool do_cp_async(run *r, thread *t, const emu_inst *in) {
      * another thread's write of this interval holds keep it (a second copy
      * of the same value must not undo the first) */
     for (uint32_t b = 0; b < size; b++)
-        if (!written_by_other(r, t, off + b)) d[b] = POISON_BYTE;
+        if (!written_by_other(r, t, off + b)) {
+            d[b] = POISON_BYTE;
+            r->sh[off + b].wt = CP_IN_FLIGHT, r->sh[off + b].wep = r->epoch; /* reads and writes refused till it lands */
+        }
     return true;
 }
 

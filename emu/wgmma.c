@@ -504,6 +504,10 @@ static bool read_smem(run *r, const thread *t, const emu_inst *in, const desc *d
                 /* TODO(issue 22): with fence.proxy.async modeled (the bulk-copy
                  * side, async.c), also report bytes a thread wrote with no
                  * fence.proxy.async since: wgmma reads through the async proxy */
+                if (s->wt == CP_IN_FLIGHT)
+                    return emu_fail(r, t, in, "wgmma: %s element (%u, %u) reads byte %llu of shared memory, which a "
+                                              "cp.async is still writing",
+                                    which, mn, k, (unsigned long long)(a + b));
                 if (s->wep == r->epoch && (s->wt < EMU_MAX_THREADS || s->wt == RACE_MANY))
                     return emu_fail(r, t, in,
                                      "a data race in shared memory: wgmma reads byte %llu (%s element (%u, %u)), which %s "
