@@ -232,6 +232,9 @@ typedef struct emu_launch {
     uint32_t dynamic_smem;
     /* NULL: no bank accounting; else where it adds its counts */
     emu_smem_stats *smem_stats;
+    /* > 0: the launch fails once it has run this many milliseconds (a loop
+     * that never ends stops with an error instead of hanging) */
+    double time_limit_ms;
 } emu_launch;
 
 /* Tensor maps (the operand of cp.async.bulk.tensor). On the GPU

@@ -202,6 +202,8 @@ typedef struct run {
     const emu_module *m;
     const emu_func *f;
     const emu_launch *l;
+    double deadline; /* tc_now_ms() past which the launch fails (emu_launch.time_limit_ms); 0: none */
+    uint32_t ticks;  /* branches taken since the clock was last read */
     thread *th;
     uint32_t nth;
     uint8_t *shared;

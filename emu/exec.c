@@ -12,6 +12,9 @@
 #include <llvm-c/Core.h>
 
 #include "emu/mma.h"
+#include "support/support.h"
+
+enum { EMU_CLOCK_EVERY = 4096 }; /* branches between readings of the clock, for the time limit */
 
 static bool vrfail(run *r, const thread *t, const emu_inst *in, const char *fmt, va_list ap)
     __attribute__((format(printf, 4, 0)));
@@ -397,8 +400,16 @@ static bool run_thread(run *r, thread *t, uint64_t *tmp) {
             return true;
         }
         switch ((eop)in->op) {
-        case EOP_BR: take_edge(t, f->aux, in->aux, tmp); continue;
-        case EOP_CONDBR: take_edge(t, f->aux, (R[in->a] & 1) ? in->aux : in->naux, tmp); continue;
+        case EOP_BR:
+        case EOP_CONDBR: /* every loop takes a branch a trip: where the time limit is checked */
+            if (r->deadline && ++r->ticks >= EMU_CLOCK_EVERY) {
+                r->ticks = 0;
+                if (tc_now_ms() > r->deadline)
+                    return rfail(r, t, in, "the launch ran past its time limit of %g s (trt_set_time_limit)",
+                                 r->l->time_limit_ms / 1e3);
+            }
+            take_edge(t, f->aux, in->op == EOP_BR || (R[in->a] & 1) ? in->aux : in->naux, tmp);
+            continue;
         case EOP_SWITCH: {
             const uint32_t *tab = f->aux + in->aux;
             uint32_t target = tab[1];
@@ -812,6 +823,7 @@ emu_result emu_run(const emu_module *m, const emu_launch *l, char *err, size_t e
     memset(&r, 0, sizeof r);
     r.m = m, r.f = f, r.l = l, r.nth = f->threads, r.err = err, r.err_size = err_size, r.last_tid = -1;
     r.shared_size = m->shared_size + l->dynamic_smem;
+    r.deadline = l->time_limit_ms > 0 ? tc_now_ms() + l->time_limit_ms : 0;
     r.th = calloc(r.nth, sizeof *r.th);
     uint64_t *frames = calloc((size_t)r.nth * f->nwords + 1, sizeof *frames);
     uint64_t local_stride = (f->local_size + 15) / 16 * 16;

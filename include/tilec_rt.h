@@ -127,10 +127,10 @@ TILEC_API const char *trt_status_name(trt_status s);
 typedef void (*trt_print_fn)(void *user, const char *text, size_t len);
 TILEC_API trt_status trt_set_print(trt_device *dev, trt_print_fn fn, void *user);
 
-/* On the CPU device, a launch that runs longer than `seconds` stops with
- * TRT_ERR_LAUNCH and a message naming the loop it was in (a kernel whose
- * loop never ends would otherwise hang the program); 0 (the default):
- * none. The other devices refuse a limit (TRT_ERR_INVALID_ARGUMENT). */
+/* On the CPU and emulator devices, a launch that runs longer than
+ * `seconds` stops with TRT_ERR_LAUNCH and a message naming the loop it was
+ * in (a kernel whose loop never ends would otherwise hang the program); 0
+ * (the default): none. The GPU refuses a limit (TRT_ERR_INVALID_ARGUMENT). */
 TILEC_API trt_status trt_set_time_limit(trt_device *dev, double seconds);
 
 /* Compiles `.tile` source for the device. Compiled modules are cached in

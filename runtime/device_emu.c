@@ -38,6 +38,7 @@ const rt_device_ops rt_emu_device = {
     .code_arch = emu_code_arch,
     RT_HOST_MEMORY_OPS,
     .check_prebuilt = emu_check_prebuilt,
+    .time_limit = true, /* the launches of rt_emu_code (device_emu_code.c) stop at it */
     .load = emu_load_none,
     .unload = emu_unload_none,
     .launch = emu_launch_none,

@@ -69,7 +69,7 @@ static trt_status emu_code_launch(trt_kernel *k, void *stream, const uint32_t gr
     free(host);
     emu_launch l = {.kernel = k->func->name, .grid = {grid[0], grid[1], grid[2]}, .args = ea, .nargs = nargs,
                     .buffers = bufs, .nbuffers = d->nbufs, .print = d->print, .print_user = d->print_user,
-                    .dynamic_smem = k->func->dynamic_smem};
+                    .dynamic_smem = k->func->dynamic_smem, .time_limit_ms = d->time_limit_s * 1e3};
     emu_result res = emu_run_counted(m->code, &l, d->err, sizeof d->err);
     free(bufs);
     return res == EMU_OK ? TRT_OK : res == EMU_ASSERT ? TRT_ERR_ASSERT : TRT_ERR_LAUNCH;

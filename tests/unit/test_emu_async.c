@@ -79,7 +79,7 @@ static emu_result launch_n(emu_module *m, emu_buffer *bufs, uint32_t nbufs, uint
     emu_arg args[16];
     for (uint32_t i = 0; i < nb; i++) args[i] = (emu_arg){true, i, 0, 0};
     for (uint32_t i = 0; i < ns; i++) args[nb + i] = (emu_arg){false, 0, 0, scalars[i]};
-    emu_launch l = {"k", {1, 1, 1}, args, nb + ns, bufs, nbufs, NULL, NULL, 0, NULL};
+    emu_launch l = {"k", {1, 1, 1}, args, nb + ns, bufs, nbufs, NULL, NULL, 0, NULL, 0};
     return emu_run(m, &l, err, ERR);
 }
 
@@ -542,7 +542,7 @@ static void test_tx_count_underflow(void **state) {
     g[0] = 1;
     emu_buffer bufs[1] = {{g, 1 << 20}};
     emu_arg args[1] = {{true, 0, 0, 0}};
-    emu_launch l = {"k", {1, 1, 1}, args, 1, bufs, 1, NULL, NULL, 1 << 20, NULL};
+    emu_launch l = {"k", {1, 1, 1}, args, 1, bufs, 1, NULL, NULL, 1 << 20, NULL, 0};
     if (emu_run(m, &l, err, ERR) != EMU_ERROR || !strstr(err, "a bulk copy's complete_tx takes the tx-count of the mbarrier "
                                                               "at shared byte 0 to -1048576, outside the ISA's range"))
         fail_msg("%s", err);

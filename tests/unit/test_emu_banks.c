@@ -74,7 +74,7 @@ static void run_counted(const char *ir, emu_smem_stats *st) {
     emu_buffer buf = {global, sizeof global};
     emu_arg arg = {true, 0, 0, 0};
     memset(st, 0, sizeof *st);
-    emu_launch l = {"k", {1, 1, 1}, &arg, 1, &buf, 1, NULL, NULL, 0, st};
+    emu_launch l = {"k", {1, 1, 1}, &arg, 1, &buf, 1, NULL, NULL, 0, st, 0};
     if (emu_run(m, &l, err, sizeof err) != EMU_OK) fail_msg("%s\n%s", err, ir);
     emu_module_free(m);
 }
@@ -292,7 +292,7 @@ static void test_cp_async_and_report(void **state) {
     static uint8_t global[SMEM_BYTES];
     emu_buffer buf = {global, sizeof global};
     emu_arg arg = {true, 0, 0, 0};
-    emu_launch l = {"k", {2, 1, 1}, &arg, 1, &buf, 1, NULL, NULL, 0, &st};
+    emu_launch l = {"k", {2, 1, 1}, &arg, 1, &buf, 1, NULL, NULL, 0, &st, 0};
     if (emu_run(m, &l, err, sizeof err) != EMU_OK) fail_msg("%s", err);
     expect(probe(&st), EMU_SMEM_CP_ASYNC, 3, 96, 12);
     emu_module_free(m);

@@ -46,7 +46,7 @@ static emu_module *load(const char *ir) {
 static emu_result run1(emu_module *m, emu_buffer *bufs, uint32_t n, char *err) {
     emu_arg args[8];
     for (uint32_t i = 0; i < n; i++) args[i] = (emu_arg){true, i, 0, 0};
-    emu_launch l = {"k", {1, 1, 1}, args, n, bufs, n, NULL, NULL, 0, NULL};
+    emu_launch l = {"k", {1, 1, 1}, args, n, bufs, n, NULL, NULL, 0, NULL, 0};
     return emu_run(m, &l, err, ERR);
 }
 
@@ -848,7 +848,7 @@ static void test_dynamic_shared_array(void **state) {
     int32_t out[32];
     emu_buffer bufs[1] = {{out, sizeof out}};
     emu_arg arg = {true, 0, 0, 0};
-    emu_launch l = {"k", {1, 1, 1}, &arg, 1, bufs, 1, NULL, NULL, 32 * 4, NULL};
+    emu_launch l = {"k", {1, 1, 1}, &arg, 1, bufs, 1, NULL, NULL, 32 * 4, NULL, 0};
     char err[ERR];
     memset(out, 0xa5, sizeof out);
     if (emu_run(m, &l, err, sizeof err) != EMU_OK) fail_msg("%s", err);
@@ -962,7 +962,7 @@ static void test_printf_and_assert(void **state) {
     emu_module *m = load(ir);
     lines got = {""};
     emu_arg arg = {false, 0, 0, 99};
-    emu_launch l = {"k", {1, 1, 1}, &arg, 1, NULL, 0, collect, &got, 0, NULL};
+    emu_launch l = {"k", {1, 1, 1}, &arg, 1, NULL, 0, collect, &got, 0, NULL, 0};
     char err[ERR];
     if (emu_run(m, &l, err, sizeof err) != EMU_OK) fail_msg("%s", err);
     assert_string_equal(got.text, "t 0: 2.500 -12345678901    ab|Z\nt 1: 2.500 -12345678901    ab|Z\n");

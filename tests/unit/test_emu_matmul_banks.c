@@ -174,7 +174,7 @@ static void run_case(const mm_case *c, const char *kernel, emu_smem_stats *st) {
     };
     uint32_t grid = (uint32_t)(((M + c->bm - 1) / c->bm) * ((N + c->bn - 1) / c->bn));
     memset(st, 0, sizeof *st);
-    emu_launch l = {kernel, {grid, 1, 1}, args, 16, bufs, 3, NULL, NULL, dyn, st};
+    emu_launch l = {kernel, {grid, 1, 1}, args, 16, bufs, 3, NULL, NULL, dyn, st, 0};
     if (emu_run(m, &l, err, sizeof err) != EMU_OK) fail_msg("%s", err);
     emu_module_free(m);
     /* C against a double reference: products exact (f16, bf16) or of tf32

@@ -83,7 +83,7 @@ static emu_result run(const char *ir, uint32_t dyn, char *err) {
         {false, 0, 0, N},         {false, 0, 0, K},         {false, 0, 0, K},        {false, 0, 0, 1},
         {false, 0, 0, N},         {false, 0, 0, 1},         {false, 0, 0, N},        {false, 0, 0, 1},
         {false, 0, 0, 0},         {false, 0, 0, 0},         {false, 0, 0, 0},        {true, 2, 0, 0}};
-    emu_launch l = {"matmul_f16", {1, 1, 1}, args, 16, bufs, 3, NULL, NULL, dyn, NULL};
+    emu_launch l = {"matmul_f16", {1, 1, 1}, args, 16, bufs, 3, NULL, NULL, dyn, NULL, 0};
     emu_result res = emu_run(m, &l, err, ERR);
     emu_module_free(m);
     if (res != EMU_OK) return res;

@@ -398,7 +398,7 @@ static run_out run_case(const wg_case *c, const lay *la, const lay *lb) {
     emu_buffer bufs[3] = {{img, SMEM}, {inp, 128 * (size_t)(r + 4) * 4}, {out, 128 * (size_t)r * 4}};
     emu_arg args[6] = {{true, 0, 0, 0}, {true, 1, 0, 0}, {true, 2, 0, 0}, {false, 0, 0, da}, {false, 0, 0, db},
                        {false, 0, 0, c->scale_d}};
-    emu_launch l = {"k", {1, 1, 1}, args, 6, bufs, 3, NULL, NULL, 0, NULL};
+    emu_launch l = {"k", {1, 1, 1}, args, 6, bufs, 3, NULL, NULL, 0, NULL, 0};
     run_out ro;
     ro.res = emu_run(m, &l, ro.err, sizeof ro.err);
     if (ro.res == EMU_OK) {
@@ -657,7 +657,7 @@ static void test_undefined_descriptor_bits(void **state) {
     emu_buffer bufs[3] = {{img, SMEM}, {inp, sizeof inp}, {out, sizeof out}};
     emu_arg args[6] = {{true, 0, 0, 0}, {true, 1, 0, 0}, {true, 2, 0, 0}, {false, 0, 0, 0},
                        {false, 0, 0, encode(&lb) | UINT64_C(1) << 46}, {false, 0, 0, 1}};
-    emu_launch l = {"k", {1, 1, 1}, args, 6, bufs, 3, NULL, NULL, 0, NULL};
+    emu_launch l = {"k", {1, 1, 1}, args, 6, bufs, 3, NULL, NULL, 0, NULL, 0};
     assert_int_equal(emu_run(m, &l, err, sizeof err), EMU_ERROR);
     if (!strstr(err, "sets bits the ISA's table leaves undefined")) fail_msg("%s", err);
     emu_module_free(m);
@@ -737,7 +737,7 @@ static void test_shared_pointer_integers(void **state) {
     uint64_t out[4] = {7, 7, 7, 7};
     emu_buffer bufs[1] = {{out, sizeof out}};
     emu_arg args[1] = {{true, 0, 0, 0}};
-    emu_launch l = {"k", {1, 1, 1}, args, 1, bufs, 1, NULL, NULL, 0, NULL};
+    emu_launch l = {"k", {1, 1, 1}, args, 1, bufs, 1, NULL, NULL, 0, NULL, 0};
     if (emu_run(m, &l, err, sizeof err) != EMU_OK) fail_msg("%s", err);
     assert_int_equal(out[0], PAD + 4 * 5);
     assert_int_equal(out[1], PAD + 4 * 5);
