@@ -94,7 +94,9 @@ struct emu_async {
     uint32_t *nwg, *capwg, nwgs;
 };
 
-static bool is_async(const emu_inst *in) { return in->op == EOP_ASYNC; }
+/* The ops that need the async state: this file's, and wgmma's, which
+ * reads shared memory through the async proxy (the fence check). */
+static bool is_async(const emu_inst *in) { return in->op == EOP_ASYNC || eop_is_warpgroup(in->op); }
 
 struct emu_async *emu_async_new(const run *r) {
     bool any = false;
@@ -492,7 +494,7 @@ static bool tensor_g2s(run *r, thread *t, const emu_inst *in, const uint64_t *op
 
 /* ---- the async proxy reading shared memory; bulk stores ---- */
 
-bool emu_async_proxy_read(run *r, thread *t, const emu_inst *in, uint64_t off, uint64_t size) {
+bool emu_async_proxy_read(run *r, const thread *t, const emu_inst *in, uint64_t off, uint64_t size) {
     struct emu_async *a = r->async;
     for (uint64_t b = off; b < off + size; b++) {
         const shadow *s = &r->sh[b];

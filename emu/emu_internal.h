@@ -182,12 +182,12 @@ typedef struct thread {
 
 /* Who last wrote and read a byte of shared memory, and in which epoch
  * (barrier interval; 0: never), for the race check. wt/rt are thread ids
- * (< EMU_MAX_THREADS) or RACE_MANY; a writer that is not a thread (the
- * copy engine) may use another value >= EMU_MAX_THREADS: a wgmma read
- * counts only threads' writes since the last barrier as races. wgmma reads
- * through the async proxy: once fence.proxy.async is modeled, wgmma.c's
- * read_smem is where a thread's write not yet fenced for that proxy should
- * be reported (a TODO there). */
+ * (< EMU_MAX_THREADS) or RACE_MANY; a writer that is not a thread uses
+ * another value >= EMU_MAX_THREADS (ASYNC_WRITER: a bulk copy;
+ * CP_IN_FLIGHT: a cp.async not landed yet): a wgmma read counts only
+ * threads' writes since the last barrier as races, and asks async.c
+ * (emu_async_proxy_read) whether the writers fenced them for the async
+ * proxy it reads through. */
 typedef struct shadow {
     uint32_t wep, rep;
     uint16_t wt, rt; /* rt RACE_MANY: read by several threads */
@@ -273,7 +273,7 @@ bool emu_async_wake(run *r);
 bool emu_async_deadlock(run *r);
 /* A read of shared bytes by the async proxy (a bulk store, wgmma): bytes
  * threads wrote need a fence.proxy.async by the writer, and a barrier. */
-bool emu_async_proxy_read(run *r, thread *t, const emu_inst *in, uint64_t off, uint64_t size);
+bool emu_async_proxy_read(run *r, const thread *t, const emu_inst *in, uint64_t off, uint64_t size);
 
 /* translate.c, for the files that translate their own calls */
 emu_inst *emu_xemit(xlate *x, eop op, LLVMValueRef src);

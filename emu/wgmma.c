@@ -501,9 +501,6 @@ static bool read_smem(run *r, const thread *t, const emu_inst *in, const desc *d
                     return emu_fail(r, t, in, "wgmma: %s element (%u, %u) reads byte %llu of shared memory, which no "
                                                "thread of this CTA wrote",
                                      which, mn, k, (unsigned long long)(a + b));
-                /* TODO(issue 22): with fence.proxy.async modeled (the bulk-copy
-                 * side, async.c), also report bytes a thread wrote with no
-                 * fence.proxy.async since: wgmma reads through the async proxy */
                 if (s->wt == CP_IN_FLIGHT)
                     return emu_fail(r, t, in, "wgmma: %s element (%u, %u) reads byte %llu of shared memory, which a "
                                               "cp.async is still writing",
@@ -514,6 +511,9 @@ static bool read_smem(run *r, const thread *t, const emu_inst *in, const desc *d
                                      "wrote since the last barrier",
                                      (unsigned long long)(a + b), which, mn, k,
                                      s->wt == RACE_MANY ? "several threads" : "a thread");
+                /* wgmma reads through the async proxy: threads' writes need a
+                 * fence.proxy.async by the writer (async.c keeps which do) */
+                if (r->async && !emu_async_proxy_read(r, t, in, a + b, 1)) return false;
             }
             out[mn * kdim + k] = elem_value(r->shared + a, e);
             uint32_t c = (uint32_t)(a / WG_CHUNK);

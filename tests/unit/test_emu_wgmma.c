@@ -55,6 +55,7 @@ typedef enum misuse {
     NO_COMMIT,        /* wait 0 without a commit: the group is not complete */
     RACE_WRITE,       /* thread 0 stores into B while the wgmma is pending */
     NO_BARRIER,       /* the wgmma reads what threads wrote without a barrier */
+    NO_PROXY_FENCE,   /* threads write the operands with no fence.proxy.async before the barrier */
     CHAIN,            /* a second wgmma accumulating on the first's pending D */
     WAIT1_SECOND,     /* two groups, wait 1, then the second's D read */
     WARP3_EXITS,      /* threads 96..127 return before the wgmma */
@@ -172,6 +173,10 @@ static char *kernel(const wg_case *c) {
             "  store i32 %%v, ptr addrspace(3) %%dst, align 4\n"
             "  %%i2 = add i32 %%i, %u\n  %%more = icmp ult i32 %%i2, %d\n  br i1 %%more, label %%copy, label %%go\ngo:\n",
         header, PAD, SMEM, th, SMEM / 4);
+    /* the operands reach the async proxy, which wgmma reads through, by a
+     * fence.proxy.async of the writers (9.7.15.4, 9.7.13.4.x) */
+    if (c->m != NO_PROXY_FENCE)
+        put(&b, "  call void asm sideeffect \"fence.proxy.async.shared::cta;\", \"~{memory}\"()\n");
     if (c->m != NO_BARRIER) put(&b, "  call void @llvm.nvvm.barrier0()\n");
     if (c->m == WARP3_EXITS) put(&b, "  %%hi = icmp uge i32 %%t, 96\n  br i1 %%hi, label %%end, label %%mma\nmma:\n");
     put(&b, "  %%base = ptrtoint ptr addrspace(3) @smem to i64\n  %%enc0 = and i64 %%base, 262143\n"
@@ -606,6 +611,7 @@ static void test_async_misuse(void **state) {
         {ACC_AFTER_FENCE, "missing wgmma.fence: accumulator d0 was written after the last wgmma.fence"},
         {RACE_WRITE, "which the wgmma.mma_async at pc"},
         {NO_BARRIER, "a data race in shared memory: wgmma reads byte"},
+        {NO_PROXY_FENCE, "wrote without a fence.proxy.async.shared::cta after it"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         wg_case c = {.f = form(PTX_WGMMA_F16, 64), .scale_d = true, .m = cases[i].m};
