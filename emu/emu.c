@@ -27,6 +27,7 @@
 
 static void func_free(emu_func *f) {
     free(f->name);
+    for (uint32_t i = 0; i < f->nparams; i++) free(f->param_name[i]);
     free(f->code);
     free(f->aux);
     free(f->init);

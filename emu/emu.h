@@ -22,7 +22,8 @@
  * constant globals (printf formats). Every access is checked against its
  * region's bounds and its instruction's alignment; an access outside, to
  * an unmapped region, or a store to a constant is an error naming the
- * instruction: a code generation bug found. Shared memory also keeps, per
+ * instruction (and a launch buffer by the kernel parameter that points
+ * into it): a code generation bug found. Shared memory also keeps, per
  * byte, who wrote and read it: a read of a byte no thread of the CTA wrote
  * (cp.async destinations count from the wait that covers them), and,
  * between two barriers, a read of another

@@ -124,6 +124,7 @@ typedef struct emu_func {
     uint32_t nwords, capwords;
     uint32_t nparams;
     uint32_t param_slot[EMU_MAX_ARGS];
+    char *param_name[EMU_MAX_ARGS]; /* the LLVM parameters' names (codegen gives the kernel's); NULL: none */
     uint8_t param_ek[EMU_MAX_ARGS];
     uint64_t local_size;
     struct emu_func *next;

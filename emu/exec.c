@@ -14,7 +14,8 @@
 #include "emu/mma.h"
 #include "support/support.h"
 
-enum { EMU_CLOCK_EVERY = 4096 }; /* branches between readings of the clock, for the time limit */
+enum { EMU_CLOCK_EVERY = 4096, /* branches between readings of the clock, for the time limit */
+       EMU_BUFFER_NAME_MAX = 160 /* "buffer B (parameter 'NAME')" */ };
 
 static bool vrfail(run *r, const thread *t, const emu_inst *in, const char *fmt, va_list ap)
     __attribute__((format(printf, 4, 0)));
@@ -53,6 +54,18 @@ bool emu_fail(run *r, const thread *t, const emu_inst *in, const char *fmt, ...)
 /* The host address of `size` bytes at tagged pointer p, checked. */
 static bool race_check(run *r, thread *t, const emu_inst *in, uint64_t off, uint64_t size, access acc);
 
+/* "buffer B" named by the kernel parameter that points into it, as the
+ * runtime's errors name them: "buffer 2 (parameter 'out')". */
+static const char *buffer_name(const run *r, uint32_t b, char out[EMU_BUFFER_NAME_MAX]) {
+    for (uint32_t i = 0; i < r->l->nargs && i < r->f->nparams; i++)
+        if (r->l->args[i].is_ptr && r->l->args[i].buffer == b && r->f->param_name[i]) {
+            snprintf(out, EMU_BUFFER_NAME_MAX, "buffer %u (parameter '%s')", b, r->f->param_name[i]);
+            return out;
+        }
+    snprintf(out, EMU_BUFFER_NAME_MAX, "buffer %u", b);
+    return out;
+}
+
 static uint8_t *mem(run *r, thread *t, const emu_inst *in, uint64_t p, uint64_t size, uint64_t align, access acc) {
     bool write = acc != ACC_READ;
     uint32_t region = (uint32_t)(p >> REGION_SHIFT);
@@ -73,17 +86,18 @@ static uint8_t *mem(run *r, thread *t, const emu_inst *in, uint64_t p, uint64_t 
             return NULL;
         }
         const emu_buffer *b = &r->l->buffers[region - 1];
-        if (!b->data) return rfail(r, t, in, "an access to freed buffer %u", region - 1), NULL;
+        char name[EMU_BUFFER_NAME_MAX];
+        if (!b->data) return rfail(r, t, in, "an access to freed %s", buffer_name(r, region - 1, name)), NULL;
         lo = (uintptr_t)b->data % BUFFER_BIAS_MOD;
         hi = lo + b->size;
         if (off < lo || off - lo > b->size || size > b->size - (off - lo)) {
-            rfail(r, t, in, "an access of %llu bytes at byte %lld of buffer %u, which has %zu: out of bounds",
-                  (unsigned long long)size, (long long)(off - lo), region - 1, b->size);
+            rfail(r, t, in, "an access of %llu bytes at byte %lld of %s, which has %zu: out of bounds",
+                  (unsigned long long)size, (long long)(off - lo), buffer_name(r, region - 1, name), b->size);
             return NULL;
         }
         if (off % align) {
-            rfail(r, t, in, "a misaligned access (%llu-byte alignment) at byte %lld of buffer %u", (unsigned long long)align,
-                  (long long)(off - lo), region - 1);
+            rfail(r, t, in, "a misaligned access (%llu-byte alignment) at byte %lld of %s", (unsigned long long)align,
+                  (long long)(off - lo), buffer_name(r, region - 1, name));
             return NULL;
         }
         return (uint8_t *)b->data + (off - lo);

@@ -960,6 +960,9 @@ emu_func *emu_xlate_func(xlate *x, LLVMValueRef fn, uint32_t threads) {
         }
         f->param_slot[i] = new_words(x, 1);
         f->param_ek[i] = (uint8_t)pek;
+        size_t nlen;
+        const char *pname = LLVMGetValueName2(p, &nlen);
+        if (nlen && !(f->param_name[i] = strndup(pname, nlen))) abort();
         map_put(x, p, f->param_slot[i]);
     }
     /* slots for every value and a pc for every block, before any operand is read */

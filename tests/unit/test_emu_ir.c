@@ -783,7 +783,8 @@ static void test_errors_are_reported(void **state) {
     /* one past the end */
     expect_run_error("  %p = getelementptr float, ptr addrspace(1) %out, i32 %t\n"
                      "  store float 1.0, ptr addrspace(1) %p, align 4\n  ret void\n",
-                     "thread 32: an access of 4 bytes at byte 128 of buffer 0, which has 128: out of bounds");
+                     "thread 32: an access of 4 bytes at byte 128 of buffer 0 (parameter 'out'), which has 128: out of "
+                     "bounds");
     expect_run_error("  %p = getelementptr i8, ptr addrspace(1) %out, i32 2\n"
                      "  %v = load i32, ptr addrspace(1) %p, align 4\n  ret void\n",
                      "misaligned");

@@ -423,6 +423,22 @@ static void test_misuse_is_an_error(void **state) {
     assert_null(none);
     assert_non_null(strstr(trt_last_error(dev), "no kernel named 'vsub'"));
 
+    /* a kernel that stores past its buffer: the error names the parameter
+     * (the CPU device also the .tile line; the GPU cannot say which) */
+    if (kind != TRT_DEVICE_CUDA) {
+        trt_buffer big;
+        OK(trt_alloc(dev, 512, &big));
+        float zeros[128] = {0};
+        OK(trt_write(dev, big, 0, zeros, sizeof zeros));
+        OK(trt_write(dev, b, 0, zeros, 256));
+        trt_arg past[4] = {trt_buf(big), trt_buf(big), trt_buf(b), trt_int(128)};
+        assert_int_equal(trt_launch(k, 2, 1, 1, past, 4), TRT_ERR_LAUNCH);
+        const char *said = trt_last_error(dev);
+        if (!strstr(said, kind == TRT_DEVICE_CPU ? "buffer passed as 'out'" : "(parameter 'out')"))
+            fail_msg("the out-of-bounds error does not name the parameter: %s", said);
+        OK(trt_free(dev, big));
+    }
+
     float host[64];
     assert_int_equal(trt_read(dev, b, 8, host, 256), TRT_ERR_INVALID_ARGUMENT); /* past the end */
     OK(trt_free(dev, b));
