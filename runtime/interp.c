@@ -892,6 +892,7 @@ static void run_op(interp *in, const tir_op *op) {
     case TIR_OP_ASYNC_COMMIT:
     case TIR_OP_ASYNC_WAIT:
     case TIR_OP_BARRIER: return;
+    case TIR_OP_FENCE_ASYNC: return; /* orders proxies on the GPU; values are the same */
     case TIR_OP_SELECT: {
         slot *s = out_slot(in, res);
         cell *c = val(in, op->operands[0]), *a = val(in, op->operands[1]), *b = val(in, op->operands[2]);

@@ -29,6 +29,13 @@ tir_layout tir_layout_dot_op(const tir_layout *mma, unsigned idx, unsigned kw) {
     return l;
 }
 
+tir_layout tir_layout_dot_smem(const tir_layout *mma, unsigned idx) {
+    tir_layout l = tir_layout_mma(mma->wpc[0], mma->wpc[1]);
+    l.kind = TIR_LAYOUT_DOT_SMEM;
+    l.dot_idx = (uint8_t)idx;
+    return l;
+}
+
 tir_layout tir_layout_mma_parent(const tir_layout *dot_op) {
     return tir_layout_mma(dot_op->wpc[0], dot_op->wpc[1]);
 }

@@ -308,7 +308,16 @@ static bool parse_shared_layout(reader *r, unsigned rank, tir_layout *l) {
     }
     uint16_t ord16[TIR_MAX_RANK];
     unsigned n;
-    if (!parse_list(r, "ord", ord16, &n, 0) || !expect(r, ">")) return false;
+    int64_t atom = 0;
+    if (!parse_list(r, "ord", ord16, &n, 0)) return false;
+    if (accept(r, ",")) { /* atom=A: rows in pieces of A elements */
+        if (!expect(r, "atom") || !expect(r, "=") || !number(r, &atom)) return false;
+        if (atom < 1 || atom > 128 || (atom & (atom - 1))) {
+            error_here(r, "a shared layout's atom is a power of two up to 128");
+            return false;
+        }
+    }
+    if (!expect(r, ">")) return false;
     if (rank < 2 || n != rank - 1) {
         error_here(r, "a shared layout's order lists the slot's dims (all but the first)");
         return false;
@@ -322,6 +331,7 @@ static bool parse_shared_layout(reader *r, unsigned rank, tir_layout *l) {
         ord[i] = (uint8_t)ord16[i];
     }
     *l = tir_layout_shared(n, ord, (unsigned)sw[0], (unsigned)sw[1], (unsigned)sw[2]);
+    l->sw_atom = (uint8_t)atom;
     return true;
 }
 
@@ -381,6 +391,19 @@ static bool parse_type(reader *r, tir_type *t) {
         uint16_t ord[TIR_MAX_RANK];
         unsigned lrank = rank;
         skip_space(r);
+        if (accept(r, "#dot_smem")) { /* <idx=I, parent=#mma<wpc=[M, N]>> */
+            int64_t idx;
+            if (!expect(r, "<") || !expect(r, "idx") || !expect(r, "=") || !number(r, &idx) || !expect(r, ",") ||
+                !expect(r, "parent") || !expect(r, "=") || !expect(r, "#mma") || !parse_mma_layout(r, rank, false, &l) ||
+                !expect(r, ">"))
+                return false;
+            if (idx < 0 || idx > 1) {
+                error_here(r, "a dot_smem layout needs idx 0 or 1");
+                return false;
+            }
+            t->layout = tir_layout_dot_smem(&l, (unsigned)idx);
+            return expect(r, ">");
+        }
         bool is_dot_op = accept(r, "#dot_op");
         if (is_dot_op || accept(r, "#mma")) {
             if (!parse_mma_layout(r, rank, is_dot_op, &l)) return false;

@@ -126,9 +126,16 @@ typedef enum tir_layout_kind {
                            hold those rows (columns) of it; what a
                            reduction of an MMA tile gives and what
                            expand_dims takes back to it (rank 2, wpc) */
-    TIR_LAYOUT_SHARED   /* where a shared-memory buffer's slot keeps each
+    TIR_LAYOUT_SHARED,  /* where a shared-memory buffer's slot keeps each
                            element ("shared layouts" below); only on smem
                            types, over the slot's dims (rank = the type's - 1) */
+    TIR_LAYOUT_DOT_SMEM /* a dot's a (dot_idx 0) or b (1) left in the slot a
+                           local_load names, for the MMA layout with the same
+                           wpc: the dot reads it there (sm_90a's wgmma, through
+                           matrix descriptors), so it holds no registers. Only
+                           a whole-slot local_load makes it and only a dot in
+                           the same block takes it, with no op that writes
+                           memory or waits between the two (the verifier) */
 } tir_layout_kind;
 
 typedef struct tir_layout {
@@ -142,6 +149,8 @@ typedef struct tir_layout {
     uint8_t dot_idx;   /* TIR_LAYOUT_DOT_OP: 0 = a, 1 = b */
     uint8_t dot_kw;    /* TIR_LAYOUT_DOT_OP: 2 f16/bf16, 1 tf32, 4 i8 */
     uint8_t sw_vec, sw_per_phase, sw_max_phase; /* TIR_LAYOUT_SHARED: the swizzle */
+    uint8_t sw_atom;   /* TIR_LAYOUT_SHARED: 0, or the elements of a row piece
+                          ("shared layouts" below) */
 } tir_layout;
 
 /* Where a tile lives: registers (a value of the program), or a buffer in
@@ -159,12 +168,25 @@ typedef enum tir_space { TIR_SPACE_REGS, TIR_SPACE_SHARED } tir_space;
  * divided by V) at chunk j ^ ((i / P) % M). With V elements 16 bytes, P
  * rows in 128 bytes (the 32 banks) and P M = 8, one chunk from each of 8
  * consecutive rows (what ldmatrix reads) lands in 8 different 16-byte
- * bank groups: no bank conflicts (tir_shared_for_dot picks such values). */
+ * bank groups: no bank conflicts (tir_shared_for_dot picks such values).
+ *
+ * With `atom=A` (spelled after ord; 2-D slots only) rows are cut into
+ * pieces of A elements: the slot keeps the first piece of every row, row
+ * after row, then the second piece of every row, and so on; the swizzle
+ * applies inside a piece. That is the canonical layout wgmma's matrix
+ * descriptors read when a row is longer than the 128-byte swizzle
+ * (tir_shared_for_wgmma). */
 tir_layout tir_layout_shared(unsigned rank, const uint8_t *ord, unsigned vec, unsigned per_phase, unsigned max_phase);
 /* The swizzled layout for a 2-D slot of `shape` with dim `contig`
  * contiguous and `elem_bytes`-byte elements: 16-byte chunks, P rows per
  * 128 bytes, as many phases as make 8 rows conflict-free. */
 tir_layout tir_shared_for_dot(const uint32_t *shape, unsigned contig, unsigned elem_bytes);
+/* The same for an operand wgmma reads from shared memory: rows of 32, 64
+ * or 128 bytes as tir_shared_for_dot swizzles them (the 32B, 64B and 128B
+ * swizzle modes, when the slot starts on a 1024-byte boundary), longer
+ * rows in 128-byte pieces (atom). Kind NONE where wgmma has no such
+ * layout (rows under 32 bytes, or not a multiple of them). */
+tir_layout tir_shared_for_wgmma(const uint32_t *shape, unsigned contig, unsigned elem_bytes);
 /* The element offset, within a slot of `shape`, of the element at
  * `coord` under shared layout l (kind NONE: row-major). */
 uint32_t tir_shared_offset(const tir_layout *l, unsigned rank, const uint32_t *shape, const uint32_t *coord);
@@ -243,6 +265,9 @@ enum { TIR_MMA_TILE_M = 16, TIR_MMA_TILE_N = 8, TIR_MMA_MIN_DIM = 16 };
 tir_layout tir_layout_mma(unsigned wpc_m, unsigned wpc_n);
 tir_layout tir_layout_dot_op(const tir_layout *mma, unsigned idx, unsigned kw);
 tir_layout tir_layout_mma_parent(const tir_layout *dot_op);
+/* A dot operand left in shared memory (TIR_LAYOUT_DOT_SMEM) for an mma
+ * layout: operand idx (0 a, 1 b). */
+tir_layout tir_layout_dot_smem(const tir_layout *mma, unsigned idx);
 /* Triton's MMAv2 choice of warps for an MxN result (warpsPerTileV2). */
 tir_layout tir_layout_mma_for(uint32_t m, uint32_t n, unsigned num_warps);
 /* The FMA path of dot (dot_ieee): for a result in blocked layout `res`,

@@ -87,8 +87,11 @@ bool tir_layout_eq(const tir_layout *a, const tir_layout *b) {
     if (a->kind == TIR_LAYOUT_SHARED) {
         for (unsigned i = 0; i < a->rank; i++)
             if (a->ord[i] != b->ord[i]) return false;
-        return a->sw_vec == b->sw_vec && a->sw_per_phase == b->sw_per_phase && a->sw_max_phase == b->sw_max_phase;
+        return a->sw_vec == b->sw_vec && a->sw_per_phase == b->sw_per_phase && a->sw_max_phase == b->sw_max_phase &&
+               a->sw_atom == b->sw_atom;
     }
+    if (a->kind == TIR_LAYOUT_DOT_SMEM)
+        return a->wpc[0] == b->wpc[0] && a->wpc[1] == b->wpc[1] && a->dot_idx == b->dot_idx;
     if (tir_layout_is_mma(a))
         return a->wpc[0] == b->wpc[0] && a->wpc[1] == b->wpc[1] &&
                (a->kind == TIR_LAYOUT_MMA || (a->dot_idx == b->dot_idx && a->dot_kw == b->dot_kw));
@@ -140,7 +143,8 @@ tir_layout tir_layout_shared(unsigned rank, const uint8_t *ord, unsigned vec, un
 enum {
     SHARED_CHUNK_BYTES = 16,   /* what one lane of ldmatrix reads, and the widest shared access */
     SHARED_BANK_BYTES = 128,   /* 32 banks of 4 bytes */
-    SHARED_ROWS_PER_READ = 8   /* rows of one 8x8 ldmatrix matrix */
+    SHARED_ROWS_PER_READ = 8,  /* rows of one 8x8 ldmatrix matrix */
+    WGMMA_MIN_ROW_BYTES = 32   /* the narrowest swizzle (32B) wgmma's descriptors know */
 };
 
 tir_layout tir_shared_for_dot(const uint32_t *shape, unsigned contig, unsigned elem_bytes) {
@@ -156,10 +160,34 @@ tir_layout tir_shared_for_dot(const uint32_t *shape, unsigned contig, unsigned e
     return tir_layout_shared(2, ord, vec, per_phase, max_phase);
 }
 
+tir_layout tir_shared_for_wgmma(const uint32_t *shape, unsigned contig, unsigned elem_bytes) {
+    uint32_t row_bytes = shape[contig] * elem_bytes;
+    tir_layout none;
+    memset(&none, 0, sizeof none);
+    if (row_bytes < WGMMA_MIN_ROW_BYTES || elem_bytes == 0 || elem_bytes > SHARED_CHUNK_BYTES) return none;
+    if (row_bytes <= SHARED_BANK_BYTES) return tir_shared_for_dot(shape, contig, elem_bytes);
+    uint32_t piece[2] = {shape[0], shape[1]};
+    piece[contig] = SHARED_BANK_BYTES / elem_bytes;
+    tir_layout l = tir_shared_for_dot(piece, contig, elem_bytes);
+    l.sw_atom = (uint8_t)piece[contig];
+    return l;
+}
+
 uint32_t tir_shared_offset(const tir_layout *l, unsigned rank, const uint32_t *shape, const uint32_t *coord) {
     uint8_t ord[TIR_MAX_RANK] = {0};
     for (unsigned k = 0; k < rank; k++) ord[k] = l->kind == TIR_LAYOUT_SHARED ? l->ord[k] : (uint8_t)(rank - 1 - k);
-    uint32_t c = coord[ord[0]];
+    uint32_t c = coord[ord[0]], before = 0; /* elements of the pieces before c's (atom) */
+    if (l->kind == TIR_LAYOUT_SHARED && rank == 2 && l->sw_atom && l->sw_atom < shape[ord[0]]) {
+        before = c / l->sw_atom * l->sw_atom * shape[ord[1]];
+        c %= l->sw_atom;
+        uint32_t piece = l->sw_atom;
+        if (l->sw_max_phase > 1) {
+            uint32_t row = coord[ord[1]], vec = l->sw_vec;
+            uint32_t chunk = (c / vec) ^ ((row / l->sw_per_phase) % l->sw_max_phase);
+            c = chunk * vec + c % vec;
+        }
+        return before + coord[ord[1]] * piece + c;
+    }
     if (l->kind == TIR_LAYOUT_SHARED && rank == 2 && l->sw_max_phase > 1) {
         uint32_t row = coord[ord[1]], vec = l->sw_vec;
         uint32_t chunk = (c / vec) ^ ((row / l->sw_per_phase) % l->sw_max_phase);
@@ -227,7 +255,11 @@ void tir_print_type(tc_strbuf *out, tir_type t) {
         tc_strbuf_printf(out, ", #shared<vec=%u, per_phase=%u, max_phase=%u, ", l->sw_vec, l->sw_per_phase,
                          l->sw_max_phase);
         print_list(out, "ord", ord, l->rank);
+        if (l->sw_atom) tc_strbuf_printf(out, ", atom=%u", l->sw_atom);
         tc_strbuf_putc(out, '>');
+    } else if (t.layout.kind == TIR_LAYOUT_DOT_SMEM) {
+        const tir_layout *l = &t.layout;
+        tc_strbuf_printf(out, ", #dot_smem<idx=%u, parent=#mma<wpc=[%u, %u]>>", l->dot_idx, l->wpc[0], l->wpc[1]);
     } else if (tir_layout_is_mma(&t.layout)) {
         const tir_layout *l = &t.layout;
         if (l->kind == TIR_LAYOUT_DOT_OP) tc_strbuf_printf(out, ", #dot_op<idx=%u, kw=%u, parent=", l->dot_idx, l->dot_kw);

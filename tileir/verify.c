@@ -69,6 +69,15 @@ static void check_layout(verifier *v, const tir_op *op, tir_type t) {
             fail(v, op, "layout warps differ from num_warps");
         return;
     }
+    if (l->kind == TIR_LAYOUT_DOT_SMEM) {
+        if (t.rank != 2 || l->rank != 2 || t.shape[0] < TIR_MMA_MIN_DIM || t.shape[1] < TIR_MMA_MIN_DIM || l->dot_idx > 1)
+            fail(v, op, "a dot_smem layout is for a dot's a or b, 2-D with dims of at least 16");
+        else if (!is_pow2(l->wpc[0]) || !is_pow2(l->wpc[1]))
+            fail(v, op, "layout sizes must be powers of two");
+        else if (v->f->num_warps && (uint64_t)l->wpc[0] * l->wpc[1] != (uint64_t)v->f->num_warps)
+            fail(v, op, "layout warps differ from num_warps");
+        return;
+    }
     if (l->kind == TIR_LAYOUT_MMA || l->kind == TIR_LAYOUT_DOT_OP) {
         /* an mma tile's dims may be 1: a row, a column or a scalar
          * broadcast over the accumulator (every thread holds it whole
@@ -141,8 +150,36 @@ static void check_shared_layout(verifier *v, const tir_op *op, tir_type t) {
     }
     if (!is_pow2(l->sw_vec) || !is_pow2(l->sw_per_phase) || !is_pow2(l->sw_max_phase))
         fail(v, op, "a shared layout's vec, per_phase and max_phase must be powers of two");
-    else if (l->sw_max_phase > 1 && (l->rank != 2 || (uint64_t)l->sw_vec * l->sw_max_phase > t.shape[1 + l->ord[0]]))
-        fail(v, op, "a swizzled shared layout needs a 2-D slot whose rows hold vec x max_phase elements");
+    else if (l->sw_max_phase > 1 &&
+             (l->rank != 2 || (uint64_t)l->sw_vec * l->sw_max_phase > (l->sw_atom ? l->sw_atom : t.shape[1 + l->ord[0]])))
+        fail(v, op, "a swizzled shared layout needs a 2-D slot whose rows (or atoms) hold vec x max_phase elements");
+    else if (l->sw_atom && (l->rank != 2 || !is_pow2(l->sw_atom) || l->sw_atom > t.shape[1 + l->ord[0]]))
+        fail(v, op, "a shared layout's atom must be a power of two no longer than the rows of its 2-D slot");
+}
+
+/* Operand i of op is a dot_smem tile: a view of a slot that the dot reads
+ * when it runs (tir_layout_kind), so its uses are dots of the same block as
+ * the local_load with nothing between that could change the slot. */
+static void check_dot_smem_use(verifier *v, const tir_op *op, uint32_t i) {
+    const tir_value *x = op->operands[i];
+    if (op->code != TIR_OP_DOT || i != x->type.layout.dot_idx) {
+        fail(v, op, "a dot_smem tile is only operand %s of a dot", x->type.layout.dot_idx ? "b" : "a");
+        return;
+    }
+    const tir_op *ld = x->def;
+    if (!ld || ld->code != TIR_OP_LOCAL_LOAD || ld->parent != op->parent) {
+        fail(v, op, "a dot's dot_smem operand must come from a local_load in its block");
+        return;
+    }
+    for (const tir_op *p = ld->next; p && p != op; p = p->next) {
+        unsigned fl = tir_ops[p->code].flags;
+        if ((fl & (TIR_F_WRITES | TIR_F_EFFECT | TIR_F_REGION)) && p->code != TIR_OP_LOCAL_LOAD) {
+            fail(v, op, "a dot's dot_smem operand is read when the dot runs: no op that writes memory, waits or "
+                        "branches may stand between its local_load and the dot (here: %s)",
+                 tir_ops[p->code].name);
+            return;
+        }
+    }
 }
 
 static void check_types(verifier *v, const tir_op *op) {
@@ -165,6 +202,11 @@ static void check_types(verifier *v, const tir_op *op) {
             return;
         }
     }
+    for (uint32_t i = 0; i < op->nresults; i++)
+        if (op->results[i]->type.layout.kind == TIR_LAYOUT_DOT_SMEM && op->code != TIR_OP_LOCAL_LOAD)
+            fail(v, op, "only local_load gives a dot_smem tile (a dot operand left in shared memory)");
+    for (uint32_t i = 0; i < op->noperands; i++)
+        if (o[i]->type.layout.kind == TIR_LAYOUT_DOT_SMEM) check_dot_smem_use(v, op, i);
     switch (op->code) {
     case TIR_OP_LOCAL_ALLOC:
         if (r.space != TIR_SPACE_SHARED || r.rank < 2 || r.elem == TIR_PTR) {
@@ -191,6 +233,9 @@ static void check_types(verifier *v, const tir_op *op) {
                                                  : t.shape[d] == buf.shape[d + 1];
         for (unsigned d = t.rank; same && op->code == TIR_OP_LOCAL_LOAD && d < TIR_MAX_RANK; d++)
             same = op->attr.offset[d] == 0;
+        if (same && op->code == TIR_OP_LOCAL_LOAD && t.layout.kind == TIR_LAYOUT_DOT_SMEM &&
+            (buf.layout.kind != TIR_LAYOUT_SHARED || t.shape[0] != buf.shape[1] || t.shape[1] != buf.shape[2]))
+            fail(v, op, "a local_load giving a dot_smem tile reads a whole 2-D slot of a buffer with a shared layout");
         if (!same)
             fail(v, op, op->code == TIR_OP_LOCAL_LOAD    ? "local_load gives a tile of one slot's shape and element type, or a part of it inside the slot"
                         : op->code == TIR_OP_LOCAL_STORE ? "local_store takes a tile of one slot's shape and element type"
@@ -298,9 +343,11 @@ static void check_types(verifier *v, const tir_op *op) {
         else if (r.layout.kind == TIR_LAYOUT_MMA) {
             tir_layout wa = tir_layout_dot_op(&r.layout, 0, tir_dot_kw(tir_type_elem(a))),
                        wb = tir_layout_dot_op(&r.layout, 1, tir_dot_kw(tir_type_elem(b)));
+            tir_layout sa = tir_layout_dot_smem(&r.layout, 0), sb = tir_layout_dot_smem(&r.layout, 1);
             if (op->code == TIR_OP_DOT_IEEE) fail(v, op, "dot_ieee's result needs a blocked layout (it runs on FMAs)");
-            else if (!tir_layout_eq(&a.layout, &wa) || !tir_layout_eq(&b.layout, &wb))
-                fail(v, op, "dot with an mma result needs a and b in the dot_op layouts of that mma layout");
+            else if ((!tir_layout_eq(&a.layout, &wa) && !tir_layout_eq(&a.layout, &sa)) ||
+                     (!tir_layout_eq(&b.layout, &wb) && !tir_layout_eq(&b.layout, &sb)))
+                fail(v, op, "dot with an mma result needs a and b in the dot_op (or dot_smem) layouts of that mma layout");
         } else if (r.layout.kind == TIR_LAYOUT_BLOCKED) {
             tir_layout wa = tir_layout_dot_fma(&r.layout, a.shape[1], 0), wb = tir_layout_dot_fma(&r.layout, a.shape[1], 1);
             if (!tir_layout_eq(&a.layout, &wa) || !tir_layout_eq(&b.layout, &wb))
