@@ -28,7 +28,8 @@ enum {
                                     deep rings give (4 stages of 128x32 f32 tiles whose layout
                                     repeats each element: 160 copies a stage) */
     POISON_BYTE = 0xff,
-    DYNAMIC_SMEM_ALIGN = 16 /* where the dynamic shared array starts (codegen aligns it to 16) */
+    DYNAMIC_SMEM_ALIGN = 16,      /* where the dynamic shared array starts at least (codegen aligns it to 16) */
+    DYNAMIC_SMEM_MAX_ALIGN = 1024 /* the most it may ask (wgmma's 128-byte swizzle repeats every 1024 bytes) */
 };
 #define OFFSET_MASK ((UINT64_C(1) << REGION_SHIFT) - 1)
 

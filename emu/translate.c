@@ -327,18 +327,24 @@ bool emu_place_globals(xlate *x) {
             cend += size;
         }
     }
-    bool aligned = false;
+    /* the dynamic arrays all start where the static part ends, at the
+     * most any of them asks (.extern .shared .align N), at least 16 */
+    uint64_t dyn_align = 0;
     for (uint32_t i = 0; i < m->nglobals; i++) {
         LLVMValueRef g = m->globals[i];
         if (LLVMGetPointerAddressSpace(LLVMTypeOf(g)) != 3 || LLVMGetInitializer(g)) continue;
-        if (!aligned) { /* the static part's exact end stays checked in modules without one */
-            m->shared_size = (m->shared_size + DYNAMIC_SMEM_ALIGN - 1) / DYNAMIC_SMEM_ALIGN * DYNAMIC_SMEM_ALIGN;
-            aligned = true;
-        }
-        if (LLVMGetAlignment(g) > DYNAMIC_SMEM_ALIGN) {
-            xfail(x, g, "a dynamic shared array aligned to more than %d bytes", DYNAMIC_SMEM_ALIGN);
+        if (LLVMGetAlignment(g) > DYNAMIC_SMEM_MAX_ALIGN) {
+            xfail(x, g, "a dynamic shared array aligned to more than %d bytes", DYNAMIC_SMEM_MAX_ALIGN);
             return false;
         }
+        uint64_t a = LLVMGetAlignment(g) > DYNAMIC_SMEM_ALIGN ? LLVMGetAlignment(g) : DYNAMIC_SMEM_ALIGN;
+        if (a > dyn_align) dyn_align = a;
+    }
+    if (dyn_align) /* the static part's exact end stays checked in modules without one */
+        m->shared_size = (m->shared_size + dyn_align - 1) / dyn_align * dyn_align;
+    for (uint32_t i = 0; i < m->nglobals; i++) {
+        LLVMValueRef g = m->globals[i];
+        if (LLVMGetPointerAddressSpace(LLVMTypeOf(g)) != 3 || LLVMGetInitializer(g)) continue;
         m->global_addr[i] = make_ptr(REGION_SHARED, m->shared_size);
     }
     m->consts_size = cend;
