@@ -133,6 +133,13 @@ TILEC_API trt_status trt_set_print(trt_device *dev, trt_print_fn fn, void *user)
  * (the default): none. The GPU refuses a limit (TRT_ERR_INVALID_ARGUMENT). */
 TILEC_API trt_status trt_set_time_limit(trt_device *dev, double seconds);
 
+/* The emulator device runs the code the compiler makes for GPU `arch`
+ * ("sm_80", the default, to "sm_90a": Hopper's wgmma): trt_compile builds
+ * for it unless its options name another, and the stdlib chooses its
+ * kernels' configurations for it. Set it before compiling; other devices
+ * refuse (TRT_ERR_INVALID_ARGUMENT: the GPU's is the GPU's). */
+TILEC_API trt_status trt_emu_set_arch(trt_device *dev, const char *arch);
+
 /* Compiles `.tile` source for the device. Compiled modules are cached in
  * memory by (source, options): compiling the same thing again is free. */
 TILEC_API trt_status trt_compile(trt_device *dev, const char *filename, const char *source, size_t len,

@@ -9,8 +9,9 @@
 
 static const char *emu_name(const trt_device *d) { return "emu (NVPTX LLVM IR emulator)"; }
 
-/* The emulator device compiles for the compiler's default architecture. */
-static const char *emu_code_arch(const trt_device *d) { return TILEC_DEFAULT_ARCH; }
+/* The emulator device compiles for the arch trt_emu_set_arch chose, else
+ * the compiler's default. */
+static const char *emu_code_arch(const trt_device *d) { return d->emu_arch[0] ? d->emu_arch : TILEC_DEFAULT_ARCH; }
 
 static trt_status emu_check_prebuilt(trt_device *d, const char *path) {
     return rt_fail(d, TRT_ERR_INVALID_ARGUMENT,

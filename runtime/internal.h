@@ -15,6 +15,7 @@
 
 enum {
     RT_ERR_MAX = 8192,         /* bytes of the last error message kept */
+    RT_ARCH_MAX = 16,          /* bytes of an arch name ("sm_90a") and its NUL */
     RT_MAX_BUFFERS = 1 << 20,  /* live buffers per device */
     RT_BUFFER_ALIGN = 64,      /* host allocations; the compiler assumes 16 */
     RT_PTR_ALIGN = 16,         /* what pointer arguments must be (LOWER_ASSUMED_PTR_ALIGN) */
@@ -64,6 +65,7 @@ struct trt_device {
                            allocation and module loads are refused meanwhile */
     trt_stream *captures; /* those streams, which trt_close ends */
     trt_module *deferred; /* modules freed while capturing, unloaded when the last capture ends */
+    char emu_arch[RT_ARCH_MAX]; /* the emulator device's target (trt_emu_set_arch); "": the default */
 };
 
 struct trt_kernel {

@@ -706,6 +706,21 @@ trt_status trt_set_time_limit(trt_device *d, double seconds) {
     return TRT_OK;
 }
 
+trt_status trt_emu_set_arch(trt_device *d, const char *arch) {
+    if (!d) return TRT_ERR_INVALID_ARGUMENT;
+    if (d->closed) return rt_fail(d, TRT_ERR_CLOSED, "the device was closed");
+    if (d->ops->kind != TRT_DEVICE_EMU)
+        return rt_fail(d, TRT_ERR_INVALID_ARGUMENT, "only the emulator device takes an arch; %s has its own",
+                       d->ops->name(d));
+    /* sm_ and two digits, perhaps an `a`: the compiler says whether it knows it */
+    size_t n = arch ? strlen(arch) : 0;
+    if (n < 5 || n >= RT_ARCH_MAX || strncmp(arch, "sm_", 3) != 0 || strspn(arch + 3, "0123456789") < 2 ||
+        strspn(arch + 3, "0123456789") + 3 + (arch[n - 1] == 'a') != n)
+        return rt_fail(d, TRT_ERR_INVALID_ARGUMENT, "'%s' is not a GPU arch such as sm_80 or sm_90a", arch ? arch : "(null)");
+    memcpy(d->emu_arch, arch, n + 1);
+    return TRT_OK;
+}
+
 trt_status trt_set_print(trt_device *d, trt_print_fn fn, void *user) {
     if (!d) return TRT_ERR_INVALID_ARGUMENT;
     if (d->closed) return rt_fail(d, TRT_ERR_CLOSED, "the device was closed");

@@ -145,12 +145,13 @@ float rand_ref(int64_t seed, int32_t offset) {
 /* ---- opening the device named on the command line ------------------------- */
 
 int harness_open(int argc, char **argv, const char **which_out) {
-    const char *which = argc > 1 ? argv[1] : "cpu";
+    const char *which = argc > 1 ? argv[1] : "cpu", *emu_arch = NULL;
     if (!strcmp(which, "cpu")) kind = TRT_DEVICE_CPU;
     else if (!strcmp(which, "cuda")) kind = TRT_DEVICE_CUDA;
     else if (!strcmp(which, "emu")) kind = TRT_DEVICE_EMU;
+    else if (!strncmp(which, "emu:", 4)) kind = TRT_DEVICE_EMU, emu_arch = which + 4; /* emu:sm_90a */
     else {
-        fprintf(stderr, "usage: %s cpu|cuda|emu\n", argv[0]);
+        fprintf(stderr, "usage: %s cpu|cuda|emu|emu:ARCH\n", argv[0]);
         return 2;
     }
     char why[512];
@@ -160,7 +161,12 @@ int harness_open(int argc, char **argv, const char **which_out) {
         fprintf(stderr, "%s: %s device tests %s: %s\n", argv[0], which, required ? "FAILED" : "SKIPPED", why);
         return required ? 1 : 77; /* 77: ctest's SKIP_RETURN_CODE */
     }
-    printf("device: %s\n", trt_device_name(dev));
+    if (emu_arch && trt_emu_set_arch(dev, emu_arch) != TRT_OK) {
+        fprintf(stderr, "%s: %s\n", argv[0], trt_last_error(dev));
+        trt_close(dev);
+        return 2;
+    }
+    printf("device: %s%s%s\n", trt_device_name(dev), emu_arch ? ", compiling for " : "", emu_arch ? emu_arch : "");
     srand(2026);
     *which_out = which;
     return 0;
