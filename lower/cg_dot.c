@@ -62,9 +62,9 @@ void gen_dot(cg *c, const tir_op *op) {
     else cg_error(c, op, "dot's result needs an mma or a blocked layout");
 }
 
-/* The tensor-core lowering for `arch`: mma.sync on every target for now
- * (sm_80 and sm_90 alike); wgmma would be chosen here for sm_90. */
+/* The tensor-core lowering for `arch`: wgmma where the target has it
+ * (sm_90a; it falls back to mma.sync for the dots it does not take),
+ * else mma.sync. */
 const cg_dot_lowering *cg_dot_lowering_for(const char *arch) {
-    (void)arch;
-    return &cg_dot_mma_sync;
+    return lower_has_wgmma(arch) ? &cg_dot_wgmma : &cg_dot_mma_sync;
 }

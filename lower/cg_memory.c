@@ -106,9 +106,9 @@ static bool lane_bits(cg *c, tir_elem e, LLVMTypeRef *ity, const char **cons, co
     }
 }
 
-static LLVMValueRef call_asm(cg *c, LLVMTypeRef ret, const char *text, const char *cons, LLVMValueRef *args,
-                             unsigned nargs) {
-    LLVMTypeRef tys[4];
+LLVMValueRef inline_asm(cg *c, LLVMTypeRef ret, const char *text, const char *cons, LLVMValueRef *args,
+                        unsigned nargs) {
+    LLVMTypeRef *tys = nargs ? TC_NEW_ARRAY(c->arena, LLVMTypeRef, nargs) : NULL;
     for (unsigned i = 0; i < nargs; i++) tys[i] = LLVMTypeOf(args[i]);
     LLVMTypeRef fty = LLVMFunctionType(ret, tys, nargs, false);
     /* side effects: keeps loads and stores in program order */
@@ -131,7 +131,7 @@ LLVMValueRef predicated_load(cg *c, tir_elem e, LLVMValueRef p, LLVMValueRef m, 
         snprintf(text, sizeof text, "@$2 ld.global.%s $0, [$1];", suffix);
         snprintf(cs, sizeof cs, "=%s,l,b,0", cons);
         LLVMValueRef args[3] = {ptr_bits(c, p), m, LLVMBuildBitCast(c->b, other, ity, "")};
-        return LLVMBuildBitCast(c->b, call_asm(c, ity, text, cs, args, 3), ty, "");
+        return LLVMBuildBitCast(c->b, inline_asm(c, ity, text, cs, args, 3), ty, "");
     }
     /* bytes: a branch around a plain load */
     LLVMBasicBlockRef from = LLVMGetInsertBlock(c->b), ld = new_block(c, "ld.lane"), next = new_block(c, "ld.next");
@@ -159,7 +159,7 @@ static void predicated_store(cg *c, tir_elem e, LLVMValueRef p, LLVMValueRef v, 
         snprintf(text, sizeof text, "@$2 st.global.%s [$0], $1;", suffix);
         snprintf(cs, sizeof cs, "l,%s,b", cons);
         LLVMValueRef args[3] = {ptr_bits(c, p), LLVMBuildBitCast(c->b, v, ity, ""), m};
-        call_asm(c, LLVMVoidTypeInContext(c->ctx), text, cs, args, 3);
+        inline_asm(c, LLVMVoidTypeInContext(c->ctx), text, cs, args, 3);
         return;
     }
     LLVMBasicBlockRef st = new_block(c, "st.lane"), next = new_block(c, "st.next");
@@ -494,7 +494,7 @@ uint32_t atomic_scratch(const tir_func *f, const tir_op *op) {
 }
 
 static void fence_acq_rel_gpu(cg *c) {
-    call_asm(c, LLVMVoidTypeInContext(c->ctx), "fence.acq_rel.gpu;", "~{memory}", NULL, 0);
+    inline_asm(c, LLVMVoidTypeInContext(c->ctx), "fence.acq_rel.gpu;", "~{memory}", NULL, 0);
 }
 
 /* new = maximum(old, v) (or minimum) by compare-and-swap on the bits until

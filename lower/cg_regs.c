@@ -95,7 +95,7 @@ bool is_mma_kind(const tir_layout *l) { return tir_layout_is_mma(l); }
 /* Registers per thread for a type: 1 for scalars and for shared-memory
  * buffers (their address). */
 uint32_t reg_count(const tir_type *t) {
-    if (t->rank == 0 || t->space == TIR_SPACE_SHARED) return 1;
+    if (t->rank == 0 || t->space == TIR_SPACE_SHARED || t->layout.kind == TIR_LAYOUT_DOT_SMEM) return 1;
     if (is_mma_kind(&t->layout)) return tir_mma_regs(&t->layout, t->shape);
     view v = view_of(t);
     return view_regs(&v);

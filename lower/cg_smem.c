@@ -23,6 +23,8 @@ uint32_t buffer_bytes(const tir_type *t) { return (uint32_t)lower_buffer_bytes(*
 void gen_local_alloc(cg *c, const tir_op *op) {
     uint32_t at = smem_buffer_offset(c->buffers, op);
     if (at == UINT32_MAX) { /* more buffers than smem_plan places: each after the last */
+        uint32_t a = smem_buffer_align(c->f, op);
+        c->apart_next = (c->apart_next + a - 1) & ~(a - 1); /* buffers_at is aligned for all */
         at = c->apart_next - c->buffers_at;
         c->apart_next += (buffer_bytes(&op->results[0]->type) + 15) & ~15u;
     }
@@ -57,7 +59,14 @@ static LLVMValueRef slot_addr_at(cg *c, const tir_op *op, LLVMValueRef const *co
     const uint32_t *shape = &bt->shape[1];
     uint8_t ord[TIR_MAX_RANK] = {0};
     for (unsigned k = 0; k < rank; k++) ord[k] = l->kind == TIR_LAYOUT_SHARED ? l->ord[k] : (uint8_t)(rank - 1 - k);
-    LLVMValueRef col = coord[ord[0]];
+    LLVMValueRef col = coord[ord[0]], pieces = NULL; /* atom: the elements of the pieces before col's */
+    uint32_t row_len = shape[ord[0]];
+    if (l->kind == TIR_LAYOUT_SHARED && rank == 2 && l->sw_atom && l->sw_atom < row_len) {
+        pieces = LLVMBuildMul(c->b, LLVMBuildLShr(c->b, col, i32c(c, log2u(l->sw_atom)), ""),
+                              i32c(c, l->sw_atom * shape[ord[1]]), "");
+        col = LLVMBuildAnd(c->b, col, i32c(c, l->sw_atom - 1), "");
+        row_len = l->sw_atom;
+    }
     if (l->kind == TIR_LAYOUT_SHARED && rank == 2 && l->sw_max_phase > 1) {
         LLVMValueRef phase = LLVMBuildAnd(c->b, LLVMBuildLShr(c->b, coord[ord[1]], i32c(c, log2u(l->sw_per_phase)), ""),
                                           i32c(c, l->sw_max_phase - 1), "");
@@ -68,7 +77,8 @@ static LLVMValueRef slot_addr_at(cg *c, const tir_op *op, LLVMValueRef const *co
     LLVMValueRef off = NULL;
     for (unsigned k = rank; k-- > 1;)
         off = off ? LLVMBuildAdd(c->b, LLVMBuildMul(c->b, off, i32c(c, shape[ord[k]]), ""), coord[ord[k]], "") : coord[ord[k]];
-    off = off ? LLVMBuildAdd(c->b, LLVMBuildMul(c->b, off, i32c(c, shape[ord[0]]), ""), col, "") : col;
+    off = off ? LLVMBuildAdd(c->b, LLVMBuildMul(c->b, off, i32c(c, row_len), ""), col, "") : col;
+    if (pieces) off = LLVMBuildAdd(c->b, pieces, off, "");
     uint32_t slot_elems = (uint32_t)(tir_type_numel(*bt) / bt->shape[0]), eb = scratch_elem_bytes(tir_type_elem(*bt));
     LLVMValueRef slot = reg(c, op->operands[1], 0);
     if (form == SLOT_INDEX) {
@@ -356,6 +366,14 @@ static void gen_ldmatrix(cg *c, const tir_op *op) {
 }
 
 void gen_local_load(cg *c, const tir_op *op) {
+    if (op->results[0]->type.layout.kind == TIR_LAYOUT_DOT_SMEM) { /* left in shared memory: the slot's address */
+        const tir_type *bt = &op->operands[0]->type;
+        uint32_t slot_bytes = (uint32_t)(tir_type_numel(*bt) / bt->shape[0]) * scratch_elem_bytes(tir_type_elem(*bt));
+        LLVMValueRef first = LLVMBuildMul(c->b, reg(c, op->operands[1], 0), i32c(c, slot_bytes), "");
+        new_regs(c, op->results[0])[0] =
+            LLVMBuildGEP2(c->b, LLVMInt8TypeInContext(c->ctx), reg(c, op->operands[0], 0), &first, 1, "");
+        return;
+    }
     if (ldmatrix_fits(op)) {
         gen_ldmatrix(c, op);
         return;

@@ -349,6 +349,7 @@ static void gen_op(cg *c, const tir_op *op) {
         return;
     }
     case TIR_OP_BARRIER: barrier(c); return;
+    case TIR_OP_FENCE_ASYNC: gen_fence_async(c, op); return;
     case TIR_OP_DOT: case TIR_OP_DOT_IEEE: gen_dot(c, op); return;
     default: break;
     }
@@ -441,7 +442,7 @@ static bool gen_func(cg *c, tir_func *f) {
     /* the area the smem_plan pass sized: slots, buffers, live scratch;
      * the other scratch on the buffers (gen_block_ops switches it in the
      * buffers' block) */
-    c->buffers_at = c->apart_next = (f->smem.slots + 15) & ~15u;
+    c->buffers_at = c->apart_next = smem_buffers_base(f);
     uint32_t smem_bytes = lower_smem_bytes(f);
     c->smem = NULL;
     c->smem_used = 0;
@@ -457,7 +458,9 @@ static bool gen_func(cg *c, tir_func *f) {
             c->smem = LLVMAddGlobalInAddressSpace(c->mod, LLVMArrayType2(LLVMInt8TypeInContext(c->ctx), 0), dyn_name,
                                                   NVPTX_ADDRSPACE_SHARED);
             LLVMSetLinkage(c->smem, LLVMExternalLinkage);
-            LLVMSetAlignment(c->smem, 16);
+            LLVMSetAlignment(c->smem, smem_buffer_align(f, NULL));
+        } else if (LLVMGetAlignment(c->smem) < smem_buffer_align(f, NULL)) {
+            LLVMSetAlignment(c->smem, smem_buffer_align(f, NULL));
         }
     } else if (smem_bytes) {
         char name[300];
@@ -466,7 +469,7 @@ static bool gen_func(cg *c, tir_func *f) {
         c->smem = LLVMAddGlobalInAddressSpace(c->mod, ty, name, NVPTX_ADDRSPACE_SHARED);
         LLVMSetInitializer(c->smem, LLVMGetUndef(ty));
         LLVMSetLinkage(c->smem, LLVMInternalLinkage);
-        LLVMSetAlignment(c->smem, 16);
+        LLVMSetAlignment(c->smem, smem_buffer_align(f, NULL));
     }
     smem_buffers bufs;
     smem_buffers_of(f, &bufs);

@@ -68,9 +68,9 @@ typedef struct view {
 
 /* How the target lowers `dot` on tensor cores: chosen once per compilation
  * (cg_dot_lowering_for), called by gen_dot for each dot it takes; a dot it
- * does not take and whose result is blocked runs on FMAs (cg_dot.c). Today
- * mma.sync serves every arch; a wgmma lowering for sm_90 is a sibling file
- * of cg_dot_mma_sync.c with one more of these. */
+ * does not take and whose result is blocked runs on FMAs (cg_dot.c):
+ * mma.sync (cg_dot_mma_sync.c) on sm_80 and sm_90, wgmma on sm_90a
+ * (cg_dot_wgmma.c). */
 typedef struct cg_dot_lowering {
     const char *name;                            /* for messages and tests */
     bool (*takes)(cg *c, const tir_op *op);      /* this dot is this lowering's */
@@ -118,6 +118,8 @@ void gen_erf(cg *c, const tir_op *op);
 void gen_randint(cg *c, const tir_op *op);
 
 /* cg_memory.c */
+/* An inline asm call with side effects (kept in program order). */
+LLVMValueRef inline_asm(cg *c, LLVMTypeRef ret, const char *text, const char *cons, LLVMValueRef *args, unsigned nargs);
 uint32_t floor_pow2(int64_t v);
 uint32_t vec_width(cg *c, const tir_value *ptrs, bool *check_align);
 uint32_t equal_run(cg *c, const tir_value *v);
@@ -147,10 +149,12 @@ void gen_atomic(cg *c, const tir_op *op);
 typedef struct smem_buffer {
     const tir_op *alloc;
     uint32_t offset, bytes; /* from the buffers' start, 16-byte aligned */
+    uint32_t align;          /* where it may start (smem_buffer_align) */
     uint32_t from, last, to; /* positions in home: first use, last use, end of range (exclusive) */
     bool used;               /* some op of home touches it (else an empty range: from = to = 0) */
 } smem_buffer;
 typedef struct smem_buffers {
+    const tir_func *f;
     const tir_block *home;       /* NULL: no buffers */
     const tir_op *first, *end;   /* in home: the union of the ranges, [first, end) (end NULL: home's end) */
     uint32_t n, extent;          /* buffers; the bytes they span */
@@ -161,6 +165,11 @@ void smem_buffers_of(const tir_func *f, smem_buffers *s);
 /* the offset of the buffer that alloc makes (s from smem_buffers_of);
  * UINT32_MAX with `apart`: each after the ones before it in program order */
 uint32_t smem_buffer_offset(const smem_buffers *s, const tir_op *alloc);
+/* Where buffer `alloc` may start (16, or LOWER_WGMMA_SMEM_ALIGN where wgmma
+ * reads it); with alloc NULL, the most any of f's buffers needs. Where
+ * the buffers start in the kernel's area: after the slots, so aligned. */
+uint32_t smem_buffer_align(const tir_func *f, const tir_op *alloc);
+uint32_t smem_buffers_base(const tir_func *f);
 
 /* cg_smem.c */
 uint32_t buffer_bytes(const tir_type *t);
@@ -191,6 +200,10 @@ void gen_assert(cg *c, const tir_op *op);
 
 /* cg_dot_mma_sync.c */
 extern const cg_dot_lowering cg_dot_mma_sync;
+
+/* cg_dot_wgmma.c: sm_90a's (wgmma, else mma.sync); fence_async */
+extern const cg_dot_lowering cg_dot_wgmma;
+void gen_fence_async(cg *c, const tir_op *op);
 
 /* cg_dot.c */
 const cg_dot_lowering *cg_dot_lowering_for(const char *arch);

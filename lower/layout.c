@@ -35,7 +35,9 @@
  *     expand_dims result stays blocked.
  *  3b. MMA regions. A dot on tensor cores (`dot`; see dot_uses_mma)
  *     gives its result the MMA layout (tileir.h; warps as Triton's
- *     MMAv2). It spreads to the values joined to the result through
+ *     MMAv2, or on a target with wgmma, for a dot that fits it,
+ *     lower_wgmma_shape_ok, all along M: wgmma's accumulator is that
+ *     layout, a warpgroup's four warps 64 rows). It spreads to the values joined to the result through
  *     values that live only in registers (register_only: dot results,
  *     elementwise ops that touch no memory, constants, splats, what loops
  *     and branches carry): a second union-find over the joins of step 1
@@ -107,6 +109,7 @@ typedef struct layout_ctx {
     tir_func *f;
     tc_arena *arena;
     int num_warps;
+    bool wgmma;            /* the target has wgmma (lower_has_wgmma) */
     unsigned widest_bytes; /* of any load or store: for classes without tile accesses */
     uint32_t n;           /* values */
     uint32_t *parent;     /* union-find over value ids */
@@ -290,7 +293,11 @@ static void mark_mma_regions(tir_op *op, void *p) {
     if ((op->code != TIR_OP_DOT && op->code != TIR_OP_DOT_IEEE) || !dot_uses_mma(op)) return;
     const tir_type *t = &op->results[0]->type;
     uint32_t mine = find_region(c, op->results[0]->id);
-    c->region_layout[mine] = tir_layout_mma_for(t->shape[0], t->shape[1], (unsigned)c->num_warps);
+    uint32_t mnk[3] = {t->shape[0], t->shape[1], op->operands[0]->type.shape[1]};
+    if (c->wgmma && lower_wgmma_shape_ok(tir_type_elem(op->operands[0]->type), mnk, (unsigned)c->num_warps))
+        c->region_layout[mine] = tir_layout_mma((unsigned)c->num_warps, 1);
+    else
+        c->region_layout[mine] = tir_layout_mma_for(t->shape[0], t->shape[1], (unsigned)c->num_warps);
     const tir_value *a = op->operands[0];
     if (!a->type.rank || !register_only(a)) return;
     uint32_t from = find_region(c, a->id);
@@ -652,13 +659,14 @@ static void find_access_bytes(tir_op *op, void *p) {
     if (!*a || bytes < *a) *a = (uint8_t)bytes;
 }
 
-static void layout_func(tir_func *f, int num_warps) {
+static void layout_func(tir_func *f, int num_warps, bool wgmma) {
     tc_arena *arena = tc_arena_new();
     layout_ctx c;
     memset(&c, 0, sizeof c);
     c.f = f;
     c.arena = arena;
     c.num_warps = num_warps;
+    c.wgmma = wgmma;
     c.n = f->next_value_id;
     c.parent = TC_NEW_ARRAY(arena, uint32_t, c.n + 1);
     c.value = TC_NEW_ARRAY(arena, tir_value *, c.n + 1);
@@ -747,7 +755,7 @@ bool lower_layout(tir_module *m, const lower_options *opt, tc_diag *diag) {
             continue;
         }
         f->num_warps = w;
-        layout_func(f, w);
+        layout_func(f, w, lower_has_wgmma(opt->compile.arch));
     }
     return ok;
 }

@@ -16,6 +16,9 @@
 enum {
     LOWER_DEFAULT_NUM_WARPS = 4,
     LOWER_WARP_SIZE = 32,
+    LOWER_WARPGROUP_WARPS = 4,    /* warps of one wgmma (sm_90a) */
+    LOWER_WGMMA_SMEM_ALIGN = 1024, /* where a buffer wgmma reads starts: its swizzle follows
+                                      the address bits, repeating every 8 rows of 128 bytes */
     LOWER_ASSUMED_PTR_ALIGN = 16, /* bytes; pointer parameters are assumed this
                                     aligned (docs/language.md; the runtime checks) */
     LOWER_DEFAULT_NUM_STAGES = 3, /* software pipelining of loops that name no depth (Triton's default) */
@@ -92,6 +95,18 @@ uint32_t lower_smem_limit(const char *arch);
 uint64_t lower_buffer_budget(const char *arch);
 uint64_t lower_buffer_bytes(tir_type t);
 uint64_t lower_func_buffer_bytes(tir_func *f);
+
+/* Hopper's warpgroup MMA (lower/target.c). wgmma needs the arch-specific
+ * target: only "sm_90a" has it. A dot of inputs `in` and shape mnk (M, N,
+ * K) fits the wgmma lowering with num_warps warps when they make whole
+ * warpgroups (LOWER_WARPGROUP_WARPS) whose 64-row pieces tile M (the
+ * accumulator is the MMA layout with the warps all along M, which is
+ * wgmma's), K is a multiple of the instruction's (32 bytes of a row) and
+ * N of one wgmma N allows. lower_wgmma_dot_ok: the same for a laid-out
+ * dot, whose result must have that layout. */
+bool lower_has_wgmma(const char *arch);
+bool lower_wgmma_shape_ok(tir_elem in, const uint32_t *mnk, unsigned num_warps);
+bool lower_wgmma_dot_ok(const tir_op *dot, unsigned num_warps);
 
 /* Runs every pass with verification after each. */
 bool lower_run_pipeline(tir_module *m, const lower_options *opt, tc_diag *diag);

@@ -3,7 +3,8 @@
  *
  * Codegen lays out one area per kernel: the rank-1 reductions' slots (one
  * per reduction, CG_SMEM_SLOT_BYTES for each of up to TILEC_MAX_NUM_WARPS
- * warps), then from a 16-byte boundary the local_alloc buffers, and the
+ * warps), then from a 16-byte boundary (1024 where wgmma reads a buffer:
+ * smem_buffer_align) the local_alloc buffers, and the
  * scratch areas for the layout conversions, general reductions, scans and
  * atomics (each use sits between two barriers, so one area serves them
  * all). A walk over the kernel adds up the slots and keeps the largest
@@ -109,18 +110,51 @@ typedef struct top_facts {
 static void top_fact(tir_op *op, void *p) {
     top_facts *t = p;
     for (uint32_t i = 0; i < op->noperands; i++) {
-        if (op->operands[i]->type.space != TIR_SPACE_SHARED) continue;
+        const tir_value *x = op->operands[i];
+        /* a dot reads the slot of an operand left in shared memory (dot_smem) when it runs */
+        if (x->type.layout.kind == TIR_LAYOUT_DOT_SMEM && x->def && x->def->code == TIR_OP_LOCAL_LOAD)
+            x = x->def->operands[0];
+        if (x->type.space != TIR_SPACE_SHARED) continue;
         t->touches_any = true;
         for (uint32_t j = 0; j < t->s->n && !t->s->apart; j++)
-            if (op->operands[i] == t->s->b[j].alloc->results[0]) t->touches[j] = true;
+            if (x == t->s->b[j].alloc->results[0]) t->touches[j] = true;
     }
     if (op->code == TIR_OP_ASYNC_COPY) t->copies = t->uncommitted = true;
     if (op->code == TIR_OP_ASYNC_COMMIT) t->commits = true, t->uncommitted = false;
 }
 
+/* Where a buffer may start: LOWER_WGMMA_SMEM_ALIGN when wgmma reads it
+ * (a local_load leaves a dot operand in it, dot_smem), since its swizzle
+ * follows the shared address's bits; else 16 bytes. */
+typedef struct align_walk {
+    const tir_value *buf; /* NULL: any buffer */
+    uint32_t align;
+} align_walk;
+
+static void find_align(tir_op *op, void *p) {
+    align_walk *w = p;
+    if (op->code == TIR_OP_LOCAL_LOAD && op->results[0]->type.layout.kind == TIR_LAYOUT_DOT_SMEM &&
+        (!w->buf || op->operands[0] == w->buf))
+        w->align = LOWER_WGMMA_SMEM_ALIGN;
+}
+
+uint32_t smem_buffer_align(const tir_func *f, const tir_op *alloc) {
+    align_walk w = {.buf = alloc ? alloc->results[0] : NULL, .align = 16};
+    tir_walk((tir_func *)f, find_align, &w);
+    return w.align;
+}
+
+uint32_t smem_buffers_base(const tir_func *f) {
+    uint32_t a = smem_buffer_align(f, NULL);
+    return (f->smem.slots + a - 1) & ~(a - 1);
+}
+
+static uint32_t align_up(uint32_t x, uint32_t a) { return (x + a - 1) & ~(a - 1); }
+
 static void add_bytes(tir_op *op, void *p) {
     smem_buffers *s = p;
-    if (op->code == TIR_OP_LOCAL_ALLOC) s->extent += (buffer_bytes(&op->results[0]->type) + 15) & ~15u;
+    if (op->code == TIR_OP_LOCAL_ALLOC)
+        s->extent = align_up(s->extent, smem_buffer_align(s->f, op)) + align_up(buffer_bytes(&op->results[0]->type), 16);
 }
 
 /* The innermost block that holds both a and b (itself or in an op's
@@ -204,7 +238,7 @@ static void place(smem_buffers *s) {
             moved = false;
             for (uint32_t j = 0; j < i; j++) {
                 const smem_buffer *o = &s->b[order[j]];
-                if (ranges_meet(b, o) && bytes_meet(b, o)) b->offset = o->offset + o->bytes, moved = true;
+                if (ranges_meet(b, o) && bytes_meet(b, o)) b->offset = align_up(o->offset + o->bytes, b->align), moved = true;
             }
         }
         if (b->offset + b->bytes > s->extent) s->extent = b->offset + b->bytes;
@@ -212,7 +246,7 @@ static void place(smem_buffers *s) {
 }
 
 void smem_buffers_of(const tir_func *f, smem_buffers *s) {
-    *s = (smem_buffers){0};
+    *s = (smem_buffers){.f = f};
     for (tir_op *op = f->body->first; op; op = op->next) walk_op(op, find_allocs, s);
     if (!s->n) return;
     s->home = s->b[0].alloc->parent;
@@ -233,7 +267,10 @@ void smem_buffers_of(const tir_func *f, smem_buffers *s) {
         live_ranges(s);
         return;
     }
-    for (uint32_t j = 0; j < s->n; j++) s->b[j].bytes = (buffer_bytes(&s->b[j].alloc->results[0]->type) + 15) & ~15u;
+    for (uint32_t j = 0; j < s->n; j++) {
+        s->b[j].bytes = (buffer_bytes(&s->b[j].alloc->results[0]->type) + 15) & ~15u;
+        s->b[j].align = smem_buffer_align(f, s->b[j].alloc);
+    }
     live_ranges(s);
     if (!s->end && s->home != f->body) {
         /* copies still in flight at the end of home: count the kernel's body */
@@ -251,7 +288,7 @@ uint32_t smem_buffer_offset(const smem_buffers *s, const tir_op *alloc) {
 }
 
 uint32_t lower_smem_bytes(const tir_func *f) {
-    uint32_t base = (f->smem.slots + 15) & ~15u, buffers_end = base + f->smem.buffers + f->smem.live_scratch;
+    uint32_t base = smem_buffers_base(f), buffers_end = base + f->smem.buffers + f->smem.live_scratch;
     if (!f->smem.scratch && !f->smem.buffers) return f->smem.slots;
     return base + f->smem.scratch > buffers_end ? base + f->smem.scratch : buffers_end;
 }

@@ -96,17 +96,18 @@ static bool ring_only(tir_func *f, const tir_value *buf, const tir_op *ld) {
 }
 
 /* A local_load of buf at cv, in cv's result type, in cv's place. */
-static void load_in_place(stage_ctx *c, tir_op *cv, tir_value *buf, tir_value *slot) {
+static tir_op *load_in_place(stage_ctx *c, tir_op *cv, tir_value *buf, tir_value *slot) {
     tir_builder b = {0};
     b.module = c->f->module;
     b.func = c->f;
     b.loc = cv->loc;
     tir_builder_before(&b, cv);
     tir_value *ops[2] = {buf, slot};
-    tir_value *y = tir_build_op(&b, TIR_OP_LOCAL_LOAD, 2, ops, 1, &cv->results[0]->type)->results[0];
-    y->name = cv->operands[0]->name;
-    tir_replace_all_uses(c->f, cv->results[0], y);
+    tir_op *ld = tir_build_op(&b, TIR_OP_LOCAL_LOAD, 2, ops, 1, &cv->results[0]->type);
+    ld->results[0]->name = cv->operands[0]->name;
+    tir_replace_all_uses(c->f, cv->results[0], ld->results[0]);
     tir_op_remove(cv);
+    return ld;
 }
 
 static void remove_if_unused(tir_func *f, tir_op *op) {
@@ -114,16 +115,16 @@ static void remove_if_unused(tir_func *f, tir_op *op) {
 }
 
 /* Case 1: x is read from a ring by nothing but this conversion. */
-static bool stage_from_ring(stage_ctx *c, tir_op *cv) {
+static tir_op *stage_from_ring(stage_ctx *c, tir_op *cv) {
     tir_value *x = cv->operands[0];
     tir_op *ld = x->def;
-    if (!ld || ld->code != TIR_OP_LOCAL_LOAD || !ring_only(c->f, ld->operands[0], ld)) return false;
+    if (!ld || ld->code != TIR_OP_LOCAL_LOAD || !ring_only(c->f, ld->operands[0], ld)) return NULL;
     tir_value *buf = ld->operands[0];
     if (buf->type.layout.kind == TIR_LAYOUT_NONE && cv->results[0]->type.layout.kind == TIR_LAYOUT_DOT_OP)
         buf->type.layout = tir_shared_for_dot(&buf->type.shape[1], 1, elem_bytes(tir_type_elem(buf->type)));
-    load_in_place(c, cv, buf, ld->operands[1]);
+    tir_op *y = load_in_place(c, cv, buf, ld->operands[1]);
     remove_if_unused(c->f, ld);
-    return true;
+    return y;
 }
 
 /* Case 2: x = permute [1, 0] (local_load ring): the ring turns around. */
@@ -149,20 +150,20 @@ static tir_value *permuted(tir_builder *b, tir_value *v) {
     return p;
 }
 
-static bool stage_from_turned_ring(stage_ctx *c, tir_op *cv) {
+static tir_op *stage_from_turned_ring(stage_ctx *c, tir_op *cv) {
     tir_op *perm = cv->operands[0]->def;
-    if (!perm || perm->code != TIR_OP_PERMUTE || perm->attr.perm[0] != 1 || perm->attr.perm[1] != 0) return false;
+    if (!perm || perm->code != TIR_OP_PERMUTE || perm->attr.perm[0] != 1 || perm->attr.perm[1] != 0) return NULL;
     tir_op *ld = perm->operands[0]->def;
     if (!ld || ld->code != TIR_OP_LOCAL_LOAD || only_user(c->f, ld->results[0]) != perm ||
         only_user(c->f, perm->results[0]) != cv)
-        return false;
+        return NULL;
     tir_value *buf = ld->operands[0];
-    if (buf->type.layout.kind != TIR_LAYOUT_NONE || !ring_only(c->f, buf, ld)) return false;
+    if (buf->type.layout.kind != TIR_LAYOUT_NONE || !ring_only(c->f, buf, ld)) return NULL;
     copies k = {.buf = buf};
     tir_walk(c->f, find_copy, &k);
-    if (k.overflow) return false;
+    if (k.overflow) return NULL;
     for (uint32_t i = 0; i < k.n; i++)
-        if (k.op[i]->operands[2]->type.layout.kind != TIR_LAYOUT_BLOCKED) return false;
+        if (k.op[i]->operands[2]->type.layout.kind != TIR_LAYOUT_BLOCKED) return NULL;
     /* the slot dims swap; what was the last (contiguous) dim is now dim 0 */
     uint32_t t = buf->type.shape[1];
     buf->type.shape[1] = buf->type.shape[2];
@@ -177,10 +178,10 @@ static bool stage_from_turned_ring(stage_ctx *c, tir_op *cv) {
         tir_builder_before(&b, cp);
         for (uint32_t j = 2; j < cp->noperands; j++) cp->operands[j] = permuted(&b, cp->operands[j]);
     }
-    load_in_place(c, cv, buf, ld->operands[1]);
+    tir_op *y = load_in_place(c, cv, buf, ld->operands[1]);
     tir_op_remove(perm);
     tir_op_remove(ld);
-    return true;
+    return y;
 }
 
 /* Whether op sits in a loop's body (its buffer is then rewritten on the
@@ -192,11 +193,11 @@ static bool in_loop(const tir_block *blk) {
 }
 
 /* Case 3: x through a buffer of its own, right after x is defined. */
-static bool stage_through_buffer(stage_ctx *c, tir_op *cv) {
+static tir_op *stage_through_buffer(stage_ctx *c, tir_op *cv) {
     tir_value *x = cv->operands[0];
     tir_type xt = x->type;
-    if (xt.rank != 2 || xt.elem == TIR_PTR || xt.elem == TIR_I1) return false;
-    if (c->buffer_bytes + lower_buffer_bytes(xt) > c->budget) return false;
+    if (xt.rank != 2 || xt.elem == TIR_PTR || xt.elem == TIR_I1) return NULL;
+    if (c->buffer_bytes + lower_buffer_bytes(xt) > c->budget) return NULL;
     c->buffer_bytes += lower_buffer_bytes(xt);
     tir_builder b = {0};
     b.module = c->f->module;
@@ -220,11 +221,60 @@ static bool stage_through_buffer(stage_ctx *c, tir_op *cv) {
     tir_build_op(&b, TIR_OP_LOCAL_STORE, 3, ops, 0, NULL);
     tir_build_op(&b, TIR_OP_BARRIER, 0, NULL, 0, NULL);
     tir_value *lops[2] = {buf, slot};
-    tir_value *y = tir_build_op(&b, TIR_OP_LOCAL_LOAD, 2, lops, 1, &cv->results[0]->type)->results[0];
-    y->name = x->name;
-    tir_replace_all_uses(c->f, cv->results[0], y);
+    tir_op *ld = tir_build_op(&b, TIR_OP_LOCAL_LOAD, 2, lops, 1, &cv->results[0]->type);
+    ld->results[0]->name = x->name;
+    tir_replace_all_uses(c->f, cv->results[0], ld->results[0]);
     tir_op_remove(cv);
-    return true;
+    return ld;
+}
+
+/* On a target with wgmma, a staged operand of a dot that fits it
+ * (lower_wgmma_dot_ok) stays in shared memory, where wgmma reads it
+ * through matrix descriptors: its local_load ld gives a dot_smem tile,
+ * moved to just before the dot (nothing may write the slot between the
+ * two: the verifier's rule), and the buffer takes the layout the
+ * descriptors know (tir_shared_for_wgmma: its rows along K, or, for f16
+ * and bf16 only, along M or N, transposed). The slot's writers (copies
+ * that landed by the async_wait, or a local_store) write in the generic
+ * proxy and wgmma reads in the async one, so each thread fences its
+ * writes before the barrier that precedes ld: `fence_async`. Stays in
+ * registers where any of that does not hold. */
+static tir_op *smem_barrier(const tir_op *ld) { /* the barrier before ld, which its writers pass */
+    tir_op *bar = ld->prev;
+    while (bar && bar->code != TIR_OP_BARRIER) bar = bar->prev;
+    return bar;
+}
+
+/* Whether operand idx of dot, made by local_load ld, may stay in shared
+ * memory; *wl gets the buffer's layout for it. */
+static bool can_leave_in_smem(stage_ctx *c, const tir_op *dot, unsigned idx, const tir_op *ld, tir_layout *wl) {
+    const tir_value *y = ld->results[0], *buf = ld->operands[0];
+    const tir_block *in = dot->parent; /* ld's block holds the dot's (an operand staged before a loop) */
+    while (in && in != ld->parent) in = in->parent ? in->parent->parent : NULL;
+    if (only_user(c->f, y) != dot || !in || ld->attr.offset[0] || ld->attr.offset[1]) return false;
+    tir_elem e = tir_type_elem(buf->type);
+    if (buf->type.rank != 3 || buf->type.shape[1] != y->type.shape[0] || buf->type.shape[2] != y->type.shape[1])
+        return false;
+    unsigned contig = buf->type.layout.kind == TIR_LAYOUT_SHARED ? buf->type.layout.ord[0] : 1;
+    bool k_major = contig == (idx == 0 ? 1u : 0u);
+    if (!k_major && e != TIR_F16 && e != TIR_BF16) return false; /* wgmma transposes only 16-bit operands */
+    *wl = tir_shared_for_wgmma(&buf->type.shape[1], contig, elem_bytes(e));
+    return wl->kind == TIR_LAYOUT_SHARED && smem_barrier(ld);
+}
+
+static void leave_in_smem(stage_ctx *c, tir_op *dot, unsigned idx, tir_op *ld, const tir_layout *wl) {
+    tir_value *y = ld->results[0], *buf = ld->operands[0];
+    tir_op *bar = smem_barrier(ld);
+    buf->type.layout = *wl;
+    y->type.layout = tir_layout_dot_smem(&dot->results[0]->type.layout, idx);
+    tir_op_move_before(ld, dot);
+    if (bar->prev && bar->prev->code == TIR_OP_FENCE_ASYNC) return; /* the other operand's */
+    tir_builder b = {0};
+    b.module = c->f->module;
+    b.func = c->f;
+    b.loc = bar->loc;
+    tir_builder_before(&b, bar);
+    tir_build_op(&b, TIR_OP_FENCE_ASYNC, 0, NULL, 0, NULL);
 }
 
 /* Whether conversion cv only renames registers (an accumulator as the
@@ -241,9 +291,11 @@ static bool renames_registers(const tir_func *f, const tir_op *cv) {
 }
 
 /* The conversions to stage: each dot's a and b, where a convert_layout
- * to a dot_op layout makes them. */
+ * to a dot_op layout makes them, with the (first) dot and operand. */
 typedef struct conv_list {
-    tir_op *op[LOWER_MAX_STAGED_OPERANDS];
+    tir_op *op[LOWER_MAX_STAGED_OPERANDS], *dot[LOWER_MAX_STAGED_OPERANDS];
+    tir_op *ld[LOWER_MAX_STAGED_OPERANDS]; /* what staged it (the local_load), or NULL */
+    unsigned idx[LOWER_MAX_STAGED_OPERANDS];
     uint32_t n;
 } conv_list;
 
@@ -256,13 +308,14 @@ static void find_conversions(tir_op *op, void *p) {
         if (!cv || cv->code != TIR_OP_CONVERT_LAYOUT || cv->results[0]->type.layout.kind != want) continue;
         bool seen = false;
         for (uint32_t k = 0; k < l->n; k++) seen |= l->op[k] == cv;
-        if (!seen && l->n < LOWER_MAX_STAGED_OPERANDS) l->op[l->n++] = cv;
+        if (!seen && l->n < LOWER_MAX_STAGED_OPERANDS) l->op[l->n] = cv, l->dot[l->n] = op, l->idx[l->n++] = i;
     }
 }
 
 bool lower_stage_operands(tir_module *m, const lower_options *opt, tc_diag *diag) {
     (void)diag;
     uint64_t budget = lower_buffer_budget(opt->compile.arch);
+    bool wgmma = lower_has_wgmma(opt->compile.arch);
     tc_arena *arena = tc_arena_new();
     for (tir_func *f = m->funcs; f; f = f->next) {
         stage_ctx c = {.f = f, .buffer_bytes = lower_func_buffer_bytes(f), .budget = budget};
@@ -270,13 +323,29 @@ bool lower_stage_operands(tir_module *m, const lower_options *opt, tc_diag *diag
         tir_walk(f, find_conversions, l);
         for (uint32_t i = 0; i < l->n; i++) {
             tir_op *cv = l->op[i];
+            l->ld[i] = NULL;
             if (!tir_value_has_uses(f, cv->results[0])) continue;
             if (cv->results[0]->type.layout.kind != TIR_LAYOUT_DOT_OP) { /* dot_ieee's, from a ring only */
                 if (!stage_from_ring(&c, cv)) stage_from_turned_ring(&c, cv);
                 continue;
             }
             if (renames_registers(f, cv)) continue;
-            if (!stage_from_ring(&c, cv) && !stage_from_turned_ring(&c, cv)) stage_through_buffer(&c, cv);
+            tir_op *ld = stage_from_ring(&c, cv);
+            if (!ld) ld = stage_from_turned_ring(&c, cv);
+            if (!ld) ld = stage_through_buffer(&c, cv);
+            l->ld[i] = ld;
+        }
+        /* wgmma reads b from shared memory, and a from there or registers */
+        for (uint32_t i = 0; wgmma && i < l->n; i++) {
+            tir_op *dot = l->dot[i];
+            tir_layout wl[2];
+            if (l->idx[i] != 1 || !l->ld[i] || !lower_wgmma_dot_ok(dot, (unsigned)f->num_warps) ||
+                !can_leave_in_smem(&c, dot, 1, l->ld[i], &wl[1]))
+                continue;
+            for (uint32_t j = 0; j < l->n; j++)
+                if (l->dot[j] == dot && l->idx[j] == 0 && l->ld[j] && can_leave_in_smem(&c, dot, 0, l->ld[j], &wl[0]))
+                    leave_in_smem(&c, dot, 0, l->ld[j], &wl[0]);
+            leave_in_smem(&c, dot, 1, l->ld[i], &wl[1]);
         }
     }
     tc_arena_free(arena);

@@ -50,3 +50,31 @@ uint32_t lower_smem_limit(const char *arch) {
     default: return SMEM_LIMIT_SM80; /* 80, 87, and targets not in the table */
     }
 }
+
+bool lower_has_wgmma(const char *arch) { return arch && strcmp(arch, "sm_90a") == 0; }
+
+/* wgmma's K (32 bytes of each row) for dot inputs of type e; 0: none.
+ * f32 keeps mma.sync: `dot` rounds f32 inputs to tf32 (cvt.rna), and
+ * wgmma reading them from shared memory would not. */
+static uint32_t wgmma_k(tir_elem e) {
+    switch (e) {
+    case TIR_F16: case TIR_BF16: return 16;
+    case TIR_I8: return 32;
+    default: return 0;
+    }
+}
+
+bool lower_wgmma_shape_ok(tir_elem in, const uint32_t *mnk, unsigned num_warps) {
+    uint32_t k = wgmma_k(in), rows = (uint32_t)TIR_MMA_TILE_M * num_warps;
+    return k && num_warps % LOWER_WARPGROUP_WARPS == 0 && mnk[0] % rows == 0 && mnk[2] % k == 0 && mnk[1] % 8 == 0 &&
+           (in != TIR_I8 || mnk[1] <= 32 || mnk[1] % 16 == 0);
+}
+
+bool lower_wgmma_dot_ok(const tir_op *dot, unsigned num_warps) {
+    const tir_type *r = &dot->results[0]->type, *a = &dot->operands[0]->type;
+    if (dot->code != TIR_OP_DOT || r->rank != 2 || r->layout.kind != TIR_LAYOUT_MMA || r->layout.wpc[1] != 1 ||
+        r->layout.wpc[0] != num_warps)
+        return false;
+    uint32_t mnk[3] = {r->shape[0], r->shape[1], a->shape[1]};
+    return lower_wgmma_shape_ok(tir_type_elem(*a), mnk, num_warps);
+}
