@@ -5,7 +5,8 @@ Compiles, for sm_90 without a GPU, Triton's matmul two ways: the tutorial's
 (bench/tt_matmul.py: pointer loads, which Triton 3.9 turns into cp.async
 copies feeding wgmma) and with tensor descriptors (bench/tt_matmul_tma.py:
 bulk tensor copies, TMA, completing on mbarriers, feeding wgmma); and
-tilec's stdlib/matmul.tile for --arch=sm_90 (mma.sync today). Each cubin is
+tilec's stdlib/matmul.tile for --arch=sm_90 (mma.sync) and --arch=sm_90a
+(wgmma, lower/cg_dot_wgmma.c), at tilec's configuration and Triton's. Each cubin is
 disassembled with cuobjdump -sass and the instructions of its main loop
 counted (the loop with the most tensor-core instructions, from the target
 of its back-edge branch to the branch): HGMMA (wgmma), HMMA (mma.sync),
@@ -101,13 +102,13 @@ def triton_cubin(tmp, dtype, cfg, tma):
     return cubin, k.metadata.shared
 
 
-def tilec_cubin(args, tmp, dtype, cfg):
+def tilec_cubin(args, tmp, dtype, cfg, arch):
     bm, bn, bk, warps, stages = cfg
     cubin = os.path.join(tmp, "k.cubin")
     cmd = [args.tilec, os.path.join(ROOT, "stdlib", "matmul.tile"), "--kernel", "matmul_" + dtype, "-D",
            "BLOCK_M=%d" % bm, "-D", "BLOCK_N=%d" % bn, "-D", "BLOCK_K=%d" % bk, "-D", "GROUP_M=8", "-D",
            "A_LAYOUT=1", "-D", "B_LAYOUT=1", "-D", "C_LAYOUT=1", "-D", "EVEN=1", "--num-warps=%d" % warps,
-           "--num-stages=%d" % stages, "--arch=sm_90", "-o", cubin]
+           "--num-stages=%d" % stages, "--arch=" + arch, "-o", cubin]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode:
         raise RuntimeError("tilec failed: %s\n%s" % (" ".join(cmd), r.stderr))
@@ -147,9 +148,12 @@ def main():
                     cubin, smem = triton_cubin(tmp, dtype, cfg, tma)
                     print(row(who, dtype, cfg, count(args.cuobjdump, cubin), registers(args.cuobjdump, cubin), smem),
                           flush=True)
-            cubin, smem = tilec_cubin(args, tmp, dtype, TILEC_CONFIG)
-            print(row("tilec (mma.sync)", dtype, TILEC_CONFIG, count(args.cuobjdump, cubin),
-                      registers(args.cuobjdump, cubin), smem), flush=True)
+            for who, arch, cfgs in (("tilec sm_90 (mma.sync)", "sm_90", (TILEC_CONFIG,)),
+                                    ("tilec sm_90a (wgmma)", "sm_90a", (TILEC_CONFIG,) + CONFIGS)):
+                for cfg in cfgs:
+                    cubin, smem = tilec_cubin(args, tmp, dtype, cfg, arch)
+                    print(row(who, dtype, cfg, count(args.cuobjdump, cubin), registers(args.cuobjdump, cubin), smem),
+                          flush=True)
 
 
 if __name__ == "__main__":

@@ -32,6 +32,12 @@
  *     memory (lower_smem_limit) less LOWER_PIPELINE_SMEM_RESERVE, as the
  *     rings do; past it the conversion stays as it is.
  *
+ * On a target with wgmma (sm_90a), a dot that fits it keeps b, and a
+ * where its slot suits, in shared memory after any of the three cases:
+ * its local_load gives a dot_smem tile just before the dot, the buffer
+ * takes the layout wgmma's descriptors read, and `fence_async` goes
+ * before the barrier the writers pass (leave_in_smem).
+ *
  * dot_ieee (FMAs) takes cases 1 and 2 too: the layout pass leaves its
  * operands loaded in a loop in their loads' layouts, and a ring read only
  * by the conversion to the FMA dot's layout (whole rows of a, whole

@@ -4,6 +4,7 @@
  * cubin or PTX image and look up each kernel's function. Every failing
  * call leaves a message naming it in the device's last error. */
 #include <stdio.h>
+#include <string.h>
 
 #include "runtime/cuda.h"
 #include "runtime/internal.h"
@@ -33,6 +34,12 @@ static void cuda_close(void *impl) { rt_cuda_close(impl); }
 
 static const char *cuda_name(const trt_device *d) { return rt_cuda_name(cuda_of(d)); }
 static const char *cuda_arch(const trt_device *d) { return rt_cuda_arch(cuda_of(d)); }
+/* What trt_compile builds for: the GPU's arch, with the arch-specific
+ * features where the compiler uses them (an sm_90 GPU: sm_90a, wgmma),
+ * which run on that arch only, as this GPU is. */
+static const char *cuda_code_arch(const trt_device *d) {
+    return strcmp(rt_cuda_arch(cuda_of(d)), "sm_90") == 0 ? "sm_90a" : rt_cuda_arch(cuda_of(d));
+}
 static int cuda_sm_count(const trt_device *d) { return rt_cuda_sm_count(cuda_of(d)); }
 
 /* ---- memory ------------------------------------------------------------ */
@@ -169,7 +176,7 @@ const rt_device_ops rt_cuda_device = {
     .name = cuda_name,
     .arch = cuda_arch,
     .sm_count = cuda_sm_count,
-    .code_arch = cuda_arch,
+    .code_arch = cuda_code_arch,
     .alloc = cuda_alloc,
     .free = cuda_free,
     .check_wrap = cuda_check_wrap,
