@@ -123,7 +123,12 @@ static void sync_asm(cg *c, ptx_wgmma_sync which) {
                NULL, 0);
 }
 
-static void gen_dot_wgmma(cg *c, const tir_op *op) {
+static void wait_through(cg *c, const tir_op *op, unsigned n, LLVMValueRef *regs, uint32_t k, char letter);
+static bool takes_wgmma(cg *c, const tir_op *op);
+
+/* The dot's wgmmas; with `wait`, its wait too (else the registers stay
+ * pending until a dot_wait: dot_async). */
+static void gen_dot_wgmma(cg *c, const tir_op *op, bool wait) {
     const tir_value *a = op->operands[0], *b = op->operands[1], *acc = op->operands[2], *res = op->results[0];
     tir_elem in = tir_type_elem(a->type);
     uint32_t w = res->type.layout.wpc[0], m = res->type.shape[0], n = res->type.shape[1], k = a->type.shape[1];
@@ -193,18 +198,47 @@ static void gen_dot_wgmma(cg *c, const tir_op *op) {
                     out[(rm * rn_n + ni * (nc / 8) + i / 4) * 4 + i % 4] = LLVMBuildExtractValue(c->b, d, i, "");
             }
     sync_asm(c, PTX_WGMMA_COMMIT);
-    /* the wait, every accumulator register through it */
-    uint32_t nout = c->nregs[res->id];
-    char wcons[PTX_WGMMA_MAX_CONS * 4];
-    LLVMTypeRef *wf = TC_NEW_ARRAY(c->arena, LLVMTypeRef, nout);
-    for (uint32_t i = 0; i < nout; i++) wf[i] = dty;
-    if (!ptx_wgmma_wait_asm(0, nout, fl ? 'f' : 'r', wcons, sizeof wcons)) {
+    if (wait) wait_through(c, op, 0, out, c->nregs[res->id], fl ? 'f' : 'r');
+}
+
+/* wgmma.wait_group `n` with the k registers `regs` passed through it (the
+ * values after the wait replace them). */
+static void wait_through(cg *c, const tir_op *op, unsigned n, LLVMValueRef *regs, uint32_t k, char letter) {
+    if (!k) {
+        sync_asm(c, (ptx_wgmma_sync)(PTX_WGMMA_WAIT0 + n));
+        return;
+    }
+    char cons[PTX_WGMMA_MAX_CONS * 4];
+    if (!ptx_wgmma_wait_asm(n, k, letter, cons, sizeof cons)) {
         cg_error(c, op, "dot: too many accumulator registers for one wgmma.wait_group");
         return;
     }
-    LLVMValueRef waited = inline_asm(c, LLVMStructTypeInContext(c->ctx, wf, nout, false),
-                                     ptx_wgmma_sync_asms[PTX_WGMMA_WAIT0].text, wcons, out, nout);
-    for (uint32_t i = 0; i < nout; i++) out[i] = LLVMBuildExtractValue(c->b, waited, i, "");
+    LLVMTypeRef ty = letter == 'f' ? LLVMFloatTypeInContext(c->ctx) : LLVMInt32TypeInContext(c->ctx);
+    LLVMTypeRef *fields = TC_NEW_ARRAY(c->arena, LLVMTypeRef, k);
+    for (uint32_t i = 0; i < k; i++) fields[i] = ty;
+    LLVMValueRef waited = inline_asm(c, LLVMStructTypeInContext(c->ctx, fields, k, false),
+                                     ptx_wgmma_sync_asms[PTX_WGMMA_WAIT0 + n].text, cons, regs, k);
+    for (uint32_t i = 0; i < k; i++) regs[i] = LLVMBuildExtractValue(c->b, waited, i, "");
+}
+
+void gen_dot_async(cg *c, const tir_op *op) {
+    if (takes_wgmma(c, op)) gen_dot_wgmma(c, op, false);
+    else cg_error(c, op, "dot_async: wgmma does not take this dot (sm_90a, b left in shared memory)");
+}
+
+/* dot_wait N, x...: each operand's registers through a wait (one each, so
+ * each has one register type; the first waits, the rest find nothing
+ * more to wait for). */
+void gen_dot_wait(cg *c, const tir_op *op) {
+    if (!op->noperands) wait_through(c, op, (unsigned)op->attr.axis, NULL, 0, 'r');
+    for (uint32_t i = 0; i < op->noperands; i++) {
+        const tir_value *x = op->operands[i], *r = op->results[i];
+        uint32_t n = reg_count(&x->type);
+        LLVMValueRef *out = new_regs(c, r);
+        for (uint32_t j = 0; j < n; j++) out[j] = reg(c, x, j);
+        wait_through(c, op, (unsigned)op->attr.axis, out, n,
+                     tir_elem_is_float(tir_type_elem(x->type)) ? 'f' : 'r');
+    }
 }
 
 /* Dots that fit wgmma (lower_wgmma_dot_ok) whose b stayed in shared
@@ -215,7 +249,7 @@ static bool takes_wgmma(cg *c, const tir_op *op) {
 }
 
 static void gen_dot_hopper(cg *c, const tir_op *op) {
-    if (takes_wgmma(c, op)) gen_dot_wgmma(c, op);
+    if (takes_wgmma(c, op)) gen_dot_wgmma(c, op, true);
     else if (op->operands[0]->type.layout.kind == TIR_LAYOUT_DOT_SMEM ||
              op->operands[1]->type.layout.kind == TIR_LAYOUT_DOT_SMEM)
         cg_error(c, op, "dot: an operand left in shared memory, but wgmma does not take this dot");

@@ -351,6 +351,8 @@ static void gen_op(cg *c, const tir_op *op) {
     case TIR_OP_BARRIER: barrier(c); return;
     case TIR_OP_FENCE_ASYNC: gen_fence_async(c, op); return;
     case TIR_OP_DOT: case TIR_OP_DOT_IEEE: gen_dot(c, op); return;
+    case TIR_OP_DOT_ASYNC: gen_dot_async(c, op); return;
+    case TIR_OP_DOT_WAIT: gen_dot_wait(c, op); return;
     default: break;
     }
     if ((info->flags & TIR_F_ELEMENTWISE) && op->noperands == 2) {

@@ -204,6 +204,8 @@ extern const cg_dot_lowering cg_dot_mma_sync;
 /* cg_dot_wgmma.c: sm_90a's (wgmma, else mma.sync); fence_async */
 extern const cg_dot_lowering cg_dot_wgmma;
 void gen_fence_async(cg *c, const tir_op *op);
+void gen_dot_async(cg *c, const tir_op *op);
+void gen_dot_wait(cg *c, const tir_op *op);
 
 /* cg_dot.c */
 const cg_dot_lowering *cg_dot_lowering_for(const char *arch);

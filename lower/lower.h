@@ -78,6 +78,7 @@ bool lower_pipeline_loops(tir_module *m, const lower_options *opt, tc_diag *diag
 bool lower_stage_operands(tir_module *m, const lower_options *opt, tc_diag *diag); /* dot operands via swizzled smem */
 bool lower_prefetch_fragments(tir_module *m, const lower_options *opt, tc_diag *diag); /* next trip's first K piece */
 bool lower_sink_pure(tir_module *m, const lower_options *opt, tc_diag *diag);  /* pure ops down to their first use */
+bool lower_async_dots(tir_module *m, const lower_options *opt, tc_diag *diag); /* sm_90a: a loop's wgmma waited a trip later */
 bool lower_smem_plan(tir_module *m, const lower_options *opt, tc_diag *diag);     /* shared memory sized and checked */
 /* The bytes of a kernel's shared-memory area as smem_plan recorded it. */
 uint32_t lower_smem_bytes(const tir_func *f);

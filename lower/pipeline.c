@@ -16,6 +16,7 @@ const lower_pass lower_passes[] = {
     {"stage_operands", lower_stage_operands},
     {"prefetch_fragments", lower_prefetch_fragments},
     {"sink_pure", lower_sink_pure},
+    {"async_dots", lower_async_dots},
     {"smem_plan", lower_smem_plan},
     {NULL, NULL},
 };

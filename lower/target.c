@@ -72,7 +72,7 @@ bool lower_wgmma_shape_ok(tir_elem in, const uint32_t *mnk, unsigned num_warps) 
 
 bool lower_wgmma_dot_ok(const tir_op *dot, unsigned num_warps) {
     const tir_type *r = &dot->results[0]->type, *a = &dot->operands[0]->type;
-    if (dot->code != TIR_OP_DOT || r->rank != 2 || r->layout.kind != TIR_LAYOUT_MMA || r->layout.wpc[1] != 1 ||
+    if ((dot->code != TIR_OP_DOT && dot->code != TIR_OP_DOT_ASYNC) || r->rank != 2 || r->layout.kind != TIR_LAYOUT_MMA || r->layout.wpc[1] != 1 ||
         r->layout.wpc[0] != num_warps)
         return false;
     uint32_t mnk[3] = {r->shape[0], r->shape[1], a->shape[1]};

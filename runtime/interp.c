@@ -405,7 +405,7 @@ static void do_dot(interp *in, const tir_op *op) {
     uint32_t m = at.shape[0], kk = at.shape[1], n = op->operands[1]->type.shape[1];
     const cell *a = val(in, op->operands[0]), *b = val(in, op->operands[1]), *acc = val(in, op->operands[2]);
     slot *s = out_slot(in, op->results[0]);
-    bool integer = at.elem == TIR_I8, tf32 = at.elem == TIR_F32 && op->code == TIR_OP_DOT;
+    bool integer = at.elem == TIR_I8, tf32 = at.elem == TIR_F32 && op->code != TIR_OP_DOT_IEEE;
     for (uint32_t i = 0; i < m; i++)
         for (uint32_t j = 0; j < n; j++) {
             cell r = acc[(size_t)i * n + j];
@@ -884,7 +884,14 @@ static void run_op(interp *in, const tir_op *op) {
     case TIR_OP_CUMSUM:
     case TIR_OP_CUMSUM_REV: do_scan(in, op); return;
     case TIR_OP_DOT:
+    case TIR_OP_DOT_ASYNC: /* the same value; when it is computed is the GPU's concern */
     case TIR_OP_DOT_IEEE: do_dot(in, op); return;
+    case TIR_OP_DOT_WAIT:
+        for (uint32_t i = 0; i < op->nresults; i++) {
+            slot *s = out_slot(in, op->results[i]);
+            memcpy(s->cells, val(in, op->operands[i]), sizeof(cell) * s->n);
+        }
+        return;
     case TIR_OP_LOCAL_ALLOC: do_local_alloc(in, op); return;
     case TIR_OP_ASYNC_COPY: do_async_copy(in, op); return;
     case TIR_OP_LOCAL_LOAD: do_local_load(in, op); return;

@@ -80,6 +80,7 @@ enum {
                                      elements into straight-line code whose LLVM time grows faster
                                      than its length: a 2^20 tile at 4 warps (8192 a thread) took
                                      22 s at -O2 and 79 s at -O0 */
+    TIR_MAX_DOT_WAIT = 7, /* dot_wait's largest count: wgmma.wait_group's */
     TIR_MAX_DYNAMIC_SMEM = 1 << 20, /* bytes of dynamic shared memory a kernel may say it needs
                                        (above every GPU's 227 KB; bounds what a sidecar may ask) */
     TIR_VARIADIC = -1

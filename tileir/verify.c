@@ -157,12 +157,30 @@ static void check_shared_layout(verifier *v, const tir_op *op, tir_type t) {
         fail(v, op, "a shared layout's atom must be a power of two no longer than the rows of its 2-D slot");
 }
 
+/* Whether x is a dot_async's result not yet given back by a dot_wait:
+ * that result, or what a `for` carries of it (its body argument and its
+ * result, when the body yields a pending value there). */
+enum { PENDING_MAX_CARRIES = 16 }; /* loop carries pending() follows back to a dot_async */
+
+static bool pending_in(const tir_value *x, unsigned depth) {
+    if (x->def && x->def->code == TIR_OP_DOT_ASYNC) return true;
+    if (depth > PENDING_MAX_CARRIES) return false; /* carried values swapping from trip to trip: not followed further */
+    const tir_op *loop = x->def ? x->def : x->block ? x->block->parent : NULL;
+    if (!loop || loop->code != TIR_OP_FOR || !loop->body || !loop->body->last) return false;
+    const tir_op *y = loop->body->last;
+    uint32_t i = x->def ? x->index : x->index - 1; /* body arg 0 is the induction variable */
+    if (y->code != TIR_OP_YIELD || (!x->def && x->index == 0) || i >= y->noperands || y->operands[i] == x) return false;
+    return pending_in(y->operands[i], depth + 1);
+}
+
+static bool pending(const tir_value *x) { return pending_in(x, 0); }
+
 /* Operand i of op is a dot_smem tile: a view of a slot that the dot reads
  * when it runs (tir_layout_kind), so its uses are dots of the same block as
  * the local_load with nothing between that could change the slot. */
 static void check_dot_smem_use(verifier *v, const tir_op *op, uint32_t i) {
     const tir_value *x = op->operands[i];
-    if (op->code != TIR_OP_DOT || i != x->type.layout.dot_idx) {
+    if ((op->code != TIR_OP_DOT && op->code != TIR_OP_DOT_ASYNC) || i != x->type.layout.dot_idx) {
         fail(v, op, "a dot_smem tile is only operand %s of a dot", x->type.layout.dot_idx ? "b" : "a");
         return;
     }
@@ -205,8 +223,13 @@ static void check_types(verifier *v, const tir_op *op) {
     for (uint32_t i = 0; i < op->nresults; i++)
         if (op->results[i]->type.layout.kind == TIR_LAYOUT_DOT_SMEM && op->code != TIR_OP_LOCAL_LOAD)
             fail(v, op, "only local_load gives a dot_smem tile (a dot operand left in shared memory)");
-    for (uint32_t i = 0; i < op->noperands; i++)
+    for (uint32_t i = 0; i < op->noperands; i++) {
         if (o[i]->type.layout.kind == TIR_LAYOUT_DOT_SMEM) check_dot_smem_use(v, op, i);
+        if (pending(o[i]) && !((op->code == TIR_OP_DOT_ASYNC && i == 2) || op->code == TIR_OP_DOT_WAIT ||
+                               op->code == TIR_OP_YIELD))
+            fail(v, op, "a dot_async's result is read before a dot_wait gives it back (only a dot_async's acc, a "
+                        "dot_wait or a loop's yield may take it)");
+    }
     switch (op->code) {
     case TIR_OP_LOCAL_ALLOC:
         if (r.space != TIR_SPACE_SHARED || r.rank < 2 || r.elem == TIR_PTR) {
@@ -325,8 +348,18 @@ static void check_types(verifier *v, const tir_op *op) {
         else if (!tir_type_eq(r, x)) fail(v, op, "a scan's result has its operand's type and layout");
         break;
     }
-    case TIR_OP_DOT: case TIR_OP_DOT_IEEE: {
+    case TIR_OP_DOT_WAIT: {
+        bool same = op->nresults == op->noperands;
+        for (uint32_t i = 0; same && i < op->nresults; i++) same = tir_type_eq(o[i]->type, op->results[i]->type);
+        if (!same) fail(v, op, "dot_wait gives back its operands: one result of each operand's type");
+        if (op->attr.axis < 0 || op->attr.axis > TIR_MAX_DOT_WAIT)
+            fail(v, op, "dot_wait's count must be from 0 to %d", TIR_MAX_DOT_WAIT);
+        break;
+    }
+    case TIR_OP_DOT: case TIR_OP_DOT_IEEE: case TIR_OP_DOT_ASYNC: {
         tir_type a = o[0]->type, b = o[1]->type, acc = o[2]->type;
+        if (op->code == TIR_OP_DOT_ASYNC && r.layout.kind != TIR_LAYOUT_MMA && r.layout.kind != TIR_LAYOUT_NONE)
+            fail(v, op, "dot_async's result needs an mma layout (it runs on wgmma)");
         if (a.rank != 2 || b.rank != 2 || acc.rank != 2) {
             fail(v, op, "dot takes 2-D tiles");
             break;

@@ -67,6 +67,8 @@ static char *compile(const mm_case *mc, uint32_t *dyn) {
     out.data = NULL;
     tilec_output_free(&out);
     if (!strstr(ir, "wgmma.mma_async")) fail_msg("%s %dx%dx%d: no wgmma.mma_async in the code", mc->kernel, mc->bm, mc->bn, mc->bk);
+    if (!strstr(ir, "wgmma.wait_group.sync.aligned 1;")) /* the loop's dot_async (async_dots) */
+        fail_msg("%s %dx%dx%d: the loop's wgmma is not waited a trip later", mc->kernel, mc->bm, mc->bn, mc->bk);
     return ir;
 }
 
@@ -144,15 +146,27 @@ static int remove_lines(char *ir, const char *what) {
     return n;
 }
 
-static void expect_report(const char *what, const char *want) {
+/* Rewrites every `what` in ir as `to`, of the same length; how many. */
+static int replace_all(char *ir, const char *what, const char *to) {
+    int n = 0;
+    for (char *p = strstr(ir, what); p; p = strstr(p + 1, what)) memcpy(p, to, strlen(to)), n++;
+    return n;
+}
+
+/* The first case's code with every line holding `what` removed (or, with
+ * `to`, every `what` rewritten as it) must fail with a report saying `want`. */
+static void expect_report_for(const char *what, const char *to, const char *want) {
     uint32_t dyn;
     char *ir = compile(&cases[0], &dyn), err[ERR];
-    if (!remove_lines(ir, what)) fail_msg("the code has no '%s' to remove: update this test", what);
+    if (!(to ? replace_all(ir, what, to) : remove_lines(ir, what)))
+        fail_msg("the code has no '%s' to change: update this test", what);
     assert_int_equal(run(&cases[0], ir, dyn, err), EMU_ERROR);
     if (!strstr(err, want)) fail_msg("without '%s': not the report wanted ('%s'): %s", what, want, err);
     print_message("reported: %s\n", err);
     free(ir);
 }
+
+static void expect_report(const char *what, const char *want) { expect_report_for(what, NULL, want); }
 
 static void test_no_proxy_fence_is_reported(void **state) {
     (void)state;
@@ -164,11 +178,25 @@ static void test_no_wgmma_fence_is_reported(void **state) {
     expect_report("wgmma.fence.sync.aligned", "without a wgmma.fence");
 }
 
+/* async_dots: the loop's wgmma waited one trip later (wait_group 1), and
+ * for good after the loop (wait_group 0) */
+static void test_no_trip_wait_is_reported(void **state) {
+    (void)state;
+    expect_report("wgmma.wait_group.sync.aligned 1;", "which the wgmma.mma_async at");
+}
+
+static void test_no_final_wait_is_reported(void **state) {
+    (void)state;
+    expect_report_for("wgmma.wait_group.sync.aligned 0;", "wgmma.wait_group.sync.aligned 1;", "pending");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_generated_matmuls),
         cmocka_unit_test(test_no_proxy_fence_is_reported),
         cmocka_unit_test(test_no_wgmma_fence_is_reported),
+        cmocka_unit_test(test_no_trip_wait_is_reported),
+        cmocka_unit_test(test_no_final_wait_is_reported),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
