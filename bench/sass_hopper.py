@@ -42,8 +42,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KINDS = ("hgmma", "hmma", "utmaldg", "ldgsts", "ldsm", "syncs", "bar", "warpgroup", "other")
 # (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages): Triton's Hopper matmul configurations
 CONFIGS = ((128, 256, 64, 8, 3), (128, 128, 64, 4, 4))
-# tilec's stdlib configuration for large f16/bf16 products (runtime/stdlib.c's table)
+# tilec's stdlib configuration for large f16/bf16 products (runtime/stdlib.c's tables): sm_80 and sm_90's,
+# and sm_90a's (matmul_wgmma_configs)
 TILEC_CONFIG = (128, 128, 32, 4, 4)
+TILEC_WGMMA_CONFIG = (128, 128, 64, 8, 4)
 
 
 def classify(op):
@@ -149,7 +151,7 @@ def main():
                     print(row(who, dtype, cfg, count(args.cuobjdump, cubin), registers(args.cuobjdump, cubin), smem),
                           flush=True)
             for who, arch, cfgs in (("tilec sm_90 (mma.sync)", "sm_90", (TILEC_CONFIG,)),
-                                    ("tilec sm_90a (wgmma)", "sm_90a", (TILEC_CONFIG,) + CONFIGS)):
+                                    ("tilec sm_90a (wgmma)", "sm_90a", (TILEC_WGMMA_CONFIG,) + CONFIGS)):
                 for cfg in cfgs:
                     cubin, smem = tilec_cubin(args, tmp, dtype, cfg, arch)
                     print(row(who, dtype, cfg, count(args.cuobjdump, cubin), registers(args.cuobjdump, cubin), smem),

@@ -510,10 +510,28 @@ static const rt_matmul_config matmul_ieee_configs[] = {
     {1, 1, 32, 32, 16, 8, 2, 4, 2},
 };
 
-const rt_matmul_config *rt_matmul_config_for(int64_t M, int64_t N, int64_t batch, int sms, bool fma) {
-    const rt_matmul_config *table = fma ? matmul_ieee_configs : matmul_configs;
-    size_t n = fma ? sizeof matmul_ieee_configs / sizeof matmul_ieee_configs[0]
-                   : sizeof matmul_configs / sizeof matmul_configs[0];
+/* sm_90a's, for f16 and bf16 (wgmma: lower/cg_dot_wgmma.c): 128 x 128 x
+ * 64 on two warpgroups (8 warps, 64 rows and 64 f32 accumulators a
+ * thread each), 4 stages, then matmul_configs' smaller rows. Triton's
+ * Hopper tiles, 128 x 256 x 64 on 8 warps and 128 x 128 x 64 on 4, spill
+ * here (ptxas -v: 8 to 132 bytes at 255 registers, the 128 accumulators a
+ * thread beside 12 copies' pointers; tests/stdlib-no-spills.sh), until
+ * the copies move to the bulk copy engine. Not yet timed on a GPU;
+ * offline counts in bench/RESULTS.md (bench/sass_hopper.py). */
+static const rt_matmul_config matmul_wgmma_configs[] = {
+    /* min_m, min_n, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages, wide_warps */
+    {128, 128, 128, 128, 64, 8, 8, 4, 8},
+    {64, 64, 64, 64, 32, 8, 4, 4, 4},
+    {1, 1, 32, 32, 32, 8, 2, 4, 2},
+};
+
+const rt_matmul_config *rt_matmul_config_for(int64_t M, int64_t N, int64_t batch, int sms, rt_matmul_table which) {
+    const rt_matmul_config *table = which == RT_MATMUL_FMA     ? matmul_ieee_configs
+                                    : which == RT_MATMUL_WGMMA ? matmul_wgmma_configs
+                                                               : matmul_configs;
+    size_t n = which == RT_MATMUL_FMA     ? sizeof matmul_ieee_configs / sizeof matmul_ieee_configs[0]
+               : which == RT_MATMUL_WGMMA ? sizeof matmul_wgmma_configs / sizeof matmul_wgmma_configs[0]
+                                          : sizeof matmul_configs / sizeof matmul_configs[0];
     for (size_t i = 0; i < n - 1; i++) {
         const rt_matmul_config *r = &table[i];
         if (M < r->min_m || N < r->min_n) continue;
@@ -645,7 +663,12 @@ static trt_status matmul(const sl_call *c, matrix a, matrix b, matrix x, const e
     if (ieee && c->st != &sl_storages[TLS_F32])
         return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: precision TLS_IEEE is for f32 inputs, not %s", c->op,
                        c->st->suffix);
-    const rt_matmul_config *cfg = rt_matmul_config_for(M, N, batch, gpu_sms(c), ieee);
+    const char *arch = c->d->ops->code_arch ? c->d->ops->code_arch(c->d) : NULL;
+    bool wgmma = arch && !strcmp(arch, "sm_90a") && c->st != &sl_storages[TLS_F32]; /* f32 keeps mma.sync */
+    const rt_matmul_config *cfg = rt_matmul_config_for(M, N, batch, gpu_sms(c),
+                                                       ieee    ? RT_MATMUL_FMA
+                                                       : wgmma ? RT_MATMUL_WGMMA
+                                                               : RT_MATMUL_MMA);
     int64_t tiles = sl_cdiv(M, cfg->block_m) * sl_cdiv(N, cfg->block_n);
     if (tiles > INT32_MAX)
         return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: %lld x %lld needs %lld tiles of %d x %d; at most %d fit a grid",

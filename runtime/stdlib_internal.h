@@ -14,7 +14,7 @@
 #include "tilec_stdlib.h"
 
 /* The stdlib matmul's tile configuration (runtime/stdlib.c's tables: one
- * for the tensor cores, one for matmul_f32_ieee's FMAs when `fma`) for
+ * for the tensor cores, one for matmul_f32_ieee's FMAs, one for sm_90a) for
  * `batch` products of M x N on a GPU of `sms` multiprocessors (0: not a
  * GPU, or its count unknown). */
 typedef struct rt_matmul_config {
@@ -31,7 +31,10 @@ typedef struct rt_matmul_config {
      * warps, fewer accumulators a thread */
     int wide_warps;
 } rt_matmul_config;
-const rt_matmul_config *rt_matmul_config_for(int64_t M, int64_t N, int64_t batch, int sms, bool fma);
+/* Which table: tensor cores (mma.sync), matmul_f32_ieee's FMAs, or sm_90a's
+ * wgmma (f16 and bf16 there). */
+typedef enum rt_matmul_table { RT_MATMUL_MMA, RT_MATMUL_FMA, RT_MATMUL_WGMMA } rt_matmul_table;
+const rt_matmul_config *rt_matmul_config_for(int64_t M, int64_t N, int64_t batch, int sms, rt_matmul_table which);
 
 /* A row of the configuration table of stdlib/attention.tile's forward
  * (runtime/stdlib_attention.c's attention_configs): for head_dim on a GPU of

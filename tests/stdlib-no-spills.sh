@@ -69,21 +69,27 @@ done
 # matmul_f32_ieee (FMAs) takes its own table, matmul_ieee_configs, on its
 # wide_warps. The fused epilogues (HAS_BIAS with ACTIVATION none, ReLU and
 # GELU) at the fast path's layouts, EVEN and masked; everything for sm_80
-# and sm_90 (the table below prints sm_90's).
+# and sm_90, and sm_90a, which an sm_90 GPU runs: f16 and bf16 there at the
+# rows of its own table, matmul_wgmma_configs (the table below prints
+# sm_90a's).
 # rows_of TABLE [FILE]: the rows of a table of runtime/FILE (stdlib.c), one
 # a line, their numbers comma-separated (a row's inner braces dropped)
 rows_of() { sed -n "/ $1\[\] = {/,/^};/p" "$root/runtime/${2:-stdlib.c}" | grep -o '^ *{[0-9, {}]*}' | tr -d '{ }'; }
 configs=$(rows_of matmul_configs | sed 's/^/mma,/')
 ieee_configs=$(rows_of matmul_ieee_configs | sed 's/^/fma,/')
+wgmma_configs=$(rows_of matmul_wgmma_configs | sed 's/^/wgmma,/')
 [ -n "$configs" ] || { echo "FAIL: no matmul_configs rows found in runtime/stdlib.c"; fail=1; }
 [ -n "$ieee_configs" ] || { echo "FAIL: no matmul_ieee_configs rows found in runtime/stdlib.c"; fail=1; }
+[ -n "$wgmma_configs" ] || { echo "FAIL: no matmul_wgmma_configs rows found in runtime/stdlib.c"; fail=1; }
 table=()
-for cfg in $configs $ieee_configs; do
+for cfg in $configs $ieee_configs $wgmma_configs; do
   IFS=, read -r path _ _ bm bn bk gm warps stages wide <<<"$cfg"
   [ -n "$wide" ] || { echo "FAIL: matmul config row {$cfg} has no wide_warps"; fail=1; continue; }
   for layouts in "1 1 1 1 0 0" "2 2 1 1 0 0" "1 1 1 0 0 0" "0 0 0 0 0 0" "1 1 1 1 1 0" "1 1 1 1 1 1" "1 1 1 1 1 2" \
                  "1 1 1 0 1 0" "1 1 1 0 1 1" "1 1 1 0 1 2"; do
-    for arch in sm_90 sm_80; do
+    for arch in sm_90a sm_90 sm_80; do
+      # sm_90a's own table is for f16 and bf16 there; the others serve every arch
+      if [ "$path" = wgmma ] && [ "$arch" != sm_90a ]; then continue; fi
       read -r la lb lc even bias act <<<"$layouts"
       nw16=$warps # f16 and bf16: num_warps, or wide_warps on the general path
       if [ "$la" = 0 ] || [ "$lb" = 0 ]; then nw16=$wide; fi
@@ -94,15 +100,17 @@ for cfg in $configs $ieee_configs; do
           [ "$nw" = "$wide" ] || continue
           kernels="matmul_f32_ieee"
         else
-          [ "$nw" = "$nw16" ] && kernels="matmul_f16 matmul_bf16"
-          [ "$nw" = "$wide" ] && kernels="$kernels matmul_f32"
+          # on sm_90a f16 and bf16 take sm_90a's table (wgmma), f32 this one
+          [ "$nw" = "$nw16" ] && { [ "$path" = wgmma ] || [ "$arch" != sm_90a ]; } && kernels="matmul_f16 matmul_bf16"
+          [ "$nw" = "$wide" ] && [ "$path" = mma ] && kernels="$kernels matmul_f32"
+          [ -n "$kernels" ] || continue
         fi
         args=(-D "BLOCK_M=$bm" -D "BLOCK_N=$bn" -D "BLOCK_K=$bk" -D "GROUP_M=$gm" -D "A_LAYOUT=$la" -D "B_LAYOUT=$lb"
               -D "C_LAYOUT=$lc" -D "EVEN=$even" -D "HAS_BIAS=$bias" -D "ACTIVATION=$act" --num-warps="$nw"
               --num-stages="$stages")
         what="${bm}x${bn}x${bk} w$nw s$stages layouts $la$lb$lc even $even"
         [ "$bias" = 1 ] && what="$what bias act $act"
-        [ "$arch" = sm_90 ] || what="$what $arch"
+        [ "$arch" = sm_90a ] || what="$what $arch"
         if ! "$tilec" "$root/stdlib/matmul.tile" "${args[@]}" --arch="$arch" -v -o "$tmp/k.cubin" >"$tmp/log" 2>&1; then
           echo "FAIL: matmul.tile ($what) does not compile:"; cat "$tmp/log"; fail=1; continue
         fi
@@ -117,7 +125,7 @@ for cfg in $configs $ieee_configs; do
             if (index(kernels, " " k " ") == 0) next
             for (i = 1; i <= NF; i++) { if ($i ~ /^registers/) r=$(i-1); if ($i == "smem") sm=$(i-2) }
             printf "%-16s %-32s %9s %10s %9s %12s %11s\n", k, what, r, sm, (k in dyn) ? dyn[k] : 0, st, ld}' "$tmp/dyn" "$tmp/log")
-        [ "$arch" = sm_90 ] && table+=("$rows")
+        [ "$arch" = sm_90a ] && table+=("$rows")
         bad=$(awk -v kernels=" $kernels " '/Function properties for/ {k=$NF}
           /spill stores/ {if (index(kernels, " " k " ") && ($5 != 0 || $9 != 0)) print k ": " $0}' "$tmp/log")
         checked=$((checked + $(wc -w <<<"$kernels")))
@@ -244,7 +252,7 @@ if [ ${#att_table[@]} -gt 0 ]; then
   printf '%s\n' "${att_table[@]}"
 fi
 if [ ${#table[@]} -gt 0 ]; then
-  echo "== stdlib matmul, ptxas -v for sm_90 (bytes; layouts A B C: 1 rows contiguous, 2 columns, 0 any)"
+  echo "== stdlib matmul, ptxas -v for sm_90a, what an sm_90 GPU runs (bytes; layouts A B C: 1 rows contiguous, 2 columns, 0 any)"
   printf '%-16s %-32s %9s %10s %9s %12s %11s\n' kernel configuration registers smem dyn-smem spill-stores spill-loads
   printf '%s\n' "${table[@]}"
 fi

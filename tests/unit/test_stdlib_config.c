@@ -15,7 +15,7 @@
 enum { H100_SMS = 132 };
 
 static int tile(int64_t M, int64_t N, int64_t batch, int sms) {
-    const rt_matmul_config *c = rt_matmul_config_for(M, N, batch, sms, false);
+    const rt_matmul_config *c = rt_matmul_config_for(M, N, batch, sms, RT_MATMUL_MMA);
     assert_non_null(c);
     assert_int_equal(c->block_m, c->block_n); /* the table's tiles are square: one number says which */
     return c->block_m;
@@ -56,14 +56,33 @@ static void test_tiles_fill_the_multiprocessors(void **state) {
 /* matmul_f32_ieee's table (FMAs) picks its tiles by the same rules */
 static void test_the_fma_table_picks_the_same_way(void **state) {
     (void)state;
-    const rt_matmul_config *big = rt_matmul_config_for(4096, 4096, 1, H100_SMS, true),
-                           *mid = rt_matmul_config_for(100, 100, 1, 0, true),
-                           *small = rt_matmul_config_for(1, 1, 1, H100_SMS, true);
+    const rt_matmul_config *big = rt_matmul_config_for(4096, 4096, 1, H100_SMS, RT_MATMUL_FMA),
+                           *mid = rt_matmul_config_for(100, 100, 1, 0, RT_MATMUL_FMA),
+                           *small = rt_matmul_config_for(1, 1, 1, H100_SMS, RT_MATMUL_FMA);
     assert_int_equal(big->block_m, 128);
     assert_int_equal(mid->block_m, 64);
     assert_int_equal(small->block_m, 32);
-    assert_ptr_not_equal(big, rt_matmul_config_for(4096, 4096, 1, H100_SMS, false));
-    assert_int_equal(rt_matmul_config_for(1024, 1024, 1, H100_SMS, true)->block_m, 64);
+    assert_ptr_not_equal(big, rt_matmul_config_for(4096, 4096, 1, H100_SMS, RT_MATMUL_MMA));
+    assert_int_equal(rt_matmul_config_for(1024, 1024, 1, H100_SMS, RT_MATMUL_FMA)->block_m, 64);
+}
+
+/* sm_90a's f16/bf16 table (wgmma): its own large tile, by the same rules */
+static void test_the_wgmma_table_takes_hopper_tiles(void **state) {
+    (void)state;
+    const rt_matmul_config *big = rt_matmul_config_for(8192, 8192, 1, H100_SMS, RT_MATMUL_WGMMA);
+    assert_int_equal(big->block_m, 128);
+    assert_int_equal(big->block_n, 128);
+    assert_int_equal(big->block_k, 64);
+    assert_int_equal(big->num_warps, 8); /* two warpgroups */
+    assert_ptr_not_equal(big, rt_matmul_config_for(8192, 8192, 1, H100_SMS, RT_MATMUL_MMA));
+    /* 1024 x 1024: 64 tiles of 128 under 132 SMs: 256 of 64 */
+    assert_int_equal(rt_matmul_config_for(1024, 1024, 1, H100_SMS, RT_MATMUL_WGMMA)->block_m, 64);
+    assert_int_equal(rt_matmul_config_for(1, 1, 1, H100_SMS, RT_MATMUL_WGMMA)->block_m, 32);
+    /* where a row runs on wgmma (4 warps or more), its M is whole 64-row pieces of its warpgroups */
+    for (int64_t m = 1; m <= 8192; m *= 2) {
+        const rt_matmul_config *c = rt_matmul_config_for(m, m, 1, 0, RT_MATMUL_WGMMA);
+        if (c->num_warps >= 4) assert_int_equal(c->block_m % (16 * c->num_warps), 0);
+    }
 }
 
 static void test_huge_shapes_do_not_overflow(void **state) {
@@ -181,6 +200,7 @@ int main(void) {
         cmocka_unit_test(test_the_fma_table_picks_the_same_way),
         cmocka_unit_test(test_the_shape_minimums_hold),
         cmocka_unit_test(test_tiles_fill_the_multiprocessors),
+        cmocka_unit_test(test_the_wgmma_table_takes_hopper_tiles),
         cmocka_unit_test(test_huge_shapes_do_not_overflow),
         cmocka_unit_test(test_attention_rows_by_head_dim_and_arch),
         cmocka_unit_test(test_attention_bwd_rows_by_head_dim_and_arch),
