@@ -3,14 +3,14 @@
 # as ptxas -v reports it for sm_90, at its default sizes, the row kernels
 # also at the row widths the bench times (BLOCK below; ALIGN 1 and 8),
 # and stdlib/matmul.tile at each tile configuration runtime/stdlib.c picks
-# from, for sm_80 and sm_90, fused epilogues included, whose ptxas -v
-# figures for sm_90 it prints as a table (scripts/gpu-check.sh shows it),
-# and stdlib/attention.tile's forward at each row of attention_configs
-# tls_attention_fwd takes on sm_80 and sm_90 (of attention_f32_configs, for
-# its f32 kernel, on sm_80, sm_86 and sm_90), and attention_bwd.tile at
-# each row of attention_bwd_configs and attention_bwd_f32_configs on
-# sm_80, sm_86 and sm_90, also tabulated. Exits 77
-# (skipped) without ptxas.
+# from, for sm_80, sm_90 and sm_90a (what an sm_90 GPU runs: wgmma), fused
+# epilogues included, whose ptxas -v figures for sm_90a it prints as a
+# table (scripts/gpu-check.sh shows it), and stdlib/attention.tile's
+# forward at each row of attention_configs tls_attention_fwd takes on
+# sm_80 and sm_90a (of attention_f32_configs, for its f32 kernel, on
+# sm_80, sm_86 and sm_90), and attention_bwd.tile at each row of
+# attention_bwd_configs and attention_bwd_f32_configs on sm_80, sm_86 and
+# sm_90a, also tabulated. Exits 77 (skipped) without ptxas.
 set -u
 tilec=$1
 root=$2
@@ -135,7 +135,7 @@ for cfg in $configs $ieee_configs $wgmma_configs; do
   done
 done
 # stdlib/attention.tile at the row of attention_configs in runtime/stdlib_attention.c
-# that tls_attention_fwd takes for each head dim on sm_80 and on sm_90 (the
+# that tls_attention_fwd takes for each head dim on sm_80 and on sm_90a (the
 # first row of the head dim whose min_sm the arch reaches; the columns:
 # head_dim, min_sm, BLOCK_M, BLOCK_N, num_warps, num_stages), plain, plain
 # with ALIGNED (the strides tls_attention_fwd usually sees), and with
@@ -147,13 +147,13 @@ done
 # spill f32's); their ptxas -v figures in a table of their own.
 att_table=()
 # table, archs, head dims, the kernels it is for (a regex)
-for tab in "attention_configs|sm_80 sm_90|32 64 128 256|^attention_fwd_(f16|bf16)$" \
+for tab in "attention_configs|sm_80 sm_90a|32 64 128 256|^attention_fwd_(f16|bf16)$" \
            "attention_f32_configs|sm_80 sm_86 sm_90|32 64 128|^attention_fwd_f32$"; do
 IFS='|' read -r tname tarchs tdims tpat <<<"$tab"
 att_rows=$(rows_of "$tname" stdlib_attention.c)
 [ -n "$att_rows" ] || { echo "FAIL: no $tname rows found in runtime/stdlib_attention.c"; fail=1; }
 for arch in $tarchs; do
-  sm=${arch#sm_}
+  sm=${arch#sm_} sm=${sm%a} # sm_90a: 90
   for d in $tdims; do
     row=$(awk -F, -v d="$d" -v sm="$sm" '$1 == d && $2 <= sm {print; exit}' <<<"$att_rows")
     [ -n "$row" ] || { echo "FAIL: $tname has no row for head dim $d on $arch"; fail=1; continue; }
@@ -189,7 +189,7 @@ done
 # stdlib/attention_bwd.tile at the row of attention_bwd_configs in
 # runtime/stdlib_attention.c that tls_attention_bwd takes for each head dim
 # on sm_80, sm_86 (whose rows ask fewer stages: 99 KB of shared memory)
-# and sm_90 (the columns: head_dim, min_sm, then dK/dV's and dQ's BLOCK_M,
+# and sm_90a, which an sm_90 GPU runs (the columns: head_dim, min_sm, then dK/dV's and dQ's BLOCK_M,
 # BLOCK_N, num_warps, num_stages): dK/dV's kernels at dK/dV's, the
 # pre-pass's and dQ's at dQ's, plain and with CAUSAL, WINDOW, VARLEN and
 # ALIGNED, f16 and bf16 in one compile; then the f32 kernels at the rows
@@ -201,8 +201,8 @@ for tab in "attention_bwd_configs|32 64 128 256|(f16|bf16)" "attention_bwd_f32_c
 IFS='|' read -r tname tdims tsuf <<<"$tab"
 bwd_rows=$(rows_of "$tname" stdlib_attention.c)
 [ -n "$bwd_rows" ] || { echo "FAIL: no $tname rows found in runtime/stdlib_attention.c"; fail=1; }
-for arch in sm_80 sm_86 sm_90; do
-  sm=${arch#sm_}
+for arch in sm_80 sm_86 sm_90a; do
+  sm=${arch#sm_} sm=${sm%a}
   for d in $tdims; do
     row=$(awk -F, -v d="$d" -v sm="$sm" '$1 == d && $2 <= sm {print; exit}' <<<"$bwd_rows")
     [ -n "$row" ] || { echo "FAIL: $tname has no row for head dim $d on $arch"; fail=1; continue; }

@@ -198,6 +198,26 @@ static void test_compile_errors_and_devices(void **state) {
     trt_close(d);
 }
 
+/* trt_emu_set_arch: the emulator's alone, and only names of GPU archs */
+static void test_emu_arch(void **state) {
+    (void)state;
+    trt_device *d;
+    assert_int_equal(trt_open(TRT_DEVICE_CPU, &d, NULL, 0), TRT_OK);
+    assert_int_equal(trt_emu_set_arch(d, "sm_90a"), TRT_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(trt_last_error(d), "only the emulator device takes an arch"));
+    trt_close(d);
+    assert_int_equal(trt_emu_set_arch(NULL, "sm_90a"), TRT_ERR_INVALID_ARGUMENT);
+    if (trt_open(TRT_DEVICE_EMU, &d, NULL, 0) != TRT_OK) return; /* a runtime without the emulator */
+    const char *bad[] = {NULL, "", "sm_9", "sm_90b", "90a", "sm_x0", "sm_90aa", "sm_1000000000000000"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(trt_emu_set_arch(d, bad[i]), TRT_ERR_INVALID_ARGUMENT);
+        assert_non_null(strstr(trt_last_error(d), "is not a GPU arch such as sm_80 or sm_90a"));
+    }
+    assert_int_equal(trt_emu_set_arch(d, "sm_90a"), TRT_OK);
+    assert_int_equal(trt_emu_set_arch(d, "sm_80"), TRT_OK);
+    trt_close(d);
+}
+
 static void test_launch_after_close(void **state) {
     (void)state;
     trt_device *d;
@@ -224,6 +244,7 @@ int main(void) {
         cmocka_unit_test(test_signature_is_visible),
         cmocka_unit_test(test_misuse_is_an_error),   cmocka_unit_test(test_out_of_bounds_launch_names_the_line),
         cmocka_unit_test(test_compile_errors_and_devices), cmocka_unit_test(test_launch_after_close),
+        cmocka_unit_test(test_emu_arch),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
