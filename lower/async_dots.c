@@ -18,7 +18,10 @@
  * Then:
  *    the dot becomes dot_async (same operands, same value);
  *    right after it, `dot_wait 1`: the previous trip's dot_async is done,
- *      so the slots it read may be refilled;
+ *      so the slots it read may be refilled; with more than one warpgroup
+ *      a barrier after it, since each warpgroup's wait covers only its
+ *      own wgmmas (wgmma.wait_group waits for the executing threads'
+ *      groups) and a refill's copies do not follow warpgroup lines;
  *    the body's async_copy and async_commit ops before the dot move, in
  *      their order, to after that wait (one group a trip still: the
  *      top-of-trip async_wait counts the same);
@@ -27,6 +30,24 @@
  * A loop of no trips carries its initial value, which no dot_async
  * wrote: the wait finds nothing pending. */
 #include "lower/lower.h"
+
+static void walk_block(tir_block *b, void (*fn)(tir_op *, void *), void *ctx) {
+    for (tir_op *op = b->first; op; op = op->next) {
+        fn(op, ctx);
+        if (op->body) walk_block(op->body, fn, ctx);
+        if (op->body2) walk_block(op->body2, fn, ctx);
+    }
+}
+
+typedef struct use_count {
+    const tir_value *a, *b;
+    uint32_t n; /* operands that are a or b */
+} use_count;
+
+static void count_uses(tir_op *op, void *p) {
+    use_count *u = p;
+    for (uint32_t k = 0; k < op->noperands; k++) u->n += op->operands[k] == u->a || op->operands[k] == u->b;
+}
 
 /* The loop's dot that could run asynchronously, or NULL. */
 static tir_op *loop_dot(const tir_op *loop, unsigned num_warps) {
@@ -42,11 +63,11 @@ static tir_op *loop_dot(const tir_op *loop, unsigned num_warps) {
         return NULL;
     const tir_value *acc = dot->operands[2], *res = dot->results[0];
     if (acc->block != body || acc->def || acc->index == 0) return NULL; /* a carried argument */
-    uint32_t i = acc->index - 1, uses = 0;
+    uint32_t i = acc->index - 1;
     if (i >= y->noperands || y->operands[i] != res) return NULL;
-    for (tir_op *op = body->first; op; op = op->next)
-        for (uint32_t k = 0; k < op->noperands; k++) uses += op->operands[k] == res || op->operands[k] == acc;
-    return uses == 2 ? dot : NULL; /* the yield's and the dot's: nothing else reads them */
+    use_count u = {.a = acc, .b = res};
+    walk_block(body, count_uses, &u); /* nested regions too: an `if` storing acc reads it */
+    return u.n == 2 ? dot : NULL;     /* the yield's and the dot's: nothing else reads them */
 }
 
 /* Whether op, inside the body or below it, writes buffer buf. */
@@ -62,14 +83,6 @@ static void find_writes(tir_op *op, void *p) {
     bool before = false;
     for (const tir_op *o = op; o && !before; o = o->next) before = o == w->dot;
     if (op->code != TIR_OP_ASYNC_COPY || op->parent != w->dot->parent || !before) w->other = true;
-}
-
-static void walk_block(tir_block *b, void (*fn)(tir_op *, void *), void *ctx) {
-    for (tir_op *op = b->first; op; op = op->next) {
-        fn(op, ctx);
-        if (op->body) walk_block(op->body, fn, ctx);
-        if (op->body2) walk_block(op->body2, fn, ctx);
-    }
 }
 
 /* The copies can move past the dot: between the first of them and the
@@ -104,6 +117,10 @@ static void make_async(tir_func *f, tir_op *loop, tir_op *dot) {
     tir_builder_before(&b, after);
     tir_op *wait = tir_build_op(&b, TIR_OP_DOT_WAIT, 0, NULL, 0, NULL);
     wait->attr.axis = 1;
+    /* a warpgroup's wait covers its own wgmmas only (wgmma.wait_group):
+     * with several, every one must be past its wait before any thread
+     * refills a slot another warpgroup's wgmma may still read */
+    if (f->num_warps > LOWER_WARPGROUP_WARPS) tir_build_op(&b, TIR_OP_BARRIER, 0, NULL, 0, NULL);
     tir_op *next;
     for (tir_op *op = da->parent->first; op != da; op = next) {
         next = op->next;

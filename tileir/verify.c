@@ -158,13 +158,23 @@ static void check_shared_layout(verifier *v, const tir_op *op, tir_type t) {
 }
 
 /* Whether x is a dot_async's result not yet given back by a dot_wait:
- * that result, or what a `for` carries of it (its body argument and its
- * result, when the body yields a pending value there). */
+ * that result, what a `for` carries of it (its body argument and its
+ * result, when the body yields a pending value there), or an `if`'s
+ * result that a branch yields pending. */
 enum { PENDING_MAX_CARRIES = 16 }; /* loop carries pending() follows back to a dot_async */
 
 static bool pending_in(const tir_value *x, unsigned depth) {
     if (x->def && x->def->code == TIR_OP_DOT_ASYNC) return true;
     if (depth > PENDING_MAX_CARRIES) return false; /* carried values swapping from trip to trip: not followed further */
+    if (x->def && x->def->code == TIR_OP_IF) { /* either branch's yield */
+        const tir_block *br[2] = {x->def->body, x->def->body2};
+        for (int k = 0; k < 2; k++) {
+            const tir_op *y = br[k] ? br[k]->last : NULL;
+            if (y && y->code == TIR_OP_YIELD && x->index < y->noperands && pending_in(y->operands[x->index], depth + 1))
+                return true;
+        }
+        return false;
+    }
     const tir_op *loop = x->def ? x->def : x->block ? x->block->parent : NULL;
     if (!loop || loop->code != TIR_OP_FOR || !loop->body || !loop->body->last) return false;
     const tir_op *y = loop->body->last;
