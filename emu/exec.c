@@ -15,7 +15,8 @@
 #include "support/support.h"
 
 enum { EMU_CLOCK_EVERY = 4096, /* branches between readings of the clock, for the time limit */
-       EMU_BUFFER_NAME_MAX = 160 /* "buffer B (parameter 'NAME')" */ };
+       EMU_BUFFER_NAME_MAX = 160, /* "buffer B (parameter 'NAME')" */
+       EMU_WHERE_MAX = 320 /* "FILE:LINE:COL: " */ };
 
 static bool vrfail(run *r, const thread *t, const emu_inst *in, const char *fmt, va_list ap)
     __attribute__((format(printf, 4, 0)));
@@ -25,10 +26,14 @@ static bool vrfail(run *r, const thread *t, const emu_inst *in, const char *fmt,
     char msg[1024];
     vsnprintf(msg, sizeof msg, fmt, ap);
     char *text = in && in->src ? LLVMPrintValueToString(in->src) : NULL;
-    char who[64] = "";
+    char who[64] = "", where[EMU_WHERE_MAX] = "";
     if (t) snprintf(who, sizeof who, ", thread %u", t->tid);
-    snprintf(r->err, r->err_size, "emulator: kernel '%s', CTA (%u, %u, %u)%s: %s%s%s", r->f->name, r->ctaid[0],
-             r->ctaid[1], r->ctaid[2], who, msg, text ? "\n  at: " : "", text ? text + strspn(text, " ") : "");
+    /* the .tile position codegen attached (tilec_options.line_info), as the CPU device says it */
+    unsigned line = in && in->src && LLVMIsAInstruction(in->src) ? LLVMGetDebugLocLine(in->src) : 0, len = 0;
+    const char *file = line ? LLVMGetDebugLocFilename(in->src, &len) : NULL;
+    if (file) snprintf(where, sizeof where, "%.*s:%u:%u: ", (int)len, file, line, LLVMGetDebugLocColumn(in->src));
+    snprintf(r->err, r->err_size, "emulator: kernel '%s', CTA (%u, %u, %u)%s: %s%s%s%s", r->f->name, r->ctaid[0],
+             r->ctaid[1], r->ctaid[2], who, where, msg, text ? "\n  at: " : "", text ? text + strspn(text, " ") : "");
     if (text) LLVMDisposeMessage(text);
     return false;
 }

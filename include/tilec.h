@@ -87,6 +87,11 @@ typedef struct tilec_options {
                                     GPU: PTX's ex2.approx.ftz.f32, as Triton's
                                     exp2; 3 instructions fewer each (default false:
                                     ex2.approx.f32, which keeps them) */
+    bool line_info;              /* each op's .tile line and column in the LLVM IR
+                                    (DILocation, line tables only), so .loc lines in
+                                    the PTX (profilers' source view, as nvcc's
+                                    -lineinfo) and the emulator device's errors name
+                                    the line (default false) */
 } tilec_options;
 
 typedef struct tilec_output {

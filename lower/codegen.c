@@ -245,6 +245,10 @@ static void gen_while(cg *c, const tir_op *op) {
 static bool needs_blocked(cg *c, const tir_op *op);
 
 static void gen_op(cg *c, const tir_op *op) {
+    if (c->dib) /* line_info: what this op builds carries its .tile position */
+        LLVMSetCurrentDebugLocation2(c->b, op->loc.line ? LLVMDIBuilderCreateDebugLocation(c->ctx, op->loc.line,
+                                                                                           op->loc.col, c->di_sub, NULL)
+                                                        : NULL);
     const tir_opinfo *info = &tir_ops[op->code];
     const tir_value *res = op->nresults ? op->results[0] : NULL;
     if (needs_blocked(c, op)) return;
@@ -424,6 +428,14 @@ static bool gen_func(cg *c, tir_func *f) {
     }
     LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(c->ctx), pt, f->nparams, false);
     c->fn = LLVMAddFunction(c->mod, f->name, fty);
+    if (c->dib) {
+        LLVMMetadataRef sty = LLVMDIBuilderCreateSubroutineType(c->dib, c->di_file, NULL, 0, LLVMDIFlagZero);
+        size_t n = strlen(f->name);
+        c->di_sub = LLVMDIBuilderCreateFunction(c->dib, c->di_file, f->name, n, f->name, n, c->di_file, f->loc.line, sty,
+                                                false, true, f->loc.line, LLVMDIFlagZero, true);
+        LLVMSetSubprogram(c->fn, c->di_sub);
+        LLVMSetCurrentDebugLocation2(c->b, NULL); /* the entry's own code: no op's */
+    }
     annotate(c, "kernel", 1);
     annotate(c, "maxntidx", 32 * f->num_warps);
     LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "entry");
@@ -493,6 +505,14 @@ LLVMModuleRef lower_codegen(tir_module *m, LLVMContextRef ctx, const lower_optio
             .file = m->source_name ? m->source_name : "<tir>", .ok = true,
             .arch = opt->compile.arch ? opt->compile.arch : TILEC_DEFAULT_ARCH, .exp2_ftz = opt->compile.exp2_ftz,
             .dot = cg_dot_lowering_for(opt->compile.arch ? opt->compile.arch : TILEC_DEFAULT_ARCH)};
+    if (opt->compile.line_info) { /* positions only: no variables, types or debug sections */
+        c.dib = LLVMCreateDIBuilder(mod);
+        c.di_file = LLVMDIBuilderCreateFile(c.dib, c.file, strlen(c.file), "", 0);
+        LLVMDIBuilderCreateCompileUnit(c.dib, LLVMDWARFSourceLanguageC, c.di_file, "tilec", 5, true, "", 0, 0, "", 0,
+                                       (LLVMDWARFEmissionKind)CG_DWARF_DIRECTIVES_ONLY, 0, false, false, "", 0, "", 0);
+        LLVMAddModuleFlag(mod, LLVMModuleFlagBehaviorWarning, "Debug Info Version", 18,
+                          LLVMValueAsMetadata(LLVMConstInt(LLVMInt32TypeInContext(ctx), LLVMDebugMetadataVersion(), 0)));
+    }
     for (tir_func *f = m->funcs; f && c.ok; f = f->next) {
         c.f = f;
         if (!f->num_warps) {
@@ -500,6 +520,10 @@ LLVMModuleRef lower_codegen(tir_module *m, LLVMContextRef ctx, const lower_optio
             break;
         }
         gen_func(&c, f);
+    }
+    if (c.dib) {
+        LLVMDIBuilderFinalize(c.dib);
+        LLVMDisposeDIBuilder(c.dib);
     }
     LLVMDisposeBuilder(c.b);
     tc_arena_free(arena);

@@ -5,6 +5,8 @@
 #ifndef TILEC_LOWER_CODEGEN_INTERNAL_H
 #define TILEC_LOWER_CODEGEN_INTERNAL_H
 
+#include <llvm-c/DebugInfo.h>
+
 #include "lower/lower.h"
 
 enum {
@@ -54,11 +56,21 @@ typedef struct cg {
     bool exp2_ftz;                          /* exp2 as ex2.approx.ftz (tilec_options.exp2_ftz) */
     LLVMValueRef str_true, str_false;       /* print's i1 texts (module constants), made when first needed */
     const struct cg_dot_lowering *dot;      /* the target's tensor-core dot (cg_dot_lowering_for) */
+    LLVMDIBuilderRef dib;                   /* tilec_options.line_info: the line tables' builder; NULL: none */
+    LLVMMetadataRef di_file, di_sub;        /* the source file, and the kernel's subprogram */
     bool ok;
 } cg;
 
 /* A tile's layout seen as a blocked layout over `rank` view dims: the "layouts as registers"
  * comment in cg_regs.c says how registers map to elements. */
+/* The compile unit's emission kind for tilec_options.line_info: LLVM-C's
+ * enum stops at LineTablesOnly, whose PTX gets `.target ..., debug` and
+ * DWARF sections, which ptxas refuses at -O3 ("Optimized debugging not
+ * supported"); DICompileUnit::DebugDirectivesOnly (llvm/IR/
+ * DebugInfoMetadata.h), 3, gives the .file and .loc lines alone, as nvcc
+ * -lineinfo does. tests/golden/cli/lineinfo.tile checks the PTX. */
+enum { CG_DWARF_DIRECTIVES_ONLY = 3 };
+
 typedef struct view {
     unsigned rank;
     int sliced; /* the view dim the tile lacks, or -1 */

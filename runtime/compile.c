@@ -57,6 +57,7 @@ static uint64_t cache_key(trt_device *d, const char *file, const char *src, size
     h = hash_bytes(h, &o->no_asserts, sizeof o->no_asserts);
     h = hash_bytes(h, &o->num_stages, sizeof o->num_stages);
     h = hash_bytes(h, &o->exp2_ftz, sizeof o->exp2_ftz);
+    h = hash_bytes(h, &o->line_info, sizeof o->line_info);
     for (size_t i = 0; i < o->ndefines; i++) {
         h = hash_str(h, o->defines[i].name);
         h = hash_bytes(h, &o->defines[i].value, sizeof o->defines[i].value);
@@ -173,6 +174,7 @@ static tilec_options compile_options(const trt_device *d, const trt_compile_opti
     opt.passes = gpu_code ? NULL : "simplify";
     opt.print_locs = true;
     opt.sidecar = gpu_code;
+    opt.line_info = d->ops->code == RT_CODE_LLVM; /* the emulator's errors name the .tile line */
     opt.arch = compile_arch(d, o);
     if (o) {
         opt.num_warps = o->num_warps;

@@ -51,6 +51,8 @@ static const char usage[] =
     "  --exp2-ftz            exp2, exp, sigmoid and tanh flush f32 results below 2^-126\n"
     "                        to zero (ex2.approx.ftz.f32, as Triton's exp2: 3 instructions\n"
     "                        fewer each); by default they keep them\n"
+    "  --lineinfo            each op's .tile line in the LLVM IR and the PTX (.loc), for\n"
+    "                        profilers' source view (as nvcc -lineinfo)\n"
     "  --passes=LIST         with --emit=tir: run only these passes (comma list, or none)\n"
     "  --dump-after=PASS     print the tile IR after PASS to stderr\n"
     "  --dump-all            print the tile IR after every pass to stderr\n"
@@ -172,6 +174,8 @@ static int parse_args(cli *c, int argc, char **argv) {
             c->opt.no_asserts = true;
         } else if (!strcmp(a, "--exp2-ftz")) {
             c->opt.exp2_ftz = true;
+        } else if (!strcmp(a, "--lineinfo")) {
+            c->opt.line_info = true;
         } else if (!strcmp(a, "--time")) {
             c->time = true;
         } else if (!strcmp(a, "--ptx-only")) {
