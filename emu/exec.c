@@ -780,7 +780,11 @@ static bool run_cta(run *r, uint64_t *tmp) {
                 for (uint32_t i = g0; i < g0 + 4 * EMU_WARP; i++) r->th[i].pc++, r->th[i].state = T_RUN;
                 for (uint32_t i = g0; r->acct && i < g0 + 4 * EMU_WARP; i += EMU_WARP) emu_smem_sync_warp(r->acct, i / EMU_WARP, i, EMU_WARP);
                 progressed = true;
-                continue;
+                /* this warpgroup runs on before the others' collectives
+                 * complete: warpgroups are not in step, and code that
+                 * counts on another's wgmma.wait_group having happened
+                 * (its slots free) without a barrier is caught */
+                break;
             }
             bool ok = true;
             switch ((eop)at->op) {
