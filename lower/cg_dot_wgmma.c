@@ -31,8 +31,10 @@
  * (D = A B + D, D starting as acc), a's warpgroup rows at 64 (tid / 128);
  * then wgmma.commit_group and wgmma.wait_group 0, through which every
  * accumulator register passes (ptx_wgmma_wait_asm), so nothing reads one
- * before the wait. Synchronous: the slots are free again after the dot
- * (pipeline_loops refills the slot the previous trip read). */
+ * before the wait: the slots are free again after the dot. A dot_async
+ * (lower/async_dots.c) stops at the commit, its registers pending, and
+ * dot_wait is that wait on its own, passing its operands' registers
+ * through. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
