@@ -593,11 +593,11 @@ static void check_types(verifier *v, const tir_op *op) {
 
 
 static void verify_op(verifier *v, const tir_op *op) {
-    const tir_opinfo *info = &tir_ops[op->code];
     if ((unsigned)op->code >= TIR_OP_COUNT) {
         fail(v, NULL, "unknown opcode");
         return;
     }
+    const tir_opinfo *info = &tir_ops[op->code];
     if ((int)op->noperands < info->min_operands || (int)op->noperands > info->max_operands) {
         fail(v, op, "wrong number of operands");
         return;
@@ -630,6 +630,10 @@ static void verify_block(verifier *v, const tir_block *blk, bool is_body) {
         v->defined[blk->args[i]->id] = 1;
     }
     for (const tir_op *op = blk->first; op; op = op->next) {
+        if ((unsigned)op->code >= TIR_OP_COUNT) { /* nothing else about it can be read */
+            verify_op(v, op);
+            continue;
+        }
         if (op->parent != blk) fail(v, op, "op's parent link is wrong");
         bool term = tir_ops[op->code].flags & TIR_F_TERMINATOR;
         if (term && op->next) fail(v, op, "terminator in the middle of a block");
