@@ -137,6 +137,111 @@ static void test_integers_and_casts(void **state) {
 }
 
 
+/* ---- loop-carried min/max/mul/xor of narrow types ------------------------------
+ * Found by tests/fuzz/difftest.c: a value carried through a loop and combined
+ * each trip with a loop-invariant one (`hi = maximum(hi, v)`) of f16, bf16,
+ * i8 or i16 is vectorized by LLVM across two trips, leaving an
+ * llvm.vector.reduce.{fmaximum,fminimum,smin,smax,mul,xor} after the loop,
+ * which the emulator did not know. Inputs are k/8 (floats) or any bits
+ * (integers); 3 trips over a ragged 13 of 16 elements. */
+static void run_loop_carried(const char *type, bool is_float) {
+    char src[1024];
+    if (is_float)
+        snprintf(src, sizeof src,
+                 "kernel lc(x: *%s, out: *%s, n: i32, t: i32) {\n"
+                 "    let c = arange(0, 16);\n"
+                 "    let v = load(x + c, c < n);\n"
+                 "    var hi = v;\n"
+                 "    var lo = v;\n"
+                 "    for i in range(0, t) {\n"
+                 "        hi = maximum(hi, v);\n"
+                 "        lo = minimum(lo, v * 0.5);\n"
+                 "    }\n"
+                 "    store(out + c, hi, c < n);\n"
+                 "    store(out + n + c, lo, c < n);\n"
+                 "}\n",
+                 type, type);
+    else
+        snprintf(src, sizeof src,
+                 "kernel lc(x: *%s, out: *%s, n: i32, t: i32) {\n"
+                 "    let c = arange(0, 16);\n"
+                 "    let v = load(x + c, c < n);\n"
+                 "    var hi = v;\n"
+                 "    var lo = v;\n"
+                 "    var p = v;\n"
+                 "    var q = v;\n"
+                 "    for i in range(0, t) {\n"
+                 "        hi = maximum(hi, v);\n"
+                 "        lo = minimum(lo, v * 3);\n"
+                 "        p = p * v;\n"
+                 "        q = q ^ v;\n"
+                 "    }\n"
+                 "    store(out + c, hi, c < n);\n"
+                 "    store(out + n + c, lo, c < n);\n"
+                 "    store(out + 2 * n + c, p, c < n);\n"
+                 "    store(out + 3 * n + c, q, c < n);\n"
+                 "}\n",
+                 type, type);
+    prog p;
+    trt_kernel *k = compile_text(&p, "lc.tile", src, "lc", NULL, 0);
+    const int n = 13, trips = 3, outs = is_float ? 2 : 4;
+    size_t es = !strcmp(type, "i8") ? 1 : 2;
+    unsigned char x[2 * 16], out[4 * 2 * 16];
+    int64_t xv[16];
+    for (int i = 0; i < n; i++) {
+        if (is_float) {
+            float f = (float)(rand() % 129 - 64) / 8.0f;
+            if (!strcmp(type, "f16")) put_f16(x, (size_t)i, f);
+            else put_bf16(x, (size_t)i, f);
+            xv[i] = (int64_t)(f * 8);
+        } else {
+            int32_t r = rand_i32();
+            xv[i] = es == 1 ? (int8_t)r : (int16_t)r;
+            memcpy(x + (size_t)i * es, es == 1 ? (void *)&(int8_t){(int8_t)r} : (void *)&(int16_t){(int16_t)r}, es);
+        }
+    }
+    memset(out, 0xff, sizeof out);
+    trt_buffer bx = upload(x, es * (size_t)n), bo = upload(out, es * (size_t)(outs * n));
+    trt_arg args[4] = {trt_buf(bx), trt_buf(bo), trt_int(n), trt_int(trips)};
+    launch(k, 1, 1, 1, args, 4);
+    download(bo, out, es * (size_t)(outs * n));
+    trt_free(dev, bx);
+    for (int i = 0; i < n; i++) {
+        if (is_float) {
+            float v = (float)xv[i] / 8.0f, half = v * 0.5f;
+            float (*get)(const void *, size_t) = !strcmp(type, "f16") ? get_f16 : get_bf16;
+            float hi = get(out, (size_t)i), lo = get(out, (size_t)(n + i));
+            if (hi != v) fail_msg("%s maximum [%d] = %g, want %g on %s", type, i, (double)hi, (double)v, trt_device_name(dev));
+            if (lo != (half < v ? half : v))
+                fail_msg("%s minimum [%d] = %g, want %g on %s", type, i, (double)lo, (double)(half < v ? half : v),
+                         trt_device_name(dev));
+            continue;
+        }
+        int bits = (int)es * 8;
+        int64_t v = xv[i], v3 = (int64_t)((uint64_t)v * 3), pw = v;
+        v3 = bits == 8 ? (int8_t)v3 : (int16_t)v3;
+        for (int tr = 0; tr < trips; tr++) pw = bits == 8 ? (int8_t)(uint8_t)((uint64_t)pw * (uint64_t)v) : (int16_t)(uint16_t)((uint64_t)pw * (uint64_t)v);
+        int64_t want[4] = {v, v3 < v ? v3 : v, pw, trips % 2 ? 0 : v};
+        for (int o = 0; o < 4; o++) {
+            size_t at = (size_t)(o * n + i);
+            int64_t got = es == 1 ? ((int8_t *)out)[at] : ((int16_t *)(void *)out)[at];
+            if (got != want[o])
+                fail_msg("%s loop-carried %s [%d] = %lld, want %lld on %s", type, (const char *[]){"maximum", "minimum", "*", "^"}[o],
+                         i, (long long)got, (long long)want[o], trt_device_name(dev));
+        }
+    }
+    drop(&p);
+}
+
+static void test_loop_carried_narrow_types(void **state) {
+    (void)state;
+    run_loop_carried("f16", true);
+    run_loop_carried("bf16", true);
+    run_loop_carried("i8", false);
+    run_loop_carried("i16", false);
+}
+
+
 /* ---- approximate on the GPU: within a stated tolerance ---------------------- */
 
 static void test_transcendentals_within_tolerance(void **state) {
@@ -355,6 +460,7 @@ static void test_exp2_ftz(void **state) {
 HARNESS_MAIN(
     cmocka_unit_test(test_math_builtins_exact),
     cmocka_unit_test(test_integers_and_casts),
+    cmocka_unit_test(test_loop_carried_narrow_types),
     cmocka_unit_test(test_transcendentals_within_tolerance),
     cmocka_unit_test(test_erf_within_tolerance),
     cmocka_unit_test(test_rand_is_philox),
