@@ -430,6 +430,22 @@ static const intrinsic_row intrinsics[] = {
     {"llvm.nvvm.mulhi.i", EOP_MATH, M_MULHI_S},
     {"llvm.nvvm.mulhi.ll", EOP_MATH, M_MULHI_S},
     {"llvm.nvvm.f2tf32.rna", EOP_F2TF32, 0},
+    /* what LLVM's vectorizers leave of a min/max/mul/xor chain, e.g. a value
+     * carried through a loop and combined with the same value every trip
+     * (fadd and fmul, ordered with a start value, are not made here) */
+    {"llvm.vector.reduce.add.", EOP_VREDUCE_BIN, LLVMAdd},
+    {"llvm.vector.reduce.mul.", EOP_VREDUCE_BIN, LLVMMul},
+    {"llvm.vector.reduce.and.", EOP_VREDUCE_BIN, LLVMAnd},
+    {"llvm.vector.reduce.or.", EOP_VREDUCE_BIN, LLVMOr},
+    {"llvm.vector.reduce.xor.", EOP_VREDUCE_BIN, LLVMXor},
+    {"llvm.vector.reduce.smin.", EOP_VREDUCE_MATH, M_SMIN},
+    {"llvm.vector.reduce.smax.", EOP_VREDUCE_MATH, M_SMAX},
+    {"llvm.vector.reduce.umin.", EOP_VREDUCE_MATH, M_UMIN},
+    {"llvm.vector.reduce.umax.", EOP_VREDUCE_MATH, M_UMAX},
+    {"llvm.vector.reduce.fmin.", EOP_VREDUCE_MATH, M_MINNUM},
+    {"llvm.vector.reduce.fmax.", EOP_VREDUCE_MATH, M_MAXNUM},
+    {"llvm.vector.reduce.fminimum.", EOP_VREDUCE_MATH, M_MINIMUM},
+    {"llvm.vector.reduce.fmaximum.", EOP_VREDUCE_MATH, M_MAXIMUM},
     {"llvm.nvvm.cp.async.commit.group", EOP_CPCOMMIT, 0},
     {"llvm.nvvm.cp.async.wait.group", EOP_CPWAIT, 0},
     {"llvm.nvvm.cp.async.wait.all", EOP_CPWAIT, -1},
