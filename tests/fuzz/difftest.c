@@ -94,6 +94,9 @@ typedef struct host_bufs {
 
 typedef struct stats {
     uint64_t programs, mismatches, invalid;
+    uint64_t exact_outputs, tol_outputs; /* outputs compared bit for bit, within a tolerance */
+    uint64_t differing_elems;            /* elements within tolerance that are not equal */
+    double worst;                        /* the largest |cpu - emu| / tolerance seen */
     uint64_t feature[DT_NFEATURES];
     uint64_t warps[9];
 } stats;
@@ -240,6 +243,25 @@ static int compare(const dt_program *p, const host_bufs *cpu, const host_bufs *e
     return bad;
 }
 
+/* How close the agreeing outputs came to their tolerances. */
+static void measure(const dt_program *p, const host_bufs *cpu, const host_bufs *emu, stats *st) {
+    for (int i = 0; i < p->nbufs; i++) {
+        const dt_buf *b = &p->bufs[i];
+        if (!b->output) continue;
+        if (b->tol == 0) {
+            st->exact_outputs++;
+            continue;
+        }
+        st->tol_outputs++;
+        for (size_t e = 0; e < b->count; e++) {
+            double u = get_float(b->type, cpu->data[i], e), v = get_float(b->type, emu->data[i], e);
+            if (u == v || isnan(u) || isnan(v)) continue;
+            st->differing_elems++;
+            if (fabs(u - v) / b->tol > st->worst) st->worst = fabs(u - v) / b->tol;
+        }
+    }
+}
+
 static void alloc_bufs(const dt_program *p, host_bufs *h) {
     for (int i = 0; i < p->nbufs; i++) {
         h->data[i] = calloc(p->bufs[i].count + 1, dt_type_size(p->bufs[i].type));
@@ -339,6 +361,8 @@ static int one(const options *o, const devices *d, uint64_t iter, stats *st, boo
         if (compare(&p, &cpu, &emu, NULL)) {
             snprintf(what, sizeof what, "the outputs differ");
             rc = 1;
+        } else if (!perturb) {
+            measure(&p, &cpu, &emu, st);
         }
     }
     if (rc && !perturb) {
@@ -421,6 +445,10 @@ int main(int argc, char **argv) {
     printf("difftest: seed %llu: %llu programs, %llu mismatches, %llu invalid, %.1f CPU s\n",
            (unsigned long long)o.seed, (unsigned long long)st.programs, (unsigned long long)st.mismatches,
            (unsigned long long)st.invalid, cpu_s);
+    printf("outputs: %llu bit for bit, %llu within a tolerance (%llu elements not equal, worst |cpu - emu| / "
+           "tolerance %.3g)\n",
+           (unsigned long long)st.exact_outputs, (unsigned long long)st.tol_outputs,
+           (unsigned long long)st.differing_elems, st.worst);
     printf("features:");
     for (int f = 0; f < DT_NFEATURES; f++) printf(" %s %llu", dt_feature_names[f], (unsigned long long)st.feature[f]);
     printf("\nnum_warps: 1: %llu, 2: %llu, 4: %llu, 8: %llu\n", (unsigned long long)st.warps[1],

@@ -80,7 +80,8 @@ typedef struct gen {
     int next_id;
     dt_program *p;
     int br, bc;
-    bool square; /* br == bc >= 16: dot allowed */
+    bool square; /* br == bc: trans keeps the shape */
+    bool dot_ok; /* br, bc >= 16: dot of [br, bc] by [bc, bc] */
     unsigned allow; /* DT_F_* this program may use */
 } gen;
 
@@ -358,20 +359,36 @@ static bool gen_binary(gen *g) {
     bool fl = dt_is_float(t);
     bop op;
     if (fl) {
-        static const bop fops[] = {B_ADD, B_SUB, B_MUL, B_MIN, B_MAX, B_ADD, B_MUL};
-        op = fops[rnd(g, 7)];
+        static const bop fops[] = {B_ADD, B_SUB, B_MUL, B_MIN, B_MAX, B_ADD, B_MUL, B_DIV};
+        op = fops[rnd(g, 8)];
     } else {
         op = (bop)rnd(g, B_NOPS);
     }
     opnd a, b;
     operand(g, t, sh, true, false, &a);
+    if (fl && op == B_DIV) { /* IEEE division by a constant: 1 ulp if the dividend already differs */
+        static const double divs[] = {3.0, 0.25, 10.0, -7.0, 2.0};
+        double dv = divs[rnd(g, 5)];
+        gval r = a.v;
+        r.sh = sh;
+        r.mag = a.v.mag / fabs(dv);
+        r.q = dv == 0.25 ? (a.v.q < 0 ? -1 : a.v.q) : dv == 2.0 ? (a.v.q < 0 ? -1 : a.v.q + 1) : -1;
+        if (dv == 0.25) r.mag = a.v.mag * 4;
+        r.err = a.v.err > 0 ? a.v.err / fmin(fabs(dv), 1.0) * (dv == 0.25 ? 4 : 1) + ulp_of(r.mag, t) : 0;
+        if (!float_ok(&r)) return false;
+        emit(g, "let v%d = %s / %g;", g->next_id, a.s, dv);
+        add_val(g, r);
+        g->p->features |= DT_F_ELEM;
+        return true;
+    }
     operand(g, t, sh, false, false, &b);
     gval r = bin_info(op, &a.v, &b.v, t);
     r.sh = sh;
     if (!float_ok(&r)) return false;
     int id = g->next_id;
     if (op == B_MIN || op == B_MAX) emit(g, "let v%d = %s(%s, %s);", id, op == B_MIN ? "minimum" : "maximum", a.s, b.s);
-    else if (op == B_DIV || op == B_REM) emit(g, "let v%d = %s %s ((%s & 7) + 1);", id, a.s, BOP_TEXT[op], b.s);
+    else if (op == B_DIV || op == B_REM) /* divisors 1..8 or -2..-9: never 0, nor -1 (INT_MIN / -1 differs by device) */
+        emit(g, chance(g, 50) ? "let v%d = %s %s ((%s & 7) + 1);" : "let v%d = %s %s (-2 - (%s & 7));", id, a.s, BOP_TEXT[op], b.s);
     else if ((op == B_SHL || op == B_SHR) && chance(g, 50)) emit(g, "let v%d = %s %s (%s & %d);", id, a.s, BOP_TEXT[op], b.s, (int)dt_type_size(t) * 8 - 1);
     else emit(g, "let v%d = %s %s %s;", id, a.s, BOP_TEXT[op], b.s);
     add_val(g, r);
@@ -607,8 +624,9 @@ static bool gen_reduce(gen *g, bool scan) {
     const gval *v = pick_val(g, t, from, true, false);
     if (!v) return false;
     int id = g->next_id;
-    int kind = scan ? 0 : rnd(g, 3);
-    static const char *const fn[] = {"sum", "max", "min"};
+    int kind = scan ? 0 : rnd(g, 5);
+    static const char *const fn[] = {"sum", "max", "min", "argmax", "argmin"};
+    if (kind >= 3 && v->err > 0) return false; /* the first index of the extreme: a decision */
     int axis = rnd(g, 2);
     shp to;
     int n;
@@ -617,6 +635,7 @@ static bool gen_reduce(gen *g, bool scan) {
     else to = SH_SCALAR, n = shape_len(g, from);
     if (from != SH_2D) axis = 0;
     gval r = kind == 0 ? sum_info(v, n, widen_sum(v->ty)) : *v;
+    if (kind >= 3) r = (gval){.ty = DT_I32, .mag = shape_len(g, from)};
     r.sh = to;
     if (!float_ok(&r)) return false;
     if (scan) {
@@ -657,12 +676,22 @@ static gval dot_info(const gval *a, const gval *b, const gval *acc, int k, dt_ty
 }
 
 static bool gen_dot(gen *g) {
-    if (!g->square) return false;
+    if (!g->dot_ok) return false;
     dt_type in = DOT_TYPES[rnd(g, 4)];
     bool ieee = in == DT_F32 && chance(g, 40);
     opnd a, b, acc;
     operand(g, in, SH_2D, true, in == DT_I8, &a);
-    operand(g, in, SH_2D, true, in == DT_I8, &b);
+    if (g->square && chance(g, 60)) {
+        operand(g, in, SH_2D, true, in == DT_I8, &b);
+    } else { /* b: a [bc, bc] block loaded for it (rows 0..bc-1 of an input) */
+        int bi = input_of(g, in), id = g->next_id++;
+        emit(g, "let v%d = load(%s + arange(0, %d)[:, None] * NC + c[None, :], arange(0, %d)[:, None] < NR & c[None, :] < NC, other = 0);",
+             id, g->p->bufs[bi].name, g->bc, g->bc);
+        gval fb = fill_info(&g->p->bufs[bi], SH_2D);
+        if (fb.mag < 1) fb.mag = 1;
+        fmt(&b, "v%d", id);
+        b.v = fb;
+    }
     bool with_acc = chance(g, 40);
     dt_type at = in == DT_I8 ? DT_I32 : DT_F32;
     if (with_acc) operand(g, at, SH_2D, true, false, &acc);
@@ -678,7 +707,7 @@ static bool gen_dot(gen *g) {
 /* A K loop of dot over two inputs of its own: A (NR x KT) and B (KT x NC),
  * ragged along K too, with num_stages sometimes. */
 static bool gen_dot_loop(gen *g) {
-    if (!g->square) return false;
+    if (!g->dot_ok) return false;
     dt_program *p = g->p;
     if (p->nbufs > DT_MAX_BUFS - 6) return false;
     dt_type in = DOT_TYPES[rnd(g, 4)];
@@ -690,10 +719,11 @@ static bool gen_dot_loop(gen *g) {
         p->bufs[i].fill = in == DT_I8 ? DT_FILL_FULL : chance(g, 50) ? DT_FILL_EXACT : DT_FILL_ROUGH;
         snprintf(p->bufs[i].name, sizeof p->bufs[i].name, "in%d", i);
     }
-    int d = g->bc, id = g->next_id, kk = g->next_id + 1, u = g->next_id + 2;
+    static const int kblocks[] = {16, 32, 64};
+    int d = kblocks[rnd(g, 3)], id = g->next_id, kk = g->next_id + 1, u = g->next_id + 2;
     dt_type at = in == DT_I8 ? DT_I32 : DT_F32;
     g->next_id += 3;
-    emit(g, "var v%d = zeros((%d, %d), %s);", id, d, d, dt_type_names[at]);
+    emit(g, "var v%d = zeros((%d, %d), %s);", id, g->br, g->bc, dt_type_names[at]);
     char stages[48] = "";
     if (chance(g, 60)) {
         snprintf(stages, sizeof stages, ", num_stages = %d", 1 + rnd(g, 4));
@@ -757,6 +787,8 @@ static bool gen_for(gen *g, int depth, bool is_while) {
         if (chance(g, 60)) {
             const gval *w = pick_val(g, DT_I32, SH_2D, true, true);
             if (w && sum_info(w, g->br * g->bc, widen_sum(w->ty)).err == 0) snprintf(cond, sizeof cond, " & sum(v%d) %s %d", w->id, chance(g, 50) ? "!=" : ">", rnd(g, 9) - 4);
+        } else if (!dt_is_float(t) && chance(g, 70)) { /* on the carried value itself: trips vary by instance */
+            snprintf(cond, sizeof cond, " & (sum(v%d) & 3) != %d", var, rnd(g, 4));
         }
         emit(g, "while v%d < T%s {", cnt, cond);
         g->p->features |= DT_F_WHILE;
@@ -883,12 +915,12 @@ static bool gen_stmt(gen *g, int depth) {
         else if (x < 72) ok = (a & DT_F_REDUCE) && gen_reduce(g, false);
         else if (x < 76) ok = (a & DT_F_SCAN) && gen_reduce(g, true);
         else if (x < 82) ok = (a & DT_F_DOT) && gen_dot(g);
-        else if (depth > 0) continue; /* control flow at the top level only */
+        else if (x >= 93 && x < 97 && depth < 2) ok = (a & DT_F_IF) && gen_if(g, depth); /* ifs nest in bodies */
+        else if (depth > 0) continue; /* loops at the top level only */
         else if (x < 85) ok = (a & DT_F_DOT) && gen_dot_loop(g);
         else if (x < 90) ok = (a & DT_F_LOOP) && gen_for(g, depth, false);
         else if (x < 93) ok = (a & DT_F_WHILE) && gen_for(g, depth, true);
-        else if (x < 97) ok = (a & DT_F_IF) && gen_if(g, depth);
-        else ok = (a & DT_F_ATOMIC) && gen_atomic(g);
+        else if (x >= 97) ok = (a & DT_F_ATOMIC) && gen_atomic(g);
         if (ok) return true;
         if (g->npool >= MAX_POOL - 8) return false;
     }
@@ -951,14 +983,16 @@ void dt_generate(uint64_t seed, uint64_t iter, dt_program *p) {
             if (chance(g, 55)) g->allow |= more[i];
     }
     static const int dims[] = {1, 2, 4, 8, 16, 32, 64};
-    if ((g->allow & DT_F_DOT) && chance(g, 80)) {
-        g->br = g->bc = dims[4 + rnd(g, 2)];
-        g->square = true;
-    } else {
-        g->br = dims[rnd(g, 6)];
-        g->bc = dims[rnd(g, 7)];
+    if ((g->allow & DT_F_DOT) && chance(g, 85)) {
+        g->br = dims[4 + rnd(g, 3)];
+        g->bc = chance(g, 40) ? g->br : dims[4 + rnd(g, 3)];
+    } else { /* mostly 4 to 64, sometimes a sliver */
+        g->br = chance(g, 15) ? dims[rnd(g, 2)] : dims[2 + rnd(g, 5)];
+        g->bc = chance(g, 15) ? dims[rnd(g, 2)] : dims[2 + rnd(g, 5)];
         if (g->br * g->bc < 2) g->bc = 2;
     }
+    g->square = g->br == g->bc;
+    g->dot_ok = g->br >= 16 && g->bc >= 16;
     static const int warps[] = {1, 2, 4, 8};
     p->num_warps = warps[rnd(g, 4)];
     p->grid[0] = 1 + (uint32_t)rnd(g, 3);
