@@ -275,7 +275,10 @@ static int leaf(gen *g, dt_type t, shp sh, const char *layer) {
     else snprintf(base, sizeof base, "%s", b->name);
     int id = g->next_id;
     switch (sh) {
-    case SH_2D: emit(g, "let v%d = load(%s + off, m, other = %d);", id, base, other); break;
+    case SH_2D: /* sometimes through 64-bit offsets */
+        emit(g, chance(g, 15) ? "let v%d = load(%s + cast(off, i64), m, other = %d);" : "let v%d = load(%s + off, m, other = %d);",
+             id, base, other);
+        break;
     case SH_ROW: emit(g, "let v%d = load(%s + r * NC, r < NR, other = %d);", id, base, other); break;
     case SH_COL: emit(g, "let v%d = load(%s + c, c < NC, other = %d);", id, base, other); break;
     case SH_SCALAR: emit(g, "let v%d = load(%s + pid0);", id, base); break;
@@ -283,6 +286,16 @@ static int leaf(gen *g, dt_type t, shp sh, const char *layer) {
     if (v.mag < 1) v.mag = 1;
     return add_val(g, v);
 }
+/* rand/randint of the element's offset: the same bits on every device. */
+static int rand_leaf(gen *g, shp sh) {
+    static const char *const offs[] = {"0", "r", "c", "off"};
+    int id = g->next_id;
+    bool f = chance(g, 50);
+    emit(g, "let v%d = %s(%s, %s);", id, f ? "rand" : "randint", chance(g, 50) ? "k" : "12345", offs[sh]);
+    return add_val(g, f ? (gval){.ty = DT_F32, .sh = sh, .mag = 1, .q = -1}
+                        : (gval){.ty = DT_I32, .sh = sh, .mag = INT_MAX_OF[DT_I32] + 1});
+}
+
 static int scalar_leaf(gen *g) {
     int id = g->next_id;
     switch (rnd(g, 4)) {
@@ -334,7 +347,9 @@ static shp pick_shape(gen *g) {
 static void operand_as(gen *g, dt_type t, shp sh, bool same_shape, bool exact, bool full, opnd *o) {
     const gval *v = chance(g, 85) ? pick_val(g, t, sh, same_shape, exact) : NULL;
     if (!v) {
-        int id = sh == SH_SCALAR && chance(g, 50) ? scalar_leaf(g) : leaf(g, t, same_shape ? sh : (chance(g, 70) ? sh : SH_SCALAR), NULL);
+        int id = sh == SH_SCALAR && chance(g, 50) ? scalar_leaf(g)
+                 : chance(g, 8)                   ? rand_leaf(g, sh)
+                                                  : leaf(g, t, same_shape ? sh : (chance(g, 70) ? sh : SH_SCALAR), NULL);
         v = &g->pool[g->npool - 1];
         (void)id;
         gval tmp;
@@ -729,19 +744,47 @@ static bool gen_dot_loop(gen *g) {
         snprintf(stages, sizeof stages, ", num_stages = %d", 1 + rnd(g, 4));
         p->features |= DT_F_STAGES;
     }
+    /* the operands' pointers: from the loop variable, or carried and
+     * advanced by the K block every trip (both are staged) */
+    bool carried = chance(g, 40);
+    if (carried) {
+        emit(g, "var pa%d = %s + r[:, None] * KT + arange(0, %d)[None, :];", u, p->bufs[ia].name, d);
+        emit(g, "var pb%d = %s + arange(0, %d)[:, None] * NC + c[None, :];", u, p->bufs[ib].name, d);
+    }
     emit(g, "for v%d in range(0, KT, %d%s) {", kk, d, stages);
     emit(g, "    let ka%d = v%d + arange(0, %d);", u, kk, d);
-    emit(g, "    let a%d = load(%s + r[:, None] * KT + ka%d[None, :], r[:, None] < NR & ka%d[None, :] < KT, other = 0);", u,
-         p->bufs[ia].name, u, u);
-    emit(g, "    let b%d = load(%s + ka%d[:, None] * NC + c[None, :], ka%d[:, None] < KT & c[None, :] < NC, other = 0);", u,
-         p->bufs[ib].name, u, u);
-    emit(g, "    v%d = dot(a%d, b%d, v%d%s);", id, u, u, id, ieee ? ", input_precision = \"ieee\"" : "");
+    if (carried) {
+        emit(g, "    let a%d = load(pa%d, r[:, None] < NR & ka%d[None, :] < KT, other = 0);", u, u, u);
+        emit(g, "    let b%d = load(pb%d, ka%d[:, None] < KT & c[None, :] < NC, other = 0);", u, u, u);
+    } else {
+        emit(g, "    let a%d = load(%s + r[:, None] * KT + ka%d[None, :], r[:, None] < NR & ka%d[None, :] < KT, other = 0);", u,
+             p->bufs[ia].name, u, u);
+        emit(g, "    let b%d = load(%s + ka%d[:, None] * NC + c[None, :], ka%d[:, None] < KT & c[None, :] < NC, other = 0);", u,
+             p->bufs[ib].name, u, u);
+    }
+    /* an operand computed from its load (exact: a power-of-two scale, a negation) */
+    int xf = rnd(g, 4);
+    const char *xa = xf == 1 ? "a%d * 2" : xf == 2 ? "-a%d" : "a%d";
+    char aexpr[32];
+    snprintf(aexpr, sizeof aexpr, xa, u);
+    if (xf == 3) { /* the accumulator scaled each trip: acc * 2 stays exact, a rounding otherwise */
+        emit(g, "    v%d = dot(%s, b%d, v%d * 2%s);", id, aexpr, u, id, ieee ? ", input_precision = \"ieee\"" : "");
+    } else {
+        emit(g, "    v%d = dot(%s, b%d, v%d%s);", id, aexpr, u, id, ieee ? ", input_precision = \"ieee\"" : "");
+    }
+    if (carried) {
+        emit(g, "    pa%d = pa%d + %d;", u, u, d);
+        emit(g, "    pb%d = pb%d + %d * NC;", u, u, d);
+    }
     emit(g, "}");
     gval fa = fill_info(&p->bufs[ia], SH_2D), fb = fill_info(&p->bufs[ib], SH_2D);
     int ktot = (p->kt + d - 1) / d * d;
+    if (xf == 1) fa.mag *= 2;
+    /* acc * 2 each trip: the earliest terms doubled once a trip, at most
+     * 2^trips; exact as long as the bound says so */
+    int trips = (p->kt + d - 1) / d;
+    if (xf == 3) fa.mag *= ldexp(1.0, trips);
     gval r = dot_info(&fa, &fb, NULL, ktot, in, in == DT_F32 && !ieee);
-    /* the per-trip accumulation: K terms in any grouping */
-    if (!float_ok(&r)) r.mag = FLOAT_MAG_LIMIT[DT_F32];
     r.id = 0;
     r.sh = SH_2D;
     g->pool[g->npool] = r;
