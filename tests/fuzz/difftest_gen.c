@@ -33,7 +33,8 @@ enum {
     MAX_STMTS = 14,      /* top-level statements after the prologue */
     MAX_BODY = 3,        /* statements in a loop or branch body */
     MAX_TRIES = 24,      /* attempts at one op before falling back to a leaf */
-    MAX_TRIPS = 4,       /* layers of each input: a loop's trip i reads layer i */
+    MAX_TRIPS = 4,       /* a loop's trip i reads layer i of an input */
+    LAYERS = MAX_TRIPS + 2, /* layers of each input: room for strided and shifted accesses too */
     EXPR_MAX = 768,
 };
 
@@ -241,11 +242,11 @@ static int input_of(gen *g, dt_type t) {
     dt_program *p = g->p;
     int have[DT_MAX_BUFS], n = 0;
     for (int i = 0; i < p->nbufs; i++)
-        if (!p->bufs[i].output && p->bufs[i].type == t && p->bufs[i].count == (size_t)p->nr * p->nc * MAX_TRIPS)
+        if (!p->bufs[i].output && p->bufs[i].type == t && p->bufs[i].count == (size_t)p->nr * p->nc * LAYERS)
             have[n++] = i;
     if (n && (chance(g, 60) || p->nbufs >= DT_MAX_BUFS - 6)) return have[rnd(g, n)];
     dt_buf *b = &p->bufs[p->nbufs];
-    *b = (dt_buf){.type = t, .count = (size_t)p->nr * p->nc * MAX_TRIPS};
+    *b = (dt_buf){.type = t, .count = (size_t)p->nr * p->nc * LAYERS};
     b->fill = dt_is_float(t) ? (chance(g, 50) ? DT_FILL_EXACT : DT_FILL_ROUGH) : (chance(g, 60) ? DT_FILL_SMALL : DT_FILL_FULL);
     snprintf(b->name, sizeof b->name, "in%d", p->nbufs);
     return p->nbufs++;
@@ -275,10 +276,17 @@ static int leaf(gen *g, dt_type t, shp sh, const char *layer) {
     else snprintf(base, sizeof base, "%s", b->name);
     int id = g->next_id;
     switch (sh) {
-    case SH_2D: /* sometimes through 64-bit offsets */
-        emit(g, chance(g, 15) ? "let v%d = load(%s + cast(off, i64), m, other = %d);" : "let v%d = load(%s + off, m, other = %d);",
-             id, base, other);
+    case SH_2D: {
+        /* the access patterns the axis analysis and the vectorized,
+         * masked loads see differently: row-major, shifted by one or by a
+         * run-time amount (unaligned), column-major, strided, repeated
+         * (c / 2), 64-bit offsets; masks the same over each vector or not */
+        static const char *const addr[] = {"off", "off", "off", "1 + off", "k + off", "c[None, :] * NR + r[:, None]",
+                                           "off * 2", "r[:, None] * NC + c[None, :] / 2", "cast(off, i64)"};
+        static const char *const mask[] = {"m", "m", "m", "m & (r[:, None] + c[None, :]) % 3 != 0", "m & c[None, :] != 2"};
+        emit(g, "let v%d = load(%s + %s, %s, other = %d);", id, base, addr[rnd(g, 9)], mask[rnd(g, 5)], other);
         break;
+    }
     case SH_ROW: emit(g, "let v%d = load(%s + r * NC, r < NR, other = %d);", id, base, other); break;
     case SH_COL: emit(g, "let v%d = load(%s + c, c < NC, other = %d);", id, base, other); break;
     case SH_SCALAR: emit(g, "let v%d = load(%s + pid0);", id, base); break;
@@ -990,10 +998,15 @@ static void gen_store(gen *g, const gval *v) {
     if (r.err > 0) b->tol += ulp_of(r.mag, t) + 1e-30;
     snprintf(b->name, sizeof b->name, "out%d", bi);
     switch (v->sh) {
-    case SH_2D:
+    case SH_2D: {
+        /* row- or column-major (a transposed store), masks regular or not;
+         * what a mask skips stays poisoned on both devices */
+        static const char *const addr[] = {"off", "off", "c[None, :] * NR + r[:, None]"};
+        static const char *const mask[] = {"m", "m", "m & (r[:, None] + c[None, :]) % 3 != 0", "m & c[None, :] != 1"};
         b->count = (size_t)p->nr * p->nc;
-        emit(g, "store(%s + off, v%d, m);", b->name, v->id);
+        emit(g, "store(%s + %s, v%d, %s);", b->name, addr[rnd(g, 3)], v->id, mask[rnd(g, 4)]);
         break;
+    }
     case SH_ROW: /* one row vector per column block */
         b->count = (size_t)p->nr * g1;
         emit(g, "store(%s + pid1 * NR + r, v%d, r < NR);", b->name, v->id);
