@@ -72,6 +72,7 @@ enum {
     SELF_CHECK_PROGRAMS = 6,
     MAX_REPORTED = 8,       /* differing elements written per output */
     LAUNCH_TIME_LIMIT = 120, /* seconds: a generated loop never runs long */
+    PROGRESS_EVERY = 500,   /* programs between progress lines */
 };
 
 typedef struct options {
@@ -439,6 +440,12 @@ int main(int argc, char **argv) {
         for (uint64_t it = 0; it < o.count; it++) {
             if (o.seconds > 0 && difftime(time(NULL), start) >= o.seconds) break;
             failed |= one(&o, &d, it, &st, false) != 0;
+            if ((it + 1) % PROGRESS_EVERY == 0) { /* a campaign stopped early still says what it reached */
+                printf("progress: seed %llu: %llu programs, %llu mismatches, %llu invalid, %.1f CPU s\n",
+                       (unsigned long long)o.seed, (unsigned long long)st.programs, (unsigned long long)st.mismatches,
+                       (unsigned long long)st.invalid, (double)(clock() - t0) / CLOCKS_PER_SEC);
+                fflush(stdout);
+            }
         }
     }
     double cpu_s = (double)(clock() - t0) / CLOCKS_PER_SEC;
