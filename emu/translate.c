@@ -615,8 +615,14 @@ static void xlate_call(xlate *x, LLVMValueRef in, uint32_t dst) {
         if (LLVMGetTypeKind(rt) == LLVMVectorTypeKind) lanes = LLVMGetVectorSize(rt);
         e->lanes = (uint16_t)lanes;
         if (nargs > 0) e->a = arg_slot(x, in, 0);
-        if (nargs > 1) e->b = arg_slot(x, in, 1);
-        if (nargs > 2) e->c = arg_slot(x, in, 2);
+        /* a scalar operand of a vector call is a flag (llvm.abs, ctlz and
+         * cttz's i1 "poison" argument), which nothing reads; left 0 so the
+         * lanes loop does not read one slot a lane past it */
+        bool vec = lanes > 1;
+        if (nargs > 1 && (!vec || LLVMGetTypeKind(LLVMTypeOf(LLVMGetOperand(in, 1))) == LLVMVectorTypeKind))
+            e->b = arg_slot(x, in, 1);
+        if (nargs > 2 && (!vec || LLVMGetTypeKind(LLVMTypeOf(LLVMGetOperand(in, 2))) == LLVMVectorTypeKind))
+            e->c = arg_slot(x, in, 2);
         if (r->op == EOP_MATH) e->imm = strstr(name, ".ftz") != NULL; /* flush subnormals */
         if (r->op == EOP_SHFL) {
             if (nargs != 4 || LLVMGetTypeKind(rt) == LLVMStructTypeKind) {
