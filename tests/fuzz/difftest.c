@@ -49,7 +49,9 @@
  * that does not compile: the generator's bug) it writes
  * DIR/diff-SEED-ITER.tile and a .txt (the launch, the inputs' seed, the
  * first differing elements with both values and the tolerance), goes on,
- * and exits 1 at the end. --keep writes every program. --self-check runs a
+ * and exits 1 at the end; a mismatch whose message is one of KNOWN (below:
+ * reproducers under tests/fuzz/found/ left for another change) is counted
+ * as known instead. --keep writes every program. --self-check runs a
  * `--replay SEED:ITER --tile FILE` runs FILE's kernel instead of the generated
  * one, with that iteration's buffers and launch: for reducing a mismatch by
  * hand (keep the signature, delete statements). --self-check runs a
@@ -75,6 +77,17 @@ enum {
     PROGRESS_EVERY = 500,   /* programs between progress lines */
 };
 
+/* Mismatches already reduced to a reproducer under tests/fuzz/found/ and
+ * left for another change: recognized by the emulator side's message,
+ * counted as known, not failed, so a campaign goes on finding new ones.
+ * Remove a row when its bug is fixed. */
+typedef struct known_issue {
+    const char *message, *reproducer;
+} known_issue;
+static const known_issue KNOWN[] = {
+    {"dot's result needs an mma or a blocked layout", "tests/fuzz/found/dot_ieee_expand_dims.tile"},
+};
+
 typedef struct options {
     uint64_t seed, count;
     double seconds;
@@ -94,7 +107,7 @@ typedef struct host_bufs {
 } host_bufs;
 
 typedef struct stats {
-    uint64_t programs, mismatches, invalid;
+    uint64_t programs, mismatches, invalid, known;
     uint64_t exact_outputs, tol_outputs; /* outputs compared bit for bit, within a tolerance */
     uint64_t differing_elems;            /* elements within tolerance that are not equal */
     double worst;                        /* the largest |cpu - emu| / tolerance seen */
@@ -345,6 +358,12 @@ static int one(const options *o, const devices *d, uint64_t iter, stats *st, boo
         snprintf(what, sizeof what, "%s\ncpu: %s\nemu: %s", compile ? "the program does not compile (a generator bug?)"
                  : "a device failed", ok_c ? "ok" : why_c, ok_e ? "ok" : why_e);
         rc = compile ? 2 : 1;
+        for (size_t i = 0; i < sizeof KNOWN / sizeof KNOWN[0] && rc == 1; i++)
+            if (strstr(why_e, KNOWN[i].message)) {
+                if (o->verbose) fprintf(stderr, "difftest: %llu:%llu: known: %s\n", (unsigned long long)o->seed,
+                                        (unsigned long long)iter, KNOWN[i].reproducer);
+                rc = 3;
+            }
     } else {
         if (perturb) {
             for (int i = 0; i < p.nbufs; i++) {
@@ -366,7 +385,10 @@ static int one(const options *o, const devices *d, uint64_t iter, stats *st, boo
             measure(&p, &cpu, &emu, st);
         }
     }
-    if (rc && !perturb) {
+    if (rc == 3) {
+        st->known++;
+        rc = 0;
+    } else if (rc && !perturb) {
         save(o, &p, iter, what, ok_c && ok_e ? &cpu : NULL, ok_c && ok_e ? &emu : NULL);
         fprintf(stderr, "difftest: %llu:%llu: %s\n", (unsigned long long)o->seed, (unsigned long long)iter, what);
         if (o->verbose) compare(&p, &cpu, &emu, stderr);
@@ -441,17 +463,18 @@ int main(int argc, char **argv) {
             if (o.seconds > 0 && difftime(time(NULL), start) >= o.seconds) break;
             failed |= one(&o, &d, it, &st, false) != 0;
             if ((it + 1) % PROGRESS_EVERY == 0) { /* a campaign stopped early still says what it reached */
-                printf("progress: seed %llu: %llu programs, %llu mismatches, %llu invalid, %.1f CPU s\n",
+                printf("progress: seed %llu: %llu programs, %llu mismatches, %llu invalid, %llu known, %.1f CPU s\n",
                        (unsigned long long)o.seed, (unsigned long long)st.programs, (unsigned long long)st.mismatches,
-                       (unsigned long long)st.invalid, (double)(clock() - t0) / CLOCKS_PER_SEC);
+                       (unsigned long long)st.invalid, (unsigned long long)st.known,
+                       (double)(clock() - t0) / CLOCKS_PER_SEC);
                 fflush(stdout);
             }
         }
     }
     double cpu_s = (double)(clock() - t0) / CLOCKS_PER_SEC;
-    printf("difftest: seed %llu: %llu programs, %llu mismatches, %llu invalid, %.1f CPU s\n",
+    printf("difftest: seed %llu: %llu programs, %llu mismatches, %llu invalid, %llu known, %.1f CPU s\n",
            (unsigned long long)o.seed, (unsigned long long)st.programs, (unsigned long long)st.mismatches,
-           (unsigned long long)st.invalid, cpu_s);
+           (unsigned long long)st.invalid, (unsigned long long)st.known, cpu_s);
     printf("outputs: %llu bit for bit, %llu within a tolerance (%llu elements not equal, worst |cpu - emu| / "
            "tolerance %.3g)\n",
            (unsigned long long)st.exact_outputs, (unsigned long long)st.tol_outputs,

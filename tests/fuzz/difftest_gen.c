@@ -585,6 +585,22 @@ static bool gen_outer(gen *g) {
     return true;
 }
 
+/* The analysis of a sum (or running sum) of n values like v, in type t. */
+static gval sum_info(const gval *v, int n, dt_type t) {
+    gval r = *v;
+    r.ty = t;
+    r.mag = v->mag * n;
+    if (!dt_is_float(t)) {
+        r.mag = int_clip(r.mag, t);
+        return r;
+    }
+    if (v->err == 0 && exact_in(r.mag, v->q, PRECISION[t])) return r;
+    /* each order is within (n - 1) 2^-p sum|x| of the exact sum */
+    r.err = n * v->err + 2.0 * n * ulp_of(r.mag, t);
+    r.q = exact_in(r.mag, v->q, PRECISION[t]) ? v->q : -1;
+    return r;
+}
+
 /* Moves of a 2-D tile's elements: transposes, reshapes, 3-D permutes and
  * broadcasts. The values (and so the analysis) are the operand's. */
 static bool gen_shape(gen *g) {
@@ -624,20 +640,40 @@ static bool gen_shape(gen *g) {
     return true;
 }
 
-/* The analysis of a sum (or running sum) of n values like v, in type t. */
-static gval sum_info(const gval *v, int n, dt_type t) {
-    gval r = *v;
-    r.ty = t;
-    r.mag = v->mag * n;
-    if (!dt_is_float(t)) {
-        r.mag = int_clip(r.mag, t);
-        return r;
+/* Through 3-D tiles: a product of a 2-D tile's rows with another's
+ * columns summed along the middle dim, x[:, :, None] * y[None, :, :]
+ * (a [br, bc] by [bc, bc] product by broadcasts, no dot), or a 2-D tile
+ * broadcast along a new last dim and reduced along it again. */
+static bool gen_3d(gen *g) {
+    dt_type t = any_type(g);
+    int id = g->next_id, br = g->br, bc = g->bc;
+    if (chance(g, 50) && br * bc * bc <= 8192) {
+        opnd a;
+        operand(g, t, SH_2D, true, false, &a);
+        int bi = input_of(g, t), yid = g->next_id++;
+        emit(g, "let v%d = load(%s + arange(0, %d)[:, None] * NC + c[None, :], arange(0, %d)[:, None] < NR & c[None, :] < NC, other = 0);",
+             yid, g->p->bufs[bi].name, bc, bc);
+        gval y = fill_info(&g->p->bufs[bi], SH_2D);
+        gval prod = bin_info(B_MUL, &a.v, &y, t);
+        gval r = sum_info(&prod, bc, widen_sum(t));
+        r.sh = SH_2D;
+        if (!float_ok(&prod) || !float_ok(&r)) return false;
+        id = g->next_id;
+        emit(g, "let v%d = sum((%s)[:, :, None] * v%d[None, :, :], axis = 1);", id, a.s, yid);
+        add_val(g, r);
+    } else {
+        const gval *v = pick_val(g, t, SH_2D, true, false);
+        if (!v) return false;
+        int reps = 2 << rnd(g, 2), kind = rnd(g, 3);
+        static const char *const fn[] = {"sum", "max", "min"};
+        gval r = kind == 0 ? sum_info(v, reps, widen_sum(v->ty)) : *v;
+        r.sh = SH_2D;
+        if (!float_ok(&r)) return false;
+        emit(g, "let v%d = %s(broadcast_to(v%d[:, :, None], (%d, %d, %d)), axis = 2);", id, fn[kind], v->id, br, bc, reps);
+        add_val(g, r);
     }
-    if (v->err == 0 && exact_in(r.mag, v->q, PRECISION[t])) return r;
-    /* each order is within (n - 1) 2^-p sum|x| of the exact sum */
-    r.err = n * v->err + 2.0 * n * ulp_of(r.mag, t);
-    r.q = exact_in(r.mag, v->q, PRECISION[t]) ? v->q : -1;
-    return r;
+    g->p->features |= DT_F_SHAPE | DT_F_REDUCE;
+    return true;
 }
 
 /* sum/max/min along an axis, or of all elements; cumsum along an axis. */
@@ -964,7 +1000,8 @@ static bool gen_stmt(gen *g, int depth) {
         else if (x < 48) ok = gen_fma(g);
         else if (x < 53) ok = (a & DT_F_CAST) && gen_cast(g);
         else if (x < 58) ok = (a & DT_F_BCAST) && gen_outer(g);
-        else if (x < 64) ok = (a & DT_F_SHAPE) && gen_shape(g);
+        else if (x < 62) ok = (a & DT_F_SHAPE) && gen_shape(g);
+        else if (x < 64) ok = (a & DT_F_SHAPE) && gen_3d(g);
         else if (x < 72) ok = (a & DT_F_REDUCE) && gen_reduce(g, false);
         else if (x < 76) ok = (a & DT_F_SCAN) && gen_reduce(g, true);
         else if (x < 82) ok = (a & DT_F_DOT) && gen_dot(g);
