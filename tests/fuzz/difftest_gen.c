@@ -754,6 +754,12 @@ static bool gen_dot(gen *g) {
     bool with_acc = chance(g, 40);
     dt_type at = in == DT_I8 ? DT_I32 : DT_F32;
     if (with_acc) operand(g, at, SH_2D, true, false, &acc);
+    if (g->square && chance(g, 30)) { /* an operand transposed: another staging of it */
+        opnd *x = chance(g, 50) ? &a : &b;
+        char t[EXPR_MAX + 16];
+        snprintf(t, sizeof t, "trans(%s)", x->s);
+        fmt(x, "%s", t);
+    }
     gval r = dot_info(&a.v, &b.v, with_acc ? &acc.v : NULL, g->bc, in, in == DT_F32 && !ieee);
     if (!float_ok(&r)) return false;
     emit(g, "let v%d = dot(%s, %s%s%s%s);", g->next_id, a.s, b.s, with_acc ? ", " : "", with_acc ? acc.s : "",
@@ -797,14 +803,17 @@ static bool gen_dot_loop(gen *g) {
     }
     emit(g, "for v%d in range(0, KT, %d%s) {", kk, d, stages);
     emit(g, "    let ka%d = v%d + arange(0, %d);", u, kk, d);
+    /* what masked-off elements read: 0, or 1, which a staged copy (zeros
+     * where masked) must not lose */
+    int oa = chance(g, 25), ob = chance(g, 25);
     if (carried) {
-        emit(g, "    let a%d = load(pa%d, r[:, None] < NR & ka%d[None, :] < KT, other = 0);", u, u, u);
-        emit(g, "    let b%d = load(pb%d, ka%d[:, None] < KT & c[None, :] < NC, other = 0);", u, u, u);
+        emit(g, "    let a%d = load(pa%d, r[:, None] < NR & ka%d[None, :] < KT, other = %d);", u, u, u, oa);
+        emit(g, "    let b%d = load(pb%d, ka%d[:, None] < KT & c[None, :] < NC, other = %d);", u, u, u, ob);
     } else {
-        emit(g, "    let a%d = load(%s + r[:, None] * KT + ka%d[None, :], r[:, None] < NR & ka%d[None, :] < KT, other = 0);", u,
-             p->bufs[ia].name, u, u);
-        emit(g, "    let b%d = load(%s + ka%d[:, None] * NC + c[None, :], ka%d[:, None] < KT & c[None, :] < NC, other = 0);", u,
-             p->bufs[ib].name, u, u);
+        emit(g, "    let a%d = load(%s + r[:, None] * KT + ka%d[None, :], r[:, None] < NR & ka%d[None, :] < KT, other = %d);", u,
+             p->bufs[ia].name, u, u, oa);
+        emit(g, "    let b%d = load(%s + ka%d[:, None] * NC + c[None, :], ka%d[:, None] < KT & c[None, :] < NC, other = %d);", u,
+             p->bufs[ib].name, u, u, ob);
     }
     /* an operand computed from its load (exact: a power-of-two scale, a negation) */
     int xf = rnd(g, 4);
