@@ -528,7 +528,10 @@ static bool gen_unary(gen *g) {
         break;
     }
     }
-    if (!float_ok(&r)) return false;
+    if (!float_ok(&r)) { /* the line is out: its name is taken, the value left unused */
+        g->next_id++;
+        return false;
+    }
     add_val(g, r);
     g->p->features |= DT_F_ELEM;
     return true;
