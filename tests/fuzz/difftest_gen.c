@@ -355,12 +355,11 @@ static shp pick_shape(gen *g) {
 static void operand_as(gen *g, dt_type t, shp sh, bool same_shape, bool exact, bool full, opnd *o) {
     const gval *v = chance(g, 85) ? pick_val(g, t, sh, same_shape, exact) : NULL;
     if (!v) {
-        int id = sh == SH_SCALAR && chance(g, 50) ? scalar_leaf(g)
-                 : chance(g, 8)                   ? rand_leaf(g, sh)
-                                                  : leaf(g, t, same_shape ? sh : (chance(g, 70) ? sh : SH_SCALAR), NULL);
+        if (sh == SH_SCALAR && chance(g, 50)) scalar_leaf(g);
+        else if (chance(g, 8)) rand_leaf(g, sh);
+        else leaf(g, t, same_shape ? sh : (chance(g, 70) ? sh : SH_SCALAR), NULL);
         v = &g->pool[g->npool - 1];
-        (void)id;
-        gval tmp;
+        gval tmp; /* a leaf that does not fit: a load of exactly what is asked */
         if (!cast_info(v, t, &tmp) || (exact && v->err > 0) || !bcast_ok(v->sh, sh)) {
             leaf(g, t, sh, NULL);
             v = &g->pool[g->npool - 1];
@@ -973,9 +972,8 @@ static bool gen_atomic(gen *g) {
     static const dt_type at[] = {DT_I32, DT_I64, DT_F32, DT_I32};
     dt_type t = at[rnd(g, 4)];
     shp sh = chance(g, 70) ? SH_2D : chance(g, 50) ? SH_ROW : SH_COL;
-    opnd idx, val;
-    operand(g, DT_I32, sh, false, true, &idx);
-    opnd full_idx;
+    opnd idx, val, full_idx;
+    operand(g, DT_I32, sh, false, true, &idx); /* so that the pool has an index */
     /* the index must have the pointers' full shape */
     const gval *src = NULL;
     for (int i = g->npool - 1; i >= 0; i--)
