@@ -35,6 +35,7 @@ enum {
     MAX_TRIES = 24,      /* attempts at one op before falling back to a leaf */
     MAX_TRIPS = 4,       /* a loop's trip i reads layer i of an input */
     LAYERS = MAX_TRIPS + 2, /* layers of each input: room for strided and shifted accesses too */
+    INPUT_SLACK = 8,     /* elements past the layers: accesses shifted by k (< 8) or by 1 */
     EXPR_MAX = 768,
 };
 
@@ -242,11 +243,11 @@ static int input_of(gen *g, dt_type t) {
     dt_program *p = g->p;
     int have[DT_MAX_BUFS], n = 0;
     for (int i = 0; i < p->nbufs; i++)
-        if (!p->bufs[i].output && p->bufs[i].type == t && p->bufs[i].count == (size_t)p->nr * p->nc * LAYERS)
+        if (!p->bufs[i].output && p->bufs[i].type == t && p->bufs[i].count == (size_t)p->nr * p->nc * LAYERS + INPUT_SLACK)
             have[n++] = i;
     if (n && (chance(g, 60) || p->nbufs >= DT_MAX_BUFS - 6)) return have[rnd(g, n)];
     dt_buf *b = &p->bufs[p->nbufs];
-    *b = (dt_buf){.type = t, .count = (size_t)p->nr * p->nc * LAYERS};
+    *b = (dt_buf){.type = t, .count = (size_t)p->nr * p->nc * LAYERS + INPUT_SLACK};
     b->fill = dt_is_float(t) ? (chance(g, 50) ? DT_FILL_EXACT : DT_FILL_ROUGH) : (chance(g, 60) ? DT_FILL_SMALL : DT_FILL_FULL);
     snprintf(b->name, sizeof b->name, "in%d", p->nbufs);
     return p->nbufs++;
