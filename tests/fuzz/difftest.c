@@ -46,7 +46,7 @@
  * err is not 0.
  *
  * On a mismatch (or an error on one device and not the other, or a program
- * that does not compile: the generator's bug) it writes
+ * that does not compile or fails on both devices: the generator's bug) it writes
  * DIR/diff-SEED-ITER.tile and a .txt (the launch, the inputs' seed, the
  * first differing elements with both values and the tolerance), goes on,
  * and exits 1 at the end; a mismatch whose message is one of KNOWN (below:
@@ -352,10 +352,12 @@ static int one(const options *o, const devices *d, uint64_t iter, stats *st, boo
     int rc = 0;
     char what[4200];
     if (!ok_c || !ok_e) {
-        /* the interpreter's front end rejecting it is the generator's bug;
-         * the emulator alone failing is the code generator's or the emulator's */
-        bool compile = !strncmp(why_c, "compile", 7);
-        snprintf(what, sizeof what, "%s\ncpu: %s\nemu: %s", compile ? "the program does not compile (a generator bug?)"
+        /* the interpreter's front end rejecting it, or both devices
+         * failing the launch (an access out of bounds both report), is the
+         * generator's bug; the emulator alone failing is the code
+         * generator's or the emulator's */
+        bool compile = !strncmp(why_c, "compile", 7) || (!ok_e && !strncmp(why_c, "launch", 6) && !strncmp(why_e, "launch", 6));
+        snprintf(what, sizeof what, "%s\ncpu: %s\nemu: %s", compile ? "the program is invalid (a generator bug?)"
                  : "a device failed", ok_c ? "ok" : why_c, ok_e ? "ok" : why_e);
         rc = compile ? 2 : 1;
         for (size_t i = 0; i < sizeof KNOWN / sizeof KNOWN[0] && rc == 1; i++)
