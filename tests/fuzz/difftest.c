@@ -111,6 +111,7 @@ typedef struct stats {
     uint64_t exact_outputs, tol_outputs; /* outputs compared bit for bit, within a tolerance */
     uint64_t differing_elems;            /* elements within tolerance that are not equal */
     double worst;                        /* the largest |cpu - emu| / tolerance seen */
+    char worst_at[64];                   /* where */
     uint64_t feature[DT_NFEATURES];
     uint64_t warps[9];
 } stats;
@@ -258,7 +259,7 @@ static int compare(const dt_program *p, const host_bufs *cpu, const host_bufs *e
 }
 
 /* How close the agreeing outputs came to their tolerances. */
-static void measure(const dt_program *p, const host_bufs *cpu, const host_bufs *emu, stats *st) {
+static void measure(const dt_program *p, uint64_t iter, const host_bufs *cpu, const host_bufs *emu, stats *st) {
     for (int i = 0; i < p->nbufs; i++) {
         const dt_buf *b = &p->bufs[i];
         if (!b->output) continue;
@@ -271,7 +272,10 @@ static void measure(const dt_program *p, const host_bufs *cpu, const host_bufs *
             double u = get_float(b->type, cpu->data[i], e), v = get_float(b->type, emu->data[i], e);
             if (u == v || isnan(u) || isnan(v)) continue;
             st->differing_elems++;
-            if (fabs(u - v) / b->tol > st->worst) st->worst = fabs(u - v) / b->tol;
+            if (fabs(u - v) / b->tol > st->worst) {
+                st->worst = fabs(u - v) / b->tol;
+                snprintf(st->worst_at, sizeof st->worst_at, "%s[%zu] of iteration %llu", b->name, e, (unsigned long long)iter);
+            }
         }
     }
 }
@@ -384,7 +388,7 @@ static int one(const options *o, const devices *d, uint64_t iter, stats *st, boo
             snprintf(what, sizeof what, "the outputs differ");
             rc = 1;
         } else if (!perturb) {
-            measure(&p, &cpu, &emu, st);
+            measure(&p, iter, &cpu, &emu, st);
         }
     }
     if (rc == 3) {
@@ -478,9 +482,9 @@ int main(int argc, char **argv) {
            (unsigned long long)o.seed, (unsigned long long)st.programs, (unsigned long long)st.mismatches,
            (unsigned long long)st.invalid, (unsigned long long)st.known, cpu_s);
     printf("outputs: %llu bit for bit, %llu within a tolerance (%llu elements not equal, worst |cpu - emu| / "
-           "tolerance %.3g)\n",
+           "tolerance %.3g%s%s)\n",
            (unsigned long long)st.exact_outputs, (unsigned long long)st.tol_outputs,
-           (unsigned long long)st.differing_elems, st.worst);
+           (unsigned long long)st.differing_elems, st.worst, st.worst > 0 ? " at " : "", st.worst_at);
     printf("features:");
     for (int f = 0; f < DT_NFEATURES; f++) printf(" %s %llu", dt_feature_names[f], (unsigned long long)st.feature[f]);
     printf("\nnum_warps: 1: %llu, 2: %llu, 4: %llu, 8: %llu\n", (unsigned long long)st.warps[1],
