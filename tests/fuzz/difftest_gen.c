@@ -234,6 +234,9 @@ static const gval *pick_val(gen *g, dt_type t, shp to, bool same_shape, bool exa
         if (v->ty == t) same[nsame++] = v;
     }
     if (!n) return NULL;
+    /* recent values half the time: chains of ops on ops' results (a dot's
+     * through reshapes and reductions) are where layouts meet */
+    if (chance(g, 50)) return c[n - 1 - rnd(g, n < 3 ? n : 3)];
     if (nsame && chance(g, 70)) return same[rnd(g, nsame)];
     return c[rnd(g, n)];
 }
@@ -672,7 +675,15 @@ static bool gen_3d(gen *g) {
         gval r = kind == 0 ? sum_info(v, reps, widen_sum(v->ty)) : *v;
         r.sh = SH_2D;
         if (!float_ok(&r)) return false;
-        emit(g, "let v%d = %s(broadcast_to(v%d[:, :, None], (%d, %d, %d)), axis = 2);", id, fn[kind], v->id, br, bc, reps);
+        switch (rnd(g, 4)) { /* the new dim last, first or in the middle, or permuted away */
+        case 0: emit(g, "let v%d = %s(broadcast_to(v%d[:, :, None], (%d, %d, %d)), axis = 2);", id, fn[kind], v->id, br, bc, reps); break;
+        case 1: emit(g, "let v%d = %s(broadcast_to(v%d[None, :, :], (%d, %d, %d)), axis = 0);", id, fn[kind], v->id, reps, br, bc); break;
+        case 2: emit(g, "let v%d = %s(broadcast_to(v%d[:, None, :], (%d, %d, %d)), axis = 1);", id, fn[kind], v->id, br, reps, bc); break;
+        default: /* a transpose through 3-D: a reshape of a permute, no reduction */
+            r = *v;
+            emit(g, "let v%d = reshape(permute(v%d[:, :, None], (1, 0, 2)), (%d, %d));", id, v->id, br, bc);
+            break;
+        }
         add_val(g, r);
     }
     g->p->features |= DT_F_SHAPE | DT_F_REDUCE;
