@@ -863,6 +863,7 @@ static bool gen_dot_loop(gen *g) {
 
 /* ---- control flow ------------------------------------------------------------------ */
 static bool gen_stmt(gen *g, int depth);
+static void gen_store(gen *g, const gval *v);
 
 /* Statements in a nested scope; the pool forgets their values after. */
 static void gen_body(gen *g, int depth) {
@@ -963,6 +964,11 @@ static bool gen_if(gen *g, int depth) {
         opnd v;
         operand_as(g, t, sh, false, false, true, &v); /* an assignment keeps the var's shape */
         emit(g, "v%d = %s;", var, v.s);
+        if (chance(g, 25)) { /* a store under the branch: what it skips stays poisoned */
+            gval sv = v.v;
+            sv.sh = sh, sv.ty = t, sv.id = var;
+            gen_store(g, &sv);
+        }
         res = bin_info(B_MAX, &res, &v.v, t);
         res.sh = sh;
         g->npool = save;
@@ -1028,11 +1034,11 @@ static bool gen_stmt(gen *g, int depth) {
         else if (x < 76) ok = (a & DT_F_SCAN) && gen_reduce(g, true);
         else if (x < 82) ok = (a & DT_F_DOT) && gen_dot(g);
         else if (x >= 92 && x < 95 && depth < 2) ok = (a & DT_F_IF) && gen_if(g, depth); /* ifs nest in bodies */
+        else if (x >= 95) ok = (a & DT_F_ATOMIC) && gen_atomic(g); /* atomics in bodies too */
         else if (depth > 0) continue; /* loops at the top level only */
         else if (x < 85) ok = (a & DT_F_DOT) && gen_dot_loop(g);
         else if (x < 89) ok = (a & DT_F_LOOP) && gen_for(g, depth, false);
         else if (x < 92) ok = (a & DT_F_WHILE) && gen_for(g, depth, true);
-        else if (x >= 95) ok = (a & DT_F_ATOMIC) && gen_atomic(g);
         if (ok) return true;
         if (g->npool >= MAX_POOL - 8) return false;
     }
