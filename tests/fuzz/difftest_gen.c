@@ -401,8 +401,10 @@ static bool gen_binary(gen *g) {
         r.q = dv == 0.25 ? (a.v.q < 0 ? -1 : a.v.q) : dv == 2.0 ? (a.v.q < 0 ? -1 : a.v.q + 1) : -1;
         if (dv == 0.25) r.mag = a.v.mag * 4;
         r.err = a.v.err > 0 ? a.v.err / fmin(fabs(dv), 1.0) * (dv == 0.25 ? 4 : 1) + ulp_of(r.mag, t) : 0;
+        bool rem = a.v.err == 0 && chance(g, 30); /* fmod is exact, but a step function of its operand */
+        if (rem) r = a.v, r.sh = sh, r.q = dv == 0.25 || a.v.q < 0 ? -1 : a.v.q;
         if (!float_ok(&r)) return false;
-        emit(g, "let v%d = %s / %g;", g->next_id, a.s, dv);
+        emit(g, "let v%d = %s %s %g;", g->next_id, a.s, rem ? "%" : "/", dv);
         add_val(g, r);
         g->p->features |= DT_F_ELEM;
         return true;
