@@ -114,6 +114,7 @@ typedef struct stats {
     char worst_at[64];                   /* where */
     uint64_t feature[DT_NFEATURES];
     uint64_t warps[9];
+    uint64_t sm90; /* programs compiled for sm_90 on the emulator */
 } stats;
 
 /* ---- values ---------------------------------------------------------------- */
@@ -173,7 +174,7 @@ static void fill(const dt_buf *b, unsigned char *d, uint64_t *rng) {
  * into `out`; false with the error in `why`. */
 static bool run_on(trt_device *dev, const dt_program *p, const host_bufs *init, host_bufs *out, char *why,
                    size_t nwhy) {
-    trt_compile_options o = {.num_warps = p->num_warps};
+    trt_compile_options o = {.num_warps = p->num_warps, .arch = p->arch}; /* the CPU device ignores arch */
     trt_module *mod = NULL;
     trt_kernel *k = NULL;
     trt_buffer bufs[DT_MAX_BUFS] = {{0}};
@@ -292,8 +293,8 @@ static void free_bufs(const dt_program *p, host_bufs *h) {
 
 static void describe(FILE *f, const dt_program *p, uint64_t seed, uint64_t iter) {
     fprintf(f, "difftest --replay %llu:%llu\n", (unsigned long long)seed, (unsigned long long)iter);
-    fprintf(f, "launch: grid (%u, %u, 1), num_warps %d; NR=%d NC=%d KT=%d T=%d k=%d s=%g\n", p->grid[0], p->grid[1],
-            p->num_warps, p->nr, p->nc, p->kt, p->trips, p->k, (double)p->s);
+    fprintf(f, "launch: grid (%u, %u, 1), num_warps %d, %s; NR=%d NC=%d KT=%d T=%d k=%d s=%g\n", p->grid[0], p->grid[1],
+            p->num_warps, p->arch, p->nr, p->nc, p->kt, p->trips, p->k, (double)p->s);
     fprintf(f, "inputs: splitmix64 from the program's (seed, iter) as in difftest.c fill(); buffers:\n");
     static const char *const fills[] = {"k/8, |k| <= 64", "uniform [-4, 4]", "integers [-100, 100]", "every bit pattern"};
     for (int i = 0; i < p->nbufs; i++) {
@@ -410,6 +411,7 @@ static int one(const options *o, const devices *d, uint64_t iter, stats *st, boo
     st->invalid += rc == 2;
     for (int f = 0; f < DT_NFEATURES; f++) st->feature[f] += (p.features >> f) & 1;
     st->warps[p.num_warps]++;
+    st->sm90 += !strcmp(p.arch, "sm_90");
     free_bufs(&p, &init), free_bufs(&p, &cpu), free_bufs(&p, &emu);
     dt_program_free(&p);
     return rc;
@@ -487,8 +489,9 @@ int main(int argc, char **argv) {
            (unsigned long long)st.differing_elems, st.worst, st.worst > 0 ? " at " : "", st.worst_at);
     printf("features:");
     for (int f = 0; f < DT_NFEATURES; f++) printf(" %s %llu", dt_feature_names[f], (unsigned long long)st.feature[f]);
-    printf("\nnum_warps: 1: %llu, 2: %llu, 4: %llu, 8: %llu\n", (unsigned long long)st.warps[1],
-           (unsigned long long)st.warps[2], (unsigned long long)st.warps[4], (unsigned long long)st.warps[8]);
+    printf("\nnum_warps: 1: %llu, 2: %llu, 4: %llu, 8: %llu; sm_90: %llu\n", (unsigned long long)st.warps[1],
+           (unsigned long long)st.warps[2], (unsigned long long)st.warps[4], (unsigned long long)st.warps[8],
+           (unsigned long long)st.sm90);
     trt_close(d.cpu);
     trt_close(d.emu);
     return failed ? 1 : 0;

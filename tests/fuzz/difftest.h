@@ -63,6 +63,7 @@ typedef struct dt_program {
     float s;
     uint32_t grid[2];
     int num_warps;
+    const char *arch; /* the emulator device's target: sm_80 (mma.sync, cp.async) or sm_90 (wgmma too) */
     unsigned features;
 } dt_program;
 
