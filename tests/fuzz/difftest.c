@@ -4,7 +4,7 @@
  * the host) with the same random inputs; their outputs must agree.
  *
  *   difftest [--seed N] [--count N] [--seconds S] [--replay SEED:ITER]
- *            [-o DIR] [--keep] [--self-check] [-v] [--tile FILE]
+ *            [-o DIR] [--keep] [--self-check] [-v] [--tile FILE] [--print]
  *
  * Everything is deterministic from (seed, iteration): the program, its
  * launch and its inputs, so `--replay SEED:ITER` redoes one exactly.
@@ -52,7 +52,9 @@
  * and exits 1 at the end; a mismatch whose message is one of KNOWN (below:
  * reproducers under tests/fuzz/found/ left for another change) is counted
  * as known instead. --keep writes every program. --self-check runs a
- * `--replay SEED:ITER --tile FILE` runs FILE's kernel instead of the generated
+ * `--print` writes the programs and their launches without running them;
+ * while one runs, DIR/running-SEED.tile holds it, so a crash (LLVM's fatal
+ * errors exit the process) leaves it behind. `--replay SEED:ITER --tile FILE` runs FILE's kernel instead of the generated
  * one, with that iteration's buffers and launch: for reducing a mismatch by
  * hand (keep the signature, delete statements). --self-check runs a
  * few programs, then perturbs one output element of the CPU run by more than
@@ -91,7 +93,7 @@ static const known_issue KNOWN[] = {
 typedef struct options {
     uint64_t seed, count;
     double seconds;
-    bool replay, keep, self_check, verbose;
+    bool replay, keep, self_check, verbose, print_only;
     uint64_t replay_iter;
     const char *dir;
     const char *tile; /* --tile: the kernel text to run instead */
@@ -347,6 +349,22 @@ static int one(const options *o, const devices *d, uint64_t iter, stats *st, boo
         if (!p.src || fread(p.src, 1, (size_t)n, f) != (size_t)n) abort();
         fclose(f);
     }
+    if (o->print_only) {
+        describe(stdout, &p, o->seed, iter);
+        fputs(p.src, stdout);
+        dt_program_free(&p);
+        return 0;
+    }
+    if (o->dir) { /* a crash (LLVM's fatal errors exit the process) leaves the program it was on */
+        mkdir(o->dir, 0777);
+        char path[4096];
+        snprintf(path, sizeof path, "%s/running-%llu.tile", o->dir, (unsigned long long)o->seed);
+        FILE *f = fopen(path, "w");
+        if (f) {
+            fprintf(f, "// difftest --replay %llu:%llu\n%s", (unsigned long long)o->seed, (unsigned long long)iter, p.src);
+            fclose(f);
+        }
+    }
     host_bufs init = {{0}}, cpu = {{0}}, emu = {{0}};
     alloc_bufs(&p, &init), alloc_bufs(&p, &cpu), alloc_bufs(&p, &emu);
     uint64_t rng = o->seed * 0x2545f4914f6cdd1dull ^ iter;
@@ -419,7 +437,7 @@ static int one(const options *o, const devices *d, uint64_t iter, stats *st, boo
 
 static int usage(void) {
     fprintf(stderr, "usage: difftest [--seed N] [--count N] [--seconds S] [--replay SEED:ITER] [-o DIR] [--keep] "
-                    "[--self-check] [-v] [--tile FILE]\n");
+                    "[--self-check] [-v] [--tile FILE] [--print]\n");
     return 2;
 }
 
@@ -435,6 +453,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--keep")) o.keep = true;
         else if (!strcmp(a, "--self-check")) o.self_check = true;
         else if (!strcmp(a, "-v")) o.verbose = true;
+        else if (!strcmp(a, "--print")) o.print_only = true;
         else if (!strcmp(a, "--tile") && more) o.tile = argv[++i];
         else if (!strcmp(a, "--replay") && more) {
             unsigned long long s, it;
