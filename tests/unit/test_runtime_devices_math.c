@@ -292,6 +292,55 @@ static void test_abs_integer_vectors(void **state) {
     }
 }
 
+/* ---- float remainders across f16 and bf16 ----------------------------------------
+ * Found by tests/fuzz/difftest.c: LLVM 19's InstCombine shrinks
+ * fptrunc(frem(fpext x)) to the narrow type, and between f16 and bf16 it
+ * bitcasts (f16 bits read as bf16: wrong values, or LLVM's fatal
+ * "Cannot select" when the bf16 is used in arithmetic) or rounds a bf16
+ * operand to f16 first (infinite beyond f16's range: NaN). The remainder
+ * of f16 values stored as bf16 and of bf16 values (some beyond f16's
+ * range) stored as f16, against fmodf; and one fed to maximum on bf16. */
+static void test_float_remainder_across_halves(void **state) {
+    (void)state;
+    static const char src[] =
+        "kernel rm(xh: *f16, xb: *bf16, ob: *bf16, oh: *f16, om: *bf16) {\n"
+        "    let c = arange(0, 64);\n"
+        "    store(ob + c, cast(cast(load(xh + c), f32) % 3.0, bf16));\n"
+        "    store(oh + c, cast(cast(load(xb + c), f32) % 3.0, f16));\n"
+        "    store(om + c, maximum(cast(cast(load(xh + c), f32) % 3.0, bf16), cast(1.0, bf16)));\n"
+        "}\n";
+    enum { N = 64 };
+    prog p;
+    trt_kernel *k = compile_with(&p, "rm.tile", src, "rm", NULL, 0, 1);
+    uint16_t xh[N], xb[N], ob[N], oh[N], om[N];
+    for (int i = 0; i < N; i++) {
+        put_f16(xh, (size_t)i, (float)(i * 5 - 150) / 8.0f);
+        put_bf16(xb, (size_t)i, i % 4 == 3 ? ldexpf(1.5f, 20 + i % 9) : (float)(i * 7 - 200) / 4.0f); /* up to 2^28 */
+    }
+    memset(ob, 0xff, sizeof ob), memset(oh, 0xff, sizeof oh), memset(om, 0xff, sizeof om);
+    trt_buffer bxh = upload(xh, sizeof xh), bxb = upload(xb, sizeof xb), bob = upload(ob, sizeof ob),
+               boh = upload(oh, sizeof oh), bom = upload(om, sizeof om);
+    trt_arg args[5] = {trt_buf(bxh), trt_buf(bxb), trt_buf(bob), trt_buf(boh), trt_buf(bom)};
+    launch(k, 1, 1, 1, args, 5);
+    download(bob, ob, sizeof ob), download(boh, oh, sizeof oh), download(bom, om, sizeof om);
+    trt_free(dev, bxh), trt_free(dev, bxb);
+    for (int i = 0; i < N; i++) {
+        float rh = fmodf(get_f16(xh, (size_t)i), 3.0f), rb = fmodf(get_bf16(xb, (size_t)i), 3.0f);
+        float wb = get_bf16((uint16_t[]){bf16_bits(rh)}, 0), wh = get_f16((uint16_t[]){f16_bits(rb)}, 0);
+        float wm = get_bf16((uint16_t[]){bf16_bits(rh > 1.0f ? rh : 1.0f)}, 0);
+        if (!same_f32(get_bf16(ob, (size_t)i), wb))
+            fail_msg("cast(f16 %% 3, bf16) [%d] of %g = %g, want %g on %s", i, (double)get_f16(xh, (size_t)i),
+                     (double)get_bf16(ob, (size_t)i), (double)wb, trt_device_name(dev));
+        if (!same_f32(get_f16(oh, (size_t)i), wh))
+            fail_msg("cast(bf16 %% 3, f16) [%d] of %g = %g, want %g on %s", i, (double)get_bf16(xb, (size_t)i),
+                     (double)get_f16(oh, (size_t)i), (double)wh, trt_device_name(dev));
+        if (!same_f32(get_bf16(om, (size_t)i), wm))
+            fail_msg("maximum(f16 %% 3 as bf16, 1) [%d] = %g, want %g on %s", i, (double)get_bf16(om, (size_t)i), (double)wm,
+                     trt_device_name(dev));
+    }
+    drop(&p);
+}
+
 /* ---- approximate on the GPU: within a stated tolerance ---------------------- */
 
 static void test_transcendentals_within_tolerance(void **state) {
@@ -512,6 +561,7 @@ HARNESS_MAIN(
     cmocka_unit_test(test_integers_and_casts),
     cmocka_unit_test(test_loop_carried_narrow_types),
     cmocka_unit_test(test_abs_integer_vectors),
+    cmocka_unit_test(test_float_remainder_across_halves),
     cmocka_unit_test(test_transcendentals_within_tolerance),
     cmocka_unit_test(test_erf_within_tolerance),
     cmocka_unit_test(test_rand_is_philox),
