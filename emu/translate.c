@@ -595,6 +595,11 @@ static void xlate_call(xlate *x, LLVMValueRef in, uint32_t dst) {
         e->imm = arg_slot(x, in, 3);
         return;
     }
+    if (exact_or_prefix(name, "llvm.arithmetic.fence.")) { /* an optimization barrier: its operand */
+        emu_inst *e = emit(x, EOP_COPY, in);
+        e->lanes = (uint16_t)type_words(LLVMTypeOf(in)), e->dst = dst, e->a = arg_slot(x, in, 0);
+        return;
+    }
     for (size_t i = 0; i < sizeof no_effect / sizeof no_effect[0]; i++)
         if (exact_or_prefix(name, no_effect[i])) {
             emit(x, EOP_NOP, in);

@@ -37,7 +37,6 @@ enum {
     LAYERS = MAX_TRIPS + 2, /* layers of each input: room for strided and shifted accesses too */
     INPUT_SLACK = 8,     /* elements past the layers: accesses shifted by k (< 8) or by 1 */
     EXPR_MAX = 768,
-    DT_FLOAT_REM = 0, /* float `%` (see gen_binary) */
 };
 
 static const double FLOAT_MAG_LIMIT[DT_NTYPES] = {0, 0, 0, 0, 16384.0, 1e6, 1e6};
@@ -402,10 +401,7 @@ static bool gen_binary(gen *g) {
         r.q = dv == 0.25 ? (a.v.q < 0 ? -1 : a.v.q) : dv == 2.0 ? (a.v.q < 0 ? -1 : a.v.q + 1) : -1;
         if (dv == 0.25) r.mag = a.v.mag * 4;
         r.err = a.v.err > 0 ? a.v.err / fmin(fabs(dv), 1.0) * (dv == 0.25 ? 4 : 1) + ulp_of(r.mag, t) : 0;
-        /* fmod is exact, but a step function of its operand; off until
-         * LLVM's frem shrinking across f16 and bf16 is avoided
-         * (tests/fuzz/found/frem_half_bfloat.tile) */
-        bool rem = DT_FLOAT_REM && a.v.err == 0 && chance(g, 30);
+        bool rem = a.v.err == 0 && chance(g, 30); /* fmod is exact, but a step function of its operand */
         if (rem) r = a.v, r.sh = sh, r.q = dv == 0.25 || a.v.q < 0 ? -1 : a.v.q;
         if (!float_ok(&r)) return false;
         emit(g, "let v%d = %s %s %g;", g->next_id, a.s, rem ? "%" : "/", dv);
