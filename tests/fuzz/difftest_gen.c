@@ -345,7 +345,9 @@ static gval bin_info(bop op, const gval *a, const gval *b, dt_type t) {
     default: r.mag = INT_MAX_OF[t] + 1; break; /* integer bit ops, shifts, div, rem */
     }
     if (!fl) r.mag = int_clip(r.mag, t), r.err = 0, r.q = 0;
-    if (op == B_DIV || op == B_REM || op == B_AND) r.mag = fl ? r.mag : fmin(a->mag, INT_MAX_OF[t] + 1);
+    /* |a / d| and |a % d| are at most |a|; a & b is not (-3 & b is b's
+     * high bits), so it keeps the full range of the default above */
+    if (op == B_DIV || op == B_REM) r.mag = fl ? r.mag : fmin(a->mag, INT_MAX_OF[t] + 1);
     return r;
 }
 
