@@ -747,7 +747,15 @@ static gval dot_info(const gval *a, const gval *b, const gval *acc, int k, dt_ty
     gval prod = {.ty = at, .mag = x.mag * y.mag, .q = x.q < 0 || y.q < 0 ? -1 : x.q + y.q,
                  .err = x.err * y.mag + y.err * x.mag + x.err * y.err};
     r = sum_info(&prod, k, at);
-    if (acc) r = bin_info(B_ADD, &r, acc, at);
+    if (acc) {
+        /* acc joins the sum anywhere in the order (the interpreter starts
+         * from it: k roundings at its magnitude): k + 1 terms at the whole
+         * sum's magnitude */
+        gval exact = bin_info(B_ADD, &r, acc, at);
+        r.mag = exact.mag, r.q = exact.q;
+        if (prod.err == 0 && acc->err == 0 && exact_in(r.mag, r.q, PRECISION[at])) r.err = 0;
+        else r.err = k * prod.err + acc->err + 2.0 * (k + 1) * ulp_of(r.mag, at);
+    }
     r.sh = SH_2D;
     return r;
 }
