@@ -29,7 +29,7 @@
  *     of arguments >= 1: their slopes), plus one ulp of the result's type
  *     at mag for each add that may be contracted into an fma or each op
  *     whose operands already differ;
- *   - a sum, running sum or dot of n terms: n*err of a term plus 2n ulps at
+ *   - a sum, running sum or dot of n terms (a dot's acc one more): n*err of a term plus 2n ulps at
  *     the sum's mag (the interpreter's order and the GPU's tree differ by
  *     at most (n-1) 2^-p sum|x| each way), in the accumulation type (f32
  *     for f16/bf16); f32 dot inputs round to tf32 on both devices, so only
