@@ -40,6 +40,8 @@
  *     the argument's err times the slope, plus an ulp of f16/bf16 where the
  *     f32 result is rounded to them; arguments are scaled into the ranges
  *     where the approximations hold (sin/cos |x| <= 3, exp2 |x| <= 8).
+ *     The emulator computes the .approx instructions correctly rounded,
+ *     so against it they differ by nothing: the budget is for a GPU.
  * A decision on a float (a comparison, a cast to an integer, floor) is
  * generated only on values with err 0, so it cannot flip. Each output gets
  * the err of the value stored, plus one ulp of its type at its mag where
