@@ -82,6 +82,10 @@ typedef enum eop {
     EOP_ATOMICRMW, EOP_CMPXCHG,
     EOP_SREG, EOP_MATH, EOP_ASM_LD, EOP_ASM_ST, EOP_NOP, EOP_VPRINTF, EOP_ASSERTFAIL,
     EOP_CPASYNC, EOP_CPCOMMIT, EOP_CPWAIT, EOP_F2TF32,
+    /* llvm.vector.reduce.*: the lanes of a folded left to right, by an integer
+     * binop (sub: LLVMAdd, LLVMMul, LLVMAnd, LLVMOr, LLVMXor) or a min/max
+     * math function (sub: M_SMIN ... M_MAXIMUM) */
+    EOP_VREDUCE_BIN, EOP_VREDUCE_MATH,
     EOP_ASYNC, /* async.c: sub is a ptx_async_asm (operand slots in aux) or ASYNC_SETMAXNREG_* (a) */
     /* collectives: every op from here on waits for its scope */
     EOP_BARRIER, EOP_SHFL, EOP_VOTE, EOP_WARPSYNC, EOP_MMA, EOP_LDMATRIX,

@@ -603,6 +603,15 @@ static bool run_thread(run *r, thread *t, uint64_t *tmp) {
                 R[in->dst + l] = emu_math(in, R[in->a + l], R[in->b + (in->b ? l : 0)], R[in->c + (in->c ? l : 0)]);
             break;
         case EOP_F2TF32: R[in->dst] = emu_f2tf32_rna((uint32_t)R[in->a]); break;
+        case EOP_VREDUCE_BIN:
+        case EOP_VREDUCE_MATH: {
+            uint64_t acc = R[in->a];
+            for (uint32_t l = 1; l < in->lanes; l++)
+                acc = in->op == EOP_VREDUCE_BIN ? emu_int_bin(in->sub, acc, R[in->a + l], ek_bits[in->ek])
+                                                : emu_math(in, acc, R[in->a + l], 0);
+            R[in->dst] = acc;
+            break;
+        }
         case EOP_ASM_LD:
             if (R[in->b] & 1) {
                 uint8_t *p = mem(r, t, in, R[in->a], (uint64_t)in->imm, (uint64_t)in->imm, ACC_READ);

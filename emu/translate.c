@@ -436,6 +436,22 @@ static const intrinsic_row intrinsics[] = {
     {"llvm.nvvm.mulhi.i", EOP_MATH, M_MULHI_S},
     {"llvm.nvvm.mulhi.ll", EOP_MATH, M_MULHI_S},
     {"llvm.nvvm.f2tf32.rna", EOP_F2TF32, 0},
+    /* what LLVM's vectorizers leave of a min/max/mul/xor chain, e.g. a value
+     * carried through a loop and combined with the same value every trip
+     * (fadd and fmul, ordered with a start value, are not made here) */
+    {"llvm.vector.reduce.add.", EOP_VREDUCE_BIN, LLVMAdd},
+    {"llvm.vector.reduce.mul.", EOP_VREDUCE_BIN, LLVMMul},
+    {"llvm.vector.reduce.and.", EOP_VREDUCE_BIN, LLVMAnd},
+    {"llvm.vector.reduce.or.", EOP_VREDUCE_BIN, LLVMOr},
+    {"llvm.vector.reduce.xor.", EOP_VREDUCE_BIN, LLVMXor},
+    {"llvm.vector.reduce.smin.", EOP_VREDUCE_MATH, M_SMIN},
+    {"llvm.vector.reduce.smax.", EOP_VREDUCE_MATH, M_SMAX},
+    {"llvm.vector.reduce.umin.", EOP_VREDUCE_MATH, M_UMIN},
+    {"llvm.vector.reduce.umax.", EOP_VREDUCE_MATH, M_UMAX},
+    {"llvm.vector.reduce.fmin.", EOP_VREDUCE_MATH, M_MINNUM},
+    {"llvm.vector.reduce.fmax.", EOP_VREDUCE_MATH, M_MAXNUM},
+    {"llvm.vector.reduce.fminimum.", EOP_VREDUCE_MATH, M_MINIMUM},
+    {"llvm.vector.reduce.fmaximum.", EOP_VREDUCE_MATH, M_MAXIMUM},
     {"llvm.nvvm.cp.async.commit.group", EOP_CPCOMMIT, 0},
     {"llvm.nvvm.cp.async.wait.group", EOP_CPWAIT, 0},
     {"llvm.nvvm.cp.async.wait.all", EOP_CPWAIT, -1},
@@ -585,6 +601,11 @@ static void xlate_call(xlate *x, LLVMValueRef in, uint32_t dst) {
         e->imm = arg_slot(x, in, 3);
         return;
     }
+    if (exact_or_prefix(name, "llvm.arithmetic.fence.")) { /* an optimization barrier: its operand */
+        emu_inst *e = emit(x, EOP_COPY, in);
+        e->lanes = (uint16_t)type_words(LLVMTypeOf(in)), e->dst = dst, e->a = arg_slot(x, in, 0);
+        return;
+    }
     for (size_t i = 0; i < sizeof no_effect / sizeof no_effect[0]; i++)
         if (exact_or_prefix(name, no_effect[i])) {
             emit(x, EOP_NOP, in);
@@ -605,8 +626,14 @@ static void xlate_call(xlate *x, LLVMValueRef in, uint32_t dst) {
         if (LLVMGetTypeKind(rt) == LLVMVectorTypeKind) lanes = LLVMGetVectorSize(rt);
         e->lanes = (uint16_t)lanes;
         if (nargs > 0) e->a = arg_slot(x, in, 0);
-        if (nargs > 1) e->b = arg_slot(x, in, 1);
-        if (nargs > 2) e->c = arg_slot(x, in, 2);
+        /* a scalar operand of a vector call is a flag (llvm.abs, ctlz and
+         * cttz's i1 "poison" argument), which nothing reads; left 0 so the
+         * lanes loop does not read one slot a lane past it */
+        bool vec = lanes > 1;
+        if (nargs > 1 && (!vec || LLVMGetTypeKind(LLVMTypeOf(LLVMGetOperand(in, 1))) == LLVMVectorTypeKind))
+            e->b = arg_slot(x, in, 1);
+        if (nargs > 2 && (!vec || LLVMGetTypeKind(LLVMTypeOf(LLVMGetOperand(in, 2))) == LLVMVectorTypeKind))
+            e->c = arg_slot(x, in, 2);
         if (r->op == EOP_MATH) e->imm = strstr(name, ".ftz") != NULL; /* flush subnormals */
         if (r->op == EOP_SHFL) {
             if (nargs != 4 || LLVMGetTypeKind(rt) == LLVMStructTypeKind) {

@@ -198,18 +198,25 @@ static void analyze(tir_op *op, void *p) {
             }
         }
         break;
-    case TIR_OP_EQ: case TIR_OP_NE: case TIR_OP_LT: case TIR_OP_LE: case TIR_OP_GT: case TIR_OP_GE:
+    case TIR_OP_EQ: case TIR_OP_NE: case TIR_OP_LT: case TIR_OP_LE: case TIR_OP_GT: case TIR_OP_GE: {
         /* constant compared with constant stays constant. A contiguous run
          * s, s+1, ... compared with a constant c splits into blocks of g
          * elements whose values start at multiples of g; when g also
-         * divides c, c can only fall on a block's first value, so each
-         * block compares one way: g = gcd(contiguity, div(s), div(c)). */
+         * divides c, c can only fall on a block's first value, so a test
+         * that changes between c - 1 and c (x < c, x >= c) compares each
+         * block one way: g = gcd(contiguity, div(s), div(c)). One that
+         * changes between c and c + 1 (x <= c, x > c) or only at c (==,
+         * !=) splits the block holding c after its first element. */
+        tir_opcode k = op->code;
+        bool a_run_splits_at_edge = k == TIR_OP_LT || k == TIR_OP_GE; /* run OP c */
+        bool b_run_splits_at_edge = k == TIR_OP_GT || k == TIR_OP_LE; /* c OP run */
         out.constancy = gcd64(a.constancy, b.constancy);
-        if (b.constancy >= n && a.contiguity > 1)
+        if (a_run_splits_at_edge && b.constancy >= n && a.contiguity > 1)
             out.constancy = max64(out.constancy, gcd64(gcd64(a.contiguity, a.divisibility), b.divisibility));
-        if (a.constancy >= n && b.contiguity > 1)
+        if (b_run_splits_at_edge && a.constancy >= n && b.contiguity > 1)
             out.constancy = max64(out.constancy, gcd64(gcd64(b.contiguity, b.divisibility), a.divisibility));
         break;
+    }
     case TIR_OP_AND:
     case TIR_OP_OR:
     case TIR_OP_XOR:

@@ -28,7 +28,14 @@ LLVMValueRef gen_binary(cg *c, tir_opcode code, tir_elem e, LLVMValueRef a, LLVM
     case TIR_OP_MUL: return fl ? LLVMBuildFMul(c->b, a, b, "") : LLVMBuildMul(c->b, a, b, "");
     case TIR_OP_DIV:
     case TIR_OP_REM: {
-        if (fl) return code == TIR_OP_DIV ? LLVMBuildFDiv(c->b, a, b, "") : LLVMBuildFRem(c->b, a, b, "");
+        if (fl && code == TIR_OP_DIV) return LLVMBuildFDiv(c->b, a, b, "");
+        if (fl) { /* LLVM 19's InstCombine shrinks fptrunc(frem(fpext x)) to the narrow
+                   * type, and between f16 and bf16 it bitcasts one to the other (or rounds
+                   * a bf16 operand to f16, infinite beyond its range): the fence keeps
+                   * the remainder in the type the tile IR computes it in */
+            LLVMValueRef r = LLVMBuildFRem(c->b, a, b, "");
+            return intrinsic(c, "llvm.arithmetic.fence", LLVMTypeOf(r), &r, 1);
+        }
         /* LLVM's sdiv/srem by 0 and of MIN by -1 are undefined behaviour the
          * optimizer may exploit. Dividing by 1 instead keeps ops.def's
          * wrapping results there (MIN / -1 = MIN, MIN % -1 = 0); by 0 the

@@ -67,8 +67,10 @@ static uint32_t op_scratch(tir_op *op, smem_need *n) {
     uint32_t s = 0;
     bool mma_operand = op->noperands && op->operands[0]->type.rank && is_mma_kind(&op->operands[0]->type.layout);
     bool reduction = op->code == TIR_OP_REDUCE_SUM || op->code == TIR_OP_REDUCE_MAX || op->code == TIR_OP_REDUCE_MIN;
-    if (mma_operand && op->code != TIR_OP_CONVERT_LAYOUT && op->code != TIR_OP_RESHAPE && !is_atomic(op->code) &&
-        !reduction) {
+    /* a permute reads any layout through scratch by row-major index
+     * (needs_blocked lets it through), so it is sized below as a move */
+    if (mma_operand && op->code != TIR_OP_CONVERT_LAYOUT && op->code != TIR_OP_RESHAPE && op->code != TIR_OP_PERMUTE &&
+        !is_atomic(op->code) && !reduction) {
         /* codegen refuses the rest (needs_blocked) */
     } else if (reduction) {
         if (is_rank1_blocked(&op->operands[0]->type)) n->slots += CG_SMEM_SLOT_BYTES * TILEC_MAX_NUM_WARPS;

@@ -681,6 +681,49 @@ static void test_mma_reductions(void **state) {
     run_reduce(32, 32, 1);
 }
 
+/* ---- a dot's result transposed ----------------------------------------------
+ * Found by tests/fuzz/difftest.c: trans() of an accumulator (mma layout)
+ * moves it through the scratch area by row-major index, but the shared
+ * memory plan gave that permute no scratch, so code generation refused
+ * the kernel ("the kernel's smem scratch is smaller than this move
+ * needs"). Small integers: every sum is exact, compared bit for bit. */
+static const char trans_src[] =
+    "kernel tr(a: *f16, b: *f16, o: *f32, const B: i32 = 32) {\n"
+    "    let r = arange(0, B);\n"
+    "    let off = r[:, None] * B + r[None, :];\n"
+    "    store(o + off, trans(dot(load(a + off), load(b + off))));\n"
+    "}\n";
+
+static void test_dot_transposed(void **state) {
+    (void)state;
+    static const int cases[][2] = {{16, 1}, {32, 1}, {32, 4}, {64, 8}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        int bs = cases[c][0], warps = cases[c][1], n = bs * bs;
+        uint16_t *ha = malloc(2 * (size_t)n), *hb = malloc(2 * (size_t)n);
+        float *o = poison_f32s(n);
+        for (int i = 0; i < n; i++) put_f16(ha, (size_t)i, (float)(rand() % 9 - 4)), put_f16(hb, (size_t)i, (float)(rand() % 9 - 4));
+        tilec_define defs[1] = {{"B", bs}};
+        prog p;
+        trt_kernel *k = compile_with(&p, "tr.tile", trans_src, "tr", defs, 1, warps);
+        trt_buffer ba = upload(ha, 2 * (size_t)n), bb = upload(hb, 2 * (size_t)n), bo = upload(o, sizeof(float) * (size_t)n);
+        trt_arg args[3] = {trt_buf(ba), trt_buf(bb), trt_buf(bo)};
+        launch(k, 1, 1, 1, args, 3);
+        download(bo, o, sizeof(float) * (size_t)n);
+        OK(trt_free(dev, ba));
+        OK(trt_free(dev, bb));
+        for (int i = 0; i < bs; i++)
+            for (int j = 0; j < bs; j++) {
+                double want = 0; /* o[i][j] = (a b)[j][i] */
+                for (int kk = 0; kk < bs; kk++) want += get_f16(ha, (size_t)(j * bs + kk)) * get_f16(hb, (size_t)(kk * bs + i));
+                if (!same_f32(o[i * bs + j], (float)want))
+                    fail_msg("trans(dot) %dx%d, %d warps: o[%d][%d] = %g, want %g on %s", bs, bs, warps, i, j, o[i * bs + j],
+                             want, trt_device_name(dev));
+            }
+        free(ha), free(hb), free(o);
+        drop(&p);
+    }
+}
+
 HARNESS_MAIN(
     cmocka_unit_test(test_dot),
     cmocka_unit_test(test_dot_result_uses),
@@ -691,5 +734,6 @@ HARNESS_MAIN(
     cmocka_unit_test(test_pipelined_loop_rerun),
     cmocka_unit_test(test_accumulator_moves),
     cmocka_unit_test(test_dot_chain),
-    cmocka_unit_test(test_mma_reductions))
+    cmocka_unit_test(test_mma_reductions),
+    cmocka_unit_test(test_dot_transposed))
 

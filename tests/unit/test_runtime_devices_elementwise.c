@@ -260,11 +260,75 @@ static void test_control_flow_on_tiles(void **state) {
 }
 
 
+/* ---- masks from comparisons ---------------------------------------------
+ * Found by tests/fuzz/difftest.c: `load(x + c, c != 2, other = 1)` with a
+ * thread holding runs of consecutive elements had its mask tested once per
+ * vector (the axis analysis said c != 2 is constant over runs of 2), so
+ * element 3 read `other`. Every predicate, both ways round, against
+ * constants of several divisibilities, on f16 runs of 8 a thread (one warp,
+ * 256 elements) and f32 runs of 4; each mask loads x where it holds. */
+static void run_compare_masks(const char *type, bool half) {
+    static const char *const preds[] = {"c != %d", "c == %d", "c <= %d", "c > %d", "c < %d", "c >= %d",
+                                        "%d < c",  "%d >= c", "%d == c", "%d > c", "%d <= c"};
+    static const int consts[] = {2, 8, 16, 64};
+    enum { N = 256, NP = sizeof preds / sizeof preds[0], NC = sizeof consts / sizeof consts[0] };
+    char src[8192];
+    size_t len = (size_t)snprintf(src, sizeof src, "kernel cm(x: *%s, out: *%s) {\n    let c = arange(0, %d);\n",
+                                  type, type, N);
+    for (int p = 0; p < NP; p++)
+        for (int k = 0; k < NC; k++) {
+            char mask[32];
+            snprintf(mask, sizeof mask, preds[p], consts[k]);
+            len += (size_t)snprintf(src + len, sizeof src - len, "    store(out + %d + c, load(x + c, %s, other = 1));\n",
+                                    (p * NC + k) * N, mask);
+        }
+    snprintf(src + len, sizeof src - len, "}\n");
+    prog pr;
+    trt_kernel *k = compile_with(&pr, "cm.tile", src, "cm", NULL, 0, 1);
+    size_t es = half ? 2 : 4;
+    unsigned char *x = malloc(es * N), *out = malloc(es * N * NP * NC);
+    for (int i = 0; i < N; i++) {
+        float v = (float)(i % 100) + 2.0f; /* never 1 */
+        if (half) put_f16(x, (size_t)i, v);
+        else put_f32(x, (size_t)i, v);
+    }
+    memset(out, 0xff, es * N * NP * NC);
+    trt_buffer bx = upload(x, es * N), bo = upload(out, es * N * NP * NC);
+    trt_arg args[2] = {trt_buf(bx), trt_buf(bo)};
+    launch(k, 1, 1, 1, args, 2);
+    download(bo, out, es * N * NP * NC);
+    trt_free(dev, bx);
+    for (int p = 0; p < NP; p++)
+        for (int kk = 0; kk < NC; kk++)
+            for (int c = 0; c < N; c++) {
+                int v = consts[kk];
+                bool on = p == 0 ? c != v : p == 1 ? c == v : p == 2 ? c <= v : p == 3 ? c > v : p == 4 ? c < v
+                        : p == 5 ? c >= v : p == 6 ? v < c : p == 7 ? v >= c : p == 8 ? v == c : p == 9 ? v > c : v <= c;
+                size_t at = (size_t)((p * NC + kk) * N + c);
+                float got = half ? get_f16(out, at) : get_f32(out, at), want = on ? (float)(c % 100) + 2.0f : 1.0f;
+                if (got != want) {
+                    char mask[32];
+                    snprintf(mask, sizeof mask, preds[p], v);
+                    fail_msg("%s load masked by %s: [%d] = %g, want %g on %s", type, mask, c, (double)got, (double)want,
+                             trt_device_name(dev));
+                }
+            }
+    free(x), free(out);
+    drop(&pr);
+}
+
+static void test_compare_masks(void **state) {
+    (void)state;
+    run_compare_masks("f16", true);
+    run_compare_masks("f32", false);
+}
+
 HARNESS_MAIN(
     cmocka_unit_test(test_vadd_tails_blocks_grids),
     cmocka_unit_test(test_pointer_at_an_offset),
     cmocka_unit_test(test_three_axis_grid),
     cmocka_unit_test(test_loop_row_sums),
     cmocka_unit_test(test_while_and_if_on_scalars),
-    cmocka_unit_test(test_control_flow_on_tiles))
+    cmocka_unit_test(test_control_flow_on_tiles),
+    cmocka_unit_test(test_compare_masks))
 

@@ -137,6 +137,210 @@ static void test_integers_and_casts(void **state) {
 }
 
 
+/* ---- loop-carried min/max/mul/xor of narrow types ------------------------------
+ * Found by tests/fuzz/difftest.c: a value carried through a loop and combined
+ * each trip with a loop-invariant one (`hi = maximum(hi, v)`) of f16, bf16,
+ * i8 or i16 is vectorized by LLVM across two trips, leaving an
+ * llvm.vector.reduce.{fmaximum,fminimum,smin,smax,mul,xor} after the loop,
+ * which the emulator did not know. Inputs are k/8 (floats) or any bits
+ * (integers); 3 trips over a ragged 13 of 16 elements. */
+static void run_loop_carried(const char *type, bool is_float) {
+    char src[1024];
+    if (is_float)
+        snprintf(src, sizeof src,
+                 "kernel lc(x: *%s, out: *%s, n: i32, t: i32) {\n"
+                 "    let c = arange(0, 16);\n"
+                 "    let v = load(x + c, c < n);\n"
+                 "    var hi = v;\n"
+                 "    var lo = v;\n"
+                 "    for i in range(0, t) {\n"
+                 "        hi = maximum(hi, v);\n"
+                 "        lo = minimum(lo, v * 0.5);\n"
+                 "    }\n"
+                 "    store(out + c, hi, c < n);\n"
+                 "    store(out + n + c, lo, c < n);\n"
+                 "}\n",
+                 type, type);
+    else
+        snprintf(src, sizeof src,
+                 "kernel lc(x: *%s, out: *%s, n: i32, t: i32) {\n"
+                 "    let c = arange(0, 16);\n"
+                 "    let v = load(x + c, c < n);\n"
+                 "    var hi = v;\n"
+                 "    var lo = v;\n"
+                 "    var p = v;\n"
+                 "    var q = v;\n"
+                 "    for i in range(0, t) {\n"
+                 "        hi = maximum(hi, v);\n"
+                 "        lo = minimum(lo, v * 3);\n"
+                 "        p = p * v;\n"
+                 "        q = q ^ v;\n"
+                 "    }\n"
+                 "    store(out + c, hi, c < n);\n"
+                 "    store(out + n + c, lo, c < n);\n"
+                 "    store(out + 2 * n + c, p, c < n);\n"
+                 "    store(out + 3 * n + c, q, c < n);\n"
+                 "}\n",
+                 type, type);
+    prog p;
+    trt_kernel *k = compile_text(&p, "lc.tile", src, "lc", NULL, 0);
+    const int n = 13, trips = 3, outs = is_float ? 2 : 4;
+    size_t es = !strcmp(type, "i8") ? 1 : 2;
+    unsigned char x[2 * 16], out[4 * 2 * 16];
+    int64_t xv[16];
+    for (int i = 0; i < n; i++) {
+        if (is_float) {
+            float f = (float)(rand() % 129 - 64) / 8.0f;
+            if (!strcmp(type, "f16")) put_f16(x, (size_t)i, f);
+            else put_bf16(x, (size_t)i, f);
+            xv[i] = (int64_t)(f * 8);
+        } else {
+            int32_t r = rand_i32();
+            xv[i] = es == 1 ? (int8_t)r : (int16_t)r;
+            memcpy(x + (size_t)i * es, es == 1 ? (void *)&(int8_t){(int8_t)r} : (void *)&(int16_t){(int16_t)r}, es);
+        }
+    }
+    memset(out, 0xff, sizeof out);
+    trt_buffer bx = upload(x, es * (size_t)n), bo = upload(out, es * (size_t)(outs * n));
+    trt_arg args[4] = {trt_buf(bx), trt_buf(bo), trt_int(n), trt_int(trips)};
+    launch(k, 1, 1, 1, args, 4);
+    download(bo, out, es * (size_t)(outs * n));
+    trt_free(dev, bx);
+    for (int i = 0; i < n; i++) {
+        if (is_float) {
+            float v = (float)xv[i] / 8.0f, half = v * 0.5f;
+            float (*get)(const void *, size_t) = !strcmp(type, "f16") ? get_f16 : get_bf16;
+            float hi = get(out, (size_t)i), lo = get(out, (size_t)(n + i));
+            if (hi != v) fail_msg("%s maximum [%d] = %g, want %g on %s", type, i, (double)hi, (double)v, trt_device_name(dev));
+            if (lo != (half < v ? half : v))
+                fail_msg("%s minimum [%d] = %g, want %g on %s", type, i, (double)lo, (double)(half < v ? half : v),
+                         trt_device_name(dev));
+            continue;
+        }
+        int bits = (int)es * 8;
+        int64_t v = xv[i], v3 = (int64_t)((uint64_t)v * 3), pw = v;
+        v3 = bits == 8 ? (int8_t)v3 : (int16_t)v3;
+        for (int tr = 0; tr < trips; tr++) pw = bits == 8 ? (int8_t)(uint8_t)((uint64_t)pw * (uint64_t)v) : (int16_t)(uint16_t)((uint64_t)pw * (uint64_t)v);
+        int64_t want[4] = {v, v3 < v ? v3 : v, pw, trips % 2 ? 0 : v};
+        for (int o = 0; o < 4; o++) {
+            size_t at = (size_t)(o * n + i);
+            int64_t got = es == 1 ? ((int8_t *)out)[at] : ((int16_t *)(void *)out)[at];
+            if (got != want[o])
+                fail_msg("%s loop-carried %s [%d] = %lld, want %lld on %s", type, (const char *[]){"maximum", "minimum", "*", "^"}[o],
+                         i, (long long)got, (long long)want[o], trt_device_name(dev));
+        }
+    }
+    drop(&p);
+}
+
+static void test_loop_carried_narrow_types(void **state) {
+    (void)state;
+    run_loop_carried("f16", true);
+    run_loop_carried("bf16", true);
+    run_loop_carried("i8", false);
+    run_loop_carried("i16", false);
+}
+
+
+/* ---- abs of integer vectors ---------------------------------------------------
+ * Found by tests/fuzz/difftest.c under ASan: llvm.abs on a vector takes a
+ * scalar i1 flag as its second operand, which the emulator read as a
+ * vector (one slot a lane), past the end of the thread's frame. abs of
+ * i8, i16, i32 and i64 runs of consecutive elements, with the minimum. */
+static void test_abs_integer_vectors(void **state) {
+    (void)state;
+    static const char *const types[] = {"i8", "i16", "i32", "i64"};
+    static const size_t sizes[] = {1, 2, 4, 8};
+    for (int t = 0; t < 4; t++) {
+        char src[512];
+        snprintf(src, sizeof src,
+                 "kernel ab(x: *%s, out: *%s) {\n"
+                 "    let r = arange(0, 16);\n"
+                 "    let c = arange(0, 64);\n"
+                 "    let off = r[:, None] * 64 + c[None, :];\n"
+                 "    store(out + off, abs(load(x + off)));\n"
+                 "}\n",
+                 types[t], types[t]);
+        for (int warps = 1; warps <= 4; warps *= 2) {
+            prog p;
+            trt_kernel *k = compile_with(&p, "ab.tile", src, "ab", NULL, 0, warps);
+            enum { N = 16 * 64 };
+            size_t es = sizes[t];
+            unsigned char x[8 * N], out[8 * N];
+            for (size_t i = 0; i < es * N; i++) x[i] = (unsigned char)rand();
+            memset(x, 0, es), x[es - 1] = 0x80; /* the minimum, little-endian: abs gives itself */
+            memset(out, 0x55, sizeof out);
+            trt_buffer bx = upload(x, es * N), bo = upload(out, es * N);
+            trt_arg args[2] = {trt_buf(bx), trt_buf(bo)};
+            launch(k, 1, 1, 1, args, 2);
+            download(bo, out, es * N);
+            trt_free(dev, bx);
+            for (int i = 0; i < N; i++) {
+                int64_t v = 0, got = 0;
+                memcpy(&v, x + (size_t)i * es, es);
+                memcpy(&got, out + (size_t)i * es, es);
+                int bits = (int)es * 8;
+                if (bits < 64) v = (int64_t)((uint64_t)v << (64 - bits)) >> (64 - bits), got = (int64_t)((uint64_t)got << (64 - bits)) >> (64 - bits);
+                int64_t want = v < 0 ? (int64_t)(0 - (uint64_t)v) : v;
+                if (bits < 64) want = (int64_t)((uint64_t)want << (64 - bits)) >> (64 - bits);
+                if (got != want)
+                    fail_msg("abs %s, %d warps: [%d] of %lld = %lld, want %lld on %s", types[t], warps, i, (long long)v,
+                             (long long)got, (long long)want, trt_device_name(dev));
+            }
+            drop(&p);
+        }
+    }
+}
+
+/* ---- float remainders across f16 and bf16 ----------------------------------------
+ * Found by tests/fuzz/difftest.c: LLVM 19's InstCombine shrinks
+ * fptrunc(frem(fpext x)) to the narrow type, and between f16 and bf16 it
+ * bitcasts (f16 bits read as bf16: wrong values, or LLVM's fatal
+ * "Cannot select" when the bf16 is used in arithmetic) or rounds a bf16
+ * operand to f16 first (infinite beyond f16's range: NaN). The remainder
+ * of f16 values stored as bf16 and of bf16 values (some beyond f16's
+ * range) stored as f16, against fmodf; and one fed to maximum on bf16. */
+static void test_float_remainder_across_halves(void **state) {
+    (void)state;
+    static const char src[] =
+        "kernel rm(xh: *f16, xb: *bf16, ob: *bf16, oh: *f16, om: *bf16) {\n"
+        "    let c = arange(0, 64);\n"
+        "    store(ob + c, cast(cast(load(xh + c), f32) % 3.0, bf16));\n"
+        "    store(oh + c, cast(cast(load(xb + c), f32) % 3.0, f16));\n"
+        "    store(om + c, maximum(cast(cast(load(xh + c), f32) % 3.0, bf16), cast(1.0, bf16)));\n"
+        "}\n";
+    enum { N = 64 };
+    prog p;
+    trt_kernel *k = compile_with(&p, "rm.tile", src, "rm", NULL, 0, 1);
+    uint16_t xh[N], xb[N], ob[N], oh[N], om[N];
+    for (int i = 0; i < N; i++) {
+        put_f16(xh, (size_t)i, (float)(i * 5 - 150) / 8.0f);
+        put_bf16(xb, (size_t)i, i % 4 == 3 ? ldexpf(1.5f, 20 + i % 9) : (float)(i * 7 - 200) / 4.0f); /* up to 2^28 */
+    }
+    memset(ob, 0xff, sizeof ob), memset(oh, 0xff, sizeof oh), memset(om, 0xff, sizeof om);
+    trt_buffer bxh = upload(xh, sizeof xh), bxb = upload(xb, sizeof xb), bob = upload(ob, sizeof ob),
+               boh = upload(oh, sizeof oh), bom = upload(om, sizeof om);
+    trt_arg args[5] = {trt_buf(bxh), trt_buf(bxb), trt_buf(bob), trt_buf(boh), trt_buf(bom)};
+    launch(k, 1, 1, 1, args, 5);
+    download(bob, ob, sizeof ob), download(boh, oh, sizeof oh), download(bom, om, sizeof om);
+    trt_free(dev, bxh), trt_free(dev, bxb);
+    for (int i = 0; i < N; i++) {
+        float rh = fmodf(get_f16(xh, (size_t)i), 3.0f), rb = fmodf(get_bf16(xb, (size_t)i), 3.0f);
+        float wb = get_bf16((uint16_t[]){bf16_bits(rh)}, 0), wh = get_f16((uint16_t[]){f16_bits(rb)}, 0);
+        float wm = get_bf16((uint16_t[]){bf16_bits(rh > 1.0f ? rh : 1.0f)}, 0);
+        if (!same_f32(get_bf16(ob, (size_t)i), wb))
+            fail_msg("cast(f16 %% 3, bf16) [%d] of %g = %g, want %g on %s", i, (double)get_f16(xh, (size_t)i),
+                     (double)get_bf16(ob, (size_t)i), (double)wb, trt_device_name(dev));
+        if (!same_f32(get_f16(oh, (size_t)i), wh))
+            fail_msg("cast(bf16 %% 3, f16) [%d] of %g = %g, want %g on %s", i, (double)get_bf16(xb, (size_t)i),
+                     (double)get_f16(oh, (size_t)i), (double)wh, trt_device_name(dev));
+        if (!same_f32(get_bf16(om, (size_t)i), wm))
+            fail_msg("maximum(f16 %% 3 as bf16, 1) [%d] = %g, want %g on %s", i, (double)get_bf16(om, (size_t)i), (double)wm,
+                     trt_device_name(dev));
+    }
+    drop(&p);
+}
+
 /* ---- approximate on the GPU: within a stated tolerance ---------------------- */
 
 static void test_transcendentals_within_tolerance(void **state) {
@@ -355,6 +559,9 @@ static void test_exp2_ftz(void **state) {
 HARNESS_MAIN(
     cmocka_unit_test(test_math_builtins_exact),
     cmocka_unit_test(test_integers_and_casts),
+    cmocka_unit_test(test_loop_carried_narrow_types),
+    cmocka_unit_test(test_abs_integer_vectors),
+    cmocka_unit_test(test_float_remainder_across_halves),
     cmocka_unit_test(test_transcendentals_within_tolerance),
     cmocka_unit_test(test_erf_within_tolerance),
     cmocka_unit_test(test_rand_is_philox),
