@@ -118,7 +118,7 @@ typedef struct stats {
     char worst_at[64];                   /* where */
     uint64_t feature[DT_NFEATURES];
     uint64_t warps[9];
-    uint64_t sm90; /* programs compiled for sm_90 on the emulator */
+    uint64_t sm90, sm90a; /* programs compiled for sm_90, sm_90a on the emulator */
 } stats;
 
 /* ---- values ---------------------------------------------------------------- */
@@ -432,6 +432,7 @@ static int one(const options *o, const devices *d, uint64_t iter, stats *st, boo
     for (int f = 0; f < DT_NFEATURES; f++) st->feature[f] += (p.features >> f) & 1;
     st->warps[p.num_warps]++;
     st->sm90 += !strcmp(p.arch, "sm_90");
+    st->sm90a += !strcmp(p.arch, "sm_90a");
     free_bufs(&p, &init), free_bufs(&p, &cpu), free_bufs(&p, &emu);
     dt_program_free(&p);
     return rc;
@@ -510,9 +511,9 @@ int main(int argc, char **argv) {
            (unsigned long long)st.differing_elems, st.worst, st.worst > 0 ? " at " : "", st.worst_at);
     printf("features:");
     for (int f = 0; f < DT_NFEATURES; f++) printf(" %s %llu", dt_feature_names[f], (unsigned long long)st.feature[f]);
-    printf("\nnum_warps: 1: %llu, 2: %llu, 4: %llu, 8: %llu; sm_90: %llu\n", (unsigned long long)st.warps[1],
-           (unsigned long long)st.warps[2], (unsigned long long)st.warps[4], (unsigned long long)st.warps[8],
-           (unsigned long long)st.sm90);
+    printf("\nnum_warps: 1: %llu, 2: %llu, 4: %llu, 8: %llu; sm_90: %llu, sm_90a: %llu\n",
+           (unsigned long long)st.warps[1], (unsigned long long)st.warps[2], (unsigned long long)st.warps[4],
+           (unsigned long long)st.warps[8], (unsigned long long)st.sm90, (unsigned long long)st.sm90a);
     trt_close(d.cpu);
     trt_close(d.emu);
     return failed ? 1 : 0;

@@ -32,7 +32,7 @@ typedef struct dt_buf {
     bool inout;     /* an output that starts filled instead (atomics) */
     dt_fill fill;   /* inputs and in/out buffers */
     double tol;     /* outputs: the largest |cpu - emu| allowed per element; 0: bit for bit */
-    char name[8];   /* the kernel parameter */
+    char name[16];  /* the kernel parameter: "out" and an int, whatever -O3 assumes of it */
 } dt_buf;
 
 /* Features a program uses, for the campaign's mix (bits). */

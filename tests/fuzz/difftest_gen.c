@@ -1169,8 +1169,9 @@ void dt_generate(uint64_t seed, uint64_t iter, dt_program *p) {
     for (int i = 0; i < p->nbufs; i++)
         hn += (size_t)snprintf(head + hn, sizeof head - hn, "%s: *%s, ", p->bufs[i].name, dt_type_names[p->bufs[i].type]);
     snprintf(head + hn, sizeof head - hn, "NR: i32, NC: i32, KT: i32, T: i32, k: i32, s: f32) {\n");
-    /* drawn last, so the programs of a seed are what they were before it */
-    p->arch = chance(g, 40) ? "sm_90" : "sm_80";
+    /* drawn last, so the programs of a seed are what they were before it;
+     * sm_90a's dots run on wgmma (lower/cg_dot_wgmma.c), sm_90's on mma.sync */
+    p->arch = chance(g, 40) ? (chance(g, 50) ? "sm_90a" : "sm_90") : "sm_80";
     size_t total = strlen(head) + g->out.n + 4;
     p->src = malloc(total);
     if (!p->src) abort();
