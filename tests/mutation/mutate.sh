@@ -6,14 +6,19 @@
 # a fast subset of ctest; a mutant that no test fails survives. The copy's
 # file is restored after each mutant, whatever happens.
 #
-#   tests/mutation/mutate.sh [-l LIST] [-R REGEX] [-E REGEX] [-m FIRST:LAST] [-k]
+#   tests/mutation/mutate.sh [-l LIST] [-R REGEX] [-E REGEX] [-m FIRST:LAST] [-k] [-w DIR]
 #
 #   -l LIST   the mutants (default tests/mutation/mutants.tsv)
 #   -R, -E    ctest's include and exclude regexes for the subset
-#             (default: the unit tests, goldens and cpu/emu device tests,
-#             without cuda runs and the slow sm_90a and bank-count runs)
+#             (default: the unit tests and goldens with the cpu and emu
+#             device runs, without cuda and the emulator runs that take
+#             minutes in Release: sm_90a, bank counts, the stdlib's emu
+#             runs, attention_bwd and the stdlib device test on emu;
+#             about 5 minutes on 2 cores)
 #   -m A:B    only mutants A to B (1-based, as listed)
 #   -k        keep the temporary folder (its path is printed)
+#   -w DIR    work in DIR, a folder kept by -k: its tree is brought up to
+#             HEAD file by file and its build reused (implies -k)
 # Prints one line a mutant (KILLED by the first failing test or by the
 # build, SURVIVED, or NOT APPLIED when its text is not found exactly once)
 # and a summary; exits 1 if any mutant survived or could not be applied.
@@ -21,17 +26,18 @@ set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 list=$root/tests/mutation/mutants.tsv
 include='^(unit/|golden/)'
-exclude='(/cuda$|emu-sm_90a$|test_emu_matmul_banks|test_emu_wgmma_matmul)'
+exclude='(/cuda$|emu-sm_90a$|test_emu_matmul_banks|test_emu_wgmma_matmul|test_stdlib_[a-z_]+/emu$|devices_attention_bwd/emu$|devices_stdlib/emu$)'
 range=""
 keep=0
-while getopts "l:R:E:m:k" o; do
+reuse=""
+while getopts "l:R:E:m:kw:" o; do
   case $o in
-    l) list=$OPTARG ;; R) include=$OPTARG ;; E) exclude=$OPTARG ;; m) range=$OPTARG ;; k) keep=1 ;;
+    l) list=$OPTARG ;; R) include=$OPTARG ;; E) exclude=$OPTARG ;; m) range=$OPTARG ;; k) keep=1 ;; w) reuse=$OPTARG keep=1 ;;
     *) sed -n '2,20p' "$0"; exit 2 ;;
   esac
 done
 list=$(cd "$(dirname "$list")" && pwd)/$(basename "$list")
-work=$(mktemp -d "${TMPDIR:-/tmp}/tilec-mutate.XXXXXX")
+if [ -n "$reuse" ]; then work=$(cd "$reuse" && pwd); else work=$(mktemp -d "${TMPDIR:-/tmp}/tilec-mutate.XXXXXX"); fi
 current=""  # the file the current mutant changed, restored on any exit
 restore() { if [ -n "$current" ]; then cp -p "$work/orig" "$work/src/$current" && touch "$work/src/$current"; current=""; fi; }
 cleanup() { restore; if [ $keep = 1 ]; then echo "kept $work"; else rm -rf "$work"; fi; }
@@ -40,8 +46,17 @@ trap 'exit 130' INT TERM
 
 commit=$(git -C "$root" rev-parse --short HEAD)
 echo "mutation run: $(date -u '+%Y-%m-%d %H:%M UTC'), commit $commit, tests -R '$include' -E '$exclude'"
-mkdir -p "$work/src"
-git -C "$root" archive HEAD | tar -x -C "$work/src" || exit 1
+if [ -n "$reuse" ]; then
+  # only the files that differ are copied (with a new time), so ninja rebuilds just what changed
+  rm -rf "$work/fresh" && mkdir -p "$work/fresh" && git -C "$root" archive HEAD | tar -x -C "$work/fresh" || exit 1
+  (cd "$work/fresh" && find . -type f) | while read -r f; do
+    cmp -s "$work/fresh/$f" "$work/src/$f" || { mkdir -p "$(dirname "$work/src/$f")"; cp "$work/fresh/$f" "$work/src/$f"; }
+  done
+  rm -rf "$work/fresh"
+else
+  mkdir -p "$work/src"
+  git -C "$root" archive HEAD | tar -x -C "$work/src" || exit 1
+fi
 cmake -S "$work/src" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release >"$work/cmake.log" 2>&1 ||
   { cat "$work/cmake.log"; exit 1; }
 
