@@ -60,7 +60,7 @@ fi
 cmake -S "$work/src" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release >"$work/cmake.log" 2>&1 ||
   { cat "$work/cmake.log"; exit 1; }
 
-run_tests() { (cd "$work/build" && ctest -R "$include" -E "$exclude" --stop-on-failure --timeout 600 -j1 >"$work/ctest.log" 2>&1); }
+run_tests() { (cd "$work/build" && ctest -R "$include" -E "$exclude" --stop-on-failure --timeout 300 -j1 >"$work/ctest.log" 2>&1); }
 t0=$(date +%s)
 if ! ninja -C "$work/build" -j1 >"$work/build.log" 2>&1; then tail -30 "$work/build.log"; exit 1; fi
 if ! run_tests; then
@@ -96,7 +96,7 @@ PY
   elif run_tests; then
     echo "[$n] SURVIVED ($(( $(date +%s) - t0 ))s): $what  [$file]"; survived=$((survived + 1)); survivors="$survivors $n"
   else
-    by=$(grep -m1 -oE '[0-9]+ - [^ ]+ \((Failed|Timeout|SEGFAULT|Subprocess aborted|Exception|Child aborted)' "$work/ctest.log" | sed 's/^[0-9]* - //')
+    by=$(grep -m1 -oE '[0-9]+ - [^ ]+ \((Failed|Timeout|SEGFAULT|Subprocess aborted|Exception|Child aborted)\)' "$work/ctest.log" | sed 's/^[0-9]* - //')
     [ -n "$by" ] || by=$(grep -m1 -E '\*\*\*' "$work/ctest.log" | sed -E 's/^ *[0-9]+\/[0-9]+ Test +#[0-9]+: //; s/ +\.+.*//')
     echo "[$n] KILLED by $by ($(( $(date +%s) - t0 ))s): $what"; killed=$((killed + 1))
   fi
