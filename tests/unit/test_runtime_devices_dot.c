@@ -724,6 +724,65 @@ static void test_dot_transposed(void **state) {
     }
 }
 
+/* ---- an operand computed in a loop, staged through shared memory -------
+ * x * 2 is neither a ring's slot nor defined before the loop, so
+ * lower/stage_operands.c (case 3) stores it to a buffer of its own on
+ * every trip: barrier (the last trip's readers are done), local_store,
+ * barrier, local_load. b's block is loaded once, before the loop, so no
+ * other barrier in the trip separates one trip's reads of the buffer from
+ * the next trip's writes: without the first barrier the emulator reports
+ * the race (a warp rewriting the buffer while another still reads it), and
+ * on a GPU the product would mix two trips' values. The loop is not
+ * pipelined (the loads take a run-time K as stride). */
+static void test_operand_staged_in_a_loop(void **state) {
+    (void)state;
+    static const char src[] =
+        "kernel sdot(a: *f16, b: *f16, c: *f32, K: i32, const BM: i32 = 32, const BN: i32 = 32, const BK: i32 = 16) {\n"
+        "    let rm = arange(0, BM);\n"
+        "    let rn = arange(0, BN);\n"
+        "    let rk = arange(0, BK);\n"
+        "    let y = load(b + rk[:, None] * BN + rn[None, :]);\n"
+        "    var acc = zeros((BM, BN), f32);\n"
+        "    for k in range(0, K, BK) {\n"
+        "        let x = load(a + rm[:, None] * K + (k + rk)[None, :]);\n"
+        "        acc = dot(x * 2.0, y, acc);\n"
+        "    }\n"
+        "    store(c + rm[:, None] * BN + rn[None, :], acc);\n"
+        "}\n";
+    enum { BM = 32, BN = 32, BK = 16, K = 5 * BK };
+    const int warps[] = {0, 1, 4};
+    uint16_t *ha = malloc(2 * BM * K), *hb = malloc(2 * BK * BN);
+    float *a = malloc(sizeof(float) * BM * K), *b = malloc(sizeof(float) * BK * BN);
+    for (int i = 0; i < BM * K; i++) put_f16(ha, (size_t)i, rand_f32() / 1000.0f), a[i] = get_f16(ha, (size_t)i);
+    for (int i = 0; i < BK * BN; i++) put_f16(hb, (size_t)i, rand_f32() / 1000.0f), b[i] = get_f16(hb, (size_t)i);
+    for (size_t w = 0; w < sizeof warps / sizeof warps[0]; w++) {
+        prog p;
+        trt_kernel *k = compile_with(&p, "sdot.tile", src, "sdot", NULL, 0, warps[w]);
+        float *c = poison_f32s(BM * BN);
+        trt_buffer ba = upload(ha, 2 * BM * K), bb = upload(hb, 2 * BK * BN), bc = upload(c, sizeof(float) * BM * BN);
+        trt_arg args[4] = {trt_buf(ba), trt_buf(bb), trt_buf(bc), trt_int(K)};
+        launch(k, 1, 1, 1, args, 4);
+        download(bc, c, sizeof(float) * BM * BN);
+        trt_free(dev, ba), trt_free(dev, bb), trt_free(dev, bc);
+        for (int i = 0; i < BM; i++)
+            for (int j = 0; j < BN; j++) {
+                double want = 0, mag = 0;
+                for (int kk = 0; kk < K; kk++) {
+                    double prod = 2.0 * a[i * K + kk] * b[(kk % BK) * BN + j]; /* x * 2 is exact in f16 */
+                    want += prod;
+                    mag += fabs(prod);
+                }
+                double tol = K * ldexp(1.0, -23) * mag, got = c[i * BN + j];
+                if (!(fabs(got - want) <= tol))
+                    fail_msg("operand staged in a loop, %d warps: c[%d][%d] = %.9g, want %.9g (tolerance %.3g) on %s",
+                             warps[w], i, j, got, want, tol, trt_device_name(dev));
+            }
+        free(c);
+        drop(&p);
+    }
+    free(ha), free(hb), free(a), free(b);
+}
+
 HARNESS_MAIN(
     cmocka_unit_test(test_dot),
     cmocka_unit_test(test_dot_result_uses),
@@ -735,5 +794,6 @@ HARNESS_MAIN(
     cmocka_unit_test(test_accumulator_moves),
     cmocka_unit_test(test_dot_chain),
     cmocka_unit_test(test_mma_reductions),
-    cmocka_unit_test(test_dot_transposed))
+    cmocka_unit_test(test_dot_transposed),
+    cmocka_unit_test(test_operand_staged_in_a_loop))
 

@@ -112,6 +112,116 @@ static void test_argument_checks(void **state) {
     drop(&p);
 }
 
+/* An offset below the buffer is as much an error as one past its end:
+ * `x + arange(0, 16) - 1` reaches 4 bytes before x (the lowest address
+ * the interpreter would otherwise read, with status OK). A store below the
+ * buffer is the same error, and a masked-off lane is not checked. */
+static void test_negative_offset_is_an_error(void **state) {
+    (void)state;
+    prog p;
+    build(&p, "neg.tile", "kernel neg(x: *f32, out: *f32, lo: i32) {\n"
+                          "    let v = load(x + arange(0, 16) - 1, mask = arange(0, 16) >= lo);\n"
+                          "    store(out + arange(0, 16) - lo, v);\n}\n");
+    float x[16] = {0}, out[16];
+    rt_buffer bufs[2] = {{x, sizeof x}, {out, sizeof out}};
+    rt_arg args[3] = {ptr_arg(0), ptr_arg(1), int_arg(0)};
+    rt_launch l = {.func = p.m->funcs, .file = "neg.tile", .buffers = bufs, .nbuffers = 2,
+                   .args = args, .nargs = 3, .grid = {1, 1, 1}};
+    assert_false(rt_interp_run(&l, &p.diag));
+    assert_non_null(strstr(p.diag.out.data, "neg.tile:2:13: error: in kernel 'neg', program (0, 0, 0): out-of-bounds access "
+                                            "at byte offset -4 of the 64-byte buffer passed as 'x'"));
+    tc_diag_free(&p.diag);
+    tc_diag_init(&p.diag);
+    args[2] = int_arg(1); /* lane 0 masked off: the load is in bounds, the store's lane 0 is not */
+    assert_false(rt_interp_run(&l, &p.diag));
+    assert_non_null(strstr(p.diag.out.data, "neg.tile:3:5: error: in kernel 'neg', program (0, 0, 0): out-of-bounds access "
+                                            "at byte offset -4 of the 64-byte buffer passed as 'out'"));
+    drop(&p);
+}
+
+/* A buffer slot index is checked against the buffer's slots both ways
+ * (the passes only make slots below the count; a .tir file can make any). */
+static void test_buffer_slot_out_of_range(void **state) {
+    (void)state;
+    static const char src[] = "kernel @k(%x: ptr<f32>, %s: i32) {\n"
+                              "  %xs = splat %x : tile<16xptr<f32>>\n"
+                              "  %o = arange 0, 16 : tile<16xi32>\n"
+                              "  %p = addptr %xs, %o : tile<16xptr<f32>>\n"
+                              "  %v = load %p : tile<16xf32>\n"
+                              "  %buf = local_alloc : smem<2x16xf32>\n"
+                              "  local_store %buf, %s, %v loc(7:3)\n"
+                              "  %w = local_load %buf, %s : tile<16xf32> loc(8:3)\n"
+                              "  store %p, %w\n"
+                              "  return\n}\n";
+    prog p;
+    build(&p, "slot.tir", src);
+    float x[16] = {0};
+    rt_buffer bufs[1] = {{x, sizeof x}};
+    const int64_t slots[] = {1, 2, -1};
+    const char *want[] = {NULL, "slot.tir:7:3: error: in kernel 'k', program (0, 0, 0): buffer slot 2 of 2 out of range",
+                          "slot.tir:7:3: error: in kernel 'k', program (0, 0, 0): buffer slot -1 of 2 out of range"};
+    for (int t = 0; t < 3; t++) {
+        rt_arg args[2] = {ptr_arg(0), int_arg(slots[t])};
+        rt_launch l = {.func = p.m->funcs, .file = "slot.tir", .buffers = bufs, .nbuffers = 1,
+                       .args = args, .nargs = 2, .grid = {1, 1, 1}};
+        tc_diag_free(&p.diag);
+        tc_diag_init(&p.diag);
+        bool ok = rt_interp_run(&l, &p.diag);
+        if (!want[t]) {
+            if (!ok) fail_msg("slot %lld: %s", (long long)slots[t], p.diag.out.data);
+            continue;
+        }
+        assert_false(ok);
+        if (!strstr(p.diag.out.data, want[t])) fail_msg("slot %lld: got %s", (long long)slots[t], p.diag.out.data);
+    }
+    drop(&p);
+}
+
+/* A run-time loop step of 0 or less is an error when the loop would run
+ * (it would never end); an empty range runs nothing whatever the step. */
+static void test_run_time_loop_step(void **state) {
+    (void)state;
+    prog p;
+    build(&p, "step.tile", "kernel s(x: *i32, n: i32, st: i32) {\n"
+                           "    var t = 0;\n"
+                           "    for i in range(0, n, st) { t = t + 1; }\n"
+                           "    store(x, t);\n}\n");
+    int32_t x[1] = {-1};
+    rt_buffer bufs[1] = {{x, sizeof x}};
+    rt_arg args[3] = {ptr_arg(0), int_arg(10), int_arg(3)};
+    rt_launch l = {.func = p.m->funcs, .file = "step.tile", .buffers = bufs, .nbuffers = 1,
+                   .args = args, .nargs = 3, .grid = {1, 1, 1}};
+    if (!rt_interp_run(&l, &p.diag)) fail_msg("%s", p.diag.out.data);
+    assert_int_equal(x[0], 4);
+    const int64_t bad[] = {0, -1};
+    for (int t = 0; t < 2; t++) {
+        args[2] = int_arg(bad[t]);
+        assert_false(rt_interp_run(&l, &p.diag));
+        assert_non_null(strstr(p.diag.out.data, "step.tile:3:5: error: in kernel 's', program (0, 0, 0): loop step must be positive"));
+    }
+    args[1] = int_arg(0); /* empty: no trip, no error */
+    tc_diag_free(&p.diag);
+    tc_diag_init(&p.diag);
+    if (!rt_interp_run(&l, &p.diag)) fail_msg("%s", p.diag.out.data);
+    assert_int_equal(x[0], 0);
+    drop(&p);
+}
+
+/* A pointer argument must name one of the launch's buffers. */
+static void test_pointer_argument_past_the_buffers(void **state) {
+    (void)state;
+    prog p;
+    build(&p, "vadd.tile", vadd_src);
+    float b[4];
+    rt_buffer bufs[1] = {{b, sizeof b}};
+    rt_arg args[4] = {ptr_arg(0), ptr_arg(1), ptr_arg(0), int_arg(1)}; /* buffer 1 of 1 */
+    rt_launch l = {.func = p.m->funcs, .file = "vadd.tile", .buffers = bufs, .nbuffers = 1,
+                   .args = args, .nargs = 4, .grid = {1, 1, 1}};
+    assert_false(rt_interp_run(&l, &p.diag));
+    assert_non_null(strstr(p.diag.out.data, "argument 'y' has the wrong kind"));
+    drop(&p);
+}
+
 /* Round to f16 the slow, obvious way, for the reference. */
 static double ref_round_f16(double x) {
     if (x == 0 || !isfinite(x)) return x;
@@ -675,6 +785,10 @@ int main(void) {
         cmocka_unit_test(test_vadd_tails_and_grids),
         cmocka_unit_test(test_out_of_bounds_names_file_and_line),
         cmocka_unit_test(test_argument_checks),
+        cmocka_unit_test(test_negative_offset_is_an_error),
+        cmocka_unit_test(test_buffer_slot_out_of_range),
+        cmocka_unit_test(test_run_time_loop_step),
+        cmocka_unit_test(test_pointer_argument_past_the_buffers),
         cmocka_unit_test(test_f16_arithmetic_rounds_like_f16),
         cmocka_unit_test(test_integer_semantics),
         cmocka_unit_test(test_multiple_of_checks_its_promise),
