@@ -342,6 +342,9 @@ static void collect_wishes(tir_op *op, void *p) {
          * whole rows of a and columns of b (the mma path converts them at
          * the dot instead: their producers are loads in blocked layouts) */
         if (dot_uses_mma(op)) break;
+        /* and its result stays blocked (the FMAs' layout), never the slice
+         * an expand_dims of it would want backwards */
+        c->must_block[find(c, op->results[0]->id)] = 1;
         for (unsigned i = 0; i < 2; i++) {
             /* an operand loaded in a loop's body keeps its load's
              * coalesced layout: the whole-row layout spreads a tile over

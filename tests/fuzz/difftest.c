@@ -89,7 +89,7 @@ typedef struct known_issue {
     const char *message, *reproducer;
 } known_issue;
 static const known_issue KNOWN[] = {
-    {"dot's result needs an mma or a blocked layout", "tests/fuzz/found/dot_ieee_expand_dims.tile"},
+    {NULL, NULL}, /* the end: none now (dot_ieee_expand_dims.tile became test_dot_ieee_expanded) */
 };
 
 typedef struct options {
@@ -385,10 +385,10 @@ static int one(const options *o, const devices *d, uint64_t iter, stats *st, boo
         snprintf(what, sizeof what, "%s\ncpu: %s\nemu: %s", compile ? "the program is invalid (a generator bug?)"
                  : "a device failed", ok_c ? "ok" : why_c, ok_e ? "ok" : why_e);
         rc = compile ? 2 : 1;
-        for (size_t i = 0; i < sizeof KNOWN / sizeof KNOWN[0] && rc == 1; i++)
-            if (strstr(why_e, KNOWN[i].message)) {
+        for (const known_issue *k = KNOWN; k->message && rc == 1; k++)
+            if (strstr(why_e, k->message)) {
                 if (o->verbose) fprintf(stderr, "difftest: %llu:%llu: known: %s\n", (unsigned long long)o->seed,
-                                        (unsigned long long)iter, KNOWN[i].reproducer);
+                                        (unsigned long long)iter, k->reproducer);
                 rc = 3;
             }
     } else {

@@ -783,6 +783,62 @@ static void test_operand_staged_in_a_loop(void **state) {
     free(ha), free(hb), free(a), free(b);
 }
 
+/* ---- a dot_ieee expanded to 3-D ---------------------------------------------
+ * Found by tests/fuzz/difftest.c (tests/fuzz/found/dot_ieee_expand_dims.tile
+ * was its reproducer): an FMA dot's result taken to 3-D (d[:, :, None], or
+ * a reduction along the new dim) got the 3-D consumer's slice layout
+ * backwards, which the FMA dot cannot have: the verifier stopped the
+ * compile for the GPU. Its result now stays blocked (lower/layout.c).
+ * dot_ieee adds its exact products along k in order, one fma each, on
+ * every device: compared bit for bit with that sum in C. */
+static const char ieee_expand_src[] =
+    "kernel expand(a: *f32, b: *f32, out: *f32) {\n"
+    "    let r = arange(0, 32);\n"
+    "    let c = arange(0, 16);\n"
+    "    let d = dot(load(a + r[:, None] * 32 + r[None, :]), load(b + r[:, None] * 16 + c[None, :]), input_precision = \"ieee\");\n"
+    "    store(out + (r[:, None] * 16 + c[None, :])[:, :, None], d[:, :, None]);\n"
+    "}\n"
+    "kernel reduce_new_dim(a: *f32, b: *f32, out: *f32) {\n"
+    "    let r = arange(0, 32);\n"
+    "    let c = arange(0, 16);\n"
+    "    let d = dot(load(a + r[:, None] * 32 + r[None, :]), load(b + r[:, None] * 16 + c[None, :]), input_precision = \"ieee\");\n"
+    "    store(out + r[:, None] * 16 + c[None, :], max(broadcast_to(expand_dims(d, 2), (32, 16, 2)), axis = 2));\n"
+    "}\n";
+
+static void test_dot_ieee_expanded(void **state) {
+    (void)state;
+    enum { M = 32, K = 32, N = 16 };
+    float *a = rand_f32s(M * K), *b = rand_f32s(K * N), want[M * N];
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            float acc = 0;
+            for (int k = 0; k < K; k++) acc = fmaf(a[i * K + k], b[k * N + j], acc);
+            want[i * N + j] = acc;
+        }
+    static const char *const kernels[] = {"expand", "reduce_new_dim"};
+    for (int w = 1; w <= 4; w *= 2)
+        for (int kk = 0; kk < 2; kk++) {
+            prog p;
+            trt_kernel *k = compile_with(&p, "ieee_expand.tile", ieee_expand_src, kernels[kk], NULL, 0, w);
+            float *o = poison_f32s(M * N);
+            trt_buffer ba = upload(a, sizeof(float) * M * K), bb = upload(b, sizeof(float) * K * N),
+                       bo = upload(o, sizeof(float) * M * N);
+            trt_arg args[3] = {trt_buf(ba), trt_buf(bb), trt_buf(bo)};
+            launch(k, 1, 1, 1, args, 3);
+            download(bo, o, sizeof(float) * M * N);
+            OK(trt_free(dev, ba));
+            OK(trt_free(dev, bb));
+            OK(trt_free(dev, bo));
+            for (int i = 0; i < M * N; i++)
+                if (memcmp(&o[i], &want[i], sizeof(float)))
+                    fail_msg("%s, %d warps: out[%d] = %.9g, want %.9g on %s", kernels[kk], w, i, o[i], want[i],
+                             trt_device_name(dev));
+            free(o);
+            drop(&p);
+        }
+    free(a), free(b);
+}
+
 HARNESS_MAIN(
     cmocka_unit_test(test_dot),
     cmocka_unit_test(test_dot_result_uses),
@@ -795,5 +851,6 @@ HARNESS_MAIN(
     cmocka_unit_test(test_dot_chain),
     cmocka_unit_test(test_mma_reductions),
     cmocka_unit_test(test_dot_transposed),
-    cmocka_unit_test(test_operand_staged_in_a_loop))
+    cmocka_unit_test(test_operand_staged_in_a_loop),
+    cmocka_unit_test(test_dot_ieee_expanded))
 
