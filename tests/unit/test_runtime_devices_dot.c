@@ -825,10 +825,9 @@ static void test_dot_ieee_expanded(void **state) {
                        bo = upload(o, sizeof(float) * M * N);
             trt_arg args[3] = {trt_buf(ba), trt_buf(bb), trt_buf(bo)};
             launch(k, 1, 1, 1, args, 3);
-            download(bo, o, sizeof(float) * M * N);
+            download(bo, o, sizeof(float) * M * N); /* and frees bo */
             OK(trt_free(dev, ba));
             OK(trt_free(dev, bb));
-            OK(trt_free(dev, bo));
             for (int i = 0; i < M * N; i++)
                 if (memcmp(&o[i], &want[i], sizeof(float)))
                     fail_msg("%s, %d warps: out[%d] = %.9g, want %.9g on %s", kernels[kk], w, i, o[i], want[i],
