@@ -366,6 +366,10 @@ static void make_iteration(const corpus *c, uint64_t seed, uint64_t iter, iterat
     it->opt.sidecar = it->opt.emit != TILEC_EMIT_TIR && pick(&r, 4) == 0;
     it->opt.print_locs = it->opt.emit == TILEC_EMIT_TIR && pick(&r, 4) == 0;
     if (!has_ext(it->name, ".tir")) pick_defines(&r, it);
+    /* drawn last, so earlier campaigns' iterations replay as they were:
+     * half the sm_90 compiles are sm_90a's (dot on wgmma, async_dots) */
+    if (!strcmp(it->opt.arch, "sm_90") && pick(&r, 2)) it->opt.arch = "sm_90a";
+    it->opt.line_info = pick(&r, 8) == 0; /* DILocations (tilec --lineinfo) */
 }
 
 static void describe(FILE *f, const iteration *it) {
@@ -378,6 +382,7 @@ static void describe(FILE *f, const iteration *it) {
     if (it->opt.opt_level == 0) fprintf(f, " -O0");
     if (it->opt.no_asserts) fprintf(f, " --no-asserts");
     if (it->opt.print_locs) fprintf(f, " --print-locs");
+    if (it->opt.line_info) fprintf(f, " --lineinfo");
     if (it->opt.sidecar) fprintf(f, " (and the sidecar: -o FILE)");
     for (size_t i = 0; i < it->opt.ndefines; i++)
         fprintf(f, " -D %s=%lld", it->defines[i].name, (long long)it->defines[i].value);
