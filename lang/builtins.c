@@ -941,6 +941,14 @@ static operand check_dot(lang_ctx *c, const ast_expr *call, const ast_expr **a) 
         }
         acc = o.v;
     }
+    if (ok && ieee && at.elem == TIR_F32 && at.rank == 2 && at.shape[1] > TIR_MAX_THREAD_ELEMS) {
+        /* its FMAs keep whole rows of a and columns of b in each thread */
+        lang_error(c, call->span,
+                   "'dot' with input_precision = \"ieee\" holds a K of %u elements of a row in each thread (limit "
+                   "is %d); split K in a loop",
+                   at.shape[1], TIR_MAX_THREAD_ELEMS);
+        ok = false;
+    }
     if (!ok) return lang_poison(call->span);
     lang_set_loc(c, call->span);
     if (!acc)
