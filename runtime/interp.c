@@ -465,6 +465,55 @@ static void do_async_copy(interp *in, const tir_op *op) {
     }
 }
 
+/* tma_load: the box of tensor map N at the coordinates into the slot,
+ * elements outside the map's dims as 0 (ops.def; the map's sizes and
+ * strides from this launch's integer arguments). Map dim d is the slot's
+ * dim ord[d] (the last first without a shared layout). */
+static int64_t tmap_term(interp *in, const tir_func *f, tir_tmap_term t) {
+    return t.param == TIR_TMAP_CONST ? t.scale : t.scale * val(in, f->params[t.param])[0].i;
+}
+
+static void do_tma_load(interp *in, const tir_op *op) {
+    if (!val(in, op->operands[3])[0].i) return;
+    cell *dst = buffer_slot(in, op);
+    if (!dst) return;
+    const tir_func *f = op->parent->func;
+    const tir_tmap *m = &f->tmaps[op->attr.axis];
+    const tir_type *bt = &op->operands[0]->type;
+    unsigned srank = bt->rank - 1u;
+    tir_elem e = tir_type_elem(*bt);
+    int64_t dim[TIR_TMAP_MAX_RANK], stride[TIR_TMAP_MAX_RANK], c[TIR_TMAP_MAX_RANK];
+    unsigned sd[TIR_TMAP_MAX_RANK]; /* the slot dim along map dim d < srank */
+    for (unsigned d = 0; d < m->rank; d++) {
+        dim[d] = tmap_term(in, f, m->dim[d]);
+        stride[d] = tmap_term(in, f, m->stride[d]);
+        c[d] = val(in, op->operands[4 + d])[0].i;
+        if (d < srank) sd[d] = bt->layout.kind == TIR_LAYOUT_SHARED ? bt->layout.ord[d] : srank - 1u - d;
+    }
+    cell base = val(in, f->params[m->base])[0];
+    uint64_t n = tir_type_numel(*bt) / bt->shape[0];
+    for (uint64_t k = 0; k < n; k++) {
+        uint32_t idx[TIR_MAX_RANK] = {0}; /* k's index in the slot, row-major */
+        uint64_t rest = k;
+        for (unsigned d = srank; d-- > 0;) idx[d] = (uint32_t)(rest % bt->shape[d + 1]), rest /= bt->shape[d + 1];
+        int64_t off = 0;
+        bool inside = true;
+        for (unsigned d = 0; d < m->rank; d++) {
+            int64_t x = c[d] + (d < srank ? idx[sd[d]] : 0);
+            inside = inside && x >= 0 && x < dim[d];
+            off += x * stride[d];
+        }
+        if (!inside) {
+            memset(&dst[k], 0, sizeof(cell));
+            continue;
+        }
+        cell p = base;
+        p.p.off += off * (int64_t)elem_bytes(e);
+        if (!check_access(in, op, p, elem_bytes(e))) return;
+        dst[k] = read_elem((unsigned char *)in->l->buffers[p.p.buf].data + p.p.off, e);
+    }
+}
+
 /* The slot's tile, or the part of the result's shape at the op's offsets
  * (row-major both). */
 static void do_local_load(interp *in, const tir_op *op) {
@@ -900,6 +949,8 @@ static void run_op(interp *in, const tir_op *op) {
     case TIR_OP_ASYNC_WAIT:
     case TIR_OP_BARRIER: return;
     case TIR_OP_FENCE_ASYNC: return; /* orders proxies on the GPU; values are the same */
+    case TIR_OP_TMA_LOAD: do_tma_load(in, op); return;
+    case TIR_OP_MBAR_INIT: case TIR_OP_MBAR_WAIT: case TIR_OP_MBAR_INVAL: return; /* the copy above is done */
     case TIR_OP_SELECT: {
         slot *s = out_slot(in, res);
         cell *c = val(in, op->operands[0]), *a = val(in, op->operands[1]), *b = val(in, op->operands[2]);

@@ -36,6 +36,21 @@ tir_func *tir_func_new(tir_module *m, const char *name, tc_loc loc) {
     return f;
 }
 
+int tir_func_add_tmap(tir_func *f, const tir_tmap *m) {
+    for (uint32_t i = 0; i < f->ntmaps; i++)
+        if (!memcmp(&f->tmaps[i], m, sizeof *m)) return (int)i;
+    if (f->ntmaps == TIR_MAX_TMAPS) return -1;
+    tir_tmap *n = TC_NEW_ARRAY(f->module->arena, tir_tmap, f->ntmaps + 1);
+    if (f->ntmaps) memcpy(n, f->tmaps, sizeof *n * f->ntmaps);
+    n[f->ntmaps] = *m;
+    f->tmaps = n;
+    return (int)f->ntmaps++;
+}
+
+int64_t tir_tmap_term_value(tir_tmap_term t, const int64_t *ints) {
+    return t.param == TIR_TMAP_CONST ? t.scale : t.scale * ints[t.param];
+}
+
 tir_func *tir_module_find(const tir_module *m, const char *name) {
     for (tir_func *f = m->funcs; f; f = f->next)
         if (!strcmp(f->name, name)) return f;

@@ -188,6 +188,30 @@ static void print_block(tc_strbuf *out, namer *n, const tir_block *blk, int inde
     for (const tir_op *op = blk->first; op; op = op->next) print_op_line(out, n, op, indent, flags);
 }
 
+/* A size or stride of a tensor map: 64, %K, 8 * %s, or * (unbounded). */
+static void print_tmap_term(tc_strbuf *out, namer *n, const tir_func *f, tir_tmap_term t, bool dim) {
+    if (dim && t.param == TIR_TMAP_CONST && t.scale == TIR_TMAP_UNBOUNDED) tc_strbuf_putc(out, '*');
+    else if (t.param == TIR_TMAP_CONST) tc_strbuf_printf(out, "%lld", (long long)t.scale);
+    else if (t.scale == 1) tc_strbuf_printf(out, "%%%s", name_of(n, f->params[t.param]));
+    else tc_strbuf_printf(out, "%lld * %%%s", (long long)t.scale, name_of(n, f->params[t.param]));
+}
+
+static void print_tmap(tc_strbuf *out, namer *n, const tir_func *f, const tir_tmap *m) {
+    tc_strbuf_printf(out, " tensor_map(%%%s, dims=[", name_of(n, f->params[m->base]));
+    for (unsigned d = 0; d < m->rank; d++) {
+        if (d) tc_strbuf_puts(out, ", ");
+        print_tmap_term(out, n, f, m->dim[d], true);
+    }
+    tc_strbuf_puts(out, "], strides=[");
+    for (unsigned d = 0; d < m->rank; d++) {
+        if (d) tc_strbuf_puts(out, ", ");
+        print_tmap_term(out, n, f, m->stride[d], false);
+    }
+    tc_strbuf_puts(out, "], box=[");
+    for (unsigned d = 0; d < m->rank; d++) tc_strbuf_printf(out, "%s%u", d ? ", " : "", m->box[d]);
+    tc_strbuf_printf(out, "], swizzle=%u)", m->swizzle);
+}
+
 void tir_print_func(tc_strbuf *out, const tir_func *f, unsigned flags) {
     tc_arena *arena = tc_arena_new();
     namer n;
@@ -204,6 +228,7 @@ void tir_print_func(tc_strbuf *out, const tir_func *f, unsigned flags) {
         tc_strbuf_printf(out, " smem(slots=%u, buffers=%u, scratch=%u, live_scratch=%u)", f->smem.slots,
                          f->smem.buffers, f->smem.scratch, f->smem.live_scratch);
     if (f->dynamic_smem) tc_strbuf_printf(out, " dynamic_smem(%u)", f->dynamic_smem);
+    for (uint32_t i = 0; i < f->ntmaps; i++) print_tmap(out, &n, f, &f->tmaps[i]);
     if ((flags & TIR_PRINT_LOCS) && f->loc.line) tc_strbuf_printf(out, " loc(%u:%u)", f->loc.line, f->loc.col);
     tc_strbuf_puts(out, " {\n");
     print_block(out, &n, f->body, 1, flags);

@@ -761,6 +761,104 @@ static bool parse_block(reader *r, tir_builder *b) {
     }
 }
 
+/* A parameter of f by `%name` (the reader's names are the params' now). */
+static int param_index(reader *r, const tir_func *f, bool pointer) {
+    size_t at = r->pos;
+    const char *name = value_name(r);
+    if (!name) return -1;
+    tir_value *v = lookup(r, name);
+    for (uint32_t i = 0; v && i < f->nparams; i++)
+        if (f->params[i] == v) {
+            bool is_ptr = v->type.elem == TIR_PTR;
+            bool is_int = !is_ptr && v->type.rank == 0 && !tir_elem_is_float(v->type.elem) && v->type.elem != TIR_I1;
+            if (pointer ? is_ptr : is_int) return (int)i;
+            break;
+        }
+    r->pos = at;
+    error_here(r, pointer ? "a tensor map's base is a pointer parameter of the kernel"
+                          : "a tensor map's sizes and strides are integers or integer parameters of the kernel");
+    return -1;
+}
+
+/* 64, %K, 8 * %s, or (a dim) * */
+static bool tmap_term(reader *r, const tir_func *f, bool dim, tir_tmap_term *t) {
+    *t = (tir_tmap_term){.scale = 1, .param = TIR_TMAP_CONST};
+    if (dim && accept(r, "*")) {
+        t->scale = TIR_TMAP_UNBOUNDED;
+        return true;
+    }
+    skip_space(r);
+    if (peekc(r) != '%') {
+        if (!number(r, &t->scale)) return false;
+        if (!accept(r, "*")) return true;
+    }
+    return (t->param = param_index(r, f, false)) >= 0;
+}
+
+static bool tmap_terms(reader *r, const tir_func *f, const char *key, bool dim, tir_tmap_term *t, unsigned *n) {
+    if (!expect(r, key) || !expect(r, "=") || !expect(r, "[")) return false;
+    *n = 0;
+    do {
+        if (*n == TIR_TMAP_MAX_RANK) {
+            error_here(r, tc_arena_printf(r->arena, "too many tensor map dimensions (limit is %d)", TIR_TMAP_MAX_RANK));
+            return false;
+        }
+        if (!tmap_term(r, f, dim, &t[(*n)++])) return false;
+    } while (accept(r, ","));
+    return expect(r, "]");
+}
+
+/* tensor_map(%base, dims=[...], strides=[...], box=[...], swizzle=N):
+ * what the verifier checks is left to it */
+static bool parse_tmap(reader *r, tir_func *f) {
+    tir_tmap m;
+    memset(&m, 0, sizeof m); /* compared bytewise (tir_func_add_tmap) */
+    unsigned nd, ns, nb = 0;
+    if (!expect(r, "(")) return false;
+    int base = param_index(r, f, true);
+    if (base < 0 || !expect(r, ",") || !tmap_terms(r, f, "dims", true, m.dim, &nd) || !expect(r, ",") ||
+        !tmap_terms(r, f, "strides", false, m.stride, &ns) || !expect(r, ",") || !expect(r, "box") ||
+        !expect(r, "=") || !expect(r, "["))
+        return false;
+    do {
+        int64_t x;
+        if (nb == TIR_TMAP_MAX_RANK) {
+            error_here(r, tc_arena_printf(r->arena, "too many tensor map dimensions (limit is %d)", TIR_TMAP_MAX_RANK));
+            return false;
+        }
+        if (!number(r, &x)) return false;
+        if (x < 1 || x > TIR_TMAP_MAX_BOX) {
+            error_here(r, tc_arena_printf(r->arena, "a box dimension is 1 to %d elements", TIR_TMAP_MAX_BOX));
+            return false;
+        }
+        m.box[nb++] = (uint32_t)x;
+    } while (accept(r, ","));
+    int64_t sw;
+    if (!expect(r, "]") || !expect(r, ",") || !expect(r, "swizzle") || !expect(r, "=") || !number(r, &sw)) return false;
+    if (sw != 0 && sw != 32 && sw != 64 && sw != 128) {
+        error_here(r, "a tensor map's swizzle is 0, 32, 64 or 128 (bytes)");
+        return false;
+    }
+    if (!expect(r, ")")) return false;
+    if (nd != ns || nd != nb) {
+        error_here(r, "a tensor map's dims, strides and box have one entry a dimension");
+        return false;
+    }
+    m.base = (uint32_t)base;
+    m.rank = (uint8_t)nd;
+    m.swizzle = (uint8_t)sw;
+    if (f->ntmaps == TIR_MAX_TMAPS) {
+        error_here(r, tc_arena_printf(r->arena, "too many tensor maps (limit is %d)", TIR_MAX_TMAPS));
+        return false;
+    }
+    /* each as written, even a repeat: tma_load names maps by position */
+    tir_tmap *n = TC_NEW_ARRAY(r->arena, tir_tmap, f->ntmaps + 1);
+    if (f->ntmaps) memcpy(n, f->tmaps, sizeof *n * f->ntmaps);
+    n[f->ntmaps++] = m;
+    f->tmaps = n;
+    return true;
+}
+
 static bool parse_kernel(reader *r) {
     if (!expect(r, "kernel")) return false;
     skip_space(r);
@@ -842,6 +940,8 @@ static bool parse_kernel(reader *r) {
         }
         f->dynamic_smem = (uint32_t)bytes;
     }
+    while (accept(r, "tensor_map"))
+        if (!parse_tmap(r, f)) return false;
     if (!parse_loc(r, &f->loc) || !expect(r, "{")) return false;
     tir_builder b = {0};
     tir_builder_at_end(&b, f->body);

@@ -349,6 +349,44 @@ tir_elem tir_dot_acc_elem(tir_elem in);
 enum { TIR_DOT_MIN_DIM = 16 }; /* each of M, N, K: the smallest mma tile's */
 enum { TIR_MULTIPLE_OF_MAX = 1 << 30 }; /* multiple_of's largest divisor: what an i32 can be a multiple of */
 
+/* A tensor map (Hopper's bulk tensor copies: lower/tma_copies.c makes
+ * them, `tma_load` reads them): the description the runtime turns, at
+ * each launch, into the 128-byte object the copy engine reads (the
+ * driver's cuTensorMapEncodeTiled on a GPU, emu_tensor_map_encode on the
+ * emulator), from the kernel's own arguments: the tensor starts at pointer
+ * parameter `base` (its pointee is the element type), dimension d (0 the
+ * innermost, as the driver and PTX count) has dim[d] elements, stride[d]
+ * elements between its steps (stride[0] is 1: the innermost dim is
+ * contiguous) and a box (what one copy moves) of box[d] elements. A size
+ * or stride is `scale` times parameter `param`'s value at launch (an
+ * integer parameter), or `scale` itself when param is TIR_TMAP_CONST; a
+ * dim no mask bounds is TIR_TMAP_UNBOUNDED elements (coordinates are i32:
+ * no copy reaches past it). The kernel gets each map as a hidden pointer
+ * parameter after its own, in this order (docs/design.md, "Tensor maps").
+ * Printed after the signature:
+ *     tensor_map(%a, dims=[%K, *], strides=[1, %sa], box=[64, 128], swizzle=128) */
+enum {
+    TIR_TMAP_MAX_RANK = 5,  /* the copy engine's */
+    TIR_MAX_TMAPS = 16,     /* tensor maps of one kernel */
+    TIR_TMAP_CONST = -1,    /* tir_tmap_term.param: no parameter */
+    TIR_TMAP_MAX_BOX = 256, /* elements of a box along one dim (the driver's limit) */
+};
+#define TIR_TMAP_UNBOUNDED ((int64_t)1 << 31)
+typedef struct tir_tmap_term {
+    int64_t scale;
+    int32_t param; /* an integer parameter's index, or TIR_TMAP_CONST */
+} tir_tmap_term;
+typedef struct tir_tmap {
+    uint32_t base;  /* the pointer parameter's index */
+    uint8_t rank;   /* 1 to TIR_TMAP_MAX_RANK */
+    uint8_t swizzle; /* bytes: 0 (none), 32, 64 or 128: where the box's 16-byte chunks land */
+    tir_tmap_term dim[TIR_TMAP_MAX_RANK], stride[TIR_TMAP_MAX_RANK];
+    uint32_t box[TIR_TMAP_MAX_RANK];
+} tir_tmap;
+/* A term's value for a launch whose integer parameters are `ints` (by
+ * parameter index). */
+int64_t tir_tmap_term_value(tir_tmap_term t, const int64_t *ints);
+
 typedef struct tir_op tir_op;
 typedef struct tir_block tir_block;
 typedef struct tir_func tir_func;
@@ -413,6 +451,8 @@ struct tir_func {
      * pass. Printed smem(slots=S, buffers=B, scratch=X, live_scratch=L);
      * read with live_scratch optional (0). */
     struct { uint32_t slots, buffers, scratch, live_scratch; } smem;
+    tir_tmap *tmaps; /* its tensor maps (NULL: none), in hidden-parameter order */
+    uint32_t ntmaps;
     uint32_t dynamic_smem; /* bytes of dynamic shared memory a launch must give
                               it: set by the smem_plan pass for kernels over
                               48 KB of shared memory, 0 otherwise */
@@ -433,6 +473,9 @@ typedef struct tir_module {
 tir_module *tir_module_new(tc_arena *arena, const char *source_name);
 tir_func *tir_func_new(tir_module *m, const char *name, tc_loc loc);
 tir_value *tir_func_add_param(tir_func *f, tir_type t, const char *name);
+/* Map m's index in f's tensor maps, added unless an equal one is there;
+ * -1 past TIR_MAX_TMAPS. */
+int tir_func_add_tmap(tir_func *f, const tir_tmap *m);
 tir_value *tir_block_add_arg(tir_block *b, tir_type t, const char *name);
 tir_func *tir_module_find(const tir_module *m, const char *name);
 

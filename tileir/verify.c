@@ -133,6 +133,128 @@ static void verify_block(verifier *v, const tir_block *blk, bool is_body);
 
 /* A buffer's shared layout: none, or one over its slot dims whose swizzle
  * keeps every chunk inside its row. */
+static bool mbarriers(tir_type t) {
+    return t.space == TIR_SPACE_SHARED && t.rank == 2 && t.elem == TIR_I64 && t.shape[1] == 1;
+}
+
+static bool i32_scalar(tir_type t) { return t.rank == 0 && t.elem == TIR_I32 && t.space == TIR_SPACE_REGS; }
+
+/* Where the copy engine puts element (row, col) of a box-sized 2-D slot
+ * [rows x cols] along map dims (0: cols, 1: rows), boxes of box0 columns
+ * side by side, with a swizzle of sw bytes (0: none): its element offset
+ * in the slot. The PTX ISA's swizzle ("Tensors", swizzling modes) moves
+ * the 16-byte chunk at shared address a to a ^ ((a >> 7) % (sw / 16)) << 4,
+ * from a slot aligned to sw * 8 bytes. */
+static uint32_t tma_offset(uint32_t rows, uint32_t box0, uint32_t eb, uint32_t sw, uint32_t row, uint32_t col) {
+    uint32_t a = ((col / box0) * rows * box0 + row * box0 + col % box0) * eb;
+    if (sw) a ^= ((a >> 7) & (sw / 16 - 1)) << 4;
+    return a / eb;
+}
+
+/* tma_load's checks: its tensor map, operands, and the slot's layout
+ * against where the copy puts each element. */
+static void check_tma_load(verifier *v, const tir_op *op) {
+    tir_value *const *o = op->operands;
+    if (op->attr.axis < 0 || op->attr.axis >= (int64_t)v->f->ntmaps) {
+        fail(v, op, "tma_load names tensor map %lld; the kernel has %u", (long long)op->attr.axis, v->f->ntmaps);
+        return;
+    }
+    const tir_tmap *m = &v->f->tmaps[op->attr.axis];
+    tir_type buf = o[0]->type, bars = o[2]->type;
+    if (buf.space != TIR_SPACE_SHARED || buf.rank < 2 || !i32_scalar(o[1]->type) || !mbarriers(bars) ||
+        bars.shape[0] != buf.shape[0] || o[3]->type.rank || o[3]->type.elem != TIR_I1) {
+        fail(v, op, "tma_load takes a buffer, an i32 slot, a buffer of as many mbarriers (smem<Sx1xi64>) and an i1 "
+                    "predicate");
+        return;
+    }
+    unsigned srank = buf.rank - 1u;
+    if (op->noperands != 4u + m->rank || srank > m->rank) {
+        fail(v, op, "tma_load takes one i32 coordinate a dimension of its tensor map (%u), at least the slot's rank",
+             m->rank);
+        return;
+    }
+    for (uint32_t i = 4; i < op->noperands; i++)
+        if (!i32_scalar(o[i]->type)) fail(v, op, "tma_load's coordinates are i32 scalars");
+    tir_type base = v->f->params[m->base]->type;
+    if (tir_type_pointee(base) != buf.elem) {
+        fail(v, op, "tma_load's buffer holds %s; tensor map %lld reads %s", tir_elem_name(buf.elem),
+             (long long)op->attr.axis, tir_elem_name(tir_type_pointee(base)));
+        return;
+    }
+    /* map dim d is slot dim ord[d]; the slot's row-major order without a layout */
+    bool shared = buf.layout.kind == TIR_LAYOUT_SHARED;
+    const uint32_t *slot = &buf.shape[1];
+    for (unsigned d = 0; d < m->rank; d++) {
+        unsigned sd = shared ? buf.layout.ord[d] : srank - 1u - d;
+        uint32_t want = d >= srank ? 1 : d == 0 ? m->box[0] : slot[sd];
+        bool ok = d == 0 && srank ? slot[sd] % m->box[0] == 0 : m->box[d] == want;
+        if (!ok) {
+            fail(v, op, "tensor map %lld's box (dim %u: %u) does not fit the slot", (long long)op->attr.axis, d, m->box[d]);
+            return;
+        }
+    }
+    uint32_t eb = (tir_elem_bits(buf.elem) + 7) / 8;
+    if (srank != 2) {
+        if (m->swizzle || (shared && buf.layout.sw_max_phase > 1))
+            fail(v, op, "tma_load with a swizzle fills 2-D slots only");
+        return;
+    }
+    unsigned cd = shared ? buf.layout.ord[0] : 1u; /* the slot dim along map dim 0 */
+    uint32_t rows = slot[1 - cd], cols = slot[cd];
+    if (m->swizzle && (rows * cols * eb) % (m->swizzle * 8u)) {
+        fail(v, op, "a slot that tma_load fills with a %u-byte swizzle is a multiple of %u bytes", m->swizzle,
+             m->swizzle * 8u);
+        return;
+    }
+    for (uint32_t r = 0; r < rows; r++)
+        for (uint32_t c = 0; c < cols; c++) {
+            uint32_t coord[2];
+            coord[cd] = c, coord[1 - cd] = r;
+            uint32_t have = tir_shared_offset(&buf.layout, 2, slot, coord);
+            if (have != tma_offset(rows, m->box[0], eb, m->swizzle, r, c)) {
+                fail(v, op, "the buffer's layout does not place element (%u, %u) of the slot where tensor map %lld's "
+                            "copy (swizzle %u) puts it",
+                     coord[0], coord[1], (long long)op->attr.axis, m->swizzle);
+                return;
+            }
+        }
+}
+
+/* The func's tensor maps, as the runtime will encode them. */
+static void check_tmaps(verifier *v) {
+    const tir_func *f = v->f;
+    for (uint32_t i = 0; i < f->ntmaps; i++) {
+        const tir_tmap *m = &f->tmaps[i];
+        if (m->base >= f->nparams || f->params[m->base]->type.elem != TIR_PTR) {
+            fail(v, NULL, "tensor map %u's base is not a pointer parameter", i);
+            continue;
+        }
+        uint32_t eb = (tir_elem_bits(tir_type_pointee(f->params[m->base]->type)) + 7) / 8;
+        if (m->rank < 1 || m->rank > TIR_TMAP_MAX_RANK)
+            fail(v, NULL, "tensor map %u has %u dimensions (1 to %d)", i, m->rank, TIR_TMAP_MAX_RANK);
+        else if (m->stride[0].param != TIR_TMAP_CONST || m->stride[0].scale != 1)
+            fail(v, NULL, "tensor map %u's dim 0 has stride 1 (the copy engine reads it contiguous)", i);
+        else if (m->box[0] * eb % 16 || (m->swizzle && m->box[0] * eb != m->swizzle))
+            fail(v, NULL, "tensor map %u's box is %u bytes along dim 0: a multiple of 16, the swizzle's span with one", i,
+                 m->box[0] * eb);
+        if (m->swizzle != 0 && m->swizzle != 32 && m->swizzle != 64 && m->swizzle != 128)
+            fail(v, NULL, "tensor map %u's swizzle is %u bytes (0, 32, 64 or 128)", i, m->swizzle);
+        for (unsigned d = 0; d < m->rank && d < TIR_TMAP_MAX_RANK; d++) {
+            const tir_tmap_term t[2] = {m->dim[d], m->stride[d]};
+            for (int k = 0; k < 2; k++) {
+                if (t[k].param == TIR_TMAP_CONST) continue;
+                tir_type pt = t[k].param >= 0 && (uint32_t)t[k].param < f->nparams ? f->params[t[k].param]->type
+                                                                                   : tir_scalar(TIR_F32);
+                if (pt.elem == TIR_PTR || pt.elem == TIR_I1 || tir_elem_is_float(pt.elem))
+                    fail(v, NULL, "tensor map %u's %s %u is not an integer parameter", i, k ? "stride" : "dim", d);
+            }
+            if (m->box[d] < 1 || m->box[d] > TIR_TMAP_MAX_BOX)
+                fail(v, NULL, "tensor map %u's box is %u elements along dim %u (1 to %d)", i, m->box[d], d,
+                     TIR_TMAP_MAX_BOX);
+        }
+    }
+}
+
 static void check_shared_layout(verifier *v, const tir_op *op, tir_type t) {
     const tir_layout *l = &t.layout;
     if (l->kind == TIR_LAYOUT_NONE) return;
@@ -221,12 +343,15 @@ static void check_types(verifier *v, const tir_op *op) {
                 !tir_type_same_shape(o[i]->type, o[0]->type))
                 fail(v, op, "operands of an elementwise op must have one shape");
     bool buffer_op = op->code == TIR_OP_LOCAL_ALLOC || op->code == TIR_OP_ASYNC_COPY || op->code == TIR_OP_LOCAL_LOAD ||
-                     op->code == TIR_OP_LOCAL_STORE;
+                     op->code == TIR_OP_LOCAL_STORE || op->code == TIR_OP_MBAR_INIT || op->code == TIR_OP_MBAR_WAIT ||
+                     op->code == TIR_OP_MBAR_INVAL || op->code == TIR_OP_TMA_LOAD;
     for (uint32_t i = 0; i < op->noperands + op->nresults; i++) {
         const tir_value *x = i < op->noperands ? o[i] : op->results[i - op->noperands];
-        /* the buffer is local_alloc's result, the others' first operand: index 0 either way */
-        if (x->type.space == TIR_SPACE_SHARED && (!buffer_op || i != 0)) {
-            fail(v, op, "only local_alloc makes, and only async_copy, local_load and local_store take, shared-memory buffers");
+        /* the buffer is local_alloc's result, the others' first operand:
+         * index 0 either way; tma_load's mbarriers are its third */
+        bool buffer_slot = i == 0 || (op->code == TIR_OP_TMA_LOAD && i == 2);
+        if (x->type.space == TIR_SPACE_SHARED && (!buffer_op || !buffer_slot)) {
+            fail(v, op, "only local_alloc makes, and only the buffer and mbarrier ops take, shared-memory buffers");
             return;
         }
     }
@@ -281,6 +406,14 @@ static void check_types(verifier *v, const tir_op *op) {
     case TIR_OP_ASYNC_WAIT:
         if (op->attr.axis < 0) fail(v, op, "async_wait needs a count of at least 0");
         break;
+    case TIR_OP_MBAR_INIT: case TIR_OP_MBAR_INVAL:
+        if (!mbarriers(o[0]->type)) fail(v, op, "%s takes a buffer of mbarriers, smem<Sx1xi64>", tir_ops[op->code].name);
+        break;
+    case TIR_OP_MBAR_WAIT:
+        if (!mbarriers(o[0]->type) || !i32_scalar(o[1]->type) || !i32_scalar(o[2]->type))
+            fail(v, op, "mbar_wait takes a buffer of mbarriers, smem<Sx1xi64>, an i32 slot and an i32 parity");
+        break;
+    case TIR_OP_TMA_LOAD: check_tma_load(v, op); break;
     case TIR_OP_CONST:
         if (r.elem == TIR_PTR) fail(v, op, "a constant cannot be a pointer");
         /* the front end wraps its constants; passes fold them as values of the type */
@@ -667,6 +800,7 @@ bool tir_verify(const tir_module *m, const char *after_pass, tc_diag *diag) {
         }
         /* scratch apart from the buffers is for uses inside their lifetime */
         if (f->smem.live_scratch && !f->smem.buffers) fail(&v, NULL, "smem live_scratch needs buffers");
+        check_tmaps(&v);
         verify_block(&v, f->body, true);
         if (v.any_layout && v.any_missing) fail(&v, NULL, "some tiles have layouts and others do not");
         ok = ok && v.ok;
