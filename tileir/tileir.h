@@ -370,6 +370,7 @@ enum {
     TIR_MAX_TMAPS = 16,     /* tensor maps of one kernel */
     TIR_TMAP_CONST = -1,    /* tir_tmap_term.param: no parameter */
     TIR_TMAP_MAX_BOX = 256, /* elements of a box along one dim (the driver's limit) */
+    TIR_MBAR_MAX_ARRIVALS = (1 << 20) - 1, /* an mbarrier's expected arrivals (PTX ISA, "mbarrier": 2^20 - 1) */
 };
 #define TIR_TMAP_UNBOUNDED ((int64_t)1 << 31)
 typedef struct tir_tmap_term {

@@ -408,6 +408,8 @@ static void check_types(verifier *v, const tir_op *op) {
         break;
     case TIR_OP_MBAR_INIT: case TIR_OP_MBAR_INVAL:
         if (!mbarriers(o[0]->type)) fail(v, op, "%s takes a buffer of mbarriers, smem<Sx1xi64>", tir_ops[op->code].name);
+        else if (op->code == TIR_OP_MBAR_INIT && (op->attr.axis < 1 || op->attr.axis > TIR_MBAR_MAX_ARRIVALS))
+            fail(v, op, "mbar_init's arrivals a phase are 1 to %d", TIR_MBAR_MAX_ARRIVALS);
         break;
     case TIR_OP_MBAR_WAIT:
         if (!mbarriers(o[0]->type) || !i32_scalar(o[1]->type) || !i32_scalar(o[2]->type))
