@@ -306,7 +306,9 @@ typedef struct trt_tune_space {
 
 /* What became of one configuration. */
 typedef struct trt_tune_outcome {
-    bool pruned;  /* not measured: `reason` says why (a compile error, a failed launch) */
+    bool pruned;  /* not measured: `reason` says why (a compile error, spills, a failed launch) */
+    bool spills_checked; /* ptxas -v was asked whether its code spills (GPU code, the emulator's
+                            included, where ptxas is found); false: not checked */
     bool timed;   /* cost is microseconds measured on the GPU; false: the stand-in cost, not a time */
     double cost;  /* lower is better */
     char reason[TRT_TUNE_MAX_REASON];

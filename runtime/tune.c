@@ -8,6 +8,11 @@
  *    rejects (shared memory over the target's budget, a compile error)
  *    are pruned without running, with the compiler's first line as the
  *    reason.
+ *    Where the device's code is GPU code (the GPU's, and the emulator's,
+ *    which is what the GPU would run) and ptxas is found, each is also
+ *    compiled to a cubin with ptxas -v, and one that spills to local
+ *    memory is pruned (a second ptxas run on the GPU: trt_compile keeps
+ *    no report; without ptxas the check is skipped, never an error).
  * 2. Each survivor is measured by the device's tune_cost (device.h): on
  *    the GPU timed launches with the L2 flushed between them
  *    (tune_time.c), on the host devices one launch and the stand-in cost
@@ -94,6 +99,43 @@ static trt_status check_space(trt_device *d, const trt_tune_space *s) {
     return TRT_OK;
 }
 
+/* ptxas -v's spills of the configuration's code for the device's arch
+ * into *o (pruned with the figures when the kernel spills); nothing where
+ * the device runs tile IR or ptxas cannot be run. */
+static void check_spills(trt_device *d, const trt_tune_space *s, const trt_tune_config *cfg, trt_tune_outcome *o) {
+    const char *arch = d->ops->code_arch ? d->ops->code_arch(d) : NULL;
+    if (!arch) return;
+    tilec_options opt;
+    tilec_options_init(&opt);
+    opt.emit = TILEC_EMIT_CUBIN;
+    opt.arch = arch;
+    opt.kernel = s->kernel;
+    opt.verbose = true;
+    opt.num_warps = cfg->num_warps;
+    opt.num_stages = cfg->num_stages;
+    opt.defines = cfg->defines;
+    opt.ndefines = cfg->ndefines;
+    tilec_output out;
+    if (tilec_compile(s->file ? s->file : "<source>", s->source, s->len, &opt, &out) == TILEC_OK && out.info) {
+        o->spills_checked = true;
+        /* "N bytes stack frame, S bytes spill stores, L bytes spill loads" */
+        for (const char *p = out.info; (p = strstr(p, "bytes stack frame,")) != NULL; p++) {
+            const char *line = p;
+            while (line > out.info && line[-1] != '\n') line--;
+            unsigned frame, stores, loads;
+            if (sscanf(line, " %u bytes stack frame, %u bytes spill stores, %u bytes spill loads", &frame, &stores,
+                       &loads) == 3 && (stores || loads)) {
+                o->pruned = true;
+                snprintf(o->reason, sizeof o->reason,
+                         "it spills to local memory on %s (ptxas -v: %u bytes spill stores, %u bytes spill loads)", arch,
+                         stores, loads);
+                break;
+            }
+        }
+    }
+    tilec_output_free(&out);
+}
+
 /* Compiles and measures configuration i into *o; a status other than OK
  * only where the search must stop (the kernel is not in the source). */
 static trt_status try_config(trt_device *d, const trt_tune_space *s, size_t i, flush_state *fl, trt_tune_outcome *o) {
@@ -112,6 +154,11 @@ static trt_status try_config(trt_device *d, const trt_tune_space *s, size_t i, f
     if (st != TRT_OK) {
         trt_module_free(m);
         return rt_fail(d, TRT_ERR_NOT_FOUND, "trt_tune: no kernel '%s' in %s", s->kernel, s->file ? s->file : "the source");
+    }
+    check_spills(d, s, cfg, o);
+    if (o->pruned) {
+        trt_module_free(m);
+        return TRT_OK;
     }
     rt_tune_trial t = {.k = k, .args = s->args, .nargs = s->nargs, .num_warps = cfg->num_warps,
                        .num_stages = cfg->num_stages,

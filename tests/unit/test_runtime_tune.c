@@ -169,6 +169,49 @@ static void test_prune_shared_memory(void **state) {
     trt_free(dev, x), trt_free(dev, y);
 }
 
+/* Every value of the tile lives across the reduction: 16384 on one warp
+ * (512 a thread) spill, 1024 (32) do not (ptxas -v for sm_80). */
+static const char scale_src[] = "kernel scale(x: *f32, y: *f32, const BLOCK: i32 = 1024) {\n"
+                                "    let offs = arange(0, BLOCK);\n"
+                                "    let v = load(x + offs);\n"
+                                "    store(y + offs, v / sum(v, axis = 0));\n"
+                                "}\n";
+
+/* A configuration that spills is pruned where ptxas can say so (the
+ * emulator's sm_80 code; skipped without ptxas); on the CPU device, whose
+ * code is tile IR, nothing is asked and both run. */
+static void test_prune_spills(void **state) {
+    (void)state;
+    static const tilec_define big = {"BLOCK", 16384}, small = {"BLOCK", 1024};
+    const trt_tune_config cfgs[] = {{&big, 1, 1, 0}, {&small, 1, 1, 0}};
+    enum { MAX = 16384 };
+    static float ones[MAX];
+    for (int i = 0; i < MAX; i++) ones[i] = 1;
+    trt_buffer x, y;
+    assert_int_equal(trt_alloc(dev, sizeof ones, &x), TRT_OK);
+    assert_int_equal(trt_alloc(dev, sizeof ones, &y), TRT_OK);
+    assert_int_equal(trt_write(dev, x, 0, ones, sizeof ones), TRT_OK);
+    trt_arg args[] = {trt_buf(x), trt_buf(y)};
+    trt_tune_space sp = {.file = "scale.tile", .source = scale_src, .len = strlen(scale_src), .kernel = "scale",
+                         .configs = cfgs, .nconfigs = 2, .bucket = "one", .grid = partials_grid, .args = args,
+                         .nargs = 2};
+    trt_tune_outcome o[2];
+    size_t best = 99;
+    if (trt_tune(dev, &sp, NULL, o, &best) != TRT_OK) fail_msg("%s", trt_last_error(dev));
+    trt_free(dev, x), trt_free(dev, y);
+    if (!strcmp(device_arg, "cpu")) {
+        assert_false(o[0].spills_checked || o[1].spills_checked);
+        assert_false(o[0].pruned || o[1].pruned);
+        return;
+    }
+    if (!o[1].spills_checked) skip(); /* no ptxas here */
+    assert_true(o[0].spills_checked);
+    assert_true(o[0].pruned);
+    if (!strstr(o[0].reason, "it spills to local memory on sm_80 (ptxas -v: ")) fail_msg("reason: %s", o[0].reason);
+    assert_false(o[1].pruned);
+    assert_int_equal(best, 1);
+}
+
 /* The winner goes into a tuning under its key; saved, loaded into another
  * and saved again, the file is the same bytes, and the entry is found. */
 static void test_file_round_trip(void **state) {
@@ -363,6 +406,7 @@ int main(int argc, char **argv) {
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_standin_winner), cmocka_unit_test(test_prune_shared_memory),
+        cmocka_unit_test(test_prune_spills),
         cmocka_unit_test(test_file_round_trip), cmocka_unit_test(test_malformed_lines),
         cmocka_unit_test(test_misuse),         cmocka_unit_test(test_bucket),
     };
