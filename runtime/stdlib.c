@@ -719,9 +719,9 @@ static const rt_tune_entry *tuned_matmul(const sl_call *c, const char *name, int
     static const char *const names[] = {"M", "N", "K", "B"};
     const int64_t sizes[] = {M, N, K, batch};
     char bucket[TRT_TUNE_MAX_BUCKET];
+    if (!c->d->tuning) return NULL;
     const rt_embedded_file *f = embedded("stdlib/matmul.tile");
-    if (!c->d->tuning || !f || trt_tune_bucket(bucket, sizeof bucket, names, sizes, batch > 1 ? 4 : 3) != TRT_OK)
-        return NULL;
+    if (!f || trt_tune_bucket(bucket, sizeof bucket, names, sizes, batch > 1 ? 4 : 3) != TRT_OK) return NULL;
     const rt_tune_entry *e = rt_tuning_lookup(c->d->tuning, c->d, rt_tune_hash(f->text, f->len), name, bucket);
     if (!e) return NULL;
     static const char *const consts[] = {"BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M"};
