@@ -247,6 +247,128 @@ TILEC_API trt_status trt_graph_launch(trt_graph *g, trt_stream *s);
 TILEC_API size_t trt_graph_num_launches(const trt_graph *g);
 TILEC_API void trt_graph_destroy(trt_graph *g);
 
+/* ---- autotuning (docs/tuning.md) -------------------------------------------
+ *
+ * trt_tune compiles a kernel once per configuration (const values,
+ * num_warps, num_stages) for the device's target, prunes those the compiler
+ * rejects (each with its reason), measures the rest and records the
+ * winner in a trt_tuning under a key: (kernel, hash of its source, the
+ * arch the device's code is built for, the device's name, a shape bucket
+ * the caller gives, e.g. from trt_tune_bucket). On the GPU the measure is
+ * the median of timed launches with the L2 flushed before each; on the CPU
+ * and emulator devices the same search runs each configuration once and
+ * ranks it by a deterministic stand-in cost that is NOT a time (the
+ * formula is in docs/tuning.md). A trt_tuning is saved to and loaded from
+ * a plain-text tuning file that can be committed and shipped; a device
+ * given one (trt_use_tuning) lets the stdlib (tls_matmul*) take its
+ * entries before the built-in tables. No global state: a trt_tuning is
+ * the caller's, and one may serve several devices. */
+enum {
+    TRT_TUNE_MAX_CONFIGS = 64,   /* configurations one search may try */
+    TRT_TUNE_MAX_DEFINES = 16,   /* const values of one configuration */
+    TRT_TUNE_MAX_NAME = 64,      /* bytes of a kernel or const name, with its NUL */
+    TRT_TUNE_MAX_BUCKET = 128,   /* bytes of a shape bucket, with its NUL */
+    TRT_TUNE_MAX_REASON = 512,   /* bytes of a pruned configuration's reason */
+    TRT_TUNE_DEFAULT_WARMUP = 3, /* untimed launches before the timed ones (GPU) */
+    TRT_TUNE_DEFAULT_REPS = 10   /* timed launches whose median is the cost (GPU) */
+};
+
+/* One configuration: const values (names as the kernel spells them),
+ * num_warps and num_stages (0: the compiler's). */
+typedef struct trt_tune_config {
+    const tilec_define *defines;
+    size_t ndefines;
+    int num_warps, num_stages;
+} trt_tune_config;
+
+/* The launch grid for a configuration (the tile sizes decide it). */
+typedef void (*trt_tune_grid_fn)(void *user, const trt_tune_config *cfg, uint32_t grid[3]);
+
+/* What to tune: the kernel `kernel` of `source` (len bytes, named `file`
+ * in messages), its configurations, the shape bucket of the key (no
+ * spaces, e.g. "M=4096,N=4096,K=4096"), and how to launch it: grid(user,
+ * cfg, grid) gives the grid, and every launch takes the same arguments
+ * (their buffers are written by every run: give scratch outputs). */
+typedef struct trt_tune_space {
+    const char *file;
+    const char *source;
+    size_t len;
+    const char *kernel;
+    const trt_tune_config *configs;
+    size_t nconfigs; /* 1 to TRT_TUNE_MAX_CONFIGS */
+    const char *bucket;
+    trt_tune_grid_fn grid;
+    void *user;
+    const trt_arg *args;
+    size_t nargs;
+    int warmup, reps; /* on the GPU; 0: TRT_TUNE_DEFAULT_WARMUP, TRT_TUNE_DEFAULT_REPS */
+} trt_tune_space;
+
+/* What became of one configuration. */
+typedef struct trt_tune_outcome {
+    bool pruned;  /* not measured: `reason` says why (a compile error, spills, a failed launch) */
+    bool spills_checked; /* ptxas -v was asked whether its code spills (GPU code, the emulator's
+                            included, where ptxas is found); false: not checked */
+    bool timed;   /* cost is microseconds measured on the GPU; false: the stand-in cost, not a time */
+    double cost;  /* lower is better */
+    char reason[TRT_TUNE_MAX_REASON];
+} trt_tune_outcome;
+
+typedef struct trt_tuning trt_tuning;
+
+/* The tuning file's entries and the stdlib's use of them; *out NULL when
+ * out of memory. */
+TILEC_API trt_status trt_tuning_create(trt_tuning **out);
+TILEC_API void trt_tuning_free(trt_tuning *t);
+/* The last error of a trt_tuning call ("" if none): for a file,
+ * "FILE:LINE: error: ...". */
+TILEC_API const char *trt_tuning_error(const trt_tuning *t);
+/* Reads a tuning file into t, strictly: a malformed line, a duplicate key
+ * or an unknown version is TRT_ERR_INVALID_ARGUMENT naming file:line, and
+ * t is left as it was. Its entries replace t's of the same key. */
+TILEC_API trt_status trt_tuning_load(trt_tuning *t, const char *path);
+/* Writes t's entries, sorted by key, to path (replacing it). */
+TILEC_API trt_status trt_tuning_save(const trt_tuning *t, const char *path);
+TILEC_API size_t trt_tuning_num_entries(const trt_tuning *t);
+/* t's entry for a kernel of this source on this device and bucket, into
+ * *cfg (its defines stay valid until t changes or is freed);
+ * TRT_ERR_NOT_FOUND if none. */
+TILEC_API trt_status trt_tuning_find(const trt_tuning *t, const trt_device *dev, const char *source, size_t len,
+                                     const char *kernel, const char *bucket, trt_tune_config *cfg);
+/* Adds (or replaces) t's entry for a kernel of this source on this
+ * device and bucket: what trt_tune records, for a configuration chosen
+ * otherwise. TRT_ERR_INVALID_ARGUMENT (trt_tuning_error says why) for a
+ * name a tuning file cannot hold or settings out of range. */
+TILEC_API trt_status trt_tuning_put(trt_tuning *t, const trt_device *dev, const char *source, size_t len,
+                                    const char *kernel, const char *bucket, const trt_tune_config *cfg);
+/* The source hash of keys (64-bit FNV-1a of the source's bytes), as the
+ * tuning file writes it in hex. */
+TILEC_API uint64_t trt_tune_source_hash(const char *source, size_t len);
+/* The device consults t (borrowed: keep it alive while the device uses
+ * it; NULL: none) before the stdlib's built-in tables. */
+TILEC_API trt_status trt_use_tuning(trt_device *dev, trt_tuning *t);
+/* The entry, as its tuning file line, that the stdlib last took from t
+ * ("" if none yet); and the last entry it passed over, with why (an entry
+ * whose configuration does not compile falls back to the built-in table:
+ * a note, not an error; "" if none). */
+TILEC_API const char *trt_tuning_last_used(const trt_tuning *t);
+TILEC_API const char *trt_tuning_last_note(const trt_tuning *t);
+
+/* The shape bucket of n named sizes: each rounded up to a power of two,
+ * "M=4096,N=4096,K=512"; TRT_ERR_INVALID_ARGUMENT if it does not fit
+ * (size bytes) or a size is < 1. */
+TILEC_API trt_status trt_tune_bucket(char *buf, size_t size, const char *const *names, const int64_t *sizes, size_t n);
+
+/* Searches the space on the device: compiles every configuration (once:
+ * the modules stay cached), prunes those the compiler rejects, measures
+ * the others and, when tuning is not NULL, records the winner (the lowest
+ * cost; the first such on a tie) under the key. outcomes (NULL: not
+ * wanted) gets space->nconfigs entries, *best (NULL: not wanted) the
+ * winner's index. TRT_ERR_COMPILE when every configuration was pruned
+ * (trt_last_error names each reason). */
+TILEC_API trt_status trt_tune(trt_device *dev, const trt_tune_space *space, trt_tuning *tuning,
+                              trt_tune_outcome *outcomes, size_t *best);
+
 #ifdef __cplusplus
 }
 #endif

@@ -37,6 +37,20 @@ typedef enum rt_code {
     RT_CODE_CUBIN  /* a cubin for the GPU */
 } rt_code;
 
+/* One configuration's measure for the tuner (tune.c, docs/tuning.md): its
+ * compiled kernel, the launch, how often, and the L2 flush between timed
+ * runs (which the search compiles and allocates at its first call). */
+typedef struct rt_tune_trial {
+    trt_kernel *k;
+    uint32_t grid[3];
+    const trt_arg *args;
+    size_t nargs;
+    int num_warps, num_stages; /* the configuration's (0: the compiler's) */
+    int warmup, reps;
+    trt_status (*flush_l2)(void *ctx);
+    void *flush_ctx;
+} rt_tune_trial;
+
 typedef struct rt_device_ops {
     trt_device_kind kind; /* never AUTO */
     rt_code code;
@@ -104,6 +118,12 @@ typedef struct rt_device_ops {
      * the same GPU context, other code in the process) blocks the default
      * stream now; NULL: none can. */
     bool (*capturing_elsewhere)(trt_device *d);
+    /* The tuner's cost of one configuration, lower is better, and whether
+     * it is a time (*timed): NULL, the median microseconds of timed
+     * launches with the L2 flushed before each (rt_tune_time, tune_time.c:
+     * the GPU); the host devices' rt_tune_standin (tune_cost.c) launches
+     * once and returns a deterministic stand-in, not a time. */
+    trt_status (*tune_cost)(trt_device *d, const rt_tune_trial *t, double *cost, bool *timed);
 } rt_device_ops;
 
 extern const rt_device_ops rt_cpu_device, rt_cuda_device, rt_emu_device;
@@ -130,5 +150,9 @@ trt_status rt_host_sync(trt_device *d);
 /* The device's buffers as a launch's table, d->nbufs of them (+1, so never
  * an empty allocation), freed by the caller; NULL when out of memory. */
 rt_buffer *rt_host_buffers(const trt_device *d);
+
+/* The tuner's measures (rt_device_ops.tune_cost). */
+trt_status rt_tune_time(trt_device *d, const rt_tune_trial *t, double *cost, bool *timed);
+trt_status rt_tune_standin(trt_device *d, const rt_tune_trial *t, double *cost, bool *timed);
 
 #endif

@@ -66,6 +66,7 @@ struct trt_device {
     trt_stream *captures; /* those streams, which trt_close ends */
     trt_module *deferred; /* modules freed while capturing, unloaded when the last capture ends */
     char emu_arch[RT_ARCH_MAX]; /* the emulator device's target (trt_emu_set_arch); "": the default */
+    trt_tuning *tuning; /* the caller's, consulted before the stdlib's tables (trt_use_tuning); NULL: none */
 };
 
 struct trt_kernel {

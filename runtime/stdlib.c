@@ -40,6 +40,7 @@
 #include "runtime/internal.h"
 #include "runtime/stdlib_embed.h"
 #include "runtime/stdlib_internal.h"
+#include "runtime/tune.h"
 #include "tilec_stdlib.h"
 
 enum {
@@ -653,22 +654,12 @@ typedef struct epilogue {
     tls_activation act;
 } epilogue;
 
-static trt_status matmul(const sl_call *c, matrix a, matrix b, matrix x, const epilogue *epi) {
+/* The product with tile configuration cfg, checked (but for its dims and
+ * precision, by matmul), compiled and launched. */
+static trt_status matmul_as(const sl_call *c, const rt_matmul_config *cfg, bool ieee, matrix a, matrix b, matrix x,
+                            const epilogue *epi) {
     trt_status st;
     int64_t batch = a.n[0], M = a.n[1], K = a.n[2], N = b.n[2];
-    if ((st = check_dim(c, "batch", batch, TLS_MATMUL_MAX_BATCH)) || (st = check_dim(c, "M", M, TLS_MATMUL_MAX_DIM)) ||
-        (st = check_dim(c, "N", N, TLS_MATMUL_MAX_DIM)) || (st = check_dim(c, "K", K, TLS_MATMUL_MAX_DIM)))
-        return st;
-    bool ieee = c->o && c->o->precision == TLS_IEEE;
-    if (ieee && c->st != &sl_storages[TLS_F32])
-        return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: precision TLS_IEEE is for f32 inputs, not %s", c->op,
-                       c->st->suffix);
-    const char *arch = c->d->ops->code_arch ? c->d->ops->code_arch(c->d) : NULL;
-    bool wgmma = arch && !strcmp(arch, "sm_90a") && c->st != &sl_storages[TLS_F32]; /* f32 keeps mma.sync */
-    const rt_matmul_config *cfg = rt_matmul_config_for(M, N, batch, gpu_sms(c),
-                                                       ieee    ? RT_MATMUL_FMA
-                                                       : wgmma ? RT_MATMUL_WGMMA
-                                                               : RT_MATMUL_MMA);
     int64_t tiles = sl_cdiv(M, cfg->block_m) * sl_cdiv(N, cfg->block_n);
     if (tiles > INT32_MAX)
         return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: %lld x %lld needs %lld tiles of %d x %d; at most %d fit a grid",
@@ -716,6 +707,70 @@ static trt_status matmul(const sl_call *c, matrix a, matrix b, matrix x, const e
                       trt_int(x.s[1]), trt_int(x.s[2]), trt_int(a.s[0]), trt_int(b.s[0]),  trt_int(x.s[0]),
                       sl_arg_mem(has_bias ? epi->bias.mem : x.mem)}; /* without a bias, not read */
     return sl_launch_grid(c, k, tiles, batch, 1, args, sizeof args / sizeof args[0]);
+}
+
+/* The device's tuned configuration (trt_use_tuning, docs/tuning.md) for
+ * kernel `name` and the product's bucket (M, N and K as powers of two, and
+ * the batch when there is one) into *out; NULL when there is none, or, with
+ * a note, when its entry lacks a const. Its num_warps serves both the
+ * narrow and the wide paths. */
+static const rt_tune_entry *tuned_matmul(const sl_call *c, const char *name, int64_t batch, int64_t M, int64_t N,
+                                         int64_t K, rt_matmul_config *out) {
+    static const char *const names[] = {"M", "N", "K", "B"};
+    const int64_t sizes[] = {M, N, K, batch};
+    char bucket[TRT_TUNE_MAX_BUCKET];
+    if (!c->d->tuning) return NULL;
+    const rt_embedded_file *f = embedded("stdlib/matmul.tile");
+    if (!f || trt_tune_bucket(bucket, sizeof bucket, names, sizes, batch > 1 ? 4 : 3) != TRT_OK) return NULL;
+    const rt_tune_entry *e = rt_tuning_lookup(c->d->tuning, c->d, rt_tune_hash(f->text, f->len), name, bucket);
+    if (!e) return NULL;
+    static const char *const consts[] = {"BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M"};
+    int64_t v[4];
+    for (int i = 0; i < 4; i++)
+        if (!rt_tune_entry_define(e, consts[i], &v[i]) || v[i] < 1 || v[i] > INT32_MAX) {
+            rt_tuning_note(c->d->tuning, "%s: the tuning entry for %s %s has no %s from 1 to %d; the built-in table's "
+                           "configuration instead", c->op, name, bucket, consts[i], INT32_MAX);
+            return NULL;
+        }
+    *out = (rt_matmul_config){.min_m = 1, .min_n = 1, .block_m = (int)v[0], .block_n = (int)v[1],
+                              .block_k = (int)v[2], .group_m = (int)v[3], .num_warps = e->num_warps,
+                              .num_stages = e->num_stages, .wide_warps = e->num_warps};
+    return e;
+}
+
+/* A product: a tuned configuration when the device has one for it (one
+ * that does not compile falls back to the table, with a note in the
+ * tuning: trt_tuning_last_note), else the table's row for the shape. */
+static trt_status matmul(const sl_call *c, matrix a, matrix b, matrix x, const epilogue *epi) {
+    trt_status st;
+    int64_t batch = a.n[0], M = a.n[1], K = a.n[2], N = b.n[2];
+    if ((st = check_dim(c, "batch", batch, TLS_MATMUL_MAX_BATCH)) || (st = check_dim(c, "M", M, TLS_MATMUL_MAX_DIM)) ||
+        (st = check_dim(c, "N", N, TLS_MATMUL_MAX_DIM)) || (st = check_dim(c, "K", K, TLS_MATMUL_MAX_DIM)))
+        return st;
+    bool ieee = c->o && c->o->precision == TLS_IEEE;
+    if (ieee && c->st != &sl_storages[TLS_F32])
+        return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: precision TLS_IEEE is for f32 inputs, not %s", c->op,
+                       c->st->suffix);
+    char name[SL_MAX_KERNEL_NAME];
+    snprintf(name, sizeof name, "matmul_%s%s", c->st->suffix, ieee ? "_ieee" : "");
+    rt_matmul_config tuned;
+    const rt_tune_entry *e = tuned_matmul(c, name, batch, M, N, K, &tuned);
+    if (e) {
+        st = matmul_as(c, &tuned, ieee, a, b, x, epi);
+        if (st != TRT_ERR_COMPILE) {
+            if (st == TRT_OK) rt_tuning_used(c->d->tuning, e);
+            return st;
+        }
+        rt_tuning_note(c->d->tuning, "%s: the tuned configuration of %s %s does not compile; the built-in table's "
+                       "instead: %s", c->op, name, e->bucket, c->d->err);
+    }
+    const char *arch = c->d->ops->code_arch ? c->d->ops->code_arch(c->d) : NULL;
+    bool wgmma = arch && !strcmp(arch, "sm_90a") && c->st != &sl_storages[TLS_F32]; /* f32 keeps mma.sync */
+    const rt_matmul_config *cfg = rt_matmul_config_for(M, N, batch, gpu_sms(c),
+                                                       ieee    ? RT_MATMUL_FMA
+                                                       : wgmma ? RT_MATMUL_WGMMA
+                                                               : RT_MATMUL_MMA);
+    return matmul_as(c, cfg, ieee, a, b, x, epi);
 }
 
 trt_status tls_matmul(trt_device *dev, tls_dtype dt, tls_mem a, tls_mem b, tls_mem c, int64_t M, int64_t N, int64_t K,
