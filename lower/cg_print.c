@@ -185,8 +185,11 @@ static void assert_element(cg *c, const tir_op *op, uint32_t r, LLVMValueRef own
 void gen_assert(cg *c, const tir_op *op) { for_owned(c, op, &op->operands[0]->type, assert_element); }
 
 void gen_check(cg *c, const tir_op *op, LLVMValueRef fail, const char *msg) {
-    LLVMBasicBlockRef next;
-    guard_begin(c, fail, "check.fail", "check.ok", &next);
+    /* __assertfail does not return (the kernel traps): `unreachable` after
+     * it tells LLVM the block is cold, so it leaves the loop's path */
+    LLVMBasicBlockRef bad = new_block(c, "check.fail"), next = new_block(c, "check.ok");
+    LLVMBuildCondBr(c->b, fail, bad, next);
+    LLVMPositionBuilderAtEnd(c->b, bad);
     tc_strbuf fmt;
     tc_strbuf_init(&fmt);
     put_literal(&fmt, c->file);
@@ -204,5 +207,6 @@ void gen_check(cg *c, const tir_op *op, LLVMValueRef fail, const char *msg) {
     LLVMValueRef fargs[5] = {global_string(c, msg), global_string(c, c->file), i32c(c, op->loc.line),
                              global_string(c, c->f->name), LLVMConstInt(LLVMInt64TypeInContext(c->ctx), 1, false)};
     call_named(c, "__assertfail", LLVMVoidTypeInContext(c->ctx), params, 5, fargs);
-    guard_end(c, next);
+    LLVMBuildUnreachable(c->b);
+    LLVMPositionBuilderAtEnd(c->b, next);
 }

@@ -120,12 +120,9 @@ void gen_tma_load(cg *c, const tir_op *op) {
     guard_begin(c, go, "tma.issue", "tma.issued", &join);
     /* below 0 the copy engine reads zeros where a pointer load would
      * read memory (ops.def): an error, not a silent difference */
-    LLVMValueRef neg = NULL;
-    for (unsigned d = 0; d < m->rank; d++) {
-        LLVMValueRef n = LLVMBuildICmp(c->b, LLVMIntSLT, reg(c, op->operands[4 + d], 0), i32c(c, 0), "");
-        neg = neg ? LLVMBuildOr(c->b, neg, n, "") : n;
-    }
-    gen_check(c, op, neg, "a bulk tensor copy's coordinate is below 0: the tile starts before its tensor (sm_90a "
+    LLVMValueRef any = reg(c, op->operands[4], 0); /* the sign bits or'ed: one compare */
+    for (unsigned d = 1; d < m->rank; d++) any = LLVMBuildOr(c->b, any, reg(c, op->operands[4 + d], 0), "");
+    gen_check(c, op, LLVMBuildICmp(c->b, LLVMIntSLT, any, i32c(c, 0), ""), "a bulk tensor copy's coordinate is below 0: the tile starts before its tensor (sm_90a "
                           "copies a loop's loads so; compile for sm_90 to read before a pointer argument)");
     LLVMValueRef bar = mbar(c, op->operands[2], slot);
     LLVMValueRef expect[2] = {bar, i32c(c, slot_bytes)};

@@ -493,10 +493,10 @@ trt_status tls_dropout_bwd(trt_device *dev, tls_dtype dt, tls_mem dy, tls_mem dx
  * tiles finish sooner there (1024 x 1024: 64 tiles of 128 x 128 on 132
  * SMs, 256 of 64 x 64). No row fills them: the last, smallest. */
 static const rt_matmul_config matmul_configs[] = {
-    /* min_m, min_n, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages, wide_warps */
-    {128, 128, 128, 128, 32, 8, 4, 4, 8}, /* large: 128 f32 accumulators a thread (64 on 8 warps) */
-    {64, 64, 64, 64, 32, 8, 4, 4, 4},
-    {1, 1, 32, 32, 32, 8, 2, 4, 2}, /* skinny or small: less padding past the edges */
+    /* min_m, min_n, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages, wide_warps, edge_masks */
+    {128, 128, 128, 128, 32, 8, 4, 4, 8, false}, /* large: 128 f32 accumulators a thread (64 on 8 warps) */
+    {64, 64, 64, 64, 32, 8, 4, 4, 4, false},
+    {1, 1, 32, 32, 32, 8, 2, 4, 2, false}, /* skinny or small: less padding past the edges */
 };
 
 /* matmul_f32_ieee's (dot_ieee on FMAs, each thread holding whole rows of a
@@ -505,10 +505,10 @@ static const rt_matmul_config matmul_configs[] = {
  * smallest and 8 warps on the middle one, where 32 and 4 spilled (issue
  * 19). Triton's FMA path keeps a and b in registers the same way. */
 static const rt_matmul_config matmul_ieee_configs[] = {
-    /* min_m, min_n, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages, wide_warps */
-    {128, 128, 128, 128, 16, 8, 8, 4, 8},
-    {64, 64, 64, 64, 32, 8, 8, 4, 8},
-    {1, 1, 32, 32, 16, 8, 2, 4, 2},
+    /* min_m, min_n, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages, wide_warps, edge_masks */
+    {128, 128, 128, 128, 16, 8, 8, 4, 8, false},
+    {64, 64, 64, 64, 32, 8, 8, 4, 8, false},
+    {1, 1, 32, 32, 16, 8, 2, 4, 2, false},
 };
 
 /* sm_90a's, for f16 and bf16 (wgmma: lower/cg_dot_wgmma.c): 128 x 128 x
@@ -520,10 +520,10 @@ static const rt_matmul_config matmul_ieee_configs[] = {
  * the copies move to the bulk copy engine. Not yet timed on a GPU;
  * offline counts in bench/RESULTS.md (bench/sass_hopper.py). */
 static const rt_matmul_config matmul_wgmma_configs[] = {
-    /* min_m, min_n, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages, wide_warps */
-    {128, 128, 128, 128, 64, 8, 8, 4, 8},
-    {64, 64, 64, 64, 32, 8, 4, 4, 4},
-    {1, 1, 32, 32, 32, 8, 2, 4, 2},
+    /* min_m, min_n, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages, wide_warps, edge_masks */
+    {128, 128, 128, 128, 64, 8, 8, 4, 8, true},
+    {64, 64, 64, 64, 32, 8, 4, 4, 4, true},
+    {1, 1, 32, 32, 32, 8, 2, 4, 2, true},
 };
 
 const rt_matmul_config *rt_matmul_config_for(int64_t M, int64_t N, int64_t batch, int sms, rt_matmul_table which) {
@@ -682,7 +682,8 @@ static trt_status matmul_as(const sl_call *c, const rt_matmul_config *cfg, bool 
                            {"BLOCK_K", cfg->block_k},        {"GROUP_M", cfg->group_m},
                            {"A_LAYOUT", operand_layout(&a, vec)}, {"B_LAYOUT", operand_layout(&b, vec)},
                            {"C_LAYOUT", c_layout},           {"EVEN", even},
-                           {"HAS_BIAS", has_bias},           {"ACTIVATION", act}};
+                           {"HAS_BIAS", has_bias},           {"ACTIVATION", act},
+                           {"EDGE_MASKS", cfg->edge_masks}};
     char name[SL_MAX_KERNEL_NAME], spec[128];
     snprintf(name, sizeof name, "matmul_%s%s", c->st->suffix, ieee ? "_ieee" : "");
     snprintf(spec, sizeof spec, "BLOCK_M %d, BLOCK_N %d, BLOCK_K %d, layouts %lld %lld %lld%s%s, activation %d",

@@ -30,6 +30,9 @@ typedef struct rt_matmul_config {
      * spill (ptxas -v, tests/stdlib-no-spills.sh), the same tile on more
      * warps, fewer accumulators a thread */
     int wide_warps;
+    /* stdlib/matmul.tile's EDGE_MASKS: edges masked, not wrapped, so the
+     * loads can be bulk tensor copies (sm_90a) */
+    bool edge_masks;
 } rt_matmul_config;
 /* Which table: tensor cores (mma.sync), matmul_f32_ieee's FMAs, or sm_90a's
  * wgmma (f16 and bf16 there). */
