@@ -61,7 +61,8 @@ static bool wgmma_elem(tir_elem e, ptx_wgmma_elem *out) {
 /* Operand x (a: idx 0, [M, K]; b: idx 1, [K, N]) left in shared memory:
  * its descriptor's constant part and how to offset it. */
 typedef struct smem_operand {
-    LLVMValueRef desc;      /* i64: the fields and the slot's address */
+    LLVMValueRef addr;      /* i32: the slot's shared address >> 4, the descriptor's start field */
+    uint64_t fixed;         /* the descriptor's other fields */
     bool mn_major;          /* rows along K (transposed) */
     uint32_t s;             /* swizzle width in bytes (a row of a piece) */
     uint32_t atom;          /* elements of a piece's row */
@@ -87,12 +88,14 @@ static bool smem_operand_of(cg *c, const tir_op *op, const tir_value *x, unsigne
         return false;
     }
     uint32_t sbo = 8 * o->s, lbo = o->mn_major ? o->piece_bytes : 16; /* K-major with a swizzle: LBO unused */
-    LLVMTypeRef i64 = LLVMInt64TypeInContext(c->ctx);
-    LLVMValueRef start = LLVMBuildPtrToInt(c->b, reg(c, x, 0), i64, "");
-    LLVMValueRef field = LLVMBuildAnd(c->b, LLVMBuildLShr(c->b, start, LLVMConstInt(i64, 4, false), ""),
-                                      LLVMConstInt(i64, 0x3fff, false), "");
-    uint64_t fixed = ptx_wgmma_desc(0, lbo, sbo, 0, swizzle_mode(o->s));
-    o->desc = LLVMBuildOr(c->b, field, LLVMConstInt(i64, fixed, false), "");
+    /* in 32 bits: a shared address is below 2^18, so the field and the
+     * offsets added to it (a piece, a K step: inside the buffer) stay in
+     * its 14 bits, and the constant fields join last, as one 64-bit or;
+     * in 64 bits every descriptor was a carry chain and a funnel shift */
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(c->ctx);
+    LLVMValueRef start = LLVMBuildPtrToInt(c->b, reg(c, x, 0), i32, "");
+    o->addr = LLVMBuildAnd(c->b, LLVMBuildLShr(c->b, start, i32c(c, 4), ""), i32c(c, 0x3fff), "");
+    o->fixed = ptx_wgmma_desc(0, lbo, sbo, 0, swizzle_mode(o->s));
     return true;
 }
 
@@ -105,8 +108,9 @@ static uint32_t smem_offset(const smem_operand *o, uint32_t mn0, uint32_t k0) {
 
 static LLVMValueRef desc_at(cg *c, const smem_operand *o, LLVMValueRef extra, uint32_t off) {
     LLVMTypeRef i64 = LLVMInt64TypeInContext(c->ctx);
-    LLVMValueRef d = LLVMBuildAdd(c->b, o->desc, LLVMConstInt(i64, off >> 4, false), "");
-    return extra ? LLVMBuildAdd(c->b, d, extra, "") : d;
+    LLVMValueRef a = LLVMBuildAdd(c->b, o->addr, i32c(c, off >> 4), "");
+    if (extra) a = LLVMBuildAdd(c->b, a, extra, "");
+    return LLVMBuildOr(c->b, LLVMBuildZExt(c->b, a, i64, ""), LLVMConstInt(i64, o->fixed, false), "");
 }
 
 /* A 32-bit fragment register of a in registers: kw elements along K from
@@ -159,7 +163,7 @@ static void gen_dot_wgmma(cg *c, const tir_op *op, bool wait) {
         return;
     }
     bool fl = in != TIR_I8;
-    LLVMTypeRef i32 = LLVMInt32TypeInContext(c->ctx), i64 = LLVMInt64TypeInContext(c->ctx);
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(c->ctx);
     LLVMTypeRef dty = fl ? LLVMFloatTypeInContext(c->ctx) : i32;
     unsigned nr = ptx_wgmma_dregs(&f), na = f.a_regs ? 4 : 1;
     LLVMTypeRef *fields = TC_NEW_ARRAY(c->arena, LLVMTypeRef, nr);
@@ -169,11 +173,11 @@ static void gen_dot_wgmma(cg *c, const tir_op *op, bool wait) {
     LLVMValueRef *out = new_regs(c, res);
     for (uint32_t i = 0; i < c->nregs[res->id]; i++) out[i] = reg(c, acc, i);
     /* a's rows: this warpgroup's 64 in each 16 W-row piece */
-    LLVMValueRef wg = LLVMBuildZExt(c->b, LLVMBuildUDiv(c->b, c->tid, i32c(c, WGMMA_THREADS), ""), i64, "");
+    LLVMValueRef wg = LLVMBuildUDiv(c->b, c->tid, i32c(c, WGMMA_THREADS), "");
     LLVMValueRef a_extra = NULL;
     if (!f.a_regs) {
         uint32_t per_wg = sa.mn_major ? WGMMA_ROWS / sa.atom * sa.piece_bytes : WGMMA_ROWS / 8 * (8 * sa.s);
-        a_extra = LLVMBuildMul(c->b, wg, LLVMConstInt(i64, per_wg >> 4, false), "");
+        a_extra = LLVMBuildMul(c->b, wg, i32c(c, per_wg >> 4), "");
     }
     LLVMValueRef *fa = NULL;
     if (f.a_regs) {
