@@ -59,7 +59,7 @@ for f in "$root"/stdlib/*.tile; do
 done
 # stdlib/matmul.tile at each row of matmul_configs in runtime/stdlib.c (read
 # from there, so that the two cannot drift apart: min_m, min_n, BLOCK_M,
-# BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages, wide_warps), each with
+# BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages, wide_warps, edge_masks), each with
 # the layouts of the fast path (operands and C row-major, no masks: what
 # the bench times), of both operands transposed, of row-major operands at
 # a shape that needs masks (what most calls take), and of the general path
@@ -74,7 +74,7 @@ done
 # sm_90a's).
 # rows_of TABLE [FILE]: the rows of a table of runtime/FILE (stdlib.c), one
 # a line, their numbers comma-separated (a row's inner braces dropped)
-rows_of() { sed -n "/ $1\[\] = {/,/^};/p" "$root/runtime/${2:-stdlib.c}" | grep -o '^ *{[0-9, {}]*}' | tr -d '{ }'; }
+rows_of() { sed -n "/ $1\[\] = {/,/^};/p" "$root/runtime/${2:-stdlib.c}" | grep -o '^ *{[0-9a-z, {}]*}' | tr -d '{ }'; }
 configs=$(rows_of matmul_configs | sed 's/^/mma,/')
 ieee_configs=$(rows_of matmul_ieee_configs | sed 's/^/fma,/')
 wgmma_configs=$(rows_of matmul_wgmma_configs | sed 's/^/wgmma,/')
@@ -83,7 +83,8 @@ wgmma_configs=$(rows_of matmul_wgmma_configs | sed 's/^/wgmma,/')
 [ -n "$wgmma_configs" ] || { echo "FAIL: no matmul_wgmma_configs rows found in runtime/stdlib.c"; fail=1; }
 table=()
 for cfg in $configs $ieee_configs $wgmma_configs; do
-  IFS=, read -r path _ _ bm bn bk gm warps stages wide <<<"$cfg"
+  IFS=, read -r path _ _ bm bn bk gm warps stages wide edge <<<"$cfg"
+  edge_masks=0; [ "$edge" = true ] && edge_masks=1
   [ -n "$wide" ] || { echo "FAIL: matmul config row {$cfg} has no wide_warps"; fail=1; continue; }
   for layouts in "1 1 1 1 0 0" "2 2 1 1 0 0" "1 1 1 0 0 0" "0 0 0 0 0 0" "1 1 1 1 1 0" "1 1 1 1 1 1" "1 1 1 1 1 2" \
                  "1 1 1 0 1 0" "1 1 1 0 1 1" "1 1 1 0 1 2"; do
@@ -106,7 +107,8 @@ for cfg in $configs $ieee_configs $wgmma_configs; do
           [ -n "$kernels" ] || continue
         fi
         args=(-D "BLOCK_M=$bm" -D "BLOCK_N=$bn" -D "BLOCK_K=$bk" -D "GROUP_M=$gm" -D "A_LAYOUT=$la" -D "B_LAYOUT=$lb"
-              -D "C_LAYOUT=$lc" -D "EVEN=$even" -D "HAS_BIAS=$bias" -D "ACTIVATION=$act" --num-warps="$nw"
+              -D "C_LAYOUT=$lc" -D "EVEN=$even" -D "HAS_BIAS=$bias" -D "ACTIVATION=$act" -D "EDGE_MASKS=$edge_masks"
+              --num-warps="$nw"
               --num-stages="$stages")
         what="${bm}x${bn}x${bk} w$nw s$stages layouts $la$lb$lc even $even"
         [ "$bias" = 1 ] && what="$what bias act $act"
