@@ -242,8 +242,8 @@ static void cuda_unload(trt_module *m) { /* the context lives until the device's
 }
 
 /* One 8-byte cell per parameter, of which the driver reads the
- * parameter's size from the start, then one per tensor map; a block of num_warps warps (4 if the
- * IR does not say). */
+ * parameter's size from the start, then one per tensor map (its device
+ * address); a block of num_warps warps (4 if the IR does not say). */
 static trt_status cuda_launch(trt_kernel *k, void *stream, const uint32_t grid[3], const rt_arg *args,
                               uint32_t nargs) {
     trt_device *d = k->mod->dev;

@@ -91,8 +91,20 @@ static uint16_t *rand_f16s(int n) {
     return h;
 }
 
-/* One launch over the whole padded grid against the reference: element
- * (y, x) of out is a's where y < M and x < K, else 0 (the copy's fill). */
+/* out (rows x ow) against the reference: element (y, x) is a's where
+ * y < M and x < K, else 0 (the copy's fill). */
+static void verify(const char *what, const uint16_t *a, const float *out, int K, int M, int sa, int ow, int rows) {
+    for (int y = 0; y < rows; y++)
+        for (int x = 0; x < ow; x++) {
+            double want = y < M && x < K ? (double)f16_value(a[(size_t)y * sa + x]) : 0.0;
+            float got = out[(size_t)y * ow + x];
+            if ((double)got != want || !signbit(got) != !signbit(want))
+                fail_msg("%s, K %d, M %d, stride %d: out[%d][%d] = %g, want %g on %s", what, K, M, sa, y, x, got, want,
+                         trt_device_name(dev));
+        }
+}
+
+/* One launch over the whole padded grid, checked. */
 static void check_copy(trt_kernel *k, int K, int M, int sa) {
     int gx = (int)cdiv(K, BOX_X), gy = (int)cdiv(M, BOX_Y), ow = gx * BOX_X, rows = gy * BOX_Y;
     uint16_t *a = rand_f16s(M * sa);
@@ -101,14 +113,7 @@ static void check_copy(trt_kernel *k, int K, int M, int sa) {
     trt_arg args[6] = {trt_buf(ba), trt_buf(bo), trt_int(K), trt_int(M), trt_int(sa), trt_int(ow)};
     launch(k, (uint32_t)gx, (uint32_t)gy, 1, args, 6);
     download(bo, out, sizeof *out * (size_t)rows * ow);
-    for (int y = 0; y < rows; y++)
-        for (int x = 0; x < ow; x++) {
-            double want = y < M && x < K ? (double)f16_value(a[(size_t)y * sa + x]) : 0.0;
-            float got = out[(size_t)y * ow + x];
-            if ((double)got != want || !signbit(got) != !signbit(want))
-                fail_msg("K %d, M %d, stride %d: out[%d][%d] = %g, want %g on %s", K, M, sa, y, x, got, want,
-                         trt_device_name(dev));
-        }
+    verify("a launch", a, out, K, M, sa, ow, rows);
     OK(trt_free(dev, ba)); /* download freed bo */
     free(a), free(out);
 }
@@ -169,4 +174,57 @@ static void test_tma_bad_arguments(void **state) {
     drop(&p);
 }
 
-HARNESS_MAIN(cmocka_unit_test(test_tma_copy), cmocka_unit_test(test_tma_bad_arguments))
+/* On a stream, and replayed from a graph: the maps a capture records are
+ * the ones the earlier launch made (on the GPU, kept with the module),
+ * still there at the replay. A capture meeting a map the module has not
+ * made fails on the GPU, which cannot copy it meanwhile, asking for the
+ * work to run once first; the host devices make maps at each replay. */
+static void test_tma_streams_and_graphs(void **state) {
+    (void)state;
+    prog p;
+    trt_kernel *k = tcopy_kernel(&p);
+    if (!k) skip();
+    enum { K = 45, M = 37, SA = 56, GX = 2, GY = 3, OW = GX * BOX_X, ROWS = GY * BOX_Y };
+    uint16_t *a = rand_f16s(M * SA);
+    float *out = poison_f32s(ROWS * OW), *poison = poison_f32s(ROWS * OW);
+    trt_buffer ba = upload(a, sizeof *a * M * SA), bo = upload(out, sizeof *out * ROWS * OW);
+    trt_arg args[6] = {trt_buf(ba), trt_buf(bo), trt_int(K), trt_int(M), trt_int(SA), trt_int(OW)};
+    trt_stream *s;
+    OK(trt_stream_create(dev, &s));
+    OK(trt_launch_on(s, k, GX, GY, 1, args, 6));
+    OK(trt_read_async(s, bo, 0, out, sizeof *out * ROWS * OW));
+    OK(trt_stream_sync(s));
+    verify("on a stream", a, out, K, M, SA, OW, ROWS);
+
+    trt_graph *g;
+    OK(trt_stream_begin_capture(s));
+    OK(trt_launch_on(s, k, GX, GY, 1, args, 6));
+    OK(trt_stream_end_capture(s, &g));
+    OK(trt_write(dev, bo, 0, poison, sizeof *poison * ROWS * OW));
+    OK(trt_graph_launch(g, s));
+    OK(trt_read_async(s, bo, 0, out, sizeof *out * ROWS * OW));
+    OK(trt_stream_sync(s));
+    verify("replayed", a, out, K, M, SA, OW, ROWS);
+    trt_graph_destroy(g);
+
+    args[3] = trt_int(M - 5); /* a map not made yet */
+    OK(trt_stream_begin_capture(s));
+    trt_status st = trt_launch_on(s, k, GX, GY, 1, args, 6);
+    if (kind == TRT_DEVICE_CUDA) {
+        if (st != TRT_ERR_INVALID_ARGUMENT || !strstr(trt_last_error(dev), "run the work once before capturing it"))
+            fail_msg("a new map while capturing: %s: %s", trt_status_name(st), trt_last_error(dev));
+        trt_stream_end_capture(s, NULL);
+    } else {
+        OK(st);
+        OK(trt_stream_end_capture(s, &g));
+        trt_graph_destroy(g);
+    }
+    trt_stream_destroy(s);
+    OK(trt_free(dev, ba));
+    OK(trt_free(dev, bo));
+    free(a), free(out), free(poison);
+    drop(&p);
+}
+
+HARNESS_MAIN(cmocka_unit_test(test_tma_copy), cmocka_unit_test(test_tma_bad_arguments),
+             cmocka_unit_test(test_tma_streams_and_graphs))
