@@ -354,6 +354,10 @@ static void gen_op(cg *c, const tir_op *op) {
     }
     case TIR_OP_BARRIER: barrier(c); return;
     case TIR_OP_FENCE_ASYNC: gen_fence_async(c, op); return;
+    case TIR_OP_MBAR_INIT: gen_mbar_init(c, op); return;
+    case TIR_OP_MBAR_WAIT: gen_mbar_wait(c, op); return;
+    case TIR_OP_MBAR_INVAL: gen_mbar_inval(c, op); return;
+    case TIR_OP_TMA_LOAD: gen_tma_load(c, op); return;
     case TIR_OP_DOT: case TIR_OP_DOT_IEEE: gen_dot(c, op); return;
     case TIR_OP_DOT_ASYNC: gen_dot_async(c, op); return;
     case TIR_OP_DOT_WAIT: gen_dot_wait(c, op); return;
@@ -420,13 +424,17 @@ static bool gen_func(cg *c, tir_func *f) {
     c->regs = TC_NEW_ARRAY(c->arena, LLVMValueRef *, f->next_value_id + 1);
     c->nregs = TC_NEW_ARRAY(c->arena, uint32_t, f->next_value_id + 1);
     c->axis = lower_axis_analyze(f, c->arena);
-    LLVMTypeRef *pt = TC_NEW_ARRAY(c->arena, LLVMTypeRef, f->nparams + 1);
+    LLVMTypeRef *pt = TC_NEW_ARRAY(c->arena, LLVMTypeRef, f->nparams + f->ntmaps + 1);
     for (uint32_t i = 0; i < f->nparams; i++) {
         tir_elem e = tir_type_elem(f->params[i]->type);
         /* i1 travels as a byte: the launch ABI has no 1-bit parameters */
         pt[i] = e == TIR_I1 ? LLVMInt8TypeInContext(c->ctx) : elem_type(c, e);
     }
-    LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(c->ctx), pt, f->nparams, false);
+    /* then the tensor maps, hidden parameters the runtime adds at launch:
+     * each the global address of its 128-byte map (tileir.h, tir_tmap) */
+    for (uint32_t i = 0; i < f->ntmaps; i++)
+        pt[f->nparams + i] = LLVMPointerTypeInContext(c->ctx, NVPTX_ADDRSPACE_GLOBAL);
+    LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(c->ctx), pt, f->nparams + f->ntmaps, false);
     c->fn = LLVMAddFunction(c->mod, f->name, fty);
     if (c->dib) {
         LLVMMetadataRef sty = LLVMDIBuilderCreateSubroutineType(c->dib, c->di_file, NULL, 0, LLVMDIFlagZero);

@@ -209,6 +209,9 @@ void gen_broadcast(cg *c, const tir_op *op);
 /* cg_print.c */
 void gen_print(cg *c, const tir_op *op);
 void gen_assert(cg *c, const tir_op *op);
+/* Where `fail` (i1) holds, the launch stops as a failed assert does, with
+ * "FILE:LINE:COL: error: msg (kernel 'k')" printed first. */
+void gen_check(cg *c, const tir_op *op, LLVMValueRef fail, const char *msg);
 
 /* cg_dot_mma_sync.c */
 extern const cg_dot_lowering cg_dot_mma_sync;
@@ -218,6 +221,12 @@ extern const cg_dot_lowering cg_dot_wgmma;
 void gen_fence_async(cg *c, const tir_op *op);
 void gen_dot_async(cg *c, const tir_op *op);
 void gen_dot_wait(cg *c, const tir_op *op);
+
+/* cg_tma.c: bulk tensor copies and their mbarriers (sm_90 and later) */
+void gen_mbar_init(cg *c, const tir_op *op);
+void gen_mbar_wait(cg *c, const tir_op *op);
+void gen_mbar_inval(cg *c, const tir_op *op);
+void gen_tma_load(cg *c, const tir_op *op);
 
 /* cg_dot.c */
 const cg_dot_lowering *cg_dot_lowering_for(const char *arch);

@@ -79,6 +79,7 @@ bool lower_stage_operands(tir_module *m, const lower_options *opt, tc_diag *diag
 bool lower_prefetch_fragments(tir_module *m, const lower_options *opt, tc_diag *diag); /* next trip's first K piece */
 bool lower_sink_pure(tir_module *m, const lower_options *opt, tc_diag *diag);  /* pure ops down to their first use */
 bool lower_async_dots(tir_module *m, const lower_options *opt, tc_diag *diag); /* sm_90a: a loop's wgmma waited a trip later */
+bool lower_tma_copies(tir_module *m, const lower_options *opt, tc_diag *diag); /* sm_90a: rings filled by bulk tensor copies */
 bool lower_smem_plan(tir_module *m, const lower_options *opt, tc_diag *diag);     /* shared memory sized and checked */
 /* The bytes of a kernel's shared-memory area as smem_plan recorded it. */
 uint32_t lower_smem_bytes(const tir_func *f);

@@ -17,6 +17,7 @@ const lower_pass lower_passes[] = {
     {"prefetch_fragments", lower_prefetch_fragments},
     {"sink_pure", lower_sink_pure},
     {"async_dots", lower_async_dots},
+    {"tma_copies", lower_tma_copies},
     {"smem_plan", lower_smem_plan},
     {NULL, NULL},
 };

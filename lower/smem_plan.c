@@ -126,8 +126,9 @@ static void top_fact(tir_op *op, void *p) {
 }
 
 /* Where a buffer may start: LOWER_WGMMA_SMEM_ALIGN when wgmma reads it
- * (a local_load leaves a dot operand in it, dot_smem), since its swizzle
- * follows the shared address's bits; else 16 bytes. */
+ * (a local_load leaves a dot operand in it, dot_smem) or a bulk tensor
+ * copy writes it (tma_load), since their swizzles follow the shared
+ * address's bits; else 16 bytes. */
 typedef struct align_walk {
     const tir_value *buf; /* NULL: any buffer */
     uint32_t align;
@@ -138,6 +139,9 @@ static void find_align(tir_op *op, void *p) {
     if (op->code == TIR_OP_LOCAL_LOAD && op->results[0]->type.layout.kind == TIR_LAYOUT_DOT_SMEM &&
         (!w->buf || op->operands[0] == w->buf))
         w->align = LOWER_WGMMA_SMEM_ALIGN;
+    /* a bulk tensor copy's swizzle follows the address bits too (at most
+     * 128 bytes, repeating every 1024) */
+    if (op->code == TIR_OP_TMA_LOAD && (!w->buf || op->operands[0] == w->buf)) w->align = LOWER_WGMMA_SMEM_ALIGN;
 }
 
 uint32_t smem_buffer_align(const tir_func *f, const tir_op *alloc) {

@@ -489,6 +489,12 @@ static void do_tma_load(interp *in, const tir_op *op) {
         stride[d] = tmap_term(in, f, m->stride[d]);
         c[d] = val(in, op->operands[4 + d])[0].i;
         if (d < srank) sd[d] = bt->layout.kind == TIR_LAYOUT_SHARED ? bt->layout.ord[d] : srank - 1u - d;
+        if (c[d] < 0) {
+            char what[64];
+            snprintf(what, sizeof what, "%lld along dim %u", (long long)c[d], d);
+            run_error(in, op, "a bulk tensor copy's coordinate is below 0 (%s)", what);
+            return;
+        }
     }
     cell base = val(in, f->params[m->base])[0];
     uint64_t n = tir_type_numel(*bt) / bt->shape[0];

@@ -387,6 +387,12 @@ typedef struct tir_tmap {
 /* A term's value for a launch whose integer parameters are `ints` (by
  * parameter index). */
 int64_t tir_tmap_term_value(tir_tmap_term t, const int64_t *ints);
+/* Whether a bulk tensor copy into a 2-D slot of buffer `buf` (smem<S x R x
+ * C>), in boxes of box0 elements along map dim 0 (the slot dim its layout
+ * keeps contiguous, ord[0]) side by side, with a swizzle of `swizzle`
+ * bytes (0, 32, 64, 128), puts every element where buf's layout says it
+ * is; if not, `at` gets the first element (slot coordinates) it misplaces. */
+bool tir_tma_places(const tir_type *buf, uint32_t box0, unsigned swizzle, uint32_t *at);
 
 typedef struct tir_op tir_op;
 typedef struct tir_block tir_block;

@@ -270,3 +270,31 @@ void tir_print_type(tc_strbuf *out, tir_type t) {
     }
     tc_strbuf_putc(out, '>');
 }
+
+/* Where the copy engine puts element (row, col) of a 2-D slot [rows x
+ * cols] along map dims (0: cols, 1: rows), boxes of box0 columns side by
+ * side, with a swizzle of sw bytes (0: none): its element offset in the
+ * slot. The PTX ISA's swizzle ("Tensors", swizzling modes) moves the
+ * 16-byte chunk at shared address a to a ^ ((a >> 7) % (sw / 16)) << 4,
+ * from a slot aligned to sw * 8 bytes. */
+static uint32_t tma_offset(uint32_t rows, uint32_t box0, uint32_t eb, uint32_t sw, uint32_t row, uint32_t col) {
+    uint32_t a = ((col / box0) * rows * box0 + row * box0 + col % box0) * eb;
+    if (sw) a ^= ((a >> 7) & (sw / 16 - 1)) << 4;
+    return a / eb;
+}
+
+bool tir_tma_places(const tir_type *buf, uint32_t box0, unsigned swizzle, uint32_t *at) {
+    const uint32_t *slot = &buf->shape[1];
+    unsigned cd = buf->layout.kind == TIR_LAYOUT_SHARED ? buf->layout.ord[0] : 1u; /* the slot dim along map dim 0 */
+    uint32_t rows = slot[1 - cd], cols = slot[cd], eb = (tir_elem_bits(buf->elem) + 7) / 8;
+    if (buf->rank != 3 || !box0 || cols % box0) {
+        at[0] = at[1] = 0;
+        return false;
+    }
+    for (uint32_t r = 0; r < rows; r++)
+        for (uint32_t c = 0; c < cols; c++) {
+            at[cd] = c, at[1 - cd] = r;
+            if (tir_shared_offset(&buf->layout, 2, slot, at) != tma_offset(rows, box0, eb, swizzle, r, c)) return false;
+        }
+    return true;
+}

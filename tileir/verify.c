@@ -139,18 +139,6 @@ static bool mbarriers(tir_type t) {
 
 static bool i32_scalar(tir_type t) { return t.rank == 0 && t.elem == TIR_I32 && t.space == TIR_SPACE_REGS; }
 
-/* Where the copy engine puts element (row, col) of a box-sized 2-D slot
- * [rows x cols] along map dims (0: cols, 1: rows), boxes of box0 columns
- * side by side, with a swizzle of sw bytes (0: none): its element offset
- * in the slot. The PTX ISA's swizzle ("Tensors", swizzling modes) moves
- * the 16-byte chunk at shared address a to a ^ ((a >> 7) % (sw / 16)) << 4,
- * from a slot aligned to sw * 8 bytes. */
-static uint32_t tma_offset(uint32_t rows, uint32_t box0, uint32_t eb, uint32_t sw, uint32_t row, uint32_t col) {
-    uint32_t a = ((col / box0) * rows * box0 + row * box0 + col % box0) * eb;
-    if (sw) a ^= ((a >> 7) & (sw / 16 - 1)) << 4;
-    return a / eb;
-}
-
 /* tma_load's checks: its tensor map, operands, and the slot's layout
  * against where the copy puts each element. */
 static void check_tma_load(verifier *v, const tir_op *op) {
@@ -199,25 +187,16 @@ static void check_tma_load(verifier *v, const tir_op *op) {
             fail(v, op, "tma_load with a swizzle fills 2-D slots only");
         return;
     }
-    unsigned cd = shared ? buf.layout.ord[0] : 1u; /* the slot dim along map dim 0 */
-    uint32_t rows = slot[1 - cd], cols = slot[cd];
-    if (m->swizzle && (rows * cols * eb) % (m->swizzle * 8u)) {
+    if (m->swizzle && (slot[0] * slot[1] * eb) % (m->swizzle * 8u)) {
         fail(v, op, "a slot that tma_load fills with a %u-byte swizzle is a multiple of %u bytes", m->swizzle,
              m->swizzle * 8u);
         return;
     }
-    for (uint32_t r = 0; r < rows; r++)
-        for (uint32_t c = 0; c < cols; c++) {
-            uint32_t coord[2];
-            coord[cd] = c, coord[1 - cd] = r;
-            uint32_t have = tir_shared_offset(&buf.layout, 2, slot, coord);
-            if (have != tma_offset(rows, m->box[0], eb, m->swizzle, r, c)) {
-                fail(v, op, "the buffer's layout does not place element (%u, %u) of the slot where tensor map %lld's "
-                            "copy (swizzle %u) puts it",
-                     coord[0], coord[1], (long long)op->attr.axis, m->swizzle);
-                return;
-            }
-        }
+    uint32_t at[2];
+    if (!tir_tma_places(&buf, m->box[0], m->swizzle, at))
+        fail(v, op, "the buffer's layout does not place element (%u, %u) of the slot where tensor map %lld's copy "
+                    "(swizzle %u) puts it",
+             at[0], at[1], (long long)op->attr.axis, m->swizzle);
 }
 
 /* The func's tensor maps, as the runtime will encode them. */
