@@ -14,7 +14,7 @@
 /* The emulator's run needs the code generation of tma_load and the mbar_*
  * ops (lower/cg_tma.c); until it is on the branch the emu case skips. */
 #ifndef TMAPS_EMU_CODEGEN
-#define TMAPS_EMU_CODEGEN 0
+#define TMAPS_EMU_CODEGEN 1
 #endif
 
 enum { BOX_X = 32, BOX_Y = 16 }; /* the kernel's box: 32 f16 (64 bytes) by 16 rows */
