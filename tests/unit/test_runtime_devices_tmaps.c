@@ -11,12 +11,6 @@
  * cpu|cuda|emu; the emulator and the GPU compile it for sm_90a. */
 #include "device_harness.h"
 
-/* The emulator's run needs the code generation of tma_load and the mbar_*
- * ops (lower/cg_tma.c); until it is on the branch the emu case skips. */
-#ifndef TMAPS_EMU_CODEGEN
-#define TMAPS_EMU_CODEGEN 1
-#endif
-
 enum { BOX_X = 32, BOX_Y = 16 }; /* the kernel's box: 32 f16 (64 bytes) by 16 rows */
 
 /* Program (px, py) copies the box at (px * 32, py * 16) of the K x M
@@ -63,14 +57,9 @@ static const char tcopy_src[] =
     "  return\n"
     "}\n";
 
-/* The kernel for this device, or NULL (with the reason printed) where it
- * cannot run: the emulator before tma_load's code generation, a GPU
+/* The kernel for this device, or NULL (with the reason printed) on a GPU
  * other than Hopper. The emulator and the GPU compile for sm_90a. */
 static trt_kernel *tcopy_kernel(prog *p) {
-    if (kind == TRT_DEVICE_EMU && !TMAPS_EMU_CODEGEN) {
-        printf("skipped: the emulator needs tma_load's code generation (lower/cg_tma.c)\n");
-        return NULL;
-    }
     if (kind == TRT_DEVICE_CUDA && strcmp(trt_device_arch(dev), "sm_90") != 0) {
         printf("skipped: bulk tensor copies need an sm_90 GPU, this is %s\n", trt_device_arch(dev));
         return NULL;
