@@ -22,6 +22,12 @@ enum { CU_ATTR_CC_MAJOR = 75, CU_ATTR_CC_MINOR = 76, CU_ATTR_SM_COUNT = 16, CU_E
 enum { CU_ATTR_SMEM_OPTIN = 97, CU_FUNC_ATTR_MAX_DYNAMIC_SMEM = 8 };
 enum { CU_STREAM_CAPTURE_MODE_RELAXED = 2, CU_ERROR_STREAM_CAPTURE_IMPLICIT = 906 };
 #define CU_STREAM_LEGACY ((CUstream)0x1)
+/* CUtensorMapDataType (the unsigned types by size: a copy moves bits), CUtensorMapInterleave,
+ * CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill (NONE: zeros) */
+enum { CU_TMAP_UINT8 = 0, CU_TMAP_UINT16 = 1, CU_TMAP_UINT32 = 2, CU_TMAP_UINT64 = 4 };
+enum { CU_TMAP_INTERLEAVE_NONE = 0, CU_TMAP_SWIZZLE_NONE = 0, CU_TMAP_SWIZZLE_32B = 1, CU_TMAP_SWIZZLE_64B = 2,
+       CU_TMAP_SWIZZLE_128B = 3, CU_TMAP_L2_PROMOTION_128B = 2, CU_TMAP_OOB_FILL_NONE = 0 };
+enum { CU_TMAP_MAX_RANK = 5 };
 enum { CU_PTR_CONTEXT = 1, CU_PTR_MEMORY_TYPE = 2, CU_PTR_RANGE_START = 11, CU_PTR_RANGE_SIZE = 12, CU_MEM_DEVICE = 2 };
 
 typedef struct cuda_api {
@@ -61,6 +67,9 @@ typedef struct cuda_api {
     CUresult (*cuGetErrorName)(CUresult, const char **);
     CUresult (*cuGetErrorString)(CUresult, const char **);
     CUresult (*cuFuncLoad)(CUfunction); /* optional: CUDA 12.4 and later; NULL before */
+    /* optional: needed only by kernels with tensor maps (sm_90a's bulk tensor copies) */
+    CUresult (*cuTensorMapEncodeTiled)(void *, int, uint32_t, void *, const uint64_t *, const uint64_t *,
+                                       const uint32_t *, const uint32_t *, int, int, int, int);
 } cuda_api;
 
 struct rt_cuda {
@@ -134,6 +143,7 @@ bool rt_cuda_open(rt_cuda **out, char *why, size_t n) {
         }
     }
     *(void **)&c->api.cuFuncLoad = dlsym(c->lib, "cuFuncLoad"); /* optional */
+    *(void **)&c->api.cuTensorMapEncodeTiled = dlsym(c->lib, "cuTensorMapEncodeTiled"); /* optional */
     int version = 0, count = 0, major = 0, minor = 0;
     char msg[256];
     CUresult r = c->api.cuInit(0);
@@ -261,6 +271,32 @@ bool rt_cuda_launch(rt_cuda *c, void *fn, const uint32_t grid[3], uint32_t block
     return enter(c, err, n) && check(c, c->api.cuLaunchKernel(fn, grid[0], grid[1], grid[2], block_x, 1, 1, dynamic_smem,
                                                               stream, params, NULL),
                                      "cuLaunchKernel", err, n);
+}
+
+bool rt_cuda_tensor_map(rt_cuda *c, void *map, uint32_t elem_bytes, uint32_t rank, uint64_t addr,
+                        const uint64_t *dims, const uint64_t *strides, const uint32_t *box, uint32_t swizzle,
+                        char *err, size_t n) {
+    if (!c->api.cuTensorMapEncodeTiled) {
+        say(err, n, "the CUDA driver has no cuTensorMapEncodeTiled (CUDA 12.0 and later have it)");
+        return false;
+    }
+    if (rank < 1 || rank > CU_TMAP_MAX_RANK) {
+        say(err, n, "a tensor map of rank %u (1 to %d)", rank, CU_TMAP_MAX_RANK);
+        return false;
+    }
+    int type = elem_bytes == 1 ? CU_TMAP_UINT8 : elem_bytes == 2 ? CU_TMAP_UINT16 : elem_bytes == 4 ? CU_TMAP_UINT32
+                                                                                               : CU_TMAP_UINT64;
+    int sw = swizzle == 32    ? CU_TMAP_SWIZZLE_32B
+             : swizzle == 64  ? CU_TMAP_SWIZZLE_64B
+             : swizzle == 128 ? CU_TMAP_SWIZZLE_128B
+                              : CU_TMAP_SWIZZLE_NONE;
+    const uint32_t ones[CU_TMAP_MAX_RANK] = {1, 1, 1, 1, 1}; /* element strides */
+    /* L2 promotion of 128 bytes: what CUTLASS and Triton ask for their operand tiles */
+    return check(c,
+                 c->api.cuTensorMapEncodeTiled(map, type, rank, (void *)(uintptr_t)addr, dims, strides, box, ones,
+                                               CU_TMAP_INTERLEAVE_NONE, sw, CU_TMAP_L2_PROMOTION_128B,
+                                               CU_TMAP_OOB_FILL_NONE),
+                 "cuTensorMapEncodeTiled", err, n);
 }
 
 /* Flags 0: a blocking stream, ordered with the legacy default stream that

@@ -44,6 +44,16 @@ bool rt_cuda_allow_dynamic_smem(rt_cuda *c, void *fn, uint32_t bytes, char *err,
 bool rt_cuda_launch(rt_cuda *c, void *fn, const uint32_t grid[3], uint32_t block_x, uint32_t dynamic_smem,
                     void **params, void *stream, char *err, size_t n);
 bool rt_cuda_sync(rt_cuda *c, char *err, size_t n);
+/* cuTensorMapEncodeTiled into map (128 bytes, 64-byte aligned host
+ * memory): a tensor of `rank` dims (0 innermost) of elem_bytes-byte
+ * elements at device address addr, dims[d] elements, strides[d - 1] bytes
+ * between steps of dim d >= 1, a box of box[d] elements, element strides
+ * 1, no interleave, a swizzle of `swizzle` bytes (0: none), out-of-bounds
+ * elements read as zeros. False with the driver's message, or where the
+ * driver has no cuTensorMapEncodeTiled (before CUDA 12.0). */
+bool rt_cuda_tensor_map(rt_cuda *c, void *map, uint32_t elem_bytes, uint32_t rank, uint64_t addr,
+                        const uint64_t *dims, const uint64_t *strides, const uint32_t *box, uint32_t swizzle,
+                        char *err, size_t n);
 bool rt_cuda_stream_create(rt_cuda *c, void **stream, char *err, size_t n);
 bool rt_cuda_stream_sync(rt_cuda *c, void *stream, char *err, size_t n);
 void rt_cuda_stream_destroy(rt_cuda *c, void *stream);

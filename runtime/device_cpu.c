@@ -18,6 +18,9 @@ static void cpu_unload(trt_module *m) {}
 static trt_status cpu_launch(trt_kernel *k, void *stream, const uint32_t grid[3], const rt_arg *args,
                              uint32_t nargs) {
     trt_device *d = k->mod->dev;
+    /* the interpreter copies without maps, but refuses what the GPU would */
+    trt_status checked = rt_tmaps_check(k, args);
+    if (checked != TRT_OK) return checked;
     rt_buffer *bufs = rt_host_buffers(d);
     if (!bufs) return rt_fail(d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
     rt_launch l = {.func = k->func, .file = k->mod->file, .buffers = bufs, .nbuffers = d->nbufs, .args = args,

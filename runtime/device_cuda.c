@@ -4,6 +4,7 @@
  * cubin or PTX image and look up each kernel's function. Every failing
  * call leaves a message naming it in the device's last error. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "runtime/cuda.h"
@@ -125,21 +126,134 @@ static trt_status cuda_load(trt_module *m, const void *image, size_t size) {
     return TRT_ERR_COMPILE;
 }
 
+
+
+/* ---- tensor maps ----------------------------------------------------------
+ * A kernel with tensor maps (internal.h) gets, after its own parameters,
+ * the device address of each map's 128 bytes. The maps live in device
+ * memory that the module keeps (trt_module.tmaps) until it is unloaded,
+ * one copy per distinct map, found again by what it was made from (the
+ * base address, dims, strides, box, swizzle): a launch whose map was made
+ * before passes the same address and copies nothing, so a launch that a
+ * graph captured replays with maps that are still there and unchanged (a
+ * graph holds its modules). A map is made, encoded by the driver and
+ * copied synchronously, only outside a capture: a capture cannot hold
+ * the copy, so one that meets a new map fails, asking for the work to run
+ * once first, as module loads do. Maps are never freed before the module:
+ * a launch still queued, or a graph, may read any of them. */
+enum {
+    RT_TMAP_SLAB = 64,                     /* maps one device allocation holds */
+    RT_TMAP_KEY_WORDS = 4 + 3 * TIR_TMAP_MAX_RANK /* address, elem, rank, swizzle; dims, strides, box */
+};
+
+typedef struct cuda_tmap {
+    uint64_t key[RT_TMAP_KEY_WORDS];
+    uint64_t dptr; /* its 128 bytes on the device */
+} cuda_tmap;
+
+typedef struct cuda_tmaps {
+    cuda_tmap *maps;
+    uint32_t n, cap;
+    uint64_t *slabs; /* device allocations of RT_TMAP_SLAB maps each; map i is in slab i / RT_TMAP_SLAB */
+} cuda_tmaps;
+
+static void tmap_key(const rt_tmap_desc *t, uint64_t *key) {
+    memset(key, 0, sizeof(uint64_t) * RT_TMAP_KEY_WORDS);
+    key[0] = t->address, key[1] = t->elem_bytes, key[2] = t->rank, key[3] = t->swizzle;
+    for (uint32_t d = 0; d < t->rank; d++) {
+        key[4 + d] = t->dim[d];
+        key[4 + TIR_TMAP_MAX_RANK + d] = d ? t->stride[d - 1] : 0;
+        key[4 + 2 * TIR_TMAP_MAX_RANK + d] = t->box[d];
+    }
+}
+
+static void tmaps_free(trt_device *d, cuda_tmaps *c) {
+    if (!c) return;
+    for (uint32_t i = 0; i < c->n; i += RT_TMAP_SLAB) rt_cuda_free(cuda_of(d), c->slabs[i / RT_TMAP_SLAB], NULL, 0);
+    free(c->maps), free(c->slabs), free(c);
+}
+
+/* A new map's device copy: encoded by the driver, in the next free place
+ * of the last slab (a new slab when it is full). */
+static trt_status tmap_make(trt_kernel *k, uint32_t i, cuda_tmaps *c, const rt_tmap_desc *t, const uint64_t *key,
+                            uint64_t *dptr) {
+    trt_device *d = k->mod->dev;
+    char what[256];
+    snprintf(what, sizeof what,
+             "make a tensor map for kernel '%s' (run the work once before capturing it, so that its tensor maps "
+             "are made and kept)", k->func->name);
+    trt_status st = rt_refuse_capturing(d, what);
+    if (st != TRT_OK) return st;
+    _Alignas(RT_TMAP_ALIGN) unsigned char map[RT_TMAP_BYTES];
+    memset(map, 0, sizeof map);
+    char why[RT_ERR_MAX / 2];
+    if (!rt_cuda_tensor_map(cuda_of(d), map, t->elem_bytes, t->rank, t->address, t->dim, t->stride, t->box,
+                            t->swizzle, why, sizeof why))
+        return rt_tmap_fail(k, i, why);
+    if (c->n == c->cap) {
+        uint32_t cap = c->cap ? c->cap * 2 : RT_TMAP_SLAB;
+        cuda_tmap *maps = realloc(c->maps, sizeof *maps * cap);
+        if (maps) c->maps = maps;
+        uint64_t *slabs = maps ? realloc(c->slabs, sizeof *slabs * (cap / RT_TMAP_SLAB)) : NULL;
+        if (!slabs) return rt_fail(d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
+        c->slabs = slabs;
+        c->cap = cap;
+    }
+    if (c->n % RT_TMAP_SLAB == 0 &&
+        !rt_cuda_alloc(cuda_of(d), (size_t)RT_TMAP_SLAB * RT_TMAP_BYTES, &c->slabs[c->n / RT_TMAP_SLAB], d->err,
+                       sizeof d->err)) /* cuMemAlloc aligns to 256 bytes at least */
+        return TRT_ERR_OUT_OF_MEMORY;
+    uint64_t at = c->slabs[c->n / RT_TMAP_SLAB] + (uint64_t)(c->n % RT_TMAP_SLAB) * RT_TMAP_BYTES;
+    /* synchronous, on the legacy stream: every blocking stream's later work waits for it */
+    if (!rt_cuda_write(cuda_of(d), at, map, sizeof map, NULL, d->err, sizeof d->err)) {
+        if (c->n % RT_TMAP_SLAB == 0) rt_cuda_free(cuda_of(d), c->slabs[c->n / RT_TMAP_SLAB], NULL, 0);
+        return cuda_failure(d);
+    }
+    memcpy(c->maps[c->n].key, key, sizeof c->maps[c->n].key);
+    c->maps[c->n++].dptr = at;
+    *dptr = at;
+    return TRT_OK;
+}
+
+/* The device addresses of kernel k's maps for this launch into cells. */
+static trt_status cuda_tensor_maps(trt_kernel *k, const rt_arg *args, uint64_t *cells) {
+    trt_module *m = k->mod;
+    for (uint32_t i = 0; i < k->func->ntmaps; i++) {
+        rt_tmap_desc t;
+        trt_status st = rt_tmap_desc_make(k, i, args, &t);
+        if (st != TRT_OK) return st;
+        uint64_t key[RT_TMAP_KEY_WORDS];
+        tmap_key(&t, key);
+        if (!m->tmaps && !(m->tmaps = calloc(1, sizeof(cuda_tmaps))))
+            return rt_fail(m->dev, TRT_ERR_OUT_OF_MEMORY, "out of memory");
+        cuda_tmaps *c = m->tmaps;
+        uint32_t j = 0;
+        while (j < c->n && memcmp(c->maps[j].key, key, sizeof key)) j++;
+        if (j < c->n) cells[i] = c->maps[j].dptr;
+        else if ((st = tmap_make(k, i, c, &t, key, &cells[i])) != TRT_OK) return st;
+    }
+    return TRT_OK;
+}
+
 static void cuda_unload(trt_module *m) { /* the context lives until the device's last release */
+    tmaps_free(m->dev, m->tmaps);
+    m->tmaps = NULL;
     if (m->code) rt_cuda_unload(cuda_of(m->dev), m->code);
 }
 
 /* One 8-byte cell per parameter, of which the driver reads the
- * parameter's size from the start; a block of num_warps warps (4 if the
- * IR does not say). */
+ * parameter's size from the start, then one per tensor map (its device
+ * address); a block of num_warps warps (4 if the IR does not say). */
 static trt_status cuda_launch(trt_kernel *k, void *stream, const uint32_t grid[3], const rt_arg *args,
                               uint32_t nargs) {
     trt_device *d = k->mod->dev;
     const tir_func *f = k->func;
-    uint64_t cells[RT_MAX_ARGS];
-    void *params[RT_MAX_ARGS];
-    for (uint32_t i = 0; i < nargs; i++) {
-        cells[i] = args[i].bits;
+    uint64_t cells[RT_TMAP_MAX_ARGS];
+    void *params[RT_TMAP_MAX_ARGS];
+    trt_status st = cuda_tensor_maps(k, args, cells + nargs);
+    if (st != TRT_OK) return st;
+    for (uint32_t i = 0; i < nargs + f->ntmaps; i++) {
+        if (i < nargs) cells[i] = args[i].bits;
         params[i] = &cells[i];
     }
     if (!rt_cuda_launch(cuda_of(d), k->fn, grid, 32u * (uint32_t)(f->num_warps ? f->num_warps : 4), f->dynamic_smem,

@@ -120,6 +120,7 @@ struct trt_module {
     char *file;
     trt_kernel *kernels;
     uint32_t nkernels;
+    void *tmaps; /* the device's copies of its kernels' tensor maps (device_cuda.c), freed by unload; NULL: none */
 };
 
 /* Whether code tilec built for `built` ("sm_80", "sm_90a") runs on a GPU
@@ -168,5 +169,51 @@ trt_status rt_graph_record(trt_stream *s, trt_kernel *k, const uint32_t grid[3],
 /* The size of a live buffer of the device (an error, with a message, for a
  * freed or foreign handle or a closed device). */
 trt_status rt_buffer_size(trt_device *d, trt_buffer b, size_t *bytes);
+
+/* ---- tensor maps (tensor_maps.c; docs/design.md, "Tensor maps") ----------
+ * A kernel's tensor maps (tir_func.tmaps: Hopper's bulk tensor copies) are
+ * made at each launch from its own arguments, on the devices that run
+ * generated code, and passed as hidden pointer parameters after the
+ * user's, one a map, each at RT_TMAP_BYTES bytes of global memory aligned
+ * to RT_TMAP_ALIGN. What the copy engine requires of the arguments is
+ * checked here once for every device, so that a launch the GPU's driver
+ * would refuse fails the same way, with a message naming the argument, on
+ * the emulator and the CPU too. */
+enum {
+    RT_TMAP_BYTES = 128,        /* a CUtensorMap; the emulator's maps too (EMU_TENSOR_MAP_BYTES) */
+    RT_TMAP_ALIGN = 64,         /* where a map must lie */
+    RT_TMAP_ADDR_ALIGN = 16,    /* the tensor's global address */
+    RT_TMAP_STRIDE_ALIGN = 16,  /* each stride in bytes is a multiple of it */
+    RT_TMAP_MAX_ARGS = RT_MAX_ARGS + TIR_MAX_TMAPS /* a launch's parameters with the hidden ones */
+};
+#define RT_TMAP_MAX_DIM ((int64_t)1 << 32)    /* elements of a global dim: 1 to this */
+#define RT_TMAP_MAX_STRIDE ((int64_t)1 << 40) /* bytes of a stride: below this */
+
+/* One map as the encoders (cuTensorMapEncodeTiled, emu_tensor_map_encode)
+ * take it: dim 0 innermost, strides in bytes for dims 1.. (stride[d - 1]). */
+typedef struct rt_tmap_desc {
+    uint64_t address;     /* the base argument's bits: its device address */
+    uint32_t buffer;      /* ... and as (buffer, offset), for the host devices */
+    uint64_t offset;
+    uint32_t elem_bytes;  /* 1, 2, 4 or 8: the base pointer's pointee */
+    uint32_t rank;
+    uint32_t swizzle;     /* bytes: 0, 32, 64 or 128 */
+    uint64_t dim[TIR_TMAP_MAX_RANK];
+    uint64_t stride[TIR_TMAP_MAX_RANK - 1];
+    uint32_t box[TIR_TMAP_MAX_RANK];
+} rt_tmap_desc;
+
+/* Map i of kernel k for a launch with these checked arguments (one per
+ * parameter) into *out; TRT_ERR_ARGUMENTS, with the device's last error
+ * naming the kernel, the argument and what is wrong, where the copy engine
+ * could not take it (a dim outside 1..2^32, a stride not a multiple of 16
+ * bytes or past 2^40, a base address not 16-byte aligned). */
+trt_status rt_tmap_desc_make(trt_kernel *k, uint32_t i, const rt_arg *args, rt_tmap_desc *out);
+/* Every map of k checked as above (the CPU device, which copies with the
+ * interpreter and needs no maps, refuses what the GPU would). */
+trt_status rt_tmaps_check(trt_kernel *k, const rt_arg *args);
+/* The launch's error for map i that a device's encoder refused: `why`
+ * after the kernel and argument, as rt_tmap_desc_make words them. */
+trt_status rt_tmap_fail(trt_kernel *k, uint32_t i, const char *why);
 
 #endif
