@@ -17,61 +17,71 @@ enum { BOX_X = 32, BOX_Y = 16 }; /* the kernel's box: 32 f16 (64 bytes) by 16 ro
  * matrix a (row stride sa elements) into one slot, waits for it on the
  * slot's mbarrier, and stores it as f32 at the same place of out (row
  * stride ow), outside a included: the copy's zeros. */
-static const char tcopy_src[] =
-    "kernel @tcopy(%a: ptr<f16>, %out: ptr<f32>, %K: i32, %M: i32, %sa: i32, %ow: i32)\n"
-    "    tensor_map(%a, dims=[%K, %M], strides=[1, %sa], box=[32, 16], swizzle=0) {\n"
-    "  %buf = local_alloc : smem<1x16x32xf16>\n"
-    "  %bars = local_alloc : smem<1x1xi64>\n"
-    "  mbar_init 1, %bars\n"
-    "  barrier\n"
-    "  %s0 = const 0 : i32\n"
-    "  %true = const 1 : i1\n"
-    "  %py = program_id 1 : i32\n"
-    "  %c16 = const 16 : i32\n"
-    "  %y0 = mul %py, %c16 : i32\n"
-    "  %px = program_id 0 : i32\n"
-    "  %c32 = const 32 : i32\n"
-    "  %x0 = mul %px, %c32 : i32\n"
-    "  tma_load 0, %buf, %s0, %bars, %true, %x0, %y0\n"
-    "  mbar_wait %bars, %s0, %s0\n"
-    "  %v = local_load %buf, %s0 : tile<16x32xf16>\n"
-    "  %ri = arange 0, 16 : tile<16xi32>\n"
-    "  %ys = splat %y0 : tile<16xi32>\n"
-    "  %r = add %ys, %ri : tile<16xi32>\n"
-    "  %ci = arange 0, 32 : tile<32xi32>\n"
-    "  %xs = splat %x0 : tile<32xi32>\n"
-    "  %c = add %xs, %ci : tile<32xi32>\n"
-    "  %r2 = expand_dims 1, %r : tile<16x1xi32>\n"
-    "  %ows = splat %ow : tile<16x1xi32>\n"
-    "  %ro = mul %r2, %ows : tile<16x1xi32>\n"
-    "  %outs = splat %out : tile<16x1xptr<f32>>\n"
-    "  %rp = addptr %outs, %ro : tile<16x1xptr<f32>>\n"
-    "  %c2 = expand_dims 0, %c : tile<1x32xi32>\n"
-    "  %rpb = broadcast %rp : tile<16x32xptr<f32>>\n"
-    "  %cb = broadcast %c2 : tile<16x32xi32>\n"
-    "  %p = addptr %rpb, %cb : tile<16x32xptr<f32>>\n"
-    "  %vf = cast %v : tile<16x32xf32>\n"
-    "  store %p, %vf\n"
-    "  barrier\n"
-    "  mbar_inval %bars\n"
-    "  return\n"
-    "}\n";
+#define TCOPY_SRC(SWIZZLE, LAYOUT)                                                               \
+    "kernel @tcopy(%a: ptr<f16>, %out: ptr<f32>, %K: i32, %M: i32, %sa: i32, %ow: i32)\n"        \
+    "    tensor_map(%a, dims=[%K, %M], strides=[1, %sa], box=[32, 16], swizzle=" SWIZZLE ") {\n" \
+    "  %buf = local_alloc : smem<1x16x32xf16" LAYOUT ">\n"                                       \
+    "  %bars = local_alloc : smem<1x1xi64>\n"                                                    \
+    "  mbar_init 1, %bars\n"                                                                     \
+    "  barrier\n"                                                                                \
+    "  %s0 = const 0 : i32\n"                                                                    \
+    "  %true = const 1 : i1\n"                                                                   \
+    "  %py = program_id 1 : i32\n"                                                               \
+    "  %c16 = const 16 : i32\n"                                                                  \
+    "  %y0 = mul %py, %c16 : i32\n"                                                              \
+    "  %px = program_id 0 : i32\n"                                                               \
+    "  %c32 = const 32 : i32\n"                                                                  \
+    "  %x0 = mul %px, %c32 : i32\n"                                                              \
+    "  tma_load 0, %buf, %s0, %bars, %true, %x0, %y0\n"                                          \
+    "  mbar_wait %bars, %s0, %s0\n"                                                              \
+    "  %v = local_load %buf, %s0 : tile<16x32xf16>\n"                                            \
+    "  %ri = arange 0, 16 : tile<16xi32>\n"                                                      \
+    "  %ys = splat %y0 : tile<16xi32>\n"                                                         \
+    "  %r = add %ys, %ri : tile<16xi32>\n"                                                       \
+    "  %ci = arange 0, 32 : tile<32xi32>\n"                                                      \
+    "  %xs = splat %x0 : tile<32xi32>\n"                                                         \
+    "  %c = add %xs, %ci : tile<32xi32>\n"                                                       \
+    "  %r2 = expand_dims 1, %r : tile<16x1xi32>\n"                                               \
+    "  %ows = splat %ow : tile<16x1xi32>\n"                                                      \
+    "  %ro = mul %r2, %ows : tile<16x1xi32>\n"                                                   \
+    "  %outs = splat %out : tile<16x1xptr<f32>>\n"                                               \
+    "  %rp = addptr %outs, %ro : tile<16x1xptr<f32>>\n"                                          \
+    "  %c2 = expand_dims 0, %c : tile<1x32xi32>\n"                                               \
+    "  %rpb = broadcast %rp : tile<16x32xptr<f32>>\n"                                            \
+    "  %cb = broadcast %c2 : tile<16x32xi32>\n"                                                  \
+    "  %p = addptr %rpb, %cb : tile<16x32xptr<f32>>\n"                                           \
+    "  %vf = cast %v : tile<16x32xf32>\n"                                                        \
+    "  store %p, %vf\n"                                                                          \
+    "  barrier\n"                                                                                \
+    "  mbar_inval %bars\n"                                                                       \
+    "  return\n"                                                                                 \
+    "}\n"
 
-/* The kernel for this device, or NULL (with the reason printed) on a GPU
- * other than Hopper. The emulator and the GPU compile for sm_90a. */
-static trt_kernel *tcopy_kernel(prog *p) {
+/* The box in rows of 64 bytes as they are, and with the 64-byte swizzle:
+ * 16-byte chunk j of row r at j ^ (r / 2 % 4), the shared layout that
+ * vec=8, per_phase=2, max_phase=4 describes (the copy and the reads
+ * agree only if the map says the swizzle the layout does). */
+static const char tcopy_src[] = TCOPY_SRC("0", ""),
+                  tcopy_sw64_src[] = TCOPY_SRC("64", ", #shared<vec=8, per_phase=2, max_phase=4, ord=[1, 0]>");
+
+/* The kernel of src for this device, or NULL (with the reason printed)
+ * on a GPU other than Hopper. The emulator and the GPU compile for
+ * sm_90a. */
+static trt_kernel *tcopy_kernel_of(prog *p, const char *src) {
     if (kind == TRT_DEVICE_CUDA && strcmp(trt_device_arch(dev), "sm_90") != 0) {
         printf("skipped: bulk tensor copies need an sm_90 GPU, this is %s\n", trt_device_arch(dev));
         return NULL;
     }
     trt_compile_options o = {.arch = kind == TRT_DEVICE_CPU ? NULL : "sm_90a"};
     p->text = NULL;
-    if (trt_compile(dev, "tcopy.tir", tcopy_src, strlen(tcopy_src), &o, &p->mod) != TRT_OK)
+    if (trt_compile(dev, "tcopy.tir", src, strlen(src), &o, &p->mod) != TRT_OK)
         fail_msg("tcopy.tir does not compile: %s", trt_last_error(dev));
     trt_kernel *k = NULL;
     OK(trt_get_kernel(p->mod, "tcopy", &k));
     return k;
 }
+
+static trt_kernel *tcopy_kernel(prog *p) { return tcopy_kernel_of(p, tcopy_src); }
 
 /* K x M f16 values (row stride sa) with fractional parts, both signs. */
 static uint16_t *rand_f16s(int n) {
@@ -94,7 +104,7 @@ static void verify(const char *what, const uint16_t *a, const float *out, int K,
 }
 
 /* One launch over the whole padded grid, checked. */
-static void check_copy(trt_kernel *k, int K, int M, int sa) {
+static void check_copy(trt_kernel *k, const char *what, int K, int M, int sa) {
     int gx = (int)cdiv(K, BOX_X), gy = (int)cdiv(M, BOX_Y), ow = gx * BOX_X, rows = gy * BOX_Y;
     uint16_t *a = rand_f16s(M * sa);
     float *out = poison_f32s(rows * ow);
@@ -102,22 +112,26 @@ static void check_copy(trt_kernel *k, int K, int M, int sa) {
     trt_arg args[6] = {trt_buf(ba), trt_buf(bo), trt_int(K), trt_int(M), trt_int(sa), trt_int(ow)};
     launch(k, (uint32_t)gx, (uint32_t)gy, 1, args, 6);
     download(bo, out, sizeof *out * (size_t)rows * ow);
-    verify("a launch", a, out, K, M, sa, ow, rows);
+    verify(what, a, out, K, M, sa, ow, rows);
     OK(trt_free(dev, ba)); /* download freed bo */
     free(a), free(out);
 }
 
 /* Whole boxes, then edges cut along each dim and both (the dims are the
  * kernel's K and M arguments), a stride wider than a row, a single
- * element. */
+ * element; without a swizzle and with one. */
 static void test_tma_copy(void **state) {
     (void)state;
-    prog p;
-    trt_kernel *k = tcopy_kernel(&p);
-    if (!k) skip();
     static const int cases[][3] = {{64, 32, 64}, {45, 37, 56}, {32, 20, 40}, {50, 16, 64}, {1, 1, 8}, {96, 48, 200}};
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_copy(k, cases[i][0], cases[i][1], cases[i][2]);
-    drop(&p);
+    const char *srcs[] = {tcopy_src, tcopy_sw64_src}, *what[] = {"no swizzle", "64-byte swizzle"};
+    for (size_t v = 0; v < sizeof srcs / sizeof srcs[0]; v++) {
+        prog p;
+        trt_kernel *k = tcopy_kernel_of(&p, srcs[v]);
+        if (!k) skip();
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+            check_copy(k, what[v], cases[i][0], cases[i][1], cases[i][2]);
+        drop(&p);
+    }
 }
 
 /* Arguments the copy engine cannot take: the launch's error, naming the
