@@ -259,6 +259,9 @@ static bool claim(run *r, thread *t, const emu_inst *in, uint64_t off, uint64_t 
                             "not released since (no mbarrier arrival, no barrier)",
                             (unsigned long long)b, s->rt);
     }
+    /* the copy may land any time from now: over bytes a wgmma still reads
+     * (its group not waited for) that is a race with the tensor cores */
+    if (r->wgmma && !emu_wgmma_check_write(r, t, in, off, size)) return false;
     for (uint64_t b = off; b < off + size; b++) a->amap[b] |= AM_LANDING;
     memset(r->shared + off, POISON_BYTE, size);
     return true;

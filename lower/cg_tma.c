@@ -42,8 +42,10 @@ static LLVMValueRef slot_byte(cg *c, const tir_value *buf, LLVMValueRef slot, ui
     return LLVMBuildGEP2(c->b, LLVMInt8TypeInContext(c->ctx), reg(c, buf, 0), &at, 1, "");
 }
 
+/* A slot's bytes: its elements, packed (as slot_addr_at places slots; the
+ * buffer's own size may round up past them) */
 static uint32_t slot_bytes_of(const tir_type *bt) {
-    return (uint32_t)(lower_buffer_bytes(*bt) / bt->shape[0]);
+    return (uint32_t)(tir_type_numel(*bt) / bt->shape[0]) * scratch_elem_bytes(tir_type_elem(*bt));
 }
 
 /* The mbarrier of slot `slot` (an i32 register) of buffer bars. */

@@ -653,7 +653,20 @@ static void convert_loop(tma_ctx *c, tir_op *loop, ring *const *rings, uint32_t 
             for (unsigned j = 0; j < t->npred; j++)
                 pred = pred ? tir_build_binary(&b, TIR_OP_AND, pred, t->pred[j]) : t->pred[j];
             ops[3] = pred ? pred : tir_build_const_int(&b, tir_scalar(TIR_I1), 1);
-            for (unsigned d = 0; d < t->map.rank; d++) ops[4 + d] = build_lin(&b, &t->coord[d]);
+            for (unsigned d = 0; d < t->map.rank; d++) {
+                ops[4 + d] = build_lin(&b, &t->coord[d]);
+                /* a dim of its own (a batch) whose stride is 0 at launch (a
+                 * broadcast operand, or a batch of one): the copy engine
+                 * takes no stride 0, so the runtime gives it another
+                 * (runtime/tensor_maps.c), and the coordinate is 0 */
+                const tir_tmap_term *st = &t->map.stride[d];
+                if (d >= 2 && st->param != TIR_TMAP_CONST) {
+                    tir_value *p = f->params[st->param];
+                    tir_value *zero = tir_build_binary(&b, TIR_OP_EQ, p, tir_build_const_int(&b, p->type, 0));
+                    tir_value *sel[3] = {zero, i32c(&b, 0), ops[4 + d]};
+                    ops[4 + d] = tir_build1(&b, TIR_OP_SELECT, tir_scalar(TIR_I32), 3, sel);
+                }
+            }
             tir_build_op(&b, TIR_OP_TMA_LOAD, 4u + t->map.rank, ops, 0, NULL)->attr.axis = rings[i]->map;
             tir_op_remove(cp);
         }

@@ -634,7 +634,9 @@ static trt_status check_apart(const sl_call *c, const matrix *x) {
  * (the elements it would reach are masked off); a stride it may take as
  * a multiple of vec elements (0 for a dim of one element). */
 static bool unit_stride(int64_t s, int64_t n) { return s == 1 || n == 1; }
-static bool vec_stride(int64_t s, int64_t n, int64_t vec) { return n == 1 || s % vec == 0; }
+/* a stride of 0 over several elements (a broadcast) is not one: bulk
+ * tensor copies (sm_90a) take none */
+static bool vec_stride(int64_t s, int64_t n, int64_t vec) { return n == 1 || (s != 0 && s % vec == 0); }
 
 /* stdlib/matmul.tile's layout of an operand (A or B; C's is 1 or 0 as
  * the first case): 1 when its rows are contiguous, 2 when its columns

@@ -80,6 +80,14 @@ static bool describe(const tir_func *f, const tir_tmap *m, const rt_arg *args, r
         if (!fits || v < 0 || v >= RT_TMAP_MAX_STRIDE / out->elem_bytes)
             return snprintf(why, n, "its stride %u%s is not in 0 to 2^40 bytes", d, text), false;
         int64_t bytes = v * out->elem_bytes;
+        /* the copy engine takes no stride 0; where the stride never
+         * multiplies anything but 0 any other does: a dim of one element
+         * (the stdlib's matrices of one row), or a batch dim (box 1), whose
+         * coordinate the kernel makes 0 when its stride is (tma_copies.c) */
+        if (bytes == 0 && (out->dim[d] == 1 || m->box[d] == 1)) bytes = RT_TMAP_STRIDE_ALIGN;
+        if (bytes == 0)
+            return snprintf(why, n, "its stride %u is 0 bytes%s; the copy engine needs a nonzero stride", d, text),
+                   false;
         if (bytes % RT_TMAP_STRIDE_ALIGN)
             return snprintf(why, n, "its stride %u is %lld bytes%s; the copy engine needs a multiple of %d bytes", d,
                             (long long)bytes, text, RT_TMAP_STRIDE_ALIGN),
