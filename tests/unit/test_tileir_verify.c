@@ -216,6 +216,105 @@ static void test_empty_region(void **state) {
     expect(fx, "a region must end with yield");
 }
 
+/* ---- tensor maps ---------------------------------------------------------
+ * What the reader refuses in `tensor_map(...)` (a base that is not a
+ * pointer, a rank past 1 to 5, a swizzle other than 0/32/64/128, a size or
+ * stride naming a non-integer parameter, a box past 1 to 256) a pass could
+ * still build: tir_func.tmaps set by hand. The well-formed map: a: ptr<f16>,
+ * dims [%K, *], strides [1, %K], box [64, 64], swizzle 128. */
+
+static tir_tmap good_tmap(fixture *fx) {
+    tir_func_add_param(fx->f, tir_ptr(TIR_F16), "a"); /* 0 */
+    tir_func_add_param(fx->f, tir_scalar(TIR_I32), "K"); /* 1 */
+    tir_func_add_param(fx->f, tir_scalar(TIR_F32), "x"); /* 2 */
+    tir_tmap m;
+    memset(&m, 0, sizeof m);
+    m.base = 0;
+    m.rank = 2;
+    m.swizzle = 128;
+    m.dim[0] = (tir_tmap_term){.scale = 1, .param = 1};
+    m.dim[1] = (tir_tmap_term){.scale = TIR_TMAP_UNBOUNDED, .param = TIR_TMAP_CONST};
+    m.stride[0] = (tir_tmap_term){.scale = 1, .param = TIR_TMAP_CONST};
+    m.stride[1] = (tir_tmap_term){.scale = 1, .param = 1};
+    m.box[0] = m.box[1] = 64;
+    return m;
+}
+
+static void set_tmaps(fixture *fx, const tir_tmap *m, uint32_t n) {
+    for (uint32_t i = 0; i < n; i++) assert_int_equal(tir_func_add_tmap(fx->f, &m[i]), (int)i);
+}
+
+static void test_tmap_well_formed_passes(void **state) {
+    fixture *fx = *state;
+    tir_tmap m[2] = {good_tmap(fx)};
+    m[1] = m[0];
+    m[1].rank = 5; /* every dim the copy engine has, the last ones boxes of 1 */
+    for (unsigned d = 2; d < 5; d++) {
+        m[1].dim[d] = (tir_tmap_term){.scale = 3, .param = TIR_TMAP_CONST};
+        m[1].stride[d] = (tir_tmap_term){.scale = 8, .param = 1};
+        m[1].box[d] = d == 4 ? 256 : 1;
+    }
+    set_tmaps(fx, m, 2);
+    tir_build_op(&fx->b, TIR_OP_RETURN, 0, NULL, 0, NULL);
+    if (!tir_verify(fx->m, "p", &fx->diag)) fail_msg("%s", fx->diag.out.data);
+}
+
+static void test_tmap_base_not_pointer(void **state) {
+    fixture *fx = *state;
+    tir_tmap m[2] = {good_tmap(fx)};
+    m[0].base = 1; /* K: i32 */
+    m[1] = m[0];
+    m[1].base = 99; /* past the parameters */
+    set_tmaps(fx, m, 2);
+    expect(fx, "tensor map 1's base is not a pointer parameter");
+    assert_non_null(strstr(fx->diag.out.data, "tensor map 0's base is not a pointer parameter"));
+}
+
+static void test_tmap_rank(void **state) {
+    fixture *fx = *state;
+    tir_tmap m[2] = {good_tmap(fx)};
+    m[0].rank = 0;
+    m[1] = m[0];
+    m[1].rank = 6;
+    set_tmaps(fx, m, 2);
+    expect(fx, "tensor map 0 has 0 dimensions (1 to 5)");
+    assert_non_null(strstr(fx->diag.out.data, "tensor map 1 has 6 dimensions (1 to 5)"));
+}
+
+static void test_tmap_swizzle_value(void **state) {
+    fixture *fx = *state;
+    tir_tmap m = good_tmap(fx);
+    m.swizzle = 16; /* a box of 16 bytes along dim 0 is the swizzle's span: only the value is wrong */
+    m.box[0] = 8;
+    set_tmaps(fx, &m, 1);
+    expect(fx, "tensor map 0's swizzle is 16 bytes (0, 32, 64 or 128)");
+    assert_null(strstr(fx->diag.out.data, "bytes along dim 0"));
+}
+
+static void test_tmap_term_not_integer_parameter(void **state) {
+    fixture *fx = *state;
+    tir_tmap m[3] = {good_tmap(fx)};
+    m[1] = m[2] = m[0];
+    m[0].dim[0].param = 2; /* x: f32 */
+    m[1].stride[1] = (tir_tmap_term){.scale = 8, .param = 0}; /* a: a pointer */
+    m[2].dim[1] = (tir_tmap_term){.scale = 1, .param = 7}; /* past the parameters */
+    set_tmaps(fx, m, 3);
+    expect(fx, "tensor map 0's dim 0 is not an integer parameter");
+    assert_non_null(strstr(fx->diag.out.data, "tensor map 1's stride 1 is not an integer parameter"));
+    assert_non_null(strstr(fx->diag.out.data, "tensor map 2's dim 1 is not an integer parameter"));
+}
+
+static void test_tmap_box_range(void **state) {
+    fixture *fx = *state;
+    tir_tmap m[2] = {good_tmap(fx)};
+    m[1] = m[0];
+    m[0].box[1] = 0;
+    m[1].box[1] = 257;
+    set_tmaps(fx, m, 2);
+    expect(fx, "tensor map 0's box is 0 elements along dim 1 (1 to 256)");
+    assert_non_null(strstr(fx->diag.out.data, "tensor map 1's box is 257 elements along dim 1 (1 to 256)"));
+}
+
 /* The well-formed version of the functions above passes, so the errors
  * come from what each test broke. */
 static void test_well_formed_passes(void **state) {
@@ -252,6 +351,12 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_region_without_yield, setup, teardown),
         cmocka_unit_test_setup_teardown(test_empty_region, setup, teardown),
         cmocka_unit_test_setup_teardown(test_well_formed_passes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tmap_well_formed_passes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tmap_base_not_pointer, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tmap_rank, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tmap_swizzle_value, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tmap_term_not_integer_parameter, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tmap_box_range, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
