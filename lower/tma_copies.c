@@ -47,6 +47,9 @@
  * Then, for the loop (its rings that qualify; others keep cp.async):
  *   before the first prologue copy   bars = local_alloc smem<S x 1 x i64>
  *                                    mbar_init N, bars   (N rings a slot)
+ *                                    fence_async         (bytes threads wrote
+ *                                                        before: smem_plan may
+ *                                                        put a ring on them)
  *                                    barrier
  *   each async_copy                  tma_load M, buf, slot, bars, pred, coords
  *   top of each trip (trip t)        mbar_wait bars, r, phase   (r = t % S,
@@ -640,6 +643,11 @@ static void convert_loop(tma_ctx *c, tir_op *loop, ring *const *rings, uint32_t 
     tir_op *start = tir_build_op(&b, TIR_OP_LOCAL_ALLOC, 0, NULL, 1, &bt); /* first stays only until converted */
     tir_value *bars = start->results[0];
     tir_build_op(&b, TIR_OP_MBAR_INIT, 1, &bars, 0, NULL)->attr.axis = n;
+    /* the rings may lie on bytes threads wrote before (smem_plan lets
+     * buffers whose ranges do not meet share bytes: attention's q staging
+     * under its K/V rings): generic-proxy writes the copy engine's would
+     * follow, ordered only by a proxy fence before the barrier */
+    tir_build_op(&b, TIR_OP_FENCE_ASYNC, 0, NULL, 0, NULL);
     tir_build_op(&b, TIR_OP_BARRIER, 0, NULL, 0, NULL);
     /* the copies */
     for (uint32_t i = 0; i < n; i++)
