@@ -227,6 +227,16 @@ static void check_tmaps(verifier *v) {
                 if (pt.elem == TIR_PTR || pt.elem == TIR_I1 || tir_elem_is_float(pt.elem))
                     fail(v, NULL, "tensor map %u's %s %u is not an integer parameter", i, k ? "stride" : "dim", d);
             }
+            /* what the host cannot get wrong at launch: constant sizes and strides */
+            if (m->dim[d].param == TIR_TMAP_CONST && m->dim[d].scale != TIR_TMAP_UNBOUNDED &&
+                (m->dim[d].scale < 1 || m->dim[d].scale > TIR_TMAP_UNBOUNDED))
+                fail(v, NULL, "tensor map %u's dim %u is %lld elements (1 to 2^31, or * for unbounded)", i, d,
+                     (long long)m->dim[d].scale);
+            if (d > 0 && m->stride[d].param == TIR_TMAP_CONST &&
+                (m->stride[d].scale < 1 || (m->stride[d].scale * (int64_t)eb) % 16))
+                fail(v, NULL, "tensor map %u's stride %u is %lld elements: the copy engine takes a positive multiple "
+                              "of 16 bytes",
+                     i, d, (long long)m->stride[d].scale);
             if (m->box[d] < 1 || m->box[d] > TIR_TMAP_MAX_BOX)
                 fail(v, NULL, "tensor map %u's box is %u elements along dim %u (1 to %d)", i, m->box[d], d,
                      TIR_TMAP_MAX_BOX);
