@@ -75,7 +75,7 @@ static inline uint64_t bits_f64(double d) {
 /* ---- the translated form ----------------------------------------------------- */
 
 typedef enum eop {
-    EOP_BR, EOP_CONDBR, EOP_SWITCH, EOP_RET, EOP_UNREACHABLE,
+    EOP_BR, EOP_CONDBR, EOP_SWITCH, EOP_RET, EOP_UNREACHABLE, EOP_TRAP,
     EOP_BIN, EOP_FNEG, EOP_ICMP, EOP_FCMP, EOP_SELECT, EOP_CAST, EOP_BITCAST, EOP_COPY, EOP_ASCAST,
     EOP_GEP, EOP_LOAD, EOP_STORE, EOP_ALLOCA,
     EOP_EXTRACTELT, EOP_INSERTELT, EOP_SHUFFLE, EOP_EXTRACTVALUE, EOP_INSERTVALUE,

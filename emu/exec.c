@@ -445,6 +445,10 @@ static bool run_thread(run *r, thread *t, uint64_t *tmp) {
             t->state = T_DONE;
             return true;
         case EOP_UNREACHABLE: return rfail(r, t, in, "reached unreachable");
+        /* PTX ISA, "trap": aborts the kernel, an error on the host; tilec
+         * emits it where a bulk tensor copy's coordinate is below 0
+         * (lower/cg_tma.c) */
+        case EOP_TRAP: return rfail(r, t, in, "trap: the kernel stopped itself (PTX trap)");
         case EOP_BIN: {
             ek e = (ek)in->ek;
             for (uint32_t l = 0; l < in->lanes; l++)

@@ -593,6 +593,10 @@ static void xlate_call(xlate *x, LLVMValueRef in, uint32_t dst) {
         e->b = arg_slot(x, in, 1);
         return;
     }
+    if (!strcmp(name, "llvm.trap")) { /* PTX trap: the launch stops with an error */
+        emit(x, EOP_TRAP, in);
+        return;
+    }
     if (!strcmp(name, "__assertfail")) {
         emu_inst *e = emit(x, EOP_ASSERTFAIL, in);
         e->a = arg_slot(x, in, 0);

@@ -183,30 +183,3 @@ static void assert_element(cg *c, const tir_op *op, uint32_t r, LLVMValueRef own
 }
 
 void gen_assert(cg *c, const tir_op *op) { for_owned(c, op, &op->operands[0]->type, assert_element); }
-
-void gen_check(cg *c, const tir_op *op, LLVMValueRef fail, const char *msg) {
-    /* __assertfail does not return (the kernel traps): `unreachable` after
-     * it tells LLVM the block is cold, so it leaves the loop's path */
-    LLVMBasicBlockRef bad = new_block(c, "check.fail"), next = new_block(c, "check.ok");
-    LLVMBuildCondBr(c->b, fail, bad, next);
-    LLVMPositionBuilderAtEnd(c->b, bad);
-    tc_strbuf fmt;
-    tc_strbuf_init(&fmt);
-    put_literal(&fmt, c->file);
-    if (op->loc.line) tc_strbuf_printf(&fmt, ":%u:%u", op->loc.line, op->loc.col);
-    tc_strbuf_puts(&fmt, ": error: ");
-    put_literal(&fmt, msg);
-    tc_strbuf_puts(&fmt, " (kernel '");
-    put_literal(&fmt, c->f->name);
-    tc_strbuf_puts(&fmt, "')\n");
-    printf_site site = {0};
-    call_vprintf(c, &site, fmt.data, NULL, 0);
-    tc_strbuf_free(&fmt);
-    LLVMTypeRef params[5] = {generic_ptr(c), generic_ptr(c), LLVMInt32TypeInContext(c->ctx), generic_ptr(c),
-                             LLVMInt64TypeInContext(c->ctx)};
-    LLVMValueRef fargs[5] = {global_string(c, msg), global_string(c, c->file), i32c(c, op->loc.line),
-                             global_string(c, c->f->name), LLVMConstInt(LLVMInt64TypeInContext(c->ctx), 1, false)};
-    call_named(c, "__assertfail", LLVMVoidTypeInContext(c->ctx), params, 5, fargs);
-    LLVMBuildUnreachable(c->b);
-    LLVMPositionBuilderAtEnd(c->b, next);
-}

@@ -121,11 +121,18 @@ void gen_tma_load(cg *c, const tir_op *op) {
     LLVMValueRef go = LLVMBuildAnd(c->b, thread0(c), reg(c, op->operands[3], 0), "");
     guard_begin(c, go, "tma.issue", "tma.issued", &join);
     /* below 0 the copy engine reads zeros where a pointer load would
-     * read memory (ops.def): an error, not a silent difference */
+     * read memory (ops.def): an error, not a silent difference. A trap,
+     * not __assertfail with a message: a call anywhere in the loop makes
+     * ptxas serialize every wgmma of the kernel (C7510, "wgmma pipeline
+     * crossing function boundary"); the emulator names the line */
     LLVMValueRef any = reg(c, op->operands[4], 0); /* the sign bits or'ed: one compare */
     for (unsigned d = 1; d < m->rank; d++) any = LLVMBuildOr(c->b, any, reg(c, op->operands[4 + d], 0), "");
-    gen_check(c, op, LLVMBuildICmp(c->b, LLVMIntSLT, any, i32c(c, 0), ""), "a bulk tensor copy's coordinate is below 0: the tile starts before its tensor (sm_90a "
-                          "copies a loop's loads so; compile for sm_90 to read before a pointer argument)");
+    LLVMBasicBlockRef bad = new_block(c, "tma.negative"), ok = new_block(c, "tma.coords");
+    LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, any, i32c(c, 0), ""), bad, ok);
+    LLVMPositionBuilderAtEnd(c->b, bad);
+    call_intrinsic(c, "llvm.trap", NULL, 0);
+    LLVMBuildUnreachable(c->b); /* cold: off the loop's path */
+    LLVMPositionBuilderAtEnd(c->b, ok);
     LLVMValueRef bar = mbar(c, op->operands[2], slot);
     LLVMValueRef expect[2] = {bar, i32c(c, slot_bytes)};
     emit(c, PTX_ASYNC_MBAR_ARRIVE_EXPECT_TX, NULL, expect, 2);

@@ -209,9 +209,7 @@ void gen_broadcast(cg *c, const tir_op *op);
 /* cg_print.c */
 void gen_print(cg *c, const tir_op *op);
 void gen_assert(cg *c, const tir_op *op);
-/* Where `fail` (i1) holds, the launch stops as a failed assert does, with
- * "FILE:LINE:COL: error: msg (kernel 'k')" printed first. */
-void gen_check(cg *c, const tir_op *op, LLVMValueRef fail, const char *msg);
+
 
 /* cg_dot_mma_sync.c */
 extern const cg_dot_lowering cg_dot_mma_sync;

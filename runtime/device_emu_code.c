@@ -118,6 +118,13 @@ static trt_status emu_code_launch(trt_kernel *k, void *stream, const uint32_t gr
                     .time_limit_ms = d->time_limit_s * 1e3};
     emu_result res = emu_run_counted(m->code, &l, d->err, sizeof d->err);
     free(maps), free(bufs);
+    /* the one trap tilec emits: a bulk tensor copy starting before its
+     * tensor (lower/cg_tma.c); say what it means */
+    size_t used = strlen(d->err);
+    if (res == EMU_ERROR && k->func->ntmaps && strstr(d->err, "trap:") && used + 1 < sizeof d->err)
+        snprintf(d->err + used, sizeof d->err - used,
+                 "\n(a bulk tensor copy's coordinate below 0: a loop's load starts before its tensor, which sm_90a's "
+                 "copies cannot read; compile for sm_90 to read before a pointer argument)");
     return res == EMU_OK ? TRT_OK : res == EMU_ASSERT ? TRT_ERR_ASSERT : TRT_ERR_LAUNCH;
 }
 

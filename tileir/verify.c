@@ -173,7 +173,7 @@ static void check_tma_load(verifier *v, const tir_op *op) {
     bool shared = buf.layout.kind == TIR_LAYOUT_SHARED;
     const uint32_t *slot = &buf.shape[1];
     for (unsigned d = 0; d < m->rank; d++) {
-        unsigned sd = shared ? buf.layout.ord[d] : srank - 1u - d;
+        unsigned sd = d >= srank ? 0 : shared ? buf.layout.ord[d] : srank - 1u - d; /* past the slot: a box of 1 */
         uint32_t want = d >= srank ? 1 : d == 0 ? m->box[0] : slot[sd];
         bool ok = d == 0 && srank ? slot[sd] % m->box[0] == 0 : m->box[d] == want;
         if (!ok) {

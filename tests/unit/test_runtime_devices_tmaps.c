@@ -17,7 +17,9 @@ enum { BOX_X = 32, BOX_Y = 16 }; /* the kernel's box: 32 f16 (64 bytes) by 16 ro
  * matrix a (row stride sa elements) into one slot, waits for it on the
  * slot's mbarrier, and stores it as f32 at the same place of out (row
  * stride ow), outside a included: the copy's zeros. */
-#define TCOPY_SRC(SWIZZLE, LAYOUT)                                                               \
+#define TCOPY_SRC(SWIZZLE, LAYOUT) TCOPY_SHIFTED_SRC(SWIZZLE, LAYOUT, "0")
+/* ... with the box's x coordinate SHIFT columns to the left */
+#define TCOPY_SHIFTED_SRC(SWIZZLE, LAYOUT, SHIFT)                                                \
     "kernel @tcopy(%a: ptr<f16>, %out: ptr<f32>, %K: i32, %M: i32, %sa: i32, %ow: i32)\n"        \
     "    tensor_map(%a, dims=[%K, %M], strides=[1, %sa], box=[32, 16], swizzle=" SWIZZLE ") {\n" \
     "  %buf = local_alloc : smem<1x16x32xf16" LAYOUT ">\n"                                       \
@@ -31,7 +33,9 @@ enum { BOX_X = 32, BOX_Y = 16 }; /* the kernel's box: 32 f16 (64 bytes) by 16 ro
     "  %y0 = mul %py, %c16 : i32\n"                                                              \
     "  %px = program_id 0 : i32\n"                                                               \
     "  %c32 = const 32 : i32\n"                                                                  \
-    "  %x0 = mul %px, %c32 : i32\n"                                                              \
+    "  %xb = mul %px, %c32 : i32\n"                                                              \
+    "  %shift = const " SHIFT " : i32\n"                                                         \
+    "  %x0 = sub %xb, %shift : i32\n"                                                            \
     "  tma_load 0, %buf, %s0, %bars, %true, %x0, %y0\n"                                          \
     "  mbar_wait %bars, %s0, %s0\n"                                                              \
     "  %v = local_load %buf, %s0 : tile<16x32xf16>\n"                                            \
@@ -62,7 +66,8 @@ enum { BOX_X = 32, BOX_Y = 16 }; /* the kernel's box: 32 f16 (64 bytes) by 16 ro
  * vec=8, per_phase=2, max_phase=4 describes (the copy and the reads
  * agree only if the map says the swizzle the layout does). */
 static const char tcopy_src[] = TCOPY_SRC("0", ""),
-                  tcopy_sw64_src[] = TCOPY_SRC("64", ", #shared<vec=8, per_phase=2, max_phase=4, ord=[1, 0]>");
+                  tcopy_sw64_src[] = TCOPY_SRC("64", ", #shared<vec=8, per_phase=2, max_phase=4, ord=[1, 0]>"),
+                  tcopy_before_src[] = TCOPY_SHIFTED_SRC("0", "", "8");
 
 /* The kernel of src for this device, or NULL (with the reason printed)
  * on a GPU other than Hopper. The emulator and the GPU compile for
@@ -177,6 +182,37 @@ static void test_tma_bad_arguments(void **state) {
     drop(&p);
 }
 
+/* A box starting before its tensor (x coordinate -8): the copy engine
+ * would read zeros there where a pointer load reads memory, so the
+ * launch fails (ops.def, tma_load): the interpreter says so, the
+ * emulator and the GPU trap (lower/cg_tma.c). Nothing stored. */
+static void test_tma_negative_coordinate(void **state) {
+    (void)state;
+    prog p;
+    trt_kernel *k = tcopy_kernel_of(&p, tcopy_before_src);
+    if (!k) skip();
+    enum { K = 64, M = 16, SA = 64, OW = 64 };
+    uint16_t *a = rand_f16s(M * SA);
+    float *out = poison_f32s(M * OW);
+    trt_buffer ba = upload(a, sizeof *a * M * SA), bo = upload(out, sizeof *out * M * OW);
+    trt_arg args[6] = {trt_buf(ba), trt_buf(bo), trt_int(K), trt_int(M), trt_int(SA), trt_int(OW)};
+    trt_status st = trt_launch(k, 1, 1, 1, args, 6);
+    if (st == TRT_OK) st = trt_sync(dev);
+    const char *err = trt_last_error(dev);
+    const char *want = kind == TRT_DEVICE_CPU ? "coordinate is below 0" : kind == TRT_DEVICE_EMU ? "coordinate below 0" : "";
+    if (st == TRT_OK || !strstr(err, want))
+        fail_msg("a box at x -8: %s: %s; want a failed launch saying \"%s\"", trt_status_name(st), err, want);
+    print_message("reported: %s\n", err);
+    if (kind != TRT_DEVICE_CUDA) { /* a trapped GPU context is lost: nothing more to read there */
+        download(bo, out, sizeof *out * M * OW);
+        for (int i = 0; i < M * OW; i++)
+            if (!isnan(out[i])) fail_msg("out[%d] = %g after a launch that failed, want the poison", i, out[i]);
+        OK(trt_free(dev, ba));
+    }
+    free(a), free(out);
+    drop(&p);
+}
+
 /* On a stream, and replayed from a graph: the maps a capture records are
  * the ones the earlier launch made (on the GPU, kept with the module),
  * still there at the replay. A capture meeting a map the module has not
@@ -229,5 +265,6 @@ static void test_tma_streams_and_graphs(void **state) {
     drop(&p);
 }
 
+/* the negative coordinate last: on a GPU the trap ends the context */
 HARNESS_MAIN(cmocka_unit_test(test_tma_copy), cmocka_unit_test(test_tma_bad_arguments),
-             cmocka_unit_test(test_tma_streams_and_graphs))
+             cmocka_unit_test(test_tma_streams_and_graphs), cmocka_unit_test(test_tma_negative_coordinate))
