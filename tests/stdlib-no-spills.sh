@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# stdlib-no-spills.sh TILEC ROOT: no stdlib kernel spills to local memory,
+# stdlib-no-spills.sh TILEC ROOT: no stdlib kernel spills to local memory
+# (nor has its wgmmas serialized by ptxas, C7510),
 # as ptxas -v reports it for sm_90, at its default sizes, the row kernels
 # also at the row widths the bench times (BLOCK below; ALIGN 1 and 8),
 # and stdlib/matmul.tile at each tile configuration runtime/stdlib.c picks
@@ -72,6 +73,14 @@ done
 # and sm_90, and sm_90a, which an sm_90 GPU runs: f16 and bf16 there at the
 # rows of its own table, matmul_wgmma_configs (the table below prints
 # sm_90a's).
+# serialized WHAT: ptxas's "Potential Performance Loss: wgmma.mma_async
+# instructions are serialized" (C7510: a call in the kernel, among other
+# causes) undoes what wgmma is for, as a spill does: a failure
+serialized() {
+  local loss
+  loss=$(grep "Performance Loss" "$tmp/log")
+  if [ -n "$loss" ]; then echo "FAIL: $1: $loss"; fail=1; fi
+}
 # rows_of TABLE [FILE]: the rows of a table of runtime/FILE (stdlib.c), one
 # a line, their numbers comma-separated (a row's inner braces dropped)
 rows_of() { sed -n "/ $1\[\] = {/,/^};/p" "$root/runtime/${2:-stdlib.c}" | grep -o '^ *{[0-9a-z, {}]*}' | tr -d '{ }'; }
@@ -132,6 +141,7 @@ for cfg in $configs $ieee_configs $wgmma_configs; do
           /spill stores/ {if (index(kernels, " " k " ") && ($5 != 0 || $9 != 0)) print k ": " $0}' "$tmp/log")
         checked=$((checked + $(wc -w <<<"$kernels")))
         if [ -n "$bad" ]; then echo "FAIL: matmul.tile ($what) spills:"; echo "$bad"; fail=1; fi
+        serialized "matmul.tile ($what)"
       done
     done
   done
@@ -184,6 +194,7 @@ for arch in $tarchs; do
         /spill stores/ {if (k ~ pat && ($5 != 0 || $9 != 0)) print k ": " $0}' "$tmp/log")
       checked=$((checked + $(awk -v pat="$tpat" '/Function properties for/ && $NF ~ pat {n++} END {print n + 0}' "$tmp/log")))
       if [ -n "$bad" ]; then echo "FAIL: attention.tile ($what) spills:"; echo "$bad"; fail=1; fi
+      serialized "attention.tile ($what)"
     done
   done
 done
@@ -238,6 +249,7 @@ for arch in sm_80 sm_86 sm_90a; do
           /spill stores/ {if (k ~ pat && ($5 != 0 || $9 != 0)) print k ": " $0}' "$tmp/log")
         checked=$((checked + $(awk -v pat="$pat" '/Function properties for/ && $NF ~ pat {n++} END {print n + 0}' "$tmp/log")))
         if [ -n "$bad" ]; then echo "FAIL: attention_bwd.tile ($what) spills:"; echo "$bad"; fail=1; fi
+      serialized "attention_bwd.tile ($what)"
       done
     done
   done
