@@ -25,8 +25,10 @@
  * parameter under multiple_of): the copy engine's rules.
  *
  * The mask becomes the map's sizes and the copy's predicate: a
- * conjunction of scalar conditions (splat: the pipeline's "this trip
- * exists"), which becomes the predicate, and of compares i_d + x < y (x,
+ * conjunction of scalar conditions, which must be the pipeline's "this
+ * trip exists" (`iv' < hi`: a copy it turns off is never waited for; a
+ * copy the program's own scalar mask turned off would leave its trip
+ * waiting forever), which becomes the predicate, and of compares i_d + x < y (x,
  * y scalars), each the bound of one dim: the copy engine fills elements
  * past a dim's size with zeros, as the mask fills masked-off ones, when
  * the coordinate plus i_d reaches size at the same i_d, i.e. size =
@@ -444,7 +446,34 @@ static bool pick_swizzle(const tir_type *bt, uint32_t *box0, unsigned *swizzle) 
     return true;
 }
 
-static bool copy_form(tma_ctx *c, const tir_op *cp, tma_copy *out) {
+/* Whether scalar p is pipeline_loops' "this trip exists" (`lt iv', hi` for
+ * the trip's induction value and the loop's bound): a copy it turns off
+ * belongs to a trip that never waits for it. Any other condition is the
+ * program's own mask: off, the pointer load reads zeros, but a copy not
+ * issued would leave its mbarrier's phase incomplete, and the trip that
+ * waits for it would hang; such loads keep cp.async. */
+static bool same_value(const tir_value *a, const tir_value *b) { /* passes may copy constants */
+    if (a == b) return true;
+    return a->def && b->def && a->def->code == TIR_OP_CONST && b->def->code == TIR_OP_CONST &&
+           a->def->attr.ival == b->def->attr.ival && tir_type_eq(a->type, b->type);
+}
+
+/* x is a trip's induction value as pipeline_loops builds it: lo, or lo or
+ * iv plus step times a constant */
+static bool trip_iv(const tir_value *x, const tir_op *loop) {
+    const tir_value *lo = loop->operands[0], *step = loop->operands[2], *iv = loop->body->args[0];
+    if (same_value(x, lo)) return true;
+    const tir_op *a = x->def, *m = a && a->code == TIR_OP_ADD ? a->operands[1]->def : NULL;
+    return m && (same_value(a->operands[0], lo) || a->operands[0] == iv) && m->code == TIR_OP_MUL &&
+           same_value(m->operands[0], step) && m->operands[1]->def && m->operands[1]->def->code == TIR_OP_CONST;
+}
+
+static bool trip_exists(const tir_value *p, const tir_op *loop) {
+    return p->def && p->def->code == TIR_OP_LT && same_value(p->def->operands[1], loop->operands[1]) &&
+           trip_iv(p->def->operands[0], loop);
+}
+
+static bool copy_form(tma_ctx *c, const tir_op *loop, const tir_op *cp, tma_copy *out) {
     const tir_type *bt = &cp->operands[0]->type;
     tir_value *ptrs = cp->operands[2];
     if (bt->rank != 3 || ptrs->type.rank != 2) return false;
@@ -505,6 +534,8 @@ static bool copy_form(tma_ctx *c, const tir_op *cp, tma_copy *out) {
         lin size = lin_add(m.bound[tile_dim[d]], out->coord[d], 1);
         if (!size.ok || !host_term(c, &size, &map->dim[d], eb, false) || map->dim[d].scale <= 0) return false;
     }
+    for (unsigned i = 0; i < m.npred; i++)
+        if (!trip_exists(m.pred[i], loop)) return false;
     memcpy(out->pred, m.pred, sizeof m.pred[0] * m.npred);
     out->npred = m.npred;
     return true;
@@ -740,7 +771,7 @@ static void tma_loop(tma_ctx *c, tir_op *loop, tc_arena *arena) {
         if (!s || (rslot && s != rslot) || (n && r->buf->type.shape[0] != ok[0]->buf->type.shape[0])) continue;
         bool fits = true;
         for (uint32_t k = 0; k < r->ncopies && fits; k++) {
-            fits = copy_form(c, r->copies[k], &r->form[k]) &&
+            fits = copy_form(c, loop, r->copies[k], &r->form[k]) &&
                    !memcmp(&r->form[k].map, &r->form[0].map, sizeof r->form[0].map);
             tir_type base = c->f->params[r->form[k].map.base]->type;
             fits = fits && tir_type_pointee(base) == r->buf->type.elem;
