@@ -119,11 +119,11 @@ static lin lin_add(lin x, lin y, int64_t sign) {
     if (!x.ok || !y.ok) return lin_fail();
     for (unsigned i = 0; i < y.n; i++) {
         mono t = y.m[i];
-        t.coef *= sign;
+        if (__builtin_mul_overflow(t.coef, sign, &t.coef)) return lin_fail(); /* constants past 64 bits: no map */
         unsigned j = 0;
         while (j < x.n && !same_factors(&x.m[j], &t)) j++;
         if (j < x.n) {
-            x.m[j].coef += t.coef;
+            if (__builtin_add_overflow(x.m[j].coef, t.coef, &x.m[j].coef)) return lin_fail();
             if (!x.m[j].coef) x.m[j] = x.m[--x.n];
         } else {
             if (x.n == TMA_MAX_TERMS) return lin_fail();
@@ -148,7 +148,8 @@ static lin lin_mul(lin x, lin y) {
             for (unsigned u = 0; u < 4; u++)
                 if (g[u]) f[k++] = g[u];
             lin t = {.ok = true, .n = 1};
-            t.m[0] = (mono){.coef = p->coef * q->coef, .a = f[0], .b = f[1]};
+            t.m[0] = (mono){.a = f[0], .b = f[1]};
+            if (__builtin_mul_overflow(p->coef, q->coef, &t.m[0].coef)) return lin_fail();
             r = lin_add(r, t, 1);
         }
     return r;
@@ -390,24 +391,35 @@ typedef struct tma_copy {
 
 /* A stride the host knows, as a map term: a constant, or a constant times
  * an integer parameter; and whether its bytes are a multiple of 16. */
+/* x * y * z (each >= 1) a multiple of TMA_COPY_ALIGN, a power of two,
+ * computed modulo it: the product itself may pass 64 bits */
+static bool aligned_product(int64_t x, int64_t y, int64_t z) {
+    uint64_t k = TMA_COPY_ALIGN;
+    return ((uint64_t)x % k) * ((uint64_t)y % k) % k * ((uint64_t)z % k) % k == 0;
+}
+
+/* A stride (need_align; a positive one) or a size the host knows, as a
+ * map term: a constant, or a constant times an integer parameter; a
+ * stride's bytes provably a multiple of 16. */
 static bool host_term(tma_ctx *c, const lin *l, tir_tmap_term *t, uint32_t eb, bool need_align) {
     if (l->n == 0) return false; /* 0: a stride or size the copy engine does not take */
     if (l->n != 1 || degree(&l->m[0]) > 1) return false;
     const mono *m = &l->m[0];
+    if (need_align && m->coef < 1) return false; /* the copy engine's strides are positive */
     if (!m->a) {
         *t = (tir_tmap_term){.scale = m->coef, .param = TIR_TMAP_CONST};
-        return !need_align || (m->coef * (int64_t)eb) % TMA_COPY_ALIGN == 0;
+        return !need_align || aligned_product(m->coef, eb, 1);
     }
     int p = param_of(c->f, m->a);
     if (p < 0 || !is_int(m->a->type)) return false;
     *t = (tir_tmap_term){.scale = m->coef, .param = p};
-    return !need_align || (m->coef * (int64_t)eb * (c->param_div[p] ? c->param_div[p] : 1)) % TMA_COPY_ALIGN == 0;
+    return !need_align || aligned_product(m->coef, eb, c->param_div[p] ? c->param_div[p] : 1);
 }
 
 /* Whether product t names parameter p as a factor, and t / (scale * p)
  * as `rest`. */
 static bool divides(const mono *t, const tir_tmap_term *s, tma_ctx *c, lin *rest) {
-    if (s->scale == 0 || t->coef % s->scale) return false;
+    if (s->scale < 1 || t->coef % s->scale) return false; /* strides are positive (host_term) */
     tir_value *p = s->param == TIR_TMAP_CONST ? NULL : c->f->params[s->param];
     tir_value *other;
     if (!p) {
