@@ -88,7 +88,7 @@ typedef enum eop {
     EOP_VREDUCE_BIN, EOP_VREDUCE_MATH,
     EOP_ASYNC, /* async.c: sub is a ptx_async_asm (operand slots in aux) or ASYNC_SETMAXNREG_* (a) */
     /* collectives: every op from here on waits for its scope */
-    EOP_BARRIER, EOP_SHFL, EOP_VOTE, EOP_WARPSYNC, EOP_MMA, EOP_LDMATRIX,
+    EOP_BARRIER, EOP_SHFL, EOP_VOTE, EOP_WARPSYNC, EOP_MMA, EOP_LDMATRIX, EOP_ELECT,
     /* warpgroup collectives (wgmma.c): all 128 threads of a warpgroup */
     EOP_WGMMA, EOP_WGFENCE, EOP_WGCOMMIT, EOP_WGWAIT
 } eop;

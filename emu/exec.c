@@ -704,6 +704,18 @@ static bool vote(run *r, thread *w, const emu_inst *in) {
     return true;
 }
 
+/* elect.sync _|p, 0xffffffff (PTX ISA, "elect.sync"): every lane of the
+ * warp waits for the others; one leader is elected, the same one each
+ * time for the same member mask (deterministic, which lane the ISA does
+ * not say): here the last, so code that takes lane 0 for the leader is
+ * caught. The result is 1 in the leader, 0 elsewhere. */
+enum { ELECT_LEADER = EMU_WARP - 1 };
+static bool elect(run *r, thread *w, const emu_inst *in) {
+    (void)r, (void)in;
+    for (uint32_t lane = 0; lane < EMU_WARP; lane++) w[lane].r[in->dst] = lane == ELECT_LEADER;
+    return true;
+}
+
 static bool mma(run *r, thread *w, const emu_inst *in) {
     (void)r;
     uint32_t regs[EMU_WARP][EMU_MMA_MAX_REGS], out[EMU_WARP][4];
@@ -803,6 +815,7 @@ static bool run_cta(run *r, uint64_t *tmp) {
             switch ((eop)at->op) {
             case EOP_SHFL: ok = shfl(r, w, at); break;
             case EOP_VOTE: ok = vote(r, w, at); break;
+            case EOP_ELECT: ok = elect(r, w, at); break;
             case EOP_MMA: ok = mma(r, w, at); break;
             case EOP_LDMATRIX: ok = ldmatrix(r, w, at); break;
             default: break; /* bar.warp.sync */

@@ -14,6 +14,7 @@
 #include <llvm-c/Target.h>
 
 #include "emu/mma.h"
+#include "lower/ptx_async.h"
 
 static void xfail(xlate *x, LLVMValueRef at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void xfail(xlate *x, LLVMValueRef at, const char *fmt, ...) {
@@ -547,6 +548,11 @@ static void xlate_call(xlate *x, LLVMValueRef in, uint32_t dst) {
         const char *cons = LLVMGetInlineAsmConstraintString(callee, &cl);
         unsigned nops;
         int kind = emu_async_asm_kind(text, tl, cons, cl, &nops);
+        if (kind == PTX_ASYNC_ELECT_SYNC) { /* a warp collective, not one thread's */
+            emu_inst *e = emit(x, EOP_ELECT, in);
+            e->dst = dst;
+            return;
+        }
         if (kind >= 0) { /* async.c's strings: every operand's slot in aux */
             uint32_t slots[16];
             if (nops != nargs || nargs > 16) {

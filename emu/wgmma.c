@@ -785,7 +785,7 @@ bool emu_wgmma_check_reads(run *r, thread *t, const emu_inst *in) {
     bool ok = true;
     switch ((eop)in->op) {
     /* moves: a pending register may be renamed; phis move on the edges */
-    case EOP_BR: case EOP_RET: case EOP_UNREACHABLE: case EOP_TRAP: case EOP_COPY: case EOP_EXTRACTVALUE: case EOP_INSERTVALUE:
+    case EOP_BR: case EOP_RET: case EOP_UNREACHABLE: case EOP_TRAP: case EOP_ELECT: case EOP_COPY: case EOP_EXTRACTVALUE: case EOP_INSERTVALUE:
     case EOP_SHUFFLE: case EOP_ALLOCA: case EOP_SREG: case EOP_NOP: case EOP_CPCOMMIT: case EOP_CPWAIT:
     case EOP_BARRIER: case EOP_WGMMA: case EOP_WGFENCE: case EOP_WGCOMMIT: case EOP_WGWAIT:
         return true;

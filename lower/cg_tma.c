@@ -2,9 +2,9 @@
  * them (mbar_init, mbar_wait, mbar_inval) and tma_load, as the inline PTX
  * of lower/ptx_async.h, the text the emulator knows.
  *
- * One thread, thread 0, initializes and ends the mbarriers and issues the
- * copies: a copy moves a whole box, so one thread's instruction does what
- * every thread's cp.async did. It first announces the slot's bytes on the
+ * Thread 0 initializes and ends the mbarriers; warp 0's elected lane
+ * (elect.sync) issues the copies: a copy moves a whole box, so one
+ * thread's instruction does what every thread's cp.async did. It first announces the slot's bytes on the
  * slot's mbarrier (mbarrier.arrive.expect_tx: one arrival, and the phase
  * waits for that many bytes), then starts the copies, which complete_tx
  * on it as they land. Every thread that reads the slot waits on the
@@ -117,8 +117,15 @@ void gen_tma_load(cg *c, const tir_op *op) {
     uint32_t eb = scratch_elem_bytes(tir_type_elem(buf->type)), box_bytes = eb;
     for (unsigned d = 0; d < m->rank; d++) box_bytes *= m->box[d];
     uint32_t nbox = slot_bytes / box_bytes; /* the verifier: boxes side by side along dim 0 fill the slot */
+    /* the issuer: warp 0's lane that elect.sync elects (every lane runs
+     * it), not tid == 0: ptxas then knows one lane issues, and puts the
+     * copies on the uniform datapath (VOTEU.ANY, @UP UTMALDG) instead of
+     * wrapping each in an ELECT loop that makes its operands uniform */
+    LLVMValueRef elected = emit(c, PTX_ASYNC_ELECT_SYNC, LLVMInt32TypeInContext(c->ctx), NULL, 0);
+    LLVMValueRef issuer = LLVMBuildAnd(c->b, LLVMBuildICmp(c->b, LLVMIntULT, c->tid, i32c(c, LOWER_WARP_SIZE), ""),
+                                       LLVMBuildICmp(c->b, LLVMIntNE, elected, i32c(c, 0), ""), "");
     LLVMBasicBlockRef join;
-    LLVMValueRef go = LLVMBuildAnd(c->b, thread0(c), reg(c, op->operands[3], 0), "");
+    LLVMValueRef go = LLVMBuildAnd(c->b, issuer, reg(c, op->operands[3], 0), "");
     guard_begin(c, go, "tma.issue", "tma.issued", &join);
     /* below 0 the copy engine reads zeros where a pointer load would
      * read memory (ops.def): an error, not a silent difference. A trap,

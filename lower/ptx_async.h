@@ -65,6 +65,9 @@
     /* $0 immediate N: wait until at most N bulk groups still read their sources */                             \
     X(BULK_WAIT_READ, "cp.async.bulk.wait_group.read $0;", "n,~{memory}")                                        \
     X(FENCE_PROXY_ASYNC, "fence.proxy.async.shared::cta;", "~{memory}")                                          \
+    /* result: 1 in the one lane elect.sync elects among the whole warp (a warp collective: every lane */       \
+    /* runs it), else 0; ptxas then knows one lane issues what it guards (no ELECT loop around UTMALDG) */      \
+    X(ELECT_SYNC, "{ .reg .pred p; elect.sync _|p, 0xffffffff; selp.b32 $0, 1, 0, p; }", "=r,~{memory}")        \
     X(FENCE_MBAR_INIT, "fence.mbarrier_init.release.cluster;", "~{memory}")
 
 typedef enum ptx_async_asm {

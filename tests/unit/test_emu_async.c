@@ -970,6 +970,57 @@ static void test_async_races(void **state) {
                 2, "a bulk copy writes byte 128, which thread 1 read and has not released since");
 }
 
+/* ---- elect.sync ---------------------------------------------------------------------
+ * "elect.sync": one leader among the threads of membermask (here the whole
+ * warp) gets p true, every other false; the election is deterministic (the
+ * same leader each time for the same mask; which lane, the ISA leaves
+ * open); .sync: every thread of membermask executes it before any goes
+ * on. Each of 64 threads (two warps) records its result twice. */
+static void test_elect_sync(void **state) {
+    (void)state;
+    char err[ERR];
+    static const char body[] = "define void @k(ptr addrspace(1) %out) {\n"
+                               "  %t = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()\n"
+                               "  %e1 = call i32 {ELECT_SYNC}()\n"
+                               "  %e2 = call i32 {ELECT_SYNC}()\n"
+                               "  %i1 = mul i32 %t, 2\n"
+                               "  %p1 = getelementptr i32, ptr addrspace(1) %out, i32 %i1\n"
+                               "  store i32 %e1, ptr addrspace(1) %p1, align 4\n"
+                               "  %i2 = add i32 %i1, 1\n"
+                               "  %p2 = getelementptr i32, ptr addrspace(1) %out, i32 %i2\n"
+                               "  store i32 %e2, ptr addrspace(1) %p2, align 4\n"
+                               "  ret void\n"
+                               "}\n";
+    emu_module *m = load_kernel(body, 64, err);
+    uint32_t out[128];
+    memset(out, 0xab, sizeof out);
+    emu_buffer bufs[1] = {{out, sizeof out}};
+    if (launch(m, bufs, 1, NULL, 0, err) != EMU_OK) fail_msg("%s", err);
+    emu_module_free(m);
+    for (int w = 0; w < 2; w++) {
+        int leaders = 0, leader = -1;
+        for (int lane = 0; lane < 32; lane++) {
+            uint32_t a = out[2 * (32 * w + lane)], b = out[2 * (32 * w + lane) + 1];
+            if (a > 1 || a != b) fail_msg("warp %d lane %d: elected %u then %u (0 or 1, the same both times)", w, lane, a, b);
+            if (a) leaders++, leader = lane;
+        }
+        if (leaders != 1) fail_msg("warp %d: %d leaders, want one", w, leaders);
+        print_message("warp %d elects lane %d\n", w, leader);
+    }
+    /* .sync: a lane that does not reach it (half the warp branches around) */
+    expect_error("define void @k() {\n"
+                 "  %t = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()\n"
+                 "  %h = icmp ult i32 %t, 16\n"
+                 "  br i1 %h, label %e, label %x\n"
+                 "e:\n"
+                 "  %v = call i32 {ELECT_SYNC}()\n"
+                 "  ret void\n"
+                 "x:\n"
+                 "  ret void\n"
+                 "}\n",
+                 32, NULL, 0, "divergence");
+}
+
 /* ---- setmaxnreg ---------------------------------------------------------------------
  * "setmaxnreg": the count is in 24..256 and a multiple of 8; .sync.aligned:
  * every thread of the warpgroup executes the same setmaxnreg. */
@@ -1026,6 +1077,7 @@ int main(void) {
         cmocka_unit_test(test_tensor_map_encode_checks),
         cmocka_unit_test(test_async_races),
         cmocka_unit_test(test_setmaxnreg),
+        cmocka_unit_test(test_elect_sync),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
