@@ -65,6 +65,7 @@
  * reads it (async_dots' barrier after its wait does the same). Every
  * thread's waits are done before mbar_inval: the last trip's barrier
  * follows its wait. */
+#include <stdint.h>
 #include <string.h>
 
 #include "lower/lower.h"
@@ -536,6 +537,11 @@ static bool copy_form(tma_ctx *c, const tir_op *loop, const tir_op *cp, tma_copy
         out->coord[d] = lin_add(out->coord[d], rest, 1);
         if (!out->coord[d].ok) return false;
     }
+    /* the copy engine's coordinates are i32s: a constant past them (a step
+     * of 2^31 - 1) would wrap, where the pointers' i64 offsets do not */
+    for (unsigned d = 0; d < map->rank; d++)
+        for (unsigned i = 0; i < out->coord[d].n; i++)
+            if (out->coord[d].m[i].coef < INT32_MIN || out->coord[d].m[i].coef > INT32_MAX) return false;
     /* sizes: a bound's y - x plus the coordinate, else unbounded */
     unsigned tile_dim[2] = {cd, rd};
     for (unsigned d = 0; d < map->rank; d++) {
