@@ -423,6 +423,14 @@ static void report_death(const char *why) {
 
 static void on_death(void) { report_death("crash or sanitizer report"); }
 
+/* SIGTERM or SIGINT: finish the iteration under way, then print the
+ * summary (a campaign stopped early still says what it did) */
+static volatile sig_atomic_t stop_asked;
+static void on_stop(int sig) {
+    (void)sig;
+    stop_asked = 1;
+}
+
 static void on_alarm(int sig) {
     (void)sig;
     report_death("compile timed out");
@@ -595,6 +603,8 @@ int main(int argc, char **argv) {
     crash_ctx.out_dir = dir;
     if (__sanitizer_set_death_callback) __sanitizer_set_death_callback(on_death);
     signal(SIGPROF, on_alarm);
+    signal(SIGTERM, on_stop);
+    signal(SIGINT, on_stop);
 
     int saved = 0, bugs = 0;
     double slowest[2] = {0, 0}; /* seconds, iteration */
@@ -610,7 +620,7 @@ int main(int argc, char **argv) {
         bugs = run_one(&c, seed, replay_iter, dir, timeout, true, &saved, slowest, &compiled);
         done = 1;
     } else {
-        for (; done < iters && (seconds <= 0 || now_s() - t0 < seconds); done++)
+        for (; done < iters && (seconds <= 0 || now_s() - t0 < seconds) && !stop_asked; done++)
             bugs += run_one(&c, seed, done, dir, timeout, verbose, &saved, slowest, &compiled);
     }
     fprintf(stderr,
