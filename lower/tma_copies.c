@@ -444,7 +444,7 @@ static bool pick_swizzle(const tir_type *bt, uint32_t *box0, unsigned *swizzle) 
     return true;
 }
 
-static bool copy_form(tma_ctx *c, const tir_op *cp, tma_copy *out) {
+static bool copy_form(tma_ctx *c, const tir_op *loop, const tir_op *cp, tma_copy *out) {
     const tir_type *bt = &cp->operands[0]->type;
     tir_value *ptrs = cp->operands[2];
     if (bt->rank != 3 || ptrs->type.rank != 2) return false;
@@ -455,6 +455,16 @@ static bool copy_form(tma_ctx *c, const tir_op *cp, tma_copy *out) {
     if (!p.ok || base < 0) return false;
     mask_form m = {.ok = true};
     if (cp->noperands > 3 && !mask_terms(c, cp->operands[3], &m, 0)) return false;
+    /* The one scalar condition must be pipeline_loops' "this trip exists"
+     * (iv < hi, the loop's bound): another (a load's own `k < kon`) stays
+     * cp.async, since a tma_load whose predicate is false copies nothing
+     * and arrives on no mbarrier: the trip's wait would never end, and the
+     * slot would not read as the mask's zeros. */
+    if (m.npred > 1) return false;
+    if (m.npred == 1) {
+        const tir_op *lt = m.pred[0]->def;
+        if (!lt || lt->code != TIR_OP_LT || lt->operands[1] != loop->operands[1]) return false;
+    }
     unsigned cd = bt->layout.kind == TIR_LAYOUT_SHARED ? bt->layout.ord[0] : 1u, rd = 1u - cd;
     tir_tmap *map = &out->map;
     map->base = (uint32_t)base;
@@ -740,7 +750,7 @@ static void tma_loop(tma_ctx *c, tir_op *loop, tc_arena *arena) {
         if (!s || (rslot && s != rslot) || (n && r->buf->type.shape[0] != ok[0]->buf->type.shape[0])) continue;
         bool fits = true;
         for (uint32_t k = 0; k < r->ncopies && fits; k++) {
-            fits = copy_form(c, r->copies[k], &r->form[k]) &&
+            fits = copy_form(c, loop, r->copies[k], &r->form[k]) &&
                    !memcmp(&r->form[k].map, &r->form[0].map, sizeof r->form[0].map);
             tir_type base = c->f->params[r->form[k].map.base]->type;
             fits = fits && tir_type_pointee(base) == r->buf->type.elem;
