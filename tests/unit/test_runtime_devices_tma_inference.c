@@ -99,4 +99,66 @@ static void test_scalar_predicate(void **state) {
     run_mm(&r);
 }
 
-HARNESS_MAIN(cmocka_unit_test(test_scalar_predicate))
+/* ---- a coordinate below 0, an address inside the tensor -----------------
+ * `a + (rm + 1) * stride_am + (k + ks) - 8`: the row coordinate rm + 1
+ * and the column coordinate k - 8, below 0 in the first trip, where the
+ * loads read the last 8 elements of the row before: memory of a, a legal
+ * program. */
+static const char shifted_src[] =
+    "kernel mm(a: *f16, b: *f16, c: *f32, K: i32, stride_am: i64, stride_bn: i64) {\n"
+    "    let rm = program_id(0) * 64 + arange(0, 64);\n"
+    "    let rn = program_id(1) * 64 + arange(0, 64);\n"
+    "    let ks = arange(0, 64);\n"
+    "    let sam = multiple_of(stride_am, 8);\n"
+    "    let sbn = multiple_of(stride_bn, 8);\n"
+    "    var acc = zeros((64, 64), f32);\n"
+    "    for k in range(0, K, 64, num_stages = 3) {\n"
+    "        let x = load(a + (rm[:, None] + 1) * sam + (k + ks)[None, :] - 8);\n"
+    "        let y = trans(load(b + rn[:, None] * sbn + (k + ks)[None, :]));\n"
+    "        acc = dot(x, y, acc);\n"
+    "    }\n"
+    "    store(c + rm[:, None] * 64 + rn[None, :], acc);\n"
+    "}\n";
+
+/* the same, A's rows where they are */
+static const char plain_src[] =
+    "kernel mm(a: *f16, b: *f16, c: *f32, K: i32, stride_am: i64, stride_bn: i64) {\n"
+    "    let rm = program_id(0) * 64 + arange(0, 64);\n"
+    "    let rn = program_id(1) * 64 + arange(0, 64);\n"
+    "    let ks = arange(0, 64);\n"
+    "    let sam = multiple_of(stride_am, 8);\n"
+    "    let sbn = multiple_of(stride_bn, 8);\n"
+    "    var acc = zeros((64, 64), f32);\n"
+    "    for k in range(0, K, 64, num_stages = 3) {\n"
+    "        let x = load(a + rm[:, None] * sam + (k + ks)[None, :]);\n"
+    "        let y = trans(load(b + rn[:, None] * sbn + (k + ks)[None, :]));\n"
+    "        acc = dot(x, y, acc);\n"
+    "    }\n"
+    "    store(c + rm[:, None] * 64 + rn[None, :], acc);\n"
+    "}\n";
+
+/* ints: K, stride_am, stride_bn */
+static long shifted_a(int i, int k, const int64_t *v) { return (i + 1) * v[1] + k - 8; }
+static long plain_b(int j, int k, const int64_t *v) { return j * v[2] + k; }
+
+static void test_negative_coordinate(void **state) {
+    (void)state;
+    mm_run r = {"a coordinate below 0", shifted_src, 64, 64, 128, 65 * 128, 64 * 128, shifted_a, plain_b,
+                {128, 128, 128}, 3};
+    run_mm(&r);
+}
+
+/* ---- a row stride of 0 ------------------------------------------------
+ * stride_am = 0 (a multiple of 8): every row of A is a's first row, a
+ * broadcast operand, a legal program. */
+static long bcast_a(int i, int k, const int64_t *v) { (void)i, (void)v; return k; }
+
+static void test_row_stride_zero(void **state) {
+    (void)state;
+    mm_run r = {"a row stride of 0", plain_src, 64, 64, 128, 128, 64 * 128, bcast_a, plain_b, {128, 0, 128}, 3};
+    run_mm(&r);
+}
+
+HARNESS_MAIN(cmocka_unit_test(test_scalar_predicate),
+             cmocka_unit_test(test_negative_coordinate),
+             cmocka_unit_test(test_row_stride_zero))
