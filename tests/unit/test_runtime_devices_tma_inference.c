@@ -27,7 +27,8 @@ typedef struct mm_run {
     unsigned nints;
 } mm_run;
 
-static void run_mm(const mm_run *r) {
+/* over gx x gy programs */
+static void run_mm_grid(const mm_run *r, uint32_t gx, uint32_t gy) {
     uint16_t *ha = malloc(2 * (size_t)r->a_len), *hb = malloc(2 * (size_t)r->b_len);
     for (long i = 0; i < r->a_len; i++) {
         put_f16(ha, (size_t)i, rand_f32() / 8.0f);
@@ -45,7 +46,7 @@ static void run_mm(const mm_run *r) {
                bc = upload(c, sizeof(float) * (size_t)(M * N));
     trt_arg args[9] = {trt_buf(ba), trt_buf(bb), trt_buf(bc)};
     for (unsigned i = 0; i < r->nints; i++) args[3 + i] = trt_int(r->ints[i]);
-    launch(k, cdiv(M, TB), cdiv(N, TB), 1, args, 3 + r->nints);
+    launch(k, gx, gy, 1, args, 3 + r->nints);
     download(bc, c, sizeof(float) * (size_t)(M * N));
     OK(trt_free(dev, ba));
     OK(trt_free(dev, bb));
@@ -65,6 +66,8 @@ static void run_mm(const mm_run *r) {
     free(ha), free(hb), free(c);
     drop(&p);
 }
+
+static void run_mm(const mm_run *r) { run_mm_grid(r, cdiv(r->M, TB), cdiv(r->N, TB)); }
 
 /* ---- a scalar predicate in the mask -------------------------------------
  * `load(..., k < kon, other = 0.0)`: a condition of the trip that is not
@@ -139,6 +142,7 @@ static const char plain_src[] =
 
 /* ints: K, stride_am, stride_bn */
 static long shifted_a(int i, int k, const int64_t *v) { return (i + 1) * v[1] + k - 8; }
+static long plain_a(int i, int k, const int64_t *v) { return i * v[1] + k; }
 static long plain_b(int j, int k, const int64_t *v) { return j * v[2] + k; }
 
 static void test_negative_coordinate(void **state) {
@@ -159,6 +163,90 @@ static void test_row_stride_zero(void **state) {
     run_mm(&r);
 }
 
+/* ---- masks as maps' sizes: le, ge and gt forms, tails -------------------
+ * M, N and K not multiples of the tile, each bounded by a compare of
+ * another form; A row-major, and A stored transposed (its contiguous
+ * dim M). C is 128 x 128 (2 x 2 programs). ints: M, N, K, sa, sb */
+static const char masks_src[] =
+    "kernel mm(a: *f16, b: *f16, c: *f32, M: i32, N: i32, K: i32, stride_am: i64, stride_bn: i64) {\n"
+    "    let rm = program_id(0) * 64 + arange(0, 64);\n"
+    "    let rn = program_id(1) * 64 + arange(0, 64);\n"
+    "    let ks = arange(0, 64);\n"
+    "    let sam = multiple_of(stride_am, 8);\n"
+    "    let sbn = multiple_of(stride_bn, 8);\n"
+    "    var acc = zeros((64, 64), f32);\n"
+    "    for k in range(0, K, 64, num_stages = 3) {\n"
+    "        let x = load(a + rm[:, None] * sam + (k + ks)[None, :], (k + ks)[None, :] <= K - 1 & M > rm[:, None], other = 0.0);\n"
+    "        let y = trans(load(b + rn[:, None] * sbn + (k + ks)[None, :], N >= rn[:, None] + 1 & ks[None, :] < K - k, other = 0.0));\n"
+    "        acc = dot(x, y, acc);\n"
+    "    }\n"
+    "    store(c + rm[:, None] * 128 + rn[None, :], acc);\n"
+    "}\n";
+static const char masks_t_src[] =
+    "kernel mm(a: *f16, b: *f16, c: *f32, M: i32, N: i32, K: i32, stride_ak: i64, stride_bn: i64) {\n"
+    "    let rm = program_id(0) * 64 + arange(0, 64);\n"
+    "    let rn = program_id(1) * 64 + arange(0, 64);\n"
+    "    let ks = arange(0, 64);\n"
+    "    let sak = multiple_of(stride_ak, 8);\n"
+    "    let sbn = multiple_of(stride_bn, 8);\n"
+    "    var acc = zeros((64, 64), f32);\n"
+    "    for k in range(0, K, 64, num_stages = 3) {\n"
+    "        let x = load(a + rm[:, None] + (k + ks)[None, :] * sak, (k + ks)[None, :] < K & rm[:, None] < M, other = 0.0);\n"
+    "        let y = trans(load(b + rn[:, None] * sbn + (k + ks)[None, :], rn[:, None] < N & (k + ks)[None, :] < K, other = 0.0));\n"
+    "        acc = dot(x, y, acc);\n"
+    "    }\n"
+    "    store(c + rm[:, None] * 128 + rn[None, :], acc);\n"
+    "}\n";
+
+static long masks_a(int i, int k, const int64_t *v) { return i < v[0] && k < v[2] ? i * v[3] + k : -1; }
+static long masks_t_a(int i, int k, const int64_t *v) { return i < v[0] && k < v[2] ? k * v[3] + i : -1; }
+static long masks_b(int j, int k, const int64_t *v) { return j < v[1] && k < v[2] ? j * v[4] + k : -1; }
+
+static void test_mask_forms(void **state) {
+    (void)state;
+    mm_run r = {"le, ge and gt masks", masks_src, 128, 128, 150, 100 * 160, 70 * 160, masks_a, masks_b,
+                {100, 70, 150, 160, 160}, 5};
+    run_mm(&r);
+    mm_run t = {"A transposed, masked", masks_t_src, 128, 128, 150, 150 * 104, 70 * 160, masks_t_a, masks_b,
+                {100, 70, 150, 104, 160}, 5};
+    run_mm(&t);
+}
+
+/* ---- the ring re-run by an outer loop ------------------------------------
+ * Each program computes two column tiles, one an outer trip, each with the
+ * pipelined loop (its mbarriers made again, its phase from 0): K of 5
+ * trips (the phase flips, and the slots end mid-ring) and of 1 (fewer
+ * than the stages). ints: K, sa, sb; C is 64 x 128. */
+static const char nested_src[] =
+    "kernel mm(a: *f16, b: *f16, c: *f32, K: i32, stride_am: i64, stride_bn: i64) {\n"
+    "    let rm = program_id(0) * 64 + arange(0, 64);\n"
+    "    let ks = arange(0, 64);\n"
+    "    let sam = multiple_of(stride_am, 8);\n"
+    "    let sbn = multiple_of(stride_bn, 8);\n"
+    "    for t in range(0, 2) {\n"
+    "        let rn = t * 64 + arange(0, 64);\n"
+    "        var acc = zeros((64, 64), f32);\n"
+    "        for k in range(0, K, 64, num_stages = 3) {\n"
+    "            let x = load(a + rm[:, None] * sam + (k + ks)[None, :]);\n"
+    "            let y = trans(load(b + rn[:, None] * sbn + (k + ks)[None, :]));\n"
+    "            acc = dot(x, y, acc);\n"
+    "        }\n"
+    "        store(c + rm[:, None] * 128 + rn[None, :], acc);\n"
+    "    }\n"
+    "}\n";
+
+static void test_nested_loops(void **state) {
+    (void)state;
+    mm_run r = {"an outer loop, 5 trips", nested_src, 64, 128, 320, 64 * 320, 128 * 320, plain_a, plain_b,
+                {320, 320, 320}, 3};
+    run_mm_grid(&r, 1, 1);
+    mm_run q = {"an outer loop, 1 trip", nested_src, 64, 128, 64, 64 * 64, 128 * 64, plain_a, plain_b,
+                {64, 64, 64}, 3};
+    run_mm_grid(&q, 1, 1);
+}
+
 HARNESS_MAIN(cmocka_unit_test(test_scalar_predicate),
              cmocka_unit_test(test_negative_coordinate),
-             cmocka_unit_test(test_row_stride_zero))
+             cmocka_unit_test(test_row_stride_zero),
+             cmocka_unit_test(test_mask_forms),
+             cmocka_unit_test(test_nested_loops))
