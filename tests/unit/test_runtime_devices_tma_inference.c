@@ -245,8 +245,77 @@ static void test_nested_loops(void **state) {
     run_mm_grid(&q, 1, 1);
 }
 
+/* ---- two pipelined loops, one after the other ----------------------------
+ * The second loop's rings and mbarriers may take the bytes of the first's
+ * (smem_plan): C = A[:, :K] B[:, :K]^T + A[:, K:2K] B[:, K:2K]^T, each
+ * half its own loop (3 trips each). ints: K, sa, sb */
+static const char two_loops_src[] =
+    "kernel mm(a: *f16, b: *f16, c: *f32, K: i32, stride_am: i64, stride_bn: i64) {\n"
+    "    let rm = program_id(0) * 64 + arange(0, 64);\n"
+    "    let rn = program_id(1) * 64 + arange(0, 64);\n"
+    "    let ks = arange(0, 64);\n"
+    "    let sam = multiple_of(stride_am, 8);\n"
+    "    let sbn = multiple_of(stride_bn, 8);\n"
+    "    var acc = zeros((64, 64), f32);\n"
+    "    for k in range(0, K, 64, num_stages = 3) {\n"
+    "        let x = load(a + rm[:, None] * sam + (k + ks)[None, :]);\n"
+    "        let y = trans(load(b + rn[:, None] * sbn + (k + ks)[None, :]));\n"
+    "        acc = dot(x, y, acc);\n"
+    "    }\n"
+    "    var acc2 = zeros((64, 64), f32);\n"
+    "    for k in range(K, 2 * K, 64, num_stages = 4) {\n"
+    "        let x = load(a + rm[:, None] * sam + (k + ks)[None, :]);\n"
+    "        let y = trans(load(b + rn[:, None] * sbn + (k + ks)[None, :]));\n"
+    "        acc2 = dot(x, y, acc2);\n"
+    "    }\n"
+    "    store(c + rm[:, None] * 64 + rn[None, :], acc + acc2);\n"
+    "}\n";
+
+static void test_two_loops(void **state) {
+    (void)state;
+    mm_run r = {"two loops", two_loops_src, 64, 64, 384, 64 * 384, 64 * 384, plain_a, plain_b, {192, 384, 384}, 3};
+    run_mm(&r);
+}
+
+/* ---- a batch dim: program_id(2) times a stride, 0 or not ------------------
+ * `a + (pid2 + 1) * sab + ...`: the batch dim's coordinate pid2 + 1 (two
+ * terms of one parameter); with sab = 0 A is broadcast. B is one matrix.
+ * ints: K, sa, sb, sab */
+static const char batch_src[] =
+    "kernel mm(a: *f16, b: *f16, c: *f32, K: i32, stride_am: i64, stride_bn: i64, stride_ab: i64) {\n"
+    "    let rm = arange(0, 64);\n"
+    "    let rn = arange(0, 64);\n"
+    "    let ks = arange(0, 64);\n"
+    "    let sam = multiple_of(stride_am, 8);\n"
+    "    let sbn = multiple_of(stride_bn, 8);\n"
+    "    let sab = multiple_of(stride_ab, 8);\n"
+    "    let bt = program_id(0);\n"
+    "    var acc = zeros((64, 64), f32);\n"
+    "    for k in range(0, K, 64, num_stages = 3) {\n"
+    "        let x = load(a + (bt + 1) * sab + rm[:, None] * sam + (k + ks)[None, :]);\n"
+    "        let y = trans(load(b + rn[:, None] * sbn + (k + ks)[None, :]));\n"
+    "        acc = dot(x, y, acc);\n"
+    "    }\n"
+    "    store(c + bt * 4096 + rm[:, None] * 64 + rn[None, :], acc);\n"
+    "}\n";
+
+/* C's rows: batch i / 64, row i % 64 */
+static long batch_a(int i, int k, const int64_t *v) { return (i / 64 + 1) * v[3] + i % 64 * v[1] + k; }
+
+static void test_batch(void **state) {
+    (void)state;
+    mm_run r = {"a batch dim", batch_src, 128, 64, 128, 3 * 64 * 136, 64 * 128, batch_a, plain_b,
+                {128, 136, 128, 64 * 136}, 4};
+    run_mm_grid(&r, 2, 1);
+    mm_run z = {"a batch dim of stride 0", batch_src, 128, 64, 128, 64 * 136, 64 * 128, batch_a, plain_b,
+                {128, 136, 128, 0}, 4};
+    run_mm_grid(&z, 2, 1);
+}
+
 HARNESS_MAIN(cmocka_unit_test(test_scalar_predicate),
              cmocka_unit_test(test_negative_coordinate),
              cmocka_unit_test(test_row_stride_zero),
              cmocka_unit_test(test_mask_forms),
-             cmocka_unit_test(test_nested_loops))
+             cmocka_unit_test(test_nested_loops),
+             cmocka_unit_test(test_two_loops),
+             cmocka_unit_test(test_batch))
