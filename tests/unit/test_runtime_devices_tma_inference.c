@@ -25,6 +25,8 @@ typedef struct mm_run {
     elem_fn a_at, b_at;
     int64_t ints[6];     /* the kernel's integer arguments after a, b, c */
     unsigned nints;
+    const tilec_define *defs; /* the kernel's constants, or NULL */
+    size_t ndefs;
 } mm_run;
 
 /* over gx x gy programs */
@@ -41,7 +43,7 @@ static void run_mm_grid(const mm_run *r, uint32_t gx, uint32_t gy) {
     int M = r->M, N = r->N;
     float *c = poison_f32s(M * N);
     prog p;
-    trt_kernel *k = compile_with(&p, "tma.tile", r->src, "mm", NULL, 0, 4);
+    trt_kernel *k = compile_with(&p, "tma.tile", r->src, "mm", r->defs, r->ndefs, 4);
     trt_buffer ba = upload(ha, 2 * (size_t)r->a_len), bb = upload(hb, 2 * (size_t)r->b_len),
                bc = upload(c, sizeof(float) * (size_t)(M * N));
     trt_arg args[9] = {trt_buf(ba), trt_buf(bb), trt_buf(bc)};
@@ -98,7 +100,7 @@ static void test_scalar_predicate(void **state) {
     (void)state;
     /* 4 trips, A's loads on for the first 2 only */
     mm_run r = {"a scalar predicate", pred_src, 64, 64, 256, 64 * 256, 64 * 256, pred_a, pred_b,
-                {256, 128, 256, 256}, 4};
+                {256, 128, 256, 256}, 4, NULL, 0};
     run_mm(&r);
 }
 
@@ -148,7 +150,7 @@ static long plain_b(int j, int k, const int64_t *v) { return j * v[2] + k; }
 static void test_negative_coordinate(void **state) {
     (void)state;
     mm_run r = {"a coordinate below 0", shifted_src, 64, 64, 128, 65 * 128, 64 * 128, shifted_a, plain_b,
-                {128, 128, 128}, 3};
+                {128, 128, 128}, 3, NULL, 0};
     run_mm(&r);
 }
 
@@ -159,7 +161,7 @@ static long bcast_a(int i, int k, const int64_t *v) { (void)i, (void)v; return k
 
 static void test_row_stride_zero(void **state) {
     (void)state;
-    mm_run r = {"a row stride of 0", plain_src, 64, 64, 128, 128, 64 * 128, bcast_a, plain_b, {128, 0, 128}, 3};
+    mm_run r = {"a row stride of 0", plain_src, 64, 64, 128, 128, 64 * 128, bcast_a, plain_b, {128, 0, 128}, 3, NULL, 0};
     run_mm(&r);
 }
 
@@ -205,10 +207,10 @@ static long masks_b(int j, int k, const int64_t *v) { return j < v[1] && k < v[2
 static void test_mask_forms(void **state) {
     (void)state;
     mm_run r = {"le, ge and gt masks", masks_src, 128, 128, 150, 100 * 160, 70 * 160, masks_a, masks_b,
-                {100, 70, 150, 160, 160}, 5};
+                {100, 70, 150, 160, 160}, 5, NULL, 0};
     run_mm(&r);
     mm_run t = {"A transposed, masked", masks_t_src, 128, 128, 150, 150 * 104, 70 * 160, masks_t_a, masks_b,
-                {100, 70, 150, 104, 160}, 5};
+                {100, 70, 150, 104, 160}, 5, NULL, 0};
     run_mm(&t);
 }
 
@@ -238,10 +240,10 @@ static const char nested_src[] =
 static void test_nested_loops(void **state) {
     (void)state;
     mm_run r = {"an outer loop, 5 trips", nested_src, 64, 128, 320, 64 * 320, 128 * 320, plain_a, plain_b,
-                {320, 320, 320}, 3};
+                {320, 320, 320}, 3, NULL, 0};
     run_mm_grid(&r, 1, 1);
     mm_run q = {"an outer loop, 1 trip", nested_src, 64, 128, 64, 64 * 64, 128 * 64, plain_a, plain_b,
-                {64, 64, 64}, 3};
+                {64, 64, 64}, 3, NULL, 0};
     run_mm_grid(&q, 1, 1);
 }
 
@@ -273,7 +275,7 @@ static const char two_loops_src[] =
 
 static void test_two_loops(void **state) {
     (void)state;
-    mm_run r = {"two loops", two_loops_src, 64, 64, 384, 64 * 384, 64 * 384, plain_a, plain_b, {192, 384, 384}, 3};
+    mm_run r = {"two loops", two_loops_src, 64, 64, 384, 64 * 384, 64 * 384, plain_a, plain_b, {192, 384, 384}, 3, NULL, 0};
     run_mm(&r);
 }
 
@@ -305,11 +307,45 @@ static long batch_a(int i, int k, const int64_t *v) { return (i / 64 + 1) * v[3]
 static void test_batch(void **state) {
     (void)state;
     mm_run r = {"a batch dim", batch_src, 128, 64, 128, 3 * 64 * 136, 64 * 128, batch_a, plain_b,
-                {128, 136, 128, 64 * 136}, 4};
+                {128, 136, 128, 64 * 136}, 4, NULL, 0};
     run_mm_grid(&r, 2, 1);
     mm_run z = {"a batch dim of stride 0", batch_src, 128, 64, 128, 64 * 136, 64 * 128, batch_a, plain_b,
-                {128, 136, 128, 0}, 4};
+                {128, 136, 128, 0}, 4, NULL, 0};
     run_mm_grid(&z, 2, 1);
+}
+
+/* ---- K pieces of 16, 32, 64 and 128 f16 ---------------------------------
+ * Rows of 32, 64 and 128 bytes (the 32-, 64- and 128-byte swizzles) and of
+ * 256 (two boxes side by side a slot), with M, N and K tails. ints as
+ * masks_src's. */
+static const char bk_src[] =
+    "kernel mm(a: *f16, b: *f16, c: *f32, M: i32, N: i32, K: i32, stride_am: i64, stride_bn: i64,\n"
+    "          const BK: i32 = 64) {\n"
+    "    let rm = program_id(0) * 64 + arange(0, 64);\n"
+    "    let rn = program_id(1) * 64 + arange(0, 64);\n"
+    "    let ks = arange(0, BK);\n"
+    "    let sam = multiple_of(stride_am, 8);\n"
+    "    let sbn = multiple_of(stride_bn, 8);\n"
+    "    var acc = zeros((64, 64), f32);\n"
+    "    for k in range(0, K, BK, num_stages = 3) {\n"
+    "        let x = load(a + rm[:, None] * sam + (k + ks)[None, :], (k + ks)[None, :] < K & rm[:, None] < M, other = 0.0);\n"
+    "        let y = trans(load(b + rn[:, None] * sbn + (k + ks)[None, :], (k + ks)[None, :] < K & rn[:, None] < N, other = 0.0));\n"
+    "        acc = dot(x, y, acc);\n"
+    "    }\n"
+    "    store(c + rm[:, None] * 128 + rn[None, :], acc);\n"
+    "}\n";
+
+static void test_k_pieces(void **state) {
+    (void)state;
+    static const int bks[] = {16, 32, 64, 128};
+    for (unsigned i = 0; i < sizeof bks / sizeof bks[0]; i++) {
+        tilec_define d[1] = {{"BK", bks[i]}};
+        char what[32];
+        snprintf(what, sizeof what, "BK = %d", bks[i]);
+        mm_run r = {what, bk_src, 128, 128, 300, 100 * 304, 70 * 304, masks_a, masks_b, {100, 70, 300, 304, 304}, 5,
+                    d, 1};
+        run_mm(&r);
+    }
 }
 
 HARNESS_MAIN(cmocka_unit_test(test_scalar_predicate),
@@ -318,4 +354,5 @@ HARNESS_MAIN(cmocka_unit_test(test_scalar_predicate),
              cmocka_unit_test(test_mask_forms),
              cmocka_unit_test(test_nested_loops),
              cmocka_unit_test(test_two_loops),
-             cmocka_unit_test(test_batch))
+             cmocka_unit_test(test_batch),
+             cmocka_unit_test(test_k_pieces))
