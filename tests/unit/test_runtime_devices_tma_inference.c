@@ -27,6 +27,7 @@ typedef struct mm_run {
     unsigned nints;
     const tilec_define *defs; /* the kernel's constants, or NULL */
     size_t ndefs;
+    bool a_f32; /* a: *f32 (holding f16 values) */
 } mm_run;
 
 /* over gx x gy programs */
@@ -44,7 +45,9 @@ static void run_mm_grid(const mm_run *r, uint32_t gx, uint32_t gy) {
     float *c = poison_f32s(M * N);
     prog p;
     trt_kernel *k = compile_with(&p, "tma.tile", r->src, "mm", r->defs, r->ndefs, 4);
-    trt_buffer ba = upload(ha, 2 * (size_t)r->a_len), bb = upload(hb, 2 * (size_t)r->b_len),
+    float *fa = malloc(sizeof(float) * (size_t)r->a_len);
+    for (long i = 0; i < r->a_len; i++) fa[i] = get_f16(ha, (size_t)i);
+    trt_buffer ba = r->a_f32 ? upload(fa, sizeof(float) * (size_t)r->a_len) : upload(ha, 2 * (size_t)r->a_len), bb = upload(hb, 2 * (size_t)r->b_len),
                bc = upload(c, sizeof(float) * (size_t)(M * N));
     trt_arg args[9] = {trt_buf(ba), trt_buf(bb), trt_buf(bc)};
     for (unsigned i = 0; i < r->nints; i++) args[3 + i] = trt_int(r->ints[i]);
@@ -65,7 +68,7 @@ static void run_mm_grid(const mm_run *r, uint32_t gx, uint32_t gy) {
                 fail_msg("%s: c[%d][%d] = %.9g, want %.9g (tolerance %.3g) on %s", r->what, i, j, c[i * N + j], want,
                          tol, trt_device_name(dev));
         }
-    free(ha), free(hb), free(c);
+    free(ha), free(hb), free(c), free(fa);
     drop(&p);
 }
 
@@ -100,7 +103,7 @@ static void test_scalar_predicate(void **state) {
     (void)state;
     /* 4 trips, A's loads on for the first 2 only */
     mm_run r = {"a scalar predicate", pred_src, 64, 64, 256, 64 * 256, 64 * 256, pred_a, pred_b,
-                {256, 128, 256, 256}, 4, NULL, 0};
+                {256, 128, 256, 256}, 4, NULL, 0, false};
     run_mm(&r);
 }
 
@@ -150,7 +153,7 @@ static long plain_b(int j, int k, const int64_t *v) { return j * v[2] + k; }
 static void test_negative_coordinate(void **state) {
     (void)state;
     mm_run r = {"a coordinate below 0", shifted_src, 64, 64, 128, 65 * 128, 64 * 128, shifted_a, plain_b,
-                {128, 128, 128}, 3, NULL, 0};
+                {128, 128, 128}, 3, NULL, 0, false};
     run_mm(&r);
 }
 
@@ -161,7 +164,7 @@ static long bcast_a(int i, int k, const int64_t *v) { (void)i, (void)v; return k
 
 static void test_row_stride_zero(void **state) {
     (void)state;
-    mm_run r = {"a row stride of 0", plain_src, 64, 64, 128, 128, 64 * 128, bcast_a, plain_b, {128, 0, 128}, 3, NULL, 0};
+    mm_run r = {"a row stride of 0", plain_src, 64, 64, 128, 128, 64 * 128, bcast_a, plain_b, {128, 0, 128}, 3, NULL, 0, false};
     run_mm(&r);
 }
 
@@ -207,10 +210,10 @@ static long masks_b(int j, int k, const int64_t *v) { return j < v[1] && k < v[2
 static void test_mask_forms(void **state) {
     (void)state;
     mm_run r = {"le, ge and gt masks", masks_src, 128, 128, 150, 100 * 160, 70 * 160, masks_a, masks_b,
-                {100, 70, 150, 160, 160}, 5, NULL, 0};
+                {100, 70, 150, 160, 160}, 5, NULL, 0, false};
     run_mm(&r);
     mm_run t = {"A transposed, masked", masks_t_src, 128, 128, 150, 150 * 104, 70 * 160, masks_t_a, masks_b,
-                {100, 70, 150, 104, 160}, 5, NULL, 0};
+                {100, 70, 150, 104, 160}, 5, NULL, 0, false};
     run_mm(&t);
 }
 
@@ -240,10 +243,10 @@ static const char nested_src[] =
 static void test_nested_loops(void **state) {
     (void)state;
     mm_run r = {"an outer loop, 5 trips", nested_src, 64, 128, 320, 64 * 320, 128 * 320, plain_a, plain_b,
-                {320, 320, 320}, 3, NULL, 0};
+                {320, 320, 320}, 3, NULL, 0, false};
     run_mm_grid(&r, 1, 1);
     mm_run q = {"an outer loop, 1 trip", nested_src, 64, 128, 64, 64 * 64, 128 * 64, plain_a, plain_b,
-                {64, 64, 64}, 3, NULL, 0};
+                {64, 64, 64}, 3, NULL, 0, false};
     run_mm_grid(&q, 1, 1);
 }
 
@@ -275,7 +278,7 @@ static const char two_loops_src[] =
 
 static void test_two_loops(void **state) {
     (void)state;
-    mm_run r = {"two loops", two_loops_src, 64, 64, 384, 64 * 384, 64 * 384, plain_a, plain_b, {192, 384, 384}, 3, NULL, 0};
+    mm_run r = {"two loops", two_loops_src, 64, 64, 384, 64 * 384, 64 * 384, plain_a, plain_b, {192, 384, 384}, 3, NULL, 0, false};
     run_mm(&r);
 }
 
@@ -307,10 +310,10 @@ static long batch_a(int i, int k, const int64_t *v) { return (i / 64 + 1) * v[3]
 static void test_batch(void **state) {
     (void)state;
     mm_run r = {"a batch dim", batch_src, 128, 64, 128, 3 * 64 * 136, 64 * 128, batch_a, plain_b,
-                {128, 136, 128, 64 * 136}, 4, NULL, 0};
+                {128, 136, 128, 64 * 136}, 4, NULL, 0, false};
     run_mm_grid(&r, 2, 1);
     mm_run z = {"a batch dim of stride 0", batch_src, 128, 64, 128, 64 * 136, 64 * 128, batch_a, plain_b,
-                {128, 136, 128, 0}, 4, NULL, 0};
+                {128, 136, 128, 0}, 4, NULL, 0, false};
     run_mm_grid(&z, 2, 1);
 }
 
@@ -343,9 +346,38 @@ static void test_k_pieces(void **state) {
         char what[32];
         snprintf(what, sizeof what, "BK = %d", bks[i]);
         mm_run r = {what, bk_src, 128, 128, 300, 100 * 304, 70 * 304, masks_a, masks_b, {100, 70, 300, 304, 304}, 5,
-                    d, 1};
+                    d, 1, false};
         run_mm(&r);
     }
+}
+
+/* ---- B stored K x N (its rows K), A of f32 cast to f16 -------------------
+ * B's ring has the rows along K: the K tail bounds map dim 1. A's f32
+ * ring (32-element boxes) is read into registers and cast before the dot.
+ * ints: M, N, K, sa, sb (B's row stride: along K). */
+static const char kn_src[] =
+    "kernel mm(a: *f32, b: *f16, c: *f32, M: i32, N: i32, K: i32, stride_am: i64, stride_bk: i64) {\n"
+    "    let rm = program_id(0) * 64 + arange(0, 64);\n"
+    "    let rn = program_id(1) * 64 + arange(0, 64);\n"
+    "    let ks = arange(0, 64);\n"
+    "    let sam = multiple_of(stride_am, 8);\n"
+    "    let sbk = multiple_of(stride_bk, 8);\n"
+    "    var acc = zeros((64, 64), f32);\n"
+    "    for k in range(0, K, 64, num_stages = 3) {\n"
+    "        let x = cast(load(a + rm[:, None] * sam + (k + ks)[None, :], (k + ks)[None, :] < K & rm[:, None] < M, other = 0.0), f16);\n"
+    "        let y = load(b + (k + ks)[:, None] * sbk + rn[None, :], (k + ks)[:, None] < K & rn[None, :] < N, other = 0.0);\n"
+    "        acc = dot(x, y, acc);\n"
+    "    }\n"
+    "    store(c + rm[:, None] * 128 + rn[None, :], acc);\n"
+    "}\n";
+
+static long kn_b(int j, int k, const int64_t *v) { return j < v[1] && k < v[2] ? k * v[4] + j : -1; }
+
+static void test_b_k_rows_a_f32(void **state) {
+    (void)state;
+    mm_run r = {"B K x N, A f32", kn_src, 128, 128, 150, 100 * 152, 150 * 72, masks_a, kn_b, {100, 70, 150, 152, 72}, 5,
+                NULL, 0, true};
+    run_mm(&r);
 }
 
 HARNESS_MAIN(cmocka_unit_test(test_scalar_predicate),
@@ -355,4 +387,5 @@ HARNESS_MAIN(cmocka_unit_test(test_scalar_predicate),
              cmocka_unit_test(test_nested_loops),
              cmocka_unit_test(test_two_loops),
              cmocka_unit_test(test_batch),
-             cmocka_unit_test(test_k_pieces))
+             cmocka_unit_test(test_k_pieces),
+             cmocka_unit_test(test_b_k_rows_a_f32))
