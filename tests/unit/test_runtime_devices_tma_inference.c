@@ -380,6 +380,16 @@ static void test_b_k_rows_a_f32(void **state) {
     run_mm(&r);
 }
 
+/* ---- K = 0 -----------------------------------------------------------------
+ * No trips, C = 0: a legal launch, whose K-tail mask makes K the size of
+ * map dim 0, where the copy engine takes 1 to 2^32 (no copy is made). */
+static void test_k_zero(void **state) {
+    (void)state;
+    mm_run r = {"K = 0", bk_src, 128, 128, 0, 100 * 304, 70 * 304, masks_a, masks_b, {100, 70, 0, 304, 304}, 5, NULL,
+                0, false};
+    run_mm(&r);
+}
+
 HARNESS_MAIN(cmocka_unit_test(test_scalar_predicate),
              cmocka_unit_test(test_negative_coordinate),
              cmocka_unit_test(test_row_stride_zero),
@@ -388,4 +398,5 @@ HARNESS_MAIN(cmocka_unit_test(test_scalar_predicate),
              cmocka_unit_test(test_two_loops),
              cmocka_unit_test(test_batch),
              cmocka_unit_test(test_k_pieces),
-             cmocka_unit_test(test_b_k_rows_a_f32))
+             cmocka_unit_test(test_b_k_rows_a_f32),
+             cmocka_unit_test(test_k_zero))
