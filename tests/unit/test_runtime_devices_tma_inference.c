@@ -323,14 +323,14 @@ static void test_batch(void **state) {
  * masks_src's. */
 static const char bk_src[] =
     "kernel mm(a: *f16, b: *f16, c: *f32, M: i32, N: i32, K: i32, stride_am: i64, stride_bn: i64,\n"
-    "          const BK: i32 = 64) {\n"
+    "          const BK: i32 = 64, const NS: i32 = 3) {\n"
     "    let rm = program_id(0) * 64 + arange(0, 64);\n"
     "    let rn = program_id(1) * 64 + arange(0, 64);\n"
     "    let ks = arange(0, BK);\n"
     "    let sam = multiple_of(stride_am, 8);\n"
     "    let sbn = multiple_of(stride_bn, 8);\n"
     "    var acc = zeros((64, 64), f32);\n"
-    "    for k in range(0, K, BK, num_stages = 3) {\n"
+    "    for k in range(0, K, BK, num_stages = NS) {\n"
     "        let x = load(a + rm[:, None] * sam + (k + ks)[None, :], (k + ks)[None, :] < K & rm[:, None] < M, other = 0.0);\n"
     "        let y = trans(load(b + rn[:, None] * sbn + (k + ks)[None, :], (k + ks)[None, :] < K & rn[:, None] < N, other = 0.0));\n"
     "        acc = dot(x, y, acc);\n"
@@ -390,6 +390,22 @@ static void test_k_zero(void **state) {
     run_mm(&r);
 }
 
+/* ---- 2 and 4 stages: the phase flips every 2 and 4 trips; K of 1 to 9
+ * trips (fewer than the stages, and ending mid-ring). */
+static void test_stages(void **state) {
+    (void)state;
+    static const int ks[] = {40, 150, 300, 560};
+    for (int ns = 2; ns <= 4; ns += 2)
+        for (unsigned i = 0; i < sizeof ks / sizeof ks[0]; i++) {
+            tilec_define d[1] = {{"NS", ns}};
+            char what[48];
+            snprintf(what, sizeof what, "%d stages, K = %d", ns, ks[i]);
+            mm_run r = {what, bk_src, 128, 128, ks[i], 100 * 568, 70 * 568, masks_a, masks_b,
+                        {100, 70, ks[i], 568, 568}, 5, d, 1, false};
+            run_mm(&r);
+        }
+}
+
 HARNESS_MAIN(cmocka_unit_test(test_scalar_predicate),
              cmocka_unit_test(test_negative_coordinate),
              cmocka_unit_test(test_row_stride_zero),
@@ -399,4 +415,5 @@ HARNESS_MAIN(cmocka_unit_test(test_scalar_predicate),
              cmocka_unit_test(test_batch),
              cmocka_unit_test(test_k_pieces),
              cmocka_unit_test(test_b_k_rows_a_f32),
-             cmocka_unit_test(test_k_zero))
+             cmocka_unit_test(test_k_zero),
+             cmocka_unit_test(test_stages))
