@@ -28,6 +28,7 @@ typedef struct mm_run {
     const tilec_define *defs; /* the kernel's constants, or NULL */
     size_t ndefs;
     bool a_f32; /* a: *f32 (holding f16 values) */
+    long a_off; /* a points this many elements into its buffer (a_at counts from the buffer's start) */
 } mm_run;
 
 /* over gx x gy programs */
@@ -49,7 +50,7 @@ static void run_mm_grid(const mm_run *r, uint32_t gx, uint32_t gy) {
     for (long i = 0; i < r->a_len; i++) fa[i] = get_f16(ha, (size_t)i);
     trt_buffer ba = r->a_f32 ? upload(fa, sizeof(float) * (size_t)r->a_len) : upload(ha, 2 * (size_t)r->a_len), bb = upload(hb, 2 * (size_t)r->b_len),
                bc = upload(c, sizeof(float) * (size_t)(M * N));
-    trt_arg args[9] = {trt_buf(ba), trt_buf(bb), trt_buf(bc)};
+    trt_arg args[9] = {trt_buf_at(ba, (size_t)r->a_off * (r->a_f32 ? 4 : 2)), trt_buf(bb), trt_buf(bc)};
     for (unsigned i = 0; i < r->nints; i++) args[3 + i] = trt_int(r->ints[i]);
     launch(k, gx, gy, 1, args, 3 + r->nints);
     download(bc, c, sizeof(float) * (size_t)(M * N));
@@ -103,7 +104,7 @@ static void test_scalar_predicate(void **state) {
     (void)state;
     /* 4 trips, A's loads on for the first 2 only */
     mm_run r = {"a scalar predicate", pred_src, 64, 64, 256, 64 * 256, 64 * 256, pred_a, pred_b,
-                {256, 128, 256, 256}, 4, NULL, 0, false};
+                {256, 128, 256, 256}, 4, NULL, 0, false, 0};
     run_mm(&r);
 }
 
@@ -153,7 +154,7 @@ static long plain_b(int j, int k, const int64_t *v) { return j * v[2] + k; }
 static void test_negative_coordinate(void **state) {
     (void)state;
     mm_run r = {"a coordinate below 0", shifted_src, 64, 64, 128, 65 * 128, 64 * 128, shifted_a, plain_b,
-                {128, 128, 128}, 3, NULL, 0, false};
+                {128, 128, 128}, 3, NULL, 0, false, 0};
     run_mm(&r);
 }
 
@@ -164,7 +165,7 @@ static long bcast_a(int i, int k, const int64_t *v) { (void)i, (void)v; return k
 
 static void test_row_stride_zero(void **state) {
     (void)state;
-    mm_run r = {"a row stride of 0", plain_src, 64, 64, 128, 128, 64 * 128, bcast_a, plain_b, {128, 0, 128}, 3, NULL, 0, false};
+    mm_run r = {"a row stride of 0", plain_src, 64, 64, 128, 128, 64 * 128, bcast_a, plain_b, {128, 0, 128}, 3, NULL, 0, false, 0};
     run_mm(&r);
 }
 
@@ -210,10 +211,10 @@ static long masks_b(int j, int k, const int64_t *v) { return j < v[1] && k < v[2
 static void test_mask_forms(void **state) {
     (void)state;
     mm_run r = {"le, ge and gt masks", masks_src, 128, 128, 150, 100 * 160, 70 * 160, masks_a, masks_b,
-                {100, 70, 150, 160, 160}, 5, NULL, 0, false};
+                {100, 70, 150, 160, 160}, 5, NULL, 0, false, 0};
     run_mm(&r);
     mm_run t = {"A transposed, masked", masks_t_src, 128, 128, 150, 150 * 104, 70 * 160, masks_t_a, masks_b,
-                {100, 70, 150, 104, 160}, 5, NULL, 0, false};
+                {100, 70, 150, 104, 160}, 5, NULL, 0, false, 0};
     run_mm(&t);
 }
 
@@ -243,10 +244,10 @@ static const char nested_src[] =
 static void test_nested_loops(void **state) {
     (void)state;
     mm_run r = {"an outer loop, 5 trips", nested_src, 64, 128, 320, 64 * 320, 128 * 320, plain_a, plain_b,
-                {320, 320, 320}, 3, NULL, 0, false};
+                {320, 320, 320}, 3, NULL, 0, false, 0};
     run_mm_grid(&r, 1, 1);
     mm_run q = {"an outer loop, 1 trip", nested_src, 64, 128, 64, 64 * 64, 128 * 64, plain_a, plain_b,
-                {64, 64, 64}, 3, NULL, 0, false};
+                {64, 64, 64}, 3, NULL, 0, false, 0};
     run_mm_grid(&q, 1, 1);
 }
 
@@ -278,7 +279,7 @@ static const char two_loops_src[] =
 
 static void test_two_loops(void **state) {
     (void)state;
-    mm_run r = {"two loops", two_loops_src, 64, 64, 384, 64 * 384, 64 * 384, plain_a, plain_b, {192, 384, 384}, 3, NULL, 0, false};
+    mm_run r = {"two loops", two_loops_src, 64, 64, 384, 64 * 384, 64 * 384, plain_a, plain_b, {192, 384, 384}, 3, NULL, 0, false, 0};
     run_mm(&r);
 }
 
@@ -310,10 +311,10 @@ static long batch_a(int i, int k, const int64_t *v) { return (i / 64 + 1) * v[3]
 static void test_batch(void **state) {
     (void)state;
     mm_run r = {"a batch dim", batch_src, 128, 64, 128, 3 * 64 * 136, 64 * 128, batch_a, plain_b,
-                {128, 136, 128, 64 * 136}, 4, NULL, 0, false};
+                {128, 136, 128, 64 * 136}, 4, NULL, 0, false, 0};
     run_mm_grid(&r, 2, 1);
     mm_run z = {"a batch dim of stride 0", batch_src, 128, 64, 128, 64 * 136, 64 * 128, batch_a, plain_b,
-                {128, 136, 128, 0}, 4, NULL, 0, false};
+                {128, 136, 128, 0}, 4, NULL, 0, false, 0};
     run_mm_grid(&z, 2, 1);
 }
 
@@ -346,7 +347,7 @@ static void test_k_pieces(void **state) {
         char what[32];
         snprintf(what, sizeof what, "BK = %d", bks[i]);
         mm_run r = {what, bk_src, 128, 128, 300, 100 * 304, 70 * 304, masks_a, masks_b, {100, 70, 300, 304, 304}, 5,
-                    d, 1, false};
+                    d, 1, false, 0};
         run_mm(&r);
     }
 }
@@ -376,7 +377,7 @@ static long kn_b(int j, int k, const int64_t *v) { return j < v[1] && k < v[2] ?
 static void test_b_k_rows_a_f32(void **state) {
     (void)state;
     mm_run r = {"B K x N, A f32", kn_src, 128, 128, 150, 100 * 152, 150 * 72, masks_a, kn_b, {100, 70, 150, 152, 72}, 5,
-                NULL, 0, true};
+                NULL, 0, true, 0};
     run_mm(&r);
 }
 
@@ -386,7 +387,7 @@ static void test_b_k_rows_a_f32(void **state) {
 static void test_k_zero(void **state) {
     (void)state;
     mm_run r = {"K = 0", bk_src, 128, 128, 0, 100 * 304, 70 * 304, masks_a, masks_b, {100, 70, 0, 304, 304}, 5, NULL,
-                0, false};
+                0, false, 0};
     run_mm(&r);
 }
 
@@ -401,9 +402,39 @@ static void test_stages(void **state) {
             char what[48];
             snprintf(what, sizeof what, "%d stages, K = %d", ns, ks[i]);
             mm_run r = {what, bk_src, 128, 128, ks[i], 100 * 568, 70 * 568, masks_a, masks_b,
-                        {100, 70, ks[i], 568, 568}, 5, d, 1, false};
+                        {100, 70, ks[i], 568, 568}, 5, d, 1, false, 0};
             run_mm(&r);
         }
+}
+
+/* ---- a row coordinate below 0, inside a's buffer ---------------------------
+ * a points 2 rows into its buffer (a 16-byte aligned offset) and the loads
+ * read rows rm - 1: row -1 of a is memory of the buffer, a legal load,
+ * where the map's row coordinate (program_id * 64 - 1) is below 0 in the
+ * first program. ints: K, sa, sb */
+static const char row_before_src[] =
+    "kernel mm(a: *f16, b: *f16, c: *f32, K: i32, stride_am: i64, stride_bn: i64) {\n"
+    "    let rm = program_id(0) * 64 + arange(0, 64);\n"
+    "    let rn = program_id(1) * 64 + arange(0, 64);\n"
+    "    let ks = arange(0, 64);\n"
+    "    let sam = multiple_of(stride_am, 8);\n"
+    "    let sbn = multiple_of(stride_bn, 8);\n"
+    "    var acc = zeros((64, 64), f32);\n"
+    "    for k in range(0, K, 64, num_stages = 3) {\n"
+    "        let x = load(a + (rm[:, None] - 1) * sam + (k + ks)[None, :]);\n"
+    "        let y = trans(load(b + rn[:, None] * sbn + (k + ks)[None, :]));\n"
+    "        acc = dot(x, y, acc);\n"
+    "    }\n"
+    "    store(c + rm[:, None] * 64 + rn[None, :], acc);\n"
+    "}\n";
+
+static long row_before_a(int i, int k, const int64_t *v) { return (i + 1) * v[1] + k; }
+
+static void test_row_before(void **state) {
+    (void)state;
+    mm_run r = {"a row coordinate below 0", row_before_src, 64, 64, 128, 66 * 128, 64 * 128, row_before_a, plain_b,
+                {128, 128, 128}, 3, NULL, 0, false, 2 * 128};
+    run_mm(&r);
 }
 
 HARNESS_MAIN(cmocka_unit_test(test_scalar_predicate),
@@ -416,4 +447,5 @@ HARNESS_MAIN(cmocka_unit_test(test_scalar_predicate),
              cmocka_unit_test(test_k_pieces),
              cmocka_unit_test(test_b_k_rows_a_f32),
              cmocka_unit_test(test_k_zero),
-             cmocka_unit_test(test_stages))
+             cmocka_unit_test(test_stages),
+             cmocka_unit_test(test_row_before))
