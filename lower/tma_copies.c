@@ -505,14 +505,13 @@ static bool copy_form(tma_ctx *c, const tir_op *loop, const tir_op *cp, tma_copy
         out->coord[d] = lin_add(out->coord[d], rest, 1);
         if (!out->coord[d].ok) return false;
     }
-    /* a coordinate below 0 traps (tma_load) where the pointers read
-     * memory: below 0 along an inner dim, the outer ones make up for it
-     * (`(rm + 1) * sa + k - 8` reads the row before's last 8, a legal
-     * load). A negative term (a constant or a product) in the coordinate
-     * of a dim but the outermost keeps cp.async; the outermost's below 0
-     * reads before the base, as the trap says (mm_shifted in
-     * tma-copies-keep.tile). */
-    for (unsigned d = 0; d + 1 < map->rank; d++)
+    /* a coordinate below 0 traps (tma_load) where the pointers may read
+     * memory: along an inner dim the outer ones make up for it (`(rm + 1)
+     * * sa + k - 8` reads the row before's last 8), along the outermost
+     * the base may point into its buffer (rows rm - 1 of a passed rows
+     * in). A coordinate with a negative term (a constant or a product)
+     * keeps cp.async; program ids, k from 0 and row offsets have none. */
+    for (unsigned d = 0; d < map->rank; d++)
         for (unsigned i = 0; i < out->coord[d].n; i++)
             if (out->coord[d].m[i].coef < 0) return false;
     /* sizes: a bound's y - x plus the coordinate, else unbounded */
