@@ -437,6 +437,55 @@ static void test_row_before(void **state) {
     run_mm(&r);
 }
 
+/* ---- rows read in reverse --------------------------------------------------
+ * `a + (63 - arange(0, 64))[:, None] * stride_am + ...`: tile row i is a's
+ * row 63 - i, the tile's row stride -stride_am, which a tensor map cannot
+ * have (the copy engine's strides are positive). ints: K, sa, sb */
+static const char reversed_src[] =
+    "kernel mm(a: *f16, b: *f16, c: *f32, K: i32, stride_am: i64, stride_bn: i64) {\n"
+    "    let rr = 63 - arange(0, 64);\n"
+    "    let rn = program_id(1) * 64 + arange(0, 64);\n"
+    "    let ks = arange(0, 64);\n"
+    "    let sam = multiple_of(stride_am, 8);\n"
+    "    let sbn = multiple_of(stride_bn, 8);\n"
+    "    var acc = zeros((64, 64), f32);\n"
+    "    for k in range(0, K, 64, num_stages = 3) {\n"
+    "        let x = load(a + rr[:, None] * sam + (k + ks)[None, :]);\n"
+    "        let y = trans(load(b + rn[:, None] * sbn + (k + ks)[None, :]));\n"
+    "        acc = dot(x, y, acc);\n"
+    "    }\n"
+    "    store(c + arange(0, 64)[:, None] * 64 + rn[None, :], acc);\n"
+    "}\n";
+
+static long reversed_a(int i, int k, const int64_t *v) { return (63 - i) * v[1] + k; }
+
+/* the same from a's last row down: a points 63 rows into its buffer, the
+ * coordinate 0 */
+static const char reversed_down_src[] =
+    "kernel mm(a: *f16, b: *f16, c: *f32, K: i32, stride_am: i64, stride_bn: i64) {\n"
+    "    let rn = program_id(1) * 64 + arange(0, 64);\n"
+    "    let ks = arange(0, 64);\n"
+    "    let sam = multiple_of(stride_am, 8);\n"
+    "    let sbn = multiple_of(stride_bn, 8);\n"
+    "    var acc = zeros((64, 64), f32);\n"
+    "    for k in range(0, K, 64, num_stages = 3) {\n"
+    "        let x = load(a + arange(0, 64)[:, None] * (0 - sam) + (k + ks)[None, :]);\n"
+    "        let y = trans(load(b + rn[:, None] * sbn + (k + ks)[None, :]));\n"
+    "        acc = dot(x, y, acc);\n"
+    "    }\n"
+    "    store(c + arange(0, 64)[:, None] * 64 + rn[None, :], acc);\n"
+    "}\n";
+
+static void test_rows_reversed(void **state) {
+    (void)state;
+    mm_run r = {"rows reversed", reversed_src, 64, 64, 128, 64 * 128, 64 * 128, reversed_a, plain_b, {128, 128, 128}, 3,
+                NULL, 0, false, 0};
+    run_mm(&r);
+    mm_run d = {"rows reversed from the last", reversed_down_src, 64, 64, 128, 64 * 128, 64 * 128, reversed_a, plain_b,
+                {128, 128, 128}, 3, NULL, 0, false, 63 * 128};
+    run_mm(&d);
+}
+
 HARNESS_MAIN(cmocka_unit_test(test_scalar_predicate),
              cmocka_unit_test(test_negative_coordinate),
              cmocka_unit_test(test_row_stride_zero),
@@ -448,4 +497,5 @@ HARNESS_MAIN(cmocka_unit_test(test_scalar_predicate),
              cmocka_unit_test(test_b_k_rows_a_f32),
              cmocka_unit_test(test_k_zero),
              cmocka_unit_test(test_stages),
-             cmocka_unit_test(test_row_before))
+             cmocka_unit_test(test_row_before),
+             cmocka_unit_test(test_rows_reversed))
