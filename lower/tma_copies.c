@@ -392,6 +392,7 @@ static bool host_term(tma_ctx *c, const lin *l, tir_tmap_term *t, uint32_t eb, b
     if (l->n == 0) return false; /* 0: a stride or size the copy engine does not take */
     if (l->n != 1 || degree(&l->m[0]) > 1) return false;
     const mono *m = &l->m[0];
+    if (need_align && m->coef <= 0) return false; /* a stride: the copy engine's are positive (rows read in reverse) */
     if (!m->a) {
         *t = (tir_tmap_term){.scale = m->coef, .param = TIR_TMAP_CONST};
         return !need_align || (m->coef * (int64_t)eb) % TMA_COPY_ALIGN == 0;
