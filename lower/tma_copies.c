@@ -18,8 +18,9 @@
  * whose stride divides it (the one with a parameter stride it names
  * first, else a constant stride that divides its coefficient, else dim
  * 0, of stride 1), or along a dim of its own with a box of 1 when it is
- * a constant times a parameter no dim has (a batch: b * stride_ab); its
- * quotient is that dim's coordinate. The slot's contiguous dim (its
+ * a constant times a parameter no dim has (a batch: b * stride_ab) and
+ * the copy engine can take as a stride (else dim 0: K, a loop's start);
+ * its quotient is that dim's coordinate. The slot's contiguous dim (its
  * shared layout's ord[0]) must have stride 1 and every other stride must
  * be a multiple of 16 bytes the compiler can prove (a constant, or a
  * parameter under multiple_of): the copy engine's rules.
@@ -493,7 +494,9 @@ static bool copy_form(tma_ctx *c, const tir_op *loop, const tir_op *cp, tma_copy
                 tir_tmap_term s = {.scale = t->coef, .param = q};
                 lin one = {.ok = true, .n = 1};
                 one.m[0] = (mono){.coef = t->coef, .a = f};
-                if (!host_term(c, &one, &s, eb, true) || map->rank == TIR_TMAP_MAX_RANK) return false;
+                /* a stride the copy engine cannot take (K, a loop's
+                 * start, not a multiple of 16 bytes): dim 0 (below) */
+                if (!host_term(c, &one, &s, eb, true) || map->rank == TIR_TMAP_MAX_RANK) continue;
                 map->stride[d] = s;
                 map->dim[d] = (tir_tmap_term){.scale = TIR_TMAP_UNBOUNDED, .param = TIR_TMAP_CONST};
                 map->box[d] = 1;

@@ -254,7 +254,8 @@ static void test_nested_loops(void **state) {
 /* ---- two pipelined loops, one after the other ----------------------------
  * The second loop's rings and mbarriers may take the bytes of the first's
  * (smem_plan): C = A[:, :K] B[:, :K]^T + A[:, K:2K] B[:, K:2K]^T, each
- * half its own loop (3 trips each). ints: K, sa, sb */
+ * half its own loop (3 trips each); the second loop's coordinates start at
+ * K, a parameter (not a batch dim: no multiple_of). ints: K, sa, sb */
 static const char two_loops_src[] =
     "kernel mm(a: *f16, b: *f16, c: *f32, K: i32, stride_am: i64, stride_bn: i64) {\n"
     "    let rm = program_id(0) * 64 + arange(0, 64);\n"
