@@ -18,8 +18,9 @@
  * whose stride divides it (the one with a parameter stride it names
  * first, else a constant stride that divides its coefficient, else dim
  * 0, of stride 1), or along a dim of its own with a box of 1 when it is
- * a constant times a parameter no dim has (a batch: b * stride_ab); its
- * quotient is that dim's coordinate. The slot's contiguous dim (its
+ * a constant times a parameter no dim has (a batch: b * stride_ab) and
+ * the copy engine can take as a stride (else dim 0: K, a loop's start);
+ * its quotient is that dim's coordinate. The slot's contiguous dim (its
  * shared layout's ord[0]) must have stride 1 and every other stride must
  * be a multiple of 16 bytes the compiler can prove (a constant, or a
  * parameter under multiple_of): the copy engine's rules.
@@ -406,7 +407,7 @@ static bool host_term(tma_ctx *c, const lin *l, tir_tmap_term *t, uint32_t eb, b
     if (l->n == 0) return false; /* 0: a stride or size the copy engine does not take */
     if (l->n != 1 || degree(&l->m[0]) > 1) return false;
     const mono *m = &l->m[0];
-    if (need_align && m->coef < 1) return false; /* the copy engine's strides are positive */
+    if (need_align && m->coef < 1) return false; /* the copy engine's strides are positive (rows read in reverse) */
     if (!m->a) {
         *t = (tir_tmap_term){.scale = m->coef, .param = TIR_TMAP_CONST};
         return !need_align || aligned_product(m->coef, eb, 1);
@@ -524,7 +525,9 @@ static bool copy_form(tma_ctx *c, const tir_op *loop, const tir_op *cp, tma_copy
                 tir_tmap_term s = {.scale = t->coef, .param = q};
                 lin one = {.ok = true, .n = 1};
                 one.m[0] = (mono){.coef = t->coef, .a = f};
-                if (!host_term(c, &one, &s, eb, true) || map->rank == TIR_TMAP_MAX_RANK) return false;
+                /* a stride the copy engine cannot take (K, a loop's
+                 * start, not a multiple of 16 bytes): dim 0 (below) */
+                if (!host_term(c, &one, &s, eb, true) || map->rank == TIR_TMAP_MAX_RANK) continue;
                 map->stride[d] = s;
                 map->dim[d] = (tir_tmap_term){.scale = TIR_TMAP_UNBOUNDED, .param = TIR_TMAP_CONST};
                 map->box[d] = 1;
@@ -542,6 +545,15 @@ static bool copy_form(tma_ctx *c, const tir_op *loop, const tir_op *cp, tma_copy
     for (unsigned d = 0; d < map->rank; d++)
         for (unsigned i = 0; i < out->coord[d].n; i++)
             if (out->coord[d].m[i].coef < INT32_MIN || out->coord[d].m[i].coef > INT32_MAX) return false;
+    /* a coordinate below 0 traps (tma_load) where the pointers may read
+     * memory: along an inner dim the outer ones make up for it (`(rm + 1)
+     * * sa + k - 8` reads the row before's last 8), along the outermost
+     * the base may point into its buffer (rows rm - 1 of a passed rows
+     * in). A coordinate with a negative term (a constant or a product)
+     * keeps cp.async; program ids, k from 0 and row offsets have none. */
+    for (unsigned d = 0; d < map->rank; d++)
+        for (unsigned i = 0; i < out->coord[d].n; i++)
+            if (out->coord[d].m[i].coef < 0) return false;
     /* sizes: a bound's y - x plus the coordinate, else unbounded */
     unsigned tile_dim[2] = {cd, rd};
     for (unsigned d = 0; d < map->rank; d++) {
