@@ -323,7 +323,6 @@ typedef struct mask_form {
     unsigned npred;
     lin bound[TIR_MAX_RANK];
     bool has[TIR_MAX_RANK];
-    bool ok;
 } mask_form;
 
 /* i_d + x < y from a compare (le: + 1) */
@@ -363,7 +362,7 @@ static bool mask_terms(tma_ctx *c, tir_value *v, mask_form *m, int depth) {
     default: {
         int from[TIR_MAX_RANK];
         if (!dims_from(op, from)) return false;
-        mask_form inner = {.ok = true};
+        mask_form inner = {0};
         if (!mask_terms(c, o[0], &inner, depth + 1)) return false;
         for (unsigned i = 0; i < inner.npred; i++) {
             if (m->npred == TMA_MAX_TERMS) return false;
@@ -496,7 +495,7 @@ static bool copy_form(tma_ctx *c, const tir_op *loop, const tir_op *cp, tma_copy
     int base = -1;
     tlin p = ptr_lin(c, ptrs, &base, 0);
     if (!p.ok || base < 0) return false;
-    mask_form m = {.ok = true};
+    mask_form m = {0};
     if (cp->noperands > 3 && !mask_terms(c, cp->operands[3], &m, 0)) return false;
     unsigned cd = bt->layout.kind == TIR_LAYOUT_SHARED ? bt->layout.ord[0] : 1u, rd = 1u - cd;
     tir_tmap *map = &out->map;
@@ -608,8 +607,6 @@ typedef struct ring {
 } ring;
 
 typedef struct ring_walk {
-    tma_ctx *c;
-    const tir_op *loop;
     ring *r;
     uint32_t n;
     uint32_t cap;
@@ -785,7 +782,7 @@ static void convert_loop(tma_ctx *c, tir_op *loop, ring *const *rings, uint32_t 
 }
 
 static void tma_loop(tma_ctx *c, tir_op *loop, tc_arena *arena) {
-    ring_walk w = {.c = c, .loop = loop, .cap = TMA_MAX_RINGS};
+    ring_walk w = {.cap = TMA_MAX_RINGS};
     w.r = TC_NEW_ARRAY(arena, ring, w.cap);
     tir_walk(c->f, find_rings, &w);
     ring *ok[TMA_MAX_RINGS];
