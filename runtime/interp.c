@@ -957,6 +957,9 @@ static void run_op(interp *in, const tir_op *op) {
     case TIR_OP_FENCE_ASYNC: return; /* orders proxies on the GPU; values are the same */
     case TIR_OP_TMA_LOAD: do_tma_load(in, op); return;
     case TIR_OP_MBAR_INIT: case TIR_OP_MBAR_WAIT: case TIR_OP_MBAR_INVAL: return; /* the copy above is done */
+    /* warp roles run in program order: the producer's ops where they stand */
+    case TIR_OP_MBAR_ARRIVE: case TIR_OP_WARP_SPECIALIZE: return;
+    case TIR_OP_PRODUCER: run_block(in, op->body); return;
     case TIR_OP_SELECT: {
         slot *s = out_slot(in, res);
         cell *c = val(in, op->operands[0]), *a = val(in, op->operands[1]), *b = val(in, op->operands[2]);

@@ -283,6 +283,12 @@ tir_op *tir_build_if(tir_builder *b, tir_value *cond, uint32_t nresults, const t
     return op;
 }
 
+tir_op *tir_build_producer(tir_builder *b) {
+    tir_op *op = tir_build_op(b, TIR_OP_PRODUCER, 0, NULL, 0, NULL);
+    op->body = block_new(b->func, op);
+    return op;
+}
+
 tir_op *tir_build_while(tir_builder *b, uint32_t ninits, tir_value *const *inits) {
     tir_type *types = TC_NEW_ARRAY(b->module->arena, tir_type, ninits + 1);
     for (uint32_t i = 0; i < ninits; i++) types[i] = inits[i]->type;

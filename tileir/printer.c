@@ -175,6 +175,8 @@ static void print_op_line(tc_strbuf *out, namer *n, const tir_op *op, int indent
         }
     }
     if (op->code == TIR_OP_FOR && op->num_stages) tc_strbuf_printf(out, " num_stages(%d)", op->num_stages);
+    if (op->code == TIR_OP_FOR && op->warp_specialize)
+        tc_strbuf_printf(out, " warp_specialize(%s)", op->warp_specialize == TIR_WS_ON ? "true" : "false");
     if (op->body) print_region(out, n, op->body, indent, flags);
     if (op->body2) {
         tc_strbuf_puts(out, op->code == TIR_OP_WHILE ? " do" : " else");
@@ -224,6 +226,7 @@ void tir_print_func(tc_strbuf *out, const tir_func *f, unsigned flags) {
     tc_strbuf_putc(out, ')');
     if (f->num_warps) tc_strbuf_printf(out, " num_warps(%d)", f->num_warps);
     if (f->num_stages) tc_strbuf_printf(out, " num_stages(%d)", f->num_stages);
+    if (f->producer_warps) tc_strbuf_printf(out, " producer_warps(%d)", f->producer_warps);
     if (f->smem.slots || f->smem.buffers || f->smem.scratch || f->smem.live_scratch)
         tc_strbuf_printf(out, " smem(slots=%u, buffers=%u, scratch=%u, live_scratch=%u)", f->smem.slots,
                          f->smem.buffers, f->smem.scratch, f->smem.live_scratch);

@@ -728,9 +728,19 @@ static bool parse_op(reader *r, tir_builder *b) {
         }
     }
     if (op->code == TIR_OP_FOR && accept(r, "num_stages") && !stages(r, &op->num_stages)) return false;
+    if (op->code == TIR_OP_FOR && accept(r, "warp_specialize")) {
+        if (!expect(r, "(")) return false;
+        if (accept(r, "true")) op->warp_specialize = TIR_WS_ON;
+        else if (accept(r, "false")) op->warp_specialize = TIR_WS_OFF;
+        else {
+            error_here(r, "expected true or false");
+            return false;
+        }
+        if (!expect(r, ")")) return false;
+    }
     if (info->flags & TIR_F_REGION) {
         if (!(op->body = parse_region(r, b, op))) return false;
-        if (op->code != TIR_OP_FOR) {
+        if (op->code != TIR_OP_FOR && op->code != TIR_OP_PRODUCER) {
             if (!expect(r, op->code == TIR_OP_WHILE ? "do" : "else")) return false;
             if (!(op->body2 = parse_region(r, b, op))) return false;
         }
@@ -906,6 +916,15 @@ static bool parse_kernel(reader *r) {
         f->num_warps = (int)w;
     }
     if (accept(r, "num_stages") && !stages(r, &f->num_stages)) return false;
+    if (accept(r, "producer_warps")) {
+        int64_t w;
+        if (!expect(r, "(") || !number(r, &w) || !expect(r, ")")) return false;
+        if (w < 0 || w > 1024) {
+            error_here(r, "producer_warps out of range");
+            return false;
+        }
+        f->producer_warps = (int)w;
+    }
     if (accept(r, "smem")) {
         static const char *const parts[3] = {"slots", "buffers", "scratch"};
         uint32_t *field[3] = {&f->smem.slots, &f->smem.buffers, &f->smem.scratch};

@@ -372,6 +372,9 @@ enum {
     TIR_TMAP_MAX_BOX = 256, /* elements of a box along one dim (the driver's limit) */
     TIR_MBAR_MAX_ARRIVALS = (1 << 20) - 1, /* an mbarrier's expected arrivals (PTX ISA, "mbarrier": 2^20 - 1) */
 };
+/* Warp specialization (ops.def: warp_specialize, producer): the producer
+ * is one warpgroup, since setmaxnreg acts on whole warpgroups */
+enum { TIR_WS_AUTO = 0, TIR_WS_ON = 1, TIR_WS_OFF = 2, TIR_WS_PRODUCER_WARPS = 4 };
 #define TIR_TMAP_UNBOUNDED ((int64_t)1 << 31)
 typedef struct tir_tmap_term {
     int64_t scale;
@@ -434,6 +437,10 @@ struct tir_op {
     } attr;
     int num_stages;      /* for: the software-pipelining depth asked for
                             (range(..., num_stages = N)); 0: the kernel's */
+    int warp_specialize; /* for: TIR_WS_AUTO (the compiler's choice), or
+                            range(..., warp_specialize = true/false):
+                            TIR_WS_ON, TIR_WS_OFF; printed
+                            warp_specialize(true|false) after num_stages */
     tc_loc loc;          /* source position, line 0 if none */
     tir_op *prev, *next;
     tir_block *parent;
@@ -447,6 +454,10 @@ struct tir_func {
     int num_warps;       /* 0: not chosen yet */
     int num_stages;      /* software-pipelining depth of its loops that
                             name none; 0: the compiler's choice */
+    int producer_warps;  /* 0, or TIR_WS_PRODUCER_WARPS: the warps after
+                            num_warps a launch adds for the producer of a
+                            warp_specialize op (ops.def); printed
+                            producer_warps(4) after num_stages */
     /* The kernel's shared-memory area as the smem_plan pass sizes it
      * (lower/smem_plan.c), which codegen lays out: `slots` bytes of the
      * rank-1 reductions' slots, then (from a 16-byte boundary) `buffers`
@@ -542,6 +553,21 @@ tir_op *tir_build_if(tir_builder *b, tir_value *cond, uint32_t nresults, const t
  * argument per init; the caller fills both (the test ends in yield of an
  * i1 scalar, the body in yield of the next carried values). */
 tir_op *tir_build_while(tir_builder *b, uint32_t ninits, tir_value *const *inits);
+/* A `producer` region, empty (the caller fills it, ending it with yield). */
+tir_op *tir_build_producer(tir_builder *b);
+
+/* Warp roles (warp_roles.c). The kernel's warp_specialize op, or NULL. */
+tir_op *tir_ws_split(const tir_func *f);
+/* Which values the producer warps hold (by value id, f->next_value_id
+ * entries; NULL when f has no split): scalars and buffers every thread
+ * made before the split, the kernel's parameters, and after it the
+ * scalar and buffer results of pure ops over such values, loops' indices
+ * and carried scalars whose bounds, inits and next values are such values
+ * (the producer runs those loops with their scalars only), and whatever
+ * a producer region defines. Codegen's producer role makes exactly
+ * these; the verifier checks producer regions use nothing else. */
+uint8_t *tir_producer_values(const tir_func *f, tc_arena *arena);
+bool tir_block_has_producer(const tir_block *blk); /* a producer op directly in blk */
 
 /* ---- editing ----------------------------------------------------------- */
 void tir_op_remove(tir_op *op);               /* unlinks; its results must be unused */

@@ -333,12 +333,13 @@ static void check_types(verifier *v, const tir_op *op) {
                 fail(v, op, "operands of an elementwise op must have one shape");
     bool buffer_op = op->code == TIR_OP_LOCAL_ALLOC || op->code == TIR_OP_ASYNC_COPY || op->code == TIR_OP_LOCAL_LOAD ||
                      op->code == TIR_OP_LOCAL_STORE || op->code == TIR_OP_MBAR_INIT || op->code == TIR_OP_MBAR_WAIT ||
-                     op->code == TIR_OP_MBAR_INVAL || op->code == TIR_OP_TMA_LOAD;
+                     op->code == TIR_OP_MBAR_INVAL || op->code == TIR_OP_TMA_LOAD || op->code == TIR_OP_MBAR_ARRIVE ||
+                     op->code == TIR_OP_WARP_SPECIALIZE;
     for (uint32_t i = 0; i < op->noperands + op->nresults; i++) {
         const tir_value *x = i < op->noperands ? o[i] : op->results[i - op->noperands];
         /* the buffer is local_alloc's result, the others' first operand:
          * index 0 either way; tma_load's mbarriers are its third */
-        bool buffer_slot = i == 0 || (op->code == TIR_OP_TMA_LOAD && i == 2);
+        bool buffer_slot = i == 0 || (op->code == TIR_OP_TMA_LOAD && i == 2) || op->code == TIR_OP_WARP_SPECIALIZE;
         if (x->type.space == TIR_SPACE_SHARED && (!buffer_op || !buffer_slot)) {
             fail(v, op, "only local_alloc makes, and only the buffer and mbarrier ops take, shared-memory buffers");
             return;
@@ -405,6 +406,22 @@ static void check_types(verifier *v, const tir_op *op) {
             fail(v, op, "mbar_wait takes a buffer of mbarriers, smem<Sx1xi64>, an i32 slot and an i32 parity");
         break;
     case TIR_OP_TMA_LOAD: check_tma_load(v, op); break;
+    case TIR_OP_MBAR_ARRIVE:
+        if (!mbarriers(o[0]->type) || !i32_scalar(o[1]->type))
+            fail(v, op, "mbar_arrive takes a buffer of mbarriers, smem<Sx1xi64>, and an i32 slot");
+        break;
+    case TIR_OP_WARP_SPECIALIZE:
+        for (uint32_t i = 0; i < op->noperands; i++)
+            if (o[i]->type.space != TIR_SPACE_SHARED) {
+                fail(v, op, "warp_specialize takes buffers only (those the producer fills, and its mbarriers)");
+                break;
+            }
+        break;
+    case TIR_OP_PRODUCER:
+        if (op->body && (op->body->nargs || (op->body->last && op->body->last->code == TIR_OP_YIELD &&
+                                             op->body->last->noperands)))
+            fail(v, op, "a producer region takes no arguments and yields nothing");
+        break;
     case TIR_OP_CONST:
         if (r.elem == TIR_PTR) fail(v, op, "a constant cannot be a pointer");
         /* the front end wraps its constants; passes fold them as values of the type */
@@ -716,6 +733,96 @@ static void check_types(verifier *v, const tir_op *op) {
 }
 
 
+/* ---- warp roles (ops.def: warp_specialize, producer) ---- */
+
+/* What a producer region may hold: scalars, mbarrier waits, bulk copies
+ * and branches over them; nothing that needs the consumer warps' layouts
+ * or barriers (the producer warps take part in none after the split). */
+static void check_producer_ops(verifier *v, const tir_op *region, const tir_block *blk, const uint8_t *held) {
+    for (const tir_op *op = blk->first; op; op = op->next) {
+        bool ok = op->code == TIR_OP_YIELD || op->code == TIR_OP_IF || op->code == TIR_OP_TMA_LOAD ||
+                  op->code == TIR_OP_MBAR_WAIT || op->code == TIR_OP_MBAR_ARRIVE ||
+                  ((tir_ops[op->code].flags & TIR_F_PURE) && op->code != TIR_OP_LOCAL_ALLOC);
+        for (uint32_t i = 0; i < op->nresults; i++) ok = ok && op->results[i]->type.rank == 0;
+        if (!ok) {
+            fail(v, op, "a producer region holds scalars, mbar_wait, mbar_arrive, tma_load and if only");
+            continue;
+        }
+        /* a value from outside the region: one the producer warps hold */
+        for (uint32_t i = 0; i < op->noperands && held; i++) {
+            const tir_value *x = op->operands[i];
+            const tir_block *home = x->def ? x->def->parent : x->block;
+            bool inside = false;
+            for (const tir_block *b = home; b && !inside; b = b->parent ? b->parent->parent : NULL)
+                inside = b == region->body;
+            if (!inside && !held[x->id])
+                fail(v, op, "a producer region reads a value the producer warps do not have (a tile, or a scalar "
+                            "made from one after warp_specialize)");
+        }
+        if (op->body) check_producer_ops(v, region, op->body, held);
+        if (op->body2) check_producer_ops(v, region, op->body2, held);
+    }
+}
+
+/* Producer regions sit in the kernel's body or a loop of it, no deeper
+ * (the producer role runs those loops and nothing else: lower/codegen.c) */
+static void check_producer_places(verifier *v, const tir_block *blk, int depth) {
+    for (const tir_op *op = blk->first; op; op = op->next) {
+        bool place = depth == 0 || (depth == 1 && blk->parent && blk->parent->code == TIR_OP_FOR);
+        if (op->code == TIR_OP_PRODUCER) {
+            if (!place) fail(v, op, "a producer region sits in the kernel's body or a loop of it, no deeper");
+            continue; /* its own ops: check_producer_ops */
+        }
+        if (op->body) check_producer_places(v, op->body, depth + 1);
+        if (op->body2) check_producer_places(v, op->body2, depth + 1);
+    }
+}
+
+static void find_roles(tir_op *op, void *p) {
+    const tir_op **found = p; /* [0]: a warp_specialize, [1]: a second one, [2]: a producer */
+    if (op->code == TIR_OP_WARP_SPECIALIZE) found[found[0] ? 1 : 0] = op;
+    if (op->code == TIR_OP_PRODUCER && !found[2]) found[2] = op;
+}
+
+static void check_warp_roles(verifier *v, tc_arena *a) {
+    const tir_func *f = v->f;
+    const tir_op *found[3] = {NULL, NULL, NULL};
+    tir_walk((tir_func *)f, find_roles, found);
+    const tir_op *split = found[0];
+    if (found[1]) fail(v, found[1], "a kernel splits its warps once (one warp_specialize)");
+    if (split && split->parent != f->body) fail(v, split, "warp_specialize belongs in the kernel's body, not a region");
+    if (!split) {
+        if (found[2]) fail(v, found[2], "a producer region needs a warp_specialize before it");
+        if (f->producer_warps) fail(v, NULL, "producer_warps(%d) without a warp_specialize", f->producer_warps);
+        return;
+    }
+    if (f->producer_warps != TIR_WS_PRODUCER_WARPS)
+        fail(v, NULL, "a kernel with warp_specialize has producer_warps(%d) (one warpgroup)", TIR_WS_PRODUCER_WARPS);
+    if (f->num_warps % TIR_WS_PRODUCER_WARPS)
+        fail(v, NULL, "warp_specialize needs num_warps in whole warpgroups (a multiple of %d)", TIR_WS_PRODUCER_WARPS);
+    if (!v->ok || split->parent != f->body) return;
+    /* before the split every warp runs the ops: none that needs the
+     * consumers' layouts to be right (stores, atomics, prints) */
+    for (const tir_op *op = f->body->first; op != split; op = op->next)
+        if (!(tir_ops[op->code].flags & TIR_F_PURE) && op->code != TIR_OP_MBAR_INIT && op->code != TIR_OP_BARRIER &&
+            op->code != TIR_OP_FENCE_ASYNC)
+            fail(v, op, "before warp_specialize only pure ops, mbar_init, fence_async and barrier (every warp runs them)");
+    uint8_t *held = tir_producer_values(f, a);
+    bool after = false;
+    for (const tir_op *op = f->body->first; op; op = op->next) {
+        after |= op == split;
+        if (op->code == TIR_OP_PRODUCER) check_producer_ops(v, op, op->body, held);
+        if (op->code == TIR_OP_FOR) /* a loop of the body may hold producer regions */
+            for (const tir_op *in = op->body->first; in; in = in->next)
+                if (in->code == TIR_OP_PRODUCER) {
+                    if (!after) fail(v, in, "a producer region comes after warp_specialize");
+                    else check_producer_ops(v, in, in->body, held);
+                }
+        if (op->code == TIR_OP_PRODUCER && !after) fail(v, op, "a producer region comes after warp_specialize");
+    }
+    check_producer_places(v, f->body, 0);
+}
+
 static void verify_op(verifier *v, const tir_op *op) {
     if ((unsigned)op->code >= TIR_OP_COUNT) {
         fail(v, NULL, "unknown opcode");
@@ -793,6 +900,7 @@ bool tir_verify(const tir_module *m, const char *after_pass, tc_diag *diag) {
         if (f->smem.live_scratch && !f->smem.buffers) fail(&v, NULL, "smem live_scratch needs buffers");
         check_tmaps(&v);
         verify_block(&v, f->body, true);
+        if (v.ok) check_warp_roles(&v, a);
         if (v.any_layout && v.any_missing) fail(&v, NULL, "some tiles have layouts and others do not");
         ok = ok && v.ok;
         tc_arena_free(a);
