@@ -64,6 +64,9 @@ static bool check_options(const tilec_options *opt, tc_diag *diag) {
     if (opt->num_warps && (!is_pow2(opt->num_warps) || opt->num_warps > TILEC_MAX_NUM_WARPS))
         tc_error_plain(diag, "num_warps (--num-warps) must be a power of two from 1 to %d, not %d", TILEC_MAX_NUM_WARPS,
                        opt->num_warps);
+    if (opt->warp_specialize < TILEC_WARP_SPECIALIZE_AUTO || opt->warp_specialize > TILEC_WARP_SPECIALIZE_OFF)
+        tc_error_plain(diag, "warp_specialize (--warp-specialize) must be auto (0), on (1) or off (2), not %d",
+                       opt->warp_specialize);
     if (opt->num_stages < 0 || opt->num_stages > TILEC_MAX_NUM_STAGES)
         tc_error_plain(diag, "num_stages (--num-stages) must be from 1 to %d, not %d", TILEC_MAX_NUM_STAGES,
                        opt->num_stages);

@@ -92,7 +92,14 @@ typedef struct tilec_options {
                                     the PTX (profilers' source view, as nvcc's
                                     -lineinfo) and the emulator device's errors name
                                     the line (default false) */
+    int warp_specialize;         /* sm_90a, loops that name none (range(...,
+                                    warp_specialize = B)): whether a producer
+                                    warpgroup issues their bulk copies:
+                                    TILEC_WARP_SPECIALIZE_AUTO (0, the compiler's
+                                    choice: with 8 warps or more), _ON or _OFF */
 } tilec_options;
+
+enum { TILEC_WARP_SPECIALIZE_AUTO = 0, TILEC_WARP_SPECIALIZE_ON = 1, TILEC_WARP_SPECIALIZE_OFF = 2 };
 
 typedef struct tilec_output {
     tilec_status status;

@@ -341,10 +341,26 @@ static bool check_num_stages(lang_ctx *c, const ast_expr *e, int *out) {
     return true;
 }
 
+/* warp_specialize = true or false in range(...): a compile-time bool;
+ * false after reporting. */
+static bool check_warp_specialize(lang_ctx *c, const ast_expr *e, int *out) {
+    operand o = lang_check_expr(c, e);
+    if (o.kind == OPND_POISON) return false;
+    if (o.kind != OPND_CONST || o.type.elem != TIR_I1) {
+        lang_error(c, e->span, "warp_specialize must be true or false, not %s",
+                   o.kind == OPND_VALUE ? "a value computed at run time" : lang_operand_str(c, &o));
+        return false;
+    }
+    *out = o.ival ? TIR_WS_ON : TIR_WS_OFF;
+    return true;
+}
+
 /* range(hi), range(lo, hi) or range(lo, hi, step), with an optional
- * num_stages = N (the software-pipelining depth of this loop): scalar
- * integers of one type; false after reporting. */
-static bool check_range(lang_ctx *c, const ast_stmt *s, tir_value **bounds, int *num_stages) {
+ * num_stages = N (the software-pipelining depth of this loop) and
+ * warp_specialize = true/false (a producer warpgroup for its copies, on
+ * sm_90a: lower/warp_specialize.c): scalar integers of one type; false
+ * after reporting. */
+static bool check_range(lang_ctx *c, const ast_stmt *s, tir_value **bounds, int *num_stages, int *ws) {
     const ast_expr *r = s->value;
     int npos = 0;
     if (r->kind == AST_CALL)
@@ -358,8 +374,16 @@ static bool check_range(lang_ctx *c, const ast_stmt *s, tir_value **bounds, int 
     bool ok = true;
     for (const ast_arg *a = r->u.call.args; a; a = a->next) {
         if (a->name.str) {
-            if (strcmp(a->name.str, "num_stages")) {
-                lang_error(c, a->name.span, "range's only named argument is num_stages, not '%s'", a->name.str);
+            if (!strcmp(a->name.str, "warp_specialize")) {
+                if (*ws) {
+                    lang_error(c, a->name.span, "warp_specialize given twice");
+                    ok = false;
+                } else {
+                    ok = check_warp_specialize(c, a->value, ws) && ok;
+                }
+            } else if (strcmp(a->name.str, "num_stages")) {
+                lang_error(c, a->name.span, "range's named arguments are num_stages and warp_specialize, not '%s'",
+                           a->name.str);
                 ok = false;
             } else if (*num_stages) {
                 lang_error(c, a->name.span, "num_stages given twice");
@@ -406,8 +430,8 @@ static bool check_range(lang_ctx *c, const ast_stmt *s, tir_value **bounds, int 
 static void check_for(lang_ctx *c, const ast_stmt *s) {
     if (!c->emit) return;
     tir_value *bounds[3];
-    int num_stages = 0;
-    if (!check_range(c, s, bounds, &num_stages)) return;
+    int num_stages = 0, ws = TIR_WS_AUTO;
+    if (!check_range(c, s, bounds, &num_stages, &ws)) return;
     uint32_t mark = c->nbinds;
     uint32_t *carried;
     uint32_t ncarried = changed_vars(c, s->body, NULL, &carried);
@@ -419,6 +443,7 @@ static void check_for(lang_ctx *c, const ast_stmt *s) {
     lang_set_loc(c, s->span);
     tir_op *loop = tir_build_for(&c->b, bounds[0], bounds[1], bounds[2], ncarried, inits);
     loop->num_stages = num_stages;
+    loop->warp_specialize = ws;
     tir_builder outside = c->b;
     tir_builder_at_end(&c->b, loop->body);
     c->b.loc = outside.loc;

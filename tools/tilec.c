@@ -45,6 +45,9 @@ static const char usage[] =
     "                        16 below 128 KB, else 32\n"
     "  --num-stages=N        software-pipelining depth of loops that name none\n"
     "                        (range(..., num_stages = N)), 1 to %d; default: the compiler's\n"
+    "  --warp-specialize=W   sm_90a: auto, on or off: a producer warpgroup for the bulk\n"
+    "                        copies of loops that name none (range(..., warp_specialize =\n"
+    "                        true/false)); default auto: with 8 warps or more\n"
     "  -O0, -O2              optimization level (default -O2)\n"
     "  --no-asserts          check assert(...) statements but leave them out of the code\n"
     "                        (by default they are compiled in)\n"
@@ -160,6 +163,11 @@ static int parse_args(cli *c, int argc, char **argv) {
         } else if ((v = take_value(argc, argv, &i, "--num-stages"))) {
             if (!parse_int(v, 0, 1 << 20, &n)) return usage_error("--num-stages needs a number, got '%s'", v);
             c->opt.num_stages = (int)n;
+        } else if ((v = take_value(argc, argv, &i, "--warp-specialize"))) {
+            if (!strcmp(v, "auto")) c->opt.warp_specialize = TILEC_WARP_SPECIALIZE_AUTO;
+            else if (!strcmp(v, "on")) c->opt.warp_specialize = TILEC_WARP_SPECIALIZE_ON;
+            else if (!strcmp(v, "off")) c->opt.warp_specialize = TILEC_WARP_SPECIALIZE_OFF;
+            else return usage_error("--warp-specialize takes auto, on or off, not '%s'", v);
         } else if (!strcmp(a, "-O0") || !strcmp(a, "-O2")) {
             c->opt.opt_level = a[2] - '0';
         } else if ((v = take_value(argc, argv, &i, "--passes"))) {
