@@ -105,6 +105,15 @@ void gen_mbar_wait(cg *c, const tir_op *op) {
     LLVMPositionBuilderAtEnd(c->b, done);
 }
 
+/* mbar_arrive bars, slot: every thread running it arrives once (release:
+ * its reads before it are done when the phase completes); the mbarrier
+ * expects one arrival per consumer thread (warp_specialize.c). */
+void gen_mbar_arrive(cg *c, const tir_op *op) {
+    if (!needs_sm90(c, op)) return;
+    LLVMValueRef args[1] = {mbar(c, op->operands[0], reg(c, op->operands[1], 0))};
+    emit(c, PTX_ASYNC_MBAR_ARRIVE, NULL, args, 1);
+}
+
 /* tma_load N, buf, slot, bars, pred, c...: thread 0, when pred, announces
  * the slot's bytes on bars' slot and copies the slot's boxes. */
 void gen_tma_load(cg *c, const tir_op *op) {
@@ -122,7 +131,9 @@ void gen_tma_load(cg *c, const tir_op *op) {
      * copies on the uniform datapath (VOTEU.ANY, @UP UTMALDG) instead of
      * wrapping each in an ELECT loop that makes its operands uniform */
     LLVMValueRef elected = emit(c, PTX_ASYNC_ELECT_SYNC, LLVMInt32TypeInContext(c->ctx), NULL, 0);
-    LLVMValueRef issuer = LLVMBuildAnd(c->b, LLVMBuildICmp(c->b, LLVMIntULT, c->tid, i32c(c, LOWER_WARP_SIZE), ""),
+    uint32_t first = cg_issuer_tid(c);
+    LLVMValueRef in_warp = first ? LLVMBuildSub(c->b, c->tid, i32c(c, first), "") : c->tid; /* below 0: past 2^31 */
+    LLVMValueRef issuer = LLVMBuildAnd(c->b, LLVMBuildICmp(c->b, LLVMIntULT, in_warp, i32c(c, LOWER_WARP_SIZE), ""),
                                        LLVMBuildICmp(c->b, LLVMIntNE, elected, i32c(c, 0), ""), "");
     LLVMBasicBlockRef join;
     LLVMValueRef go = LLVMBuildAnd(c->b, issuer, reg(c, op->operands[3], 0), "");

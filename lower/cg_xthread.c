@@ -9,7 +9,17 @@
 
 /* ---- shared memory ------------------------------------------------------ */
 
-void barrier(cg *c) { call_intrinsic(c, "llvm.nvvm.barrier0", NULL, 0); }
+/* Every thread's barrier; in the consumers' role (codegen.c, gen_split)
+ * theirs alone, a named barrier of their count: the producer warps meet
+ * no barrier after the split. */
+void barrier(cg *c) {
+    if (c->role == CG_ROLE_CONSUMER) {
+        LLVMValueRef args[2] = {i32c(c, CG_CONSUMER_BARRIER), i32c(c, c->f->num_warps * LOWER_WARP_SIZE)};
+        call_intrinsic(c, "llvm.nvvm.barrier", args, 2);
+        return;
+    }
+    call_intrinsic(c, "llvm.nvvm.barrier0", NULL, 0);
+}
 
 /* The address of byte `offset` of the kernel's shared memory. */
 LLVMValueRef smem_at(cg *c, LLVMValueRef offset) {

@@ -128,18 +128,96 @@ static void same_regs(cg *c, tir_value *const *dst, uint32_t n, tir_value *const
  * (smem_plan.c), each op's scratch uses inside the buffers' range go in
  * the area after them, the rest on their bytes (nested blocks take their
  * op's). */
-static void gen_block_ops(cg *c, const tir_block *blk) {
+static void gen_split(cg *c, const tir_block *blk, const tir_op *split);
+
+/* blk's ops from `from` on. Outside the buffers' live range the scratch
+ * area lies on their bytes (gen_func), inside it apart. */
+static void gen_ops(cg *c, const tir_block *blk, const tir_op *from) {
     bool home = c->buffers && blk == c->buffers->home;
     uint32_t at = c->scratch, bytes = c->scratch_bytes;
-    for (const tir_op *o = blk->first; o && c->ok; o = o->next) {
+    for (const tir_op *o = from; o && c->ok; o = o->next) {
         if (home && o == c->buffers->first) {
             c->scratch = c->buffers_at + c->f->smem.buffers;
             c->scratch_bytes = c->f->smem.live_scratch;
         }
-        if (home && o == c->buffers->end) c->scratch = at, c->scratch_bytes = bytes;
+        if (home && o == c->buffers->end) c->scratch = c->buffers_at, c->scratch_bytes = c->f->smem.scratch;
+        if (o->code == TIR_OP_WARP_SPECIALIZE) { /* the rest of the block, once a role */
+            if (blk != c->f->body || c->role != CG_ROLE_ALL) cg_error(c, o, "warp_specialize outside the kernel's body");
+            else gen_split(c, blk, o);
+            break;
+        }
         gen_op(c, o);
     }
     c->scratch = at, c->scratch_bytes = bytes;
+}
+
+static void gen_block_ops(cg *c, const tir_block *blk) { gen_ops(c, blk, blk->first); }
+
+uint32_t cg_issuer_tid(const cg *c) {
+    return c->role == CG_ROLE_PRODUCER ? (uint32_t)c->f->num_warps * LOWER_WARP_SIZE : 0;
+}
+
+static void setmaxnreg(cg *c, bool inc, uint32_t n) {
+    LLVMValueRef x = i32c(c, n);
+    call_intrinsic(c, inc ? "llvm.nvvm.setmaxnreg.inc.sync.aligned.u32" : "llvm.nvvm.setmaxnreg.dec.sync.aligned.u32",
+                   &x, 1);
+}
+
+/* The warps split: threads from num_warps * 32 on are the producer
+ * warpgroup, which gives up registers (setmaxnreg.dec, all four warps:
+ * it acts on whole warpgroups), then keeps only its first warp, the one
+ * that issues the copies (the others would spin on the same mbarriers).
+ * The consumers take the registers (setmaxnreg.inc: the file less the
+ * producer's, shared among them, in steps of 8 as the ISA asks) and run
+ * the rest of the kernel. Each role's code is made from the same ops (the
+ * producer's: the values it holds, others undefined), ending in its own
+ * return. */
+static void gen_split(cg *c, const tir_block *blk, const tir_op *split) {
+    tir_func *f = c->f;
+    uint32_t consumers = (uint32_t)f->num_warps * LOWER_WARP_SIZE;
+    LLVMBasicBlockRef prod = new_block(c, "ws.producer"), issue = new_block(c, "ws.issuer"),
+                      idle = new_block(c, "ws.idle"), cons = new_block(c, "ws.consumer");
+    LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntUGE, c->tid, i32c(c, consumers), ""), prod, cons);
+    bool rebalance = f->num_warps >= CG_SETMAXNREG_MIN_WARPS;
+    uint32_t scratch = c->scratch, scratch_bytes = c->scratch_bytes;
+    LLVMPositionBuilderAtEnd(c->b, prod);
+    if (rebalance) setmaxnreg(c, false, CG_PRODUCER_REGS);
+    LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntULT, c->tid, i32c(c, consumers + LOWER_WARP_SIZE), ""), issue, idle);
+    LLVMPositionBuilderAtEnd(c->b, idle);
+    LLVMBuildRetVoid(c->b);
+    LLVMPositionBuilderAtEnd(c->b, issue);
+    c->role = CG_ROLE_PRODUCER;
+    c->held = tir_producer_values(f, c->arena);
+    gen_ops(c, blk, split->next);
+    LLVMPositionBuilderAtEnd(c->b, cons);
+    c->scratch = scratch, c->scratch_bytes = scratch_bytes;
+    if (rebalance) {
+        uint32_t per = (CG_REGISTER_FILE - CG_PRODUCER_REGS * TIR_WS_PRODUCER_WARPS * LOWER_WARP_SIZE) / consumers;
+        per = per / 8 * 8;
+        setmaxnreg(c, true, per > 256 ? 256 : per);
+    }
+    c->role = CG_ROLE_CONSUMER;
+    gen_ops(c, blk, split->next);
+    c->role = CG_ROLE_ALL;
+    c->held = NULL;
+}
+
+/* Whether the role being made runs op: the producer runs its regions,
+ * the loops and ifs holding them, and the ops that make what it holds; the
+ * consumers run all but the producer regions. */
+static bool role_runs(const cg *c, const tir_op *op) {
+    if (c->role == CG_ROLE_ALL || c->in_producer) return true;
+    if (c->role == CG_ROLE_CONSUMER) return op->code != TIR_OP_PRODUCER;
+    switch (op->code) {
+    case TIR_OP_PRODUCER: case TIR_OP_RETURN: case TIR_OP_YIELD: return true;
+    case TIR_OP_FOR: case TIR_OP_IF: /* the loops and ifs around its regions */
+        return tir_block_has_producer(op->body) || (op->body2 && tir_block_has_producer(op->body2));
+    default: break;
+    }
+    if (op->body || !op->nresults) return false;
+    for (uint32_t i = 0; i < op->nresults; i++)
+        if (!c->held[op->results[i]->id]) return false;
+    return true;
 }
 
 /* A loop: the header holds one phi per induction variable and per register
@@ -251,6 +329,14 @@ static void gen_op(cg *c, const tir_op *op) {
                                                         : NULL);
     const tir_opinfo *info = &tir_ops[op->code];
     const tir_value *res = op->nresults ? op->results[0] : NULL;
+    if (!role_runs(c, op)) { /* another role's: its values undefined here, and unused */
+        for (uint32_t i = 0; i < op->nresults; i++) {
+            LLVMValueRef *r = new_regs(c, op->results[i]);
+            LLVMValueRef u = LLVMGetUndef(elem_type(c, tir_type_elem(op->results[i]->type)));
+            for (uint32_t k = 0; k < c->nregs[op->results[i]->id]; k++) r[k] = u;
+        }
+        return;
+    }
     if (needs_blocked(c, op)) return;
     switch (op->code) {
     case TIR_OP_CONST: gen_const(c, op); return;
@@ -358,6 +444,14 @@ static void gen_op(cg *c, const tir_op *op) {
     case TIR_OP_MBAR_WAIT: gen_mbar_wait(c, op); return;
     case TIR_OP_MBAR_INVAL: gen_mbar_inval(c, op); return;
     case TIR_OP_TMA_LOAD: gen_tma_load(c, op); return;
+    case TIR_OP_MBAR_ARRIVE: gen_mbar_arrive(c, op); return;
+    case TIR_OP_PRODUCER: {
+        bool was = c->in_producer;
+        c->in_producer = true;
+        gen_block_ops(c, op->body);
+        c->in_producer = was;
+        return;
+    }
     case TIR_OP_DOT: case TIR_OP_DOT_IEEE: gen_dot(c, op); return;
     case TIR_OP_DOT_ASYNC: gen_dot_async(c, op); return;
     case TIR_OP_DOT_WAIT: gen_dot_wait(c, op); return;
@@ -445,7 +539,7 @@ static bool gen_func(cg *c, tir_func *f) {
         LLVMSetCurrentDebugLocation2(c->b, NULL); /* the entry's own code: no op's */
     }
     annotate(c, "kernel", 1);
-    annotate(c, "maxntidx", 32 * f->num_warps);
+    annotate(c, "maxntidx", LOWER_WARP_SIZE * (f->num_warps + f->producer_warps));
     LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "entry");
     c->entry = entry;
     LLVMPositionBuilderAtEnd(c->b, entry);
@@ -460,6 +554,7 @@ static bool gen_func(cg *c, tir_func *f) {
         new_regs(c, p)[0] = arg;
     }
     c->tid = sreg(c, "llvm.nvvm.read.ptx.sreg.tid.x");
+    c->role = CG_ROLE_ALL, c->held = NULL, c->in_producer = false;
     memset(c->tid_times, 0, sizeof c->tid_times);
     /* the area the smem_plan pass sized: slots, buffers, live scratch;
      * the other scratch on the buffers (gen_block_ops switches it in the

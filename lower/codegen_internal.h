@@ -58,8 +58,26 @@ typedef struct cg {
     const struct cg_dot_lowering *dot;      /* the target's tensor-core dot (cg_dot_lowering_for) */
     LLVMDIBuilderRef dib;                   /* tilec_options.line_info: the line tables' builder; NULL: none */
     LLVMMetadataRef di_file, di_sub;        /* the source file, and the kernel's subprogram */
+    int role;                               /* CG_ROLE_*: which warps the code being made runs on */
+    const uint8_t *held;                    /* producer role: the values it makes (tir_producer_values) */
+    bool in_producer;                       /* inside a producer region */
     bool ok;
 } cg;
+
+/* Warp roles after a warp_specialize (lower/warp_specialize.c): before it
+ * every warp runs the code; after it the producer warps run the producer
+ * regions with the scalars they need, the consumers (the kernel's
+ * num_warps warps) everything else, their barriers among themselves. */
+enum { CG_ROLE_ALL, CG_ROLE_PRODUCER, CG_ROLE_CONSUMER };
+enum {
+    CG_CONSUMER_BARRIER = 1,        /* the named barrier the consumers meet at (0 is every thread's) */
+    CG_PRODUCER_REGS = 40,          /* setmaxnreg: what the producer keeps (scalars and addresses) */
+    CG_REGISTER_FILE = 65536,       /* 32-bit registers of one SM, all a CTA may get */
+    CG_SETMAXNREG_MIN_WARPS = 8,    /* below, the consumers' limit is already the largest (255) */
+};
+/* The first thread of the warp that issues bulk copies: warp 0, or the
+ * producer's first warp in its role. */
+uint32_t cg_issuer_tid(const cg *c);
 
 /* A tile's layout seen as a blocked layout over `rank` view dims: the "layouts as registers"
  * comment in cg_regs.c says how registers map to elements. */
@@ -225,6 +243,7 @@ void gen_mbar_init(cg *c, const tir_op *op);
 void gen_mbar_wait(cg *c, const tir_op *op);
 void gen_mbar_inval(cg *c, const tir_op *op);
 void gen_tma_load(cg *c, const tir_op *op);
+void gen_mbar_arrive(cg *c, const tir_op *op);
 
 /* cg_dot.c */
 const cg_dot_lowering *cg_dot_lowering_for(const char *arch);

@@ -80,6 +80,7 @@ bool lower_prefetch_fragments(tir_module *m, const lower_options *opt, tc_diag *
 bool lower_sink_pure(tir_module *m, const lower_options *opt, tc_diag *diag);  /* pure ops down to their first use */
 bool lower_async_dots(tir_module *m, const lower_options *opt, tc_diag *diag); /* sm_90a: a loop's wgmma waited a trip later */
 bool lower_tma_copies(tir_module *m, const lower_options *opt, tc_diag *diag); /* sm_90a: rings filled by bulk tensor copies */
+bool lower_warp_specialize(tir_module *m, const lower_options *opt, tc_diag *diag); /* sm_90a: a producer warpgroup issues them */
 bool lower_smem_plan(tir_module *m, const lower_options *opt, tc_diag *diag);     /* shared memory sized and checked */
 /* The bytes of a kernel's shared-memory area as smem_plan recorded it. */
 uint32_t lower_smem_bytes(const tir_func *f);

@@ -18,6 +18,7 @@ const lower_pass lower_passes[] = {
     {"sink_pure", lower_sink_pure},
     {"async_dots", lower_async_dots},
     {"tma_copies", lower_tma_copies},
+    {"warp_specialize", lower_warp_specialize},
     {"smem_plan", lower_smem_plan},
     {NULL, NULL},
 };

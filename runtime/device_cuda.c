@@ -243,7 +243,8 @@ static void cuda_unload(trt_module *m) { /* the context lives until the device's
 
 /* One 8-byte cell per parameter, of which the driver reads the
  * parameter's size from the start, then one per tensor map (its device
- * address); a block of num_warps warps (4 if the IR does not say). */
+ * address); a block of num_warps warps (4 if the IR does not say), and
+ * the producer's (producer_warps) of a warp-specialized kernel. */
 static trt_status cuda_launch(trt_kernel *k, void *stream, const uint32_t grid[3], const rt_arg *args,
                               uint32_t nargs) {
     trt_device *d = k->mod->dev;
@@ -256,7 +257,7 @@ static trt_status cuda_launch(trt_kernel *k, void *stream, const uint32_t grid[3
         if (i < nargs) cells[i] = args[i].bits;
         params[i] = &cells[i];
     }
-    if (!rt_cuda_launch(cuda_of(d), k->fn, grid, 32u * (uint32_t)(f->num_warps ? f->num_warps : 4), f->dynamic_smem,
+    if (!rt_cuda_launch(cuda_of(d), k->fn, grid, 32u * (uint32_t)((f->num_warps ? f->num_warps : 4) + f->producer_warps), f->dynamic_smem,
                         params, stream, d->err, sizeof d->err))
         return cuda_failure(d);
     return TRT_OK;

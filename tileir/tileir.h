@@ -567,7 +567,7 @@ tir_op *tir_ws_split(const tir_func *f);
  * a producer region defines. Codegen's producer role makes exactly
  * these; the verifier checks producer regions use nothing else. */
 uint8_t *tir_producer_values(const tir_func *f, tc_arena *arena);
-bool tir_block_has_producer(const tir_block *blk); /* a producer op directly in blk */
+bool tir_block_has_producer(const tir_block *blk); /* a producer op in blk, or in its fors and ifs */
 
 /* ---- editing ----------------------------------------------------------- */
 void tir_op_remove(tir_op *op);               /* unlinks; its results must be unused */

@@ -764,17 +764,32 @@ static void check_producer_ops(verifier *v, const tir_op *region, const tir_bloc
     }
 }
 
-/* Producer regions sit in the kernel's body or a loop of it, no deeper
- * (the producer role runs those loops and nothing else: lower/codegen.c) */
-static void check_producer_places(verifier *v, const tir_block *blk, int depth) {
+/* Producer regions sit in the kernel's body, after warp_specialize, or
+ * in its fors and ifs (the producer role runs those whose bounds and
+ * conditions it holds: lower/codegen.c), nowhere else. */
+static void check_places(verifier *v, const tir_block *blk, const uint8_t *held, bool after, const tir_op *split,
+                         bool in_while) {
     for (const tir_op *op = blk->first; op; op = op->next) {
-        bool place = depth == 0 || (depth == 1 && blk->parent && blk->parent->code == TIR_OP_FOR);
+        after |= op == split;
         if (op->code == TIR_OP_PRODUCER) {
-            if (!place) fail(v, op, "a producer region sits in the kernel's body or a loop of it, no deeper");
-            continue; /* its own ops: check_producer_ops */
+            if (in_while) fail(v, op, "a producer region sits in the kernel's body or its fors and ifs, not a while");
+            else if (!after) fail(v, op, "a producer region comes after warp_specialize");
+            else if (held) check_producer_ops(v, op, op->body, held);
+            continue;
         }
-        if (op->body) check_producer_places(v, op->body, depth + 1);
-        if (op->body2) check_producer_places(v, op->body2, depth + 1);
+        if (!op->body) continue;
+        bool loop_or_if = op->code == TIR_OP_FOR || op->code == TIR_OP_IF;
+        bool has = loop_or_if && (tir_block_has_producer(op->body) || (op->body2 && tir_block_has_producer(op->body2)));
+        if (has && after && held && !in_while) {
+            uint32_t n = op->code == TIR_OP_FOR ? 3 : 1; /* bounds, or the condition */
+            for (uint32_t i = 0; i < n; i++)
+                if (!held[op->operands[i]->id]) {
+                    fail(v, op, "a producer region's loops and ifs need bounds and conditions the producer warps have");
+                    break;
+                }
+        }
+        check_places(v, op->body, held, after, split, in_while || !loop_or_if);
+        if (op->body2) check_places(v, op->body2, held, after, split, in_while || !loop_or_if);
     }
 }
 
@@ -808,19 +823,7 @@ static void check_warp_roles(verifier *v, tc_arena *a) {
             op->code != TIR_OP_FENCE_ASYNC)
             fail(v, op, "before warp_specialize only pure ops, mbar_init, fence_async and barrier (every warp runs them)");
     uint8_t *held = tir_producer_values(f, a);
-    bool after = false;
-    for (const tir_op *op = f->body->first; op; op = op->next) {
-        after |= op == split;
-        if (op->code == TIR_OP_PRODUCER) check_producer_ops(v, op, op->body, held);
-        if (op->code == TIR_OP_FOR) /* a loop of the body may hold producer regions */
-            for (const tir_op *in = op->body->first; in; in = in->next)
-                if (in->code == TIR_OP_PRODUCER) {
-                    if (!after) fail(v, in, "a producer region comes after warp_specialize");
-                    else check_producer_ops(v, in, in->body, held);
-                }
-        if (op->code == TIR_OP_PRODUCER && !after) fail(v, op, "a producer region comes after warp_specialize");
-    }
-    check_producer_places(v, f->body, 0);
+    check_places(v, f->body, held, false, split, false);
 }
 
 static void verify_op(verifier *v, const tir_op *op) {

@@ -8,10 +8,12 @@
  * reads only marked values. A value is marked when every thread has it
  * the same way: a parameter; a scalar or a buffer made before the split
  * (all the warps ran those ops); a pure op's scalar or buffer result
- * whose operands are marked; in a loop holding a producer region, its
- * index when its bounds are marked, and a carried scalar (with the loop's
- * result) when its init and its next value are marked: the producer runs
- * the loop with those alone. Other loops, ifs and whiles it skips. A
+ * whose operands are marked; in a loop holding a producer region (at any
+ * depth, through loops and ifs), its index when its bounds are marked,
+ * and a carried scalar (with the loop's result) when its init and its
+ * next value are marked: the producer runs the loop with those alone; an
+ * if holding one it runs too (its results are not marked). Other loops,
+ * ifs and whiles it skips. A
  * tile is never marked: its registers follow a layout over the consumer
  * warps only. Carried values are decided optimistically and unmarked
  * until nothing changes (a carried value's next value may depend on it). */
@@ -24,8 +26,12 @@ tir_op *tir_ws_split(const tir_func *f) {
 }
 
 bool tir_block_has_producer(const tir_block *blk) {
-    for (const tir_op *op = blk->first; op; op = op->next)
+    for (const tir_op *op = blk->first; op; op = op->next) {
         if (op->code == TIR_OP_PRODUCER) return true;
+        if ((op->code == TIR_OP_FOR || op->code == TIR_OP_IF) &&
+            (tir_block_has_producer(op->body) || (op->body2 && tir_block_has_producer(op->body2))))
+            return true;
+    }
     return false;
 }
 
@@ -73,7 +79,13 @@ static void mark_op(marker *k, const tir_op *op) {
         }
         return;
     }
-    if (op->body) return; /* if, while, a loop without producer regions: not the producer's */
+    if (op->code == TIR_OP_IF && (tir_block_has_producer(op->body) || tir_block_has_producer(op->body2))) {
+        mark_all(k, op->body); /* the producer takes the branch; its results are not the producer's */
+        mark_all(k, op->body2);
+        for (uint32_t i = 0; i < op->nresults; i++) k->m[op->results[i]->id] = 0;
+        return;
+    }
+    if (op->body) return; /* while, loops and ifs without producer regions: not the producer's */
     bool ok = (info->flags & TIR_F_PURE) && operands_marked(k, op);
     for (uint32_t i = 0; i < op->nresults; i++) k->m[op->results[i]->id] = ok && held_type(op->results[i]->type);
 }

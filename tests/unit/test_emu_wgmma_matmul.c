@@ -19,7 +19,10 @@
  * Then the code mutated the ways the ISA forbids, each of which the
  * emulator must report: no fence.proxy.async between the threads' copies
  * and wgmma's reads, no wgmma.fence before the first wgmma; the waits of
- * the bulk copies' mbarriers gone or always on parity 0, no expect_tx.
+ * the bulk copies' mbarriers gone or always on parity 0, no expect_tx;
+ * with a producer warpgroup (lower/warp_specialize.c: on by default with
+ * 8 warps, asked for with 4, refused in one case), the consumers'
+ * hand-back of slots gone or counted for half of them.
  * Tolerance:
  * the f32 sum of K exact products, in any order: K 2^-23 sum |a b|, then
  * C's rounding to f16 (2^-11 relative) or bf16 (2^-8). */
@@ -45,6 +48,7 @@ typedef struct mm_case {
     int bm, bn, bk, warps, a_layout, b_layout;
     int even;       /* 1: M, N, K multiples of the blocks; 0: tails (M bm - 5, N bn - 3, K - 7) */
     int edge_masks; /* stdlib/matmul.tile's EDGE_MASKS */
+    int ws;         /* tilec_options.warp_specialize: 0 the compiler's choice (8 warps: on), on, off */
 } mm_case;
 
 enum { MAX_MAPS = 4, MAP_BYTES = EMU_TENSOR_MAP_BYTES };
@@ -71,6 +75,7 @@ static char *compile(const mm_case *mc, uint32_t *dyn) {
     opt.arch = "sm_90a";
     opt.num_warps = mc->warps;
     opt.num_stages = 3;
+    opt.warp_specialize = mc->ws;
     opt.defines = defs;
     opt.ndefines = sizeof defs / sizeof defs[0];
     tilec_output out;
@@ -214,24 +219,41 @@ static emu_result run(const mm_case *mc, const char *ir, uint32_t dyn, char *err
 }
 
 static const mm_case cases[] = {
-    {"matmul_f16", 128, 128, 32, 4, 1, 1, 1, 0},  /* A: 64-byte rows; B MN-major in 128-byte pieces */
-    {"matmul_f16", 128, 64, 64, 4, 1, 2, 1, 0},   /* A: 128-byte rows; B^T stored: K-major B */
-    {"matmul_bf16", 128, 128, 64, 8, 2, 1, 1, 0}, /* two warpgroups; A^T stored: MN-major A */
-    {"matmul_f16", 64, 256, 32, 4, 2, 2, 1, 0},   /* one 64-row piece, N 256 */
-    {"matmul_f16", 128, 128, 64, 8, 1, 1, 0, 0},  /* tails, rows wrapped: A by cp.async, B by bulk copies */
-    {"matmul_bf16", 128, 128, 64, 8, 1, 1, 0, 1}, /* tails as the maps' sizes (sm_90a's table) */
-    {"matmul_f16", 128, 64, 64, 4, 2, 2, 0, 1},   /* the same, both transposed */
+    {"matmul_f16", 128, 128, 32, 4, 1, 1, 1, 0, 0},  /* A: 64-byte rows; B MN-major in 128-byte pieces */
+    {"matmul_f16", 128, 64, 64, 4, 1, 2, 1, 0, 0},   /* A: 128-byte rows; B^T stored: K-major B */
+    {"matmul_bf16", 128, 128, 64, 8, 2, 1, 1, 0, 0}, /* two warpgroups; A^T stored: MN-major A */
+    {"matmul_f16", 64, 256, 32, 4, 2, 2, 1, 0, 0},   /* one 64-row piece, N 256 */
+    {"matmul_f16", 128, 128, 64, 8, 1, 1, 0, 0, 0},  /* tails, rows wrapped: A by cp.async, B by bulk copies */
+    {"matmul_bf16", 128, 128, 64, 8, 1, 1, 0, 1, 0}, /* tails as the maps' sizes (sm_90a's table) */
+    {"matmul_f16", 128, 64, 64, 4, 2, 2, 0, 1, 0},   /* the same, both transposed */
+    /* a producer warpgroup (lower/warp_specialize.c), on by default above
+     * with 8 warps: asked for with 4, refused with 8 */
+    {"matmul_f16", 128, 128, 32, 4, 1, 1, 1, 0, TILEC_WARP_SPECIALIZE_ON},
+    {"matmul_bf16", 128, 128, 64, 8, 2, 1, 1, 0, TILEC_WARP_SPECIALIZE_OFF},
 };
+
+/* Whether a case's code has a producer warpgroup: its consumers' named
+ * barrier, its registers moved. */
+static bool specialized(const char *ir) { return strstr(ir, "setmaxnreg.") || strstr(ir, "@llvm.nvvm.barrier(i32 1,"); }
 
 static void test_generated_matmuls(void **state) {
     (void)state;
     srand(90);
+    int ws = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         uint32_t dyn;
         char *ir = compile(&cases[i], &dyn), err[ERR];
+        const mm_case *mc = &cases[i];
+        bool want = mc->even + mc->edge_masks && mc->ws != TILEC_WARP_SPECIALIZE_OFF &&
+                    (mc->ws == TILEC_WARP_SPECIALIZE_ON || mc->warps >= 8);
+        if (specialized(ir) != want)
+            fail_msg("case %zu: %s a producer warpgroup, expected %s", i, specialized(ir) ? "with" : "without",
+                     want ? "one" : "none");
+        ws += want;
         if (run(&cases[i], ir, dyn, err) != EMU_OK) fail_msg("%s", err);
         free(ir);
     }
+    assert_true(ws >= 3);
 }
 
 /* Removes every line of ir that contains `what`; how many it removed. */
@@ -394,6 +416,41 @@ static void test_no_expect_tx_is_reported(void **state) {
     expect_report_in(&cases[2], "mbarrier.arrive.expect_tx", NULL, "deadlock");
 }
 
+/* Warp specialization's hand-back of slots: without the consumers'
+ * arrivals the producer waits forever (a deadlock); with the `empty`
+ * mbarriers counting half the consumers, a phase completes while the
+ * other warpgroup's wgmma still reads the slot the producer refills. */
+static const mm_case *ws_case(void) {
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        if (cases[i].warps == 8 && cases[i].even && !cases[i].ws) return &cases[i];
+    fail_msg("no case with a producer warpgroup and two consumer warpgroups");
+    return NULL;
+}
+
+static void test_ws_no_arrival_is_reported(void **state) {
+    (void)state;
+    expect_report_in(ws_case(), "mbarrier.arrive.shared::cta.b64 _, [$0];", NULL, "deadlock");
+}
+
+static void test_ws_half_arrivals_are_reported(void **state) {
+    (void)state;
+    const mm_case *mc = ws_case();
+    uint32_t dyn;
+    char *ir = compile(mc, &dyn), err[ERR];
+    /* the empty mbarriers' init: one arrival per consumer thread, 256 */
+    int n = 0;
+    for (char *p = strstr(ir, "mbarrier.init.shared"); p; p = strstr(p + 1, "mbarrier.init.shared")) {
+        char *eol = strchr(p, '\n'), *c = strstr(p, ", i32 256)");
+        if (c && (!eol || c < eol)) memcpy(c, ", i32 128)", strlen(", i32 128)")), n++;
+    }
+    if (!n) fail_msg("no mbarrier.init of 256 arrivals: update this test");
+    assert_int_equal(run(mc, ir, dyn, err), EMU_ERROR);
+    if (!strstr(err, "still reads") && !strstr(err, "more arrivals"))
+        fail_msg("with half the arrivals: not the report wanted: %s", err);
+    print_message("reported: %s\n", err);
+    free(ir);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_generated_matmuls),
@@ -405,6 +462,8 @@ int main(void) {
         cmocka_unit_test(test_no_mbarrier_wait_is_reported),
         cmocka_unit_test(test_mbarrier_phase_not_flipped_is_reported),
         cmocka_unit_test(test_no_expect_tx_is_reported),
+        cmocka_unit_test(test_ws_no_arrival_is_reported),
+        cmocka_unit_test(test_ws_half_arrivals_are_reported),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
