@@ -152,7 +152,7 @@ static void show_mbar(run *r, const mbar *m) {
     uint64_t w = (uint64_t)m->pending | (uint64_t)((uint32_t)m->tx & 0x1fffff) << 32 | (uint64_t)(m->phases & 1) << 63;
     memcpy(r->shared + m->off, &w, MBAR_BYTES);
     for (uint64_t b = m->off; b < m->off + MBAR_BYTES; b++)
-        r->sh[b].wep = r->epoch, r->sh[b].wt = ASYNC_WRITER; /* readable by anyone, no race */
+        r->sh[b].wep = r->epoch, r->sh[b].wt = ASYNC_WRITER, r->sh[b].wmask = 0; /* readable by anyone, no race */
 }
 
 static void changed(run *r, mbar *m) {
@@ -222,7 +222,7 @@ static bool land(run *r, thread *t, const emu_inst *in, uint32_t i) {
     free(c.data);
     for (uint64_t b = c.off; b < c.off + c.size; b++) {
         a->amap[b] &= (uint8_t)~(AM_LANDING | AM_UNFENCED);
-        r->sh[b].wep = r->epoch, r->sh[b].wt = ASYNC_WRITER;
+        r->sh[b].wep = r->epoch, r->sh[b].wt = ASYNC_WRITER, r->sh[b].wmask = 0;
     }
     mbar *m = find_mbar(a, c.mbar);
     m->inflight--;
@@ -253,7 +253,8 @@ static bool claim(run *r, thread *t, const emu_inst *in, uint64_t off, uint64_t 
                             "no fence.proxy.async.shared::cta after it",
                             (unsigned long long)b, s->wt == RACE_MANY ? "several threads, among them thread " : "thread ",
                             s->wt == RACE_MANY ? 0u : s->wt);
-        if (s->rep == r->epoch && s->rt != t->tid && s->rt != RACE_MANY && a->rclock[b] == a->at[s->rt].arrivals)
+        if (s->rt != t->tid && s->rt != RACE_MANY && !emu_ordered(r, t, s->rep, s->rmask) &&
+            a->rclock[b] == a->at[s->rt].arrivals)
             return emu_fail(r, t, in,
                             "a data race in shared memory: a bulk copy writes byte %llu, which thread %u read and has "
                             "not released since (no mbarrier arrival, no barrier)",
@@ -515,7 +516,10 @@ bool emu_async_proxy_read(run *r, const thread *t, const emu_inst *in, uint64_t 
                             "fence.proxy.async.shared::cta after it",
                             (unsigned long long)b, s->wt == RACE_MANY ? "several threads, among them thread " : "thread ",
                             s->wt == RACE_MANY ? 0u : s->wt);
-        if (s->wep == r->epoch && s->wt != t->tid)
+        if (s->wt == CP_IN_FLIGHT)
+            return emu_fail(r, t, in, "an async-proxy read of byte %llu of shared memory, which a cp.async is still writing",
+                            (unsigned long long)b);
+        if (s->wt != t->tid && !emu_ordered(r, t, s->wep, s->wmask))
             return emu_fail(r, t, in,
                             "a data race in shared memory: an async-proxy read of byte %llu, which %s wrote since the last "
                             "barrier",
@@ -848,6 +852,7 @@ bool emu_async_deadlock(run *r) {
         list_threads(msg, sizeof msg, ids, n);
         k = strlen(msg);
         snprintf(msg + k, sizeof msg - k, ". ");
+        emu_describe_barriers(r, msg, sizeof msg);
         k = strlen(msg);
     }
     if (done) snprintf(msg + k, sizeof msg - k, "%u thread%s exited.", done, done > 1 ? "s" : "");

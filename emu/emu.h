@@ -12,7 +12,11 @@
  * CTA for a barrier; the warpgroup of 4 warps for wgmma) waits at that very
  * instruction; threads of one scope waiting at
  * different collectives, or some exited while others wait, is reported as
- * divergence. The order is fixed, so runs are deterministic.
+ * divergence. Barriers with an id and a thread count (bar.sync a, b:
+ * llvm.nvvm.barrier, barrier.sync.cnt) complete when b threads' warps
+ * arrived, whatever the others do, and order only their participants
+ * (exec.c states the rules and reports their misuse and deadlocks). The
+ * order is fixed, so runs are deterministic.
  *
  * Memory: a pointer is a tagged 64-bit value, region << 40 | byte offset,
  * where the region is a launch buffer (global memory), the CTA's shared
@@ -26,7 +30,8 @@
  * into it): a code generation bug found. Shared memory also keeps, per
  * byte, who wrote and read it: a read of a byte no thread of the CTA wrote
  * (cp.async destinations count from the wait that covers them), and,
- * between two barriers, a read of another
+ * with no barrier ordering the two (one both threads' warps took part in,
+ * or a chain of them), a read of another
  * thread's write, a write over another thread's read, or two threads
  * writing different values between barriers is reported as a race (a
  * missing barrier, which sequential execution would otherwise hide). A

@@ -187,7 +187,8 @@ typedef struct thread {
 } thread;
 
 /* Who last wrote and read a byte of shared memory, and in which epoch
- * (barrier interval; 0: never), for the race check. wt/rt are thread ids
+ * (the stamp of the accessing warp's barrier interval, see "happens-before"
+ * in exec.c; 0: never), for the race check. wt/rt are thread ids
  * (< EMU_MAX_THREADS) or RACE_MANY; a writer that is not a thread uses
  * another value >= EMU_MAX_THREADS (ASYNC_WRITER: a bulk copy;
  * CP_IN_FLIGHT: a cp.async not landed yet): a wgmma read counts only
@@ -197,12 +198,25 @@ typedef struct thread {
 typedef struct shadow {
     uint32_t wep, rep;
     uint16_t wt, rt; /* rt RACE_MANY: read by several threads */
+    uint32_t wmask, rmask; /* the warps whose accesses wep/rep stamp (0: a writer not a thread) */
 } shadow;
 /* shadow.wt of bytes a cp.async will write when a wait covers it (exec.c):
  * reading or writing them before is an error */
 enum { RACE_MANY = 0xffff, CP_IN_FLIGHT = 0xfffd };
 
 typedef enum access { ACC_READ, ACC_WRITE, ACC_ATOMIC } access;
+
+/* EOP_BARRIER's sub: which operands the form has (a: the barrier id's
+ * slot, b: the thread count's); none: barrier0 (bar.sync 0) */
+enum { BAR_HAS_ID = 1, BAR_HAS_COUNT = 2, BAR_IDS = 16, EMU_MAX_WARPS = EMU_MAX_THREADS / EMU_WARP };
+
+/* One of the CTA's sixteen barriers, in its current phase (exec.c). */
+typedef struct cta_barrier {
+    uint32_t arrived; /* warps arrived in this phase (0: none yet) */
+    uint32_t count;   /* threads the phase waits for: its first arrival's b, or the CTA's warps x 32 */
+    uint32_t pc;      /* the first arrival's instruction */
+    bool all;         /* the first arrival had no count: every thread of the CTA takes part */
+} cta_barrier;
 
 typedef struct run {
     const emu_module *m;
@@ -215,8 +229,15 @@ typedef struct run {
     uint8_t *shared;
     uint64_t shared_size; /* the module's static shared memory and the launch's dynamic */
     shadow *sh;     /* one per shared byte */
-    uint32_t epoch; /* grows at every barrier and CTA */
+    uint32_t epoch; /* grows at every barrier completion and CTA: the stamps' clock */
     uint32_t cta_epoch; /* the epoch the CTA began in */
+    uint32_t nwarps;
+    /* vc[w][u]: the stamp of the latest barrier interval of warp u that
+     * warp w is ordered after (vc[w][w]: w's current interval's stamp) */
+    uint32_t vc[EMU_MAX_WARPS][EMU_MAX_WARPS];
+    uint32_t full; /* the stamp of the last barrier every warp of the CTA took part in (the CTA's start) */
+    cta_barrier bars[BAR_IDS];
+    int8_t warp_bar[EMU_MAX_WARPS]; /* the barrier id the warp arrived at and waits on; -1: none */
     uint32_t ctaid[3];
     char *err;
     size_t err_size;
@@ -258,9 +279,28 @@ void emu_smem_acct_free(smem_acct *a);
 smem_acct *emu_smem_acct_new(const emu_func *f, uint32_t nth, emu_smem_stats *out);
 void emu_smem_acct_publish(const smem_acct *a, const emu_func *f);
 
+/* Happens-before for the race check (exec.c): whether the accesses of
+ * warps `mask`, stamped `stamp`, are ordered before thread t's next one
+ * (every warp u of mask passed, after them, a barrier that t's warp is
+ * ordered after). mask 0 (not a thread's access): true. */
+static inline bool emu_ordered(const run *r, const thread *t, uint32_t stamp, uint32_t mask) {
+    if (stamp < r->full) return true; /* before a barrier of all warps */
+    const uint32_t *v = r->vc[t->tid / EMU_WARP];
+    for (; mask; mask &= mask - 1)
+        if (v[__builtin_ctz(mask)] <= stamp) return false;
+    return true;
+}
+/* The stamp of thread t's accesses now, and its warp's bit. */
+static inline uint32_t emu_stamp(const run *r, const thread *t) {
+    return r->vc[t->tid / EMU_WARP][t->tid / EMU_WARP];
+}
+static inline uint32_t emu_warp_bit(const thread *t) { return UINT32_C(1) << (t->tid / EMU_WARP); }
+
 /* exec.c, for the other files of emu/ */
 bool emu_fail(run *r, const thread *t, const emu_inst *in, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 uint8_t *emu_mem(run *r, thread *t, const emu_inst *in, uint64_t p, uint64_t size, uint64_t align, access acc);
+/* Appends, for each barrier with arrivals in its phase, its id and the threads waiting at it. */
+void emu_describe_barriers(const run *r, char *msg, size_t size);
 
 /* async.c: mbarriers, bulk (tensor) copies, proxy fences, setmaxnreg */
 enum { ASYNC_SETMAXNREG_INC = 0x100, ASYNC_SETMAXNREG_DEC, ASYNC_WRITER = 0xfffe /* shadow.wt of bytes a bulk copy wrote */ };

@@ -127,29 +127,63 @@ uint8_t *emu_mem(run *r, thread *t, const emu_inst *in, uint64_t p, uint64_t siz
 }
 
 /* Shared memory starts each CTA undefined: reading a byte no thread of the
- * CTA wrote is an error. Between barriers, a byte one thread wrote may not be read
- * or written by another (unless it writes the same value: redundant
- * stores of one value are harmless on the GPU), nor written after another
- * read it. Atomics take part in no race. A race is a missing barrier,
- * which sequential execution would otherwise hide. */
+ * CTA wrote is an error. A byte one thread wrote may not be read or
+ * written by another whose access is not ordered after the write (unless
+ * it writes the same value: redundant stores of one value are harmless on
+ * the GPU), nor written by one not ordered after another's read. Atomics
+ * take part in no race. A race is a missing barrier, which sequential
+ * execution would otherwise hide.
+ *
+ * Happens-before. bar.sync orders memory accesses only among the threads
+ * taking part in it (PTX ISA, "bar, barrier": the accesses a participant
+ * requested before the barrier are performed relative to all
+ * participants). Participants are whole warps (the arrivals are counted
+ * per warp), so the order is kept per warp, with vector clocks over the
+ * <= 32 warps: every barrier completion (and the CTA's start) takes a new
+ * stamp from r->epoch; warp w's accesses carry the stamp of its current
+ * interval, vc[w][w]; vc[w][u] is the latest interval of warp u that w is
+ * ordered after. At a completion, the participants' vectors are joined
+ * (max) and each participant u's entry set to the new stamp, in all of
+ * them: each knows every other's accesses before the barrier, and what it
+ * knew. An access stamped s by warp u is ordered before warp w's next
+ * iff vc[w][u] > s (for u == w: w passed a barrier since; within one warp
+ * and one interval, different threads race, as between any threads with
+ * no barrier between them). A barrier of all warps sets every entry to
+ * its stamp: the old one-epoch rule (r->full, its stamp, is the fast
+ * path: anything stamped before it is ordered before everything after).
+ *
+ * A byte's writes (and reads) are one record: a stamp, the mask of the
+ * warps that made them, and the thread (RACE_MANY: several). An access
+ * ordered after the whole record replaces it (a later access ordered after
+ * this one is ordered after the record too); one that is not joins it:
+ * the mask takes its warp, the stamp the larger of the two. A record
+ * whose warps made their accesses in different intervals is then checked
+ * against the latest of them for every warp: stricter than the truth,
+ * never missing a race (only accesses of warps in different barrier
+ * groups, unordered among themselves, make such a record). */
 static bool race_check(run *r, thread *t, const emu_inst *in, uint64_t off, uint64_t size, access acc) {
     if (acc != ACC_READ && r->wgmma && !emu_wgmma_check_write(r, t, in, off, size)) return false;
     if (acc == ACC_ATOMIC || !t) return true;
     if (r->async && !emu_async_access(r, t, in, off, size, acc)) return false;
     uint16_t me = (uint16_t)t->tid;
+    uint32_t now = emu_stamp(r, t), bit = emu_warp_bit(t);
     for (uint64_t b = off; b < off + size; b++) {
         shadow *s = &r->sh[b];
+        bool thread_writer = s->wt < EMU_MAX_THREADS || s->wt == RACE_MANY;
         if (acc == ACC_WRITE) {
             if (s->wt == CP_IN_FLIGHT && s->wep >= r->cta_epoch)
                 return rfail(r, t, in, "a data race in shared memory: a write to byte %llu, which a cp.async is still "
                              "writing", (unsigned long long)b);
-            if (s->rep == r->epoch && s->rt != me)
+            if (s->rt != me && !emu_ordered(r, t, s->rep, s->rmask))
                 return rfail(r, t, in, "a data race in shared memory: a write to byte %llu, which %s read since the last barrier",
                              (unsigned long long)b, s->rt == RACE_MANY ? "other threads" : "another thread");
-            if (s->wep == r->epoch && s->wt != me && s->wt != ASYNC_WRITER)
+            if (thread_writer && s->wt != me && s->wep >= r->cta_epoch && !emu_ordered(r, t, s->wep, s->wmask)) {
                 s->wt = RACE_MANY; /* checked against the value by the store */
-            else s->wt = me;
-            s->wep = r->epoch;
+                s->wmask |= bit;
+                if (now > s->wep) s->wep = now;
+            } else {
+                s->wt = me, s->wmask = bit, s->wep = now;
+            }
         } else {
             if (s->wep == 0 || s->wep < r->cta_epoch)
                 return rfail(r, t, in,
@@ -161,11 +195,17 @@ static bool race_check(run *r, thread *t, const emu_inst *in, uint64_t off, uint
                              "a read of byte %llu of shared memory, which a cp.async is still writing (no "
                              "cp.async.wait_group of its thread covers it yet)",
                              (unsigned long long)b);
-            if (s->wep == r->epoch && s->wt != me && s->wt != ASYNC_WRITER) /* bulk copies: ordered by their mbarrier */
+            /* bulk copies (ASYNC_WRITER, mask 0): ordered by their mbarrier */
+            if (thread_writer && s->wt != me && !emu_ordered(r, t, s->wep, s->wmask))
                 return rfail(r, t, in, "a data race in shared memory: a read of byte %llu, which %s wrote since the last barrier",
                              (unsigned long long)b, s->wt == RACE_MANY ? "several threads" : "another thread");
-            s->rt = s->rep == r->epoch && s->rt != me ? RACE_MANY : me;
-            s->rep = r->epoch;
+            if (s->rt != me && s->rep >= r->cta_epoch && !emu_ordered(r, t, s->rep, s->rmask)) {
+                s->rt = RACE_MANY;
+                s->rmask |= bit;
+                if (now > s->rep) s->rep = now;
+            } else {
+                s->rt = me, s->rmask = bit, s->rep = now;
+            }
         }
     }
     return true;
@@ -190,7 +230,7 @@ static bool same_value_store(run *r, thread *t, const emu_inst *in, uint64_t p, 
             uint64_t b = l * (uint64_t)ek_bytes[e] + (uint64_t)k;
             const shadow *s = &r->sh[off + b];
             uint8_t v = (uint8_t)(vals[l] >> (8 * k));
-            if (s->wep == r->epoch && s->wt == RACE_MANY && at[b] != v)
+            if (s->wt == RACE_MANY && !emu_ordered(r, t, s->wep, s->wmask) && at[b] != v)
                 return rfail(r, t, in, "a data race in shared memory: threads write different values to byte %llu "
                                        "between barriers",
                              (unsigned long long)(off + b));
@@ -324,7 +364,8 @@ static bool do_assertfail(run *r, thread *t, const emu_inst *in) {
  * this thread may only write again with the same value. */
 static bool written_by_other(const run *r, const thread *t, uint64_t b) {
     const shadow *s = &r->sh[b];
-    return s->wep == r->epoch && s->wt != (uint16_t)t->tid && s->wt != ASYNC_WRITER && s->wt != CP_IN_FLIGHT;
+    return (s->wt < EMU_MAX_THREADS || s->wt == RACE_MANY) && s->wt != (uint16_t)t->tid && s->wep >= r->cta_epoch &&
+           !emu_ordered(r, t, s->wep, s->wmask);
 }
 
 static bool cp_complete(run *r, thread *t, const emu_inst *in, uint32_t before_group) {
@@ -336,7 +377,7 @@ static bool cp_complete(run *r, thread *t, const emu_inst *in, uint32_t before_g
             if (!d) return false;
             uint64_t off = c->dst & OFFSET_MASK;
             for (uint32_t b = 0; b < c->size; b++) /* landing: no longer in flight (a write of no one yet) */
-                if (r->sh[off + b].wt == CP_IN_FLIGHT) r->sh[off + b].wep = 0, r->sh[off + b].wt = 0;
+                if (r->sh[off + b].wt == CP_IN_FLIGHT) r->sh[off + b].wep = 0, r->sh[off + b].wt = 0, r->sh[off + b].wmask = 0;
             /* two copies (or a copy and a store) of one interval over the
              * same bytes: harmless with one value (layouts that replicate
              * elements copy them from several threads), a race otherwise */
@@ -372,7 +413,7 @@ static bool do_cp_async(run *r, thread *t, const emu_inst *in) {
     uint64_t off = dst & OFFSET_MASK;
     for (uint32_t b = 0; b < size; b++) {
         const shadow *sh = &r->sh[off + b];
-        if (sh->rep == r->epoch && sh->rt != (uint16_t)t->tid)
+        if (sh->rt != (uint16_t)t->tid && !emu_ordered(r, t, sh->rep, sh->rmask))
             return rfail(r, t, in,
                          "a data race in shared memory: a cp.async to byte %llu, which %s read since the last barrier "
                          "(a refill needs a barrier between the reads and the copy)",
@@ -390,8 +431,62 @@ static bool do_cp_async(run *r, thread *t, const emu_inst *in) {
     for (uint32_t b = 0; b < size; b++)
         if (!written_by_other(r, t, off + b)) {
             d[b] = POISON_BYTE;
-            r->sh[off + b].wt = CP_IN_FLIGHT, r->sh[off + b].wep = r->epoch; /* reads and writes refused till it lands */
+            /* reads and writes refused till it lands */
+            r->sh[off + b].wt = CP_IN_FLIGHT, r->sh[off + b].wep = r->epoch, r->sh[off + b].wmask = 0;
         }
+    return true;
+}
+
+/* ---- barriers (bar.sync / barrier.sync) ----
+ *
+ * The rules, from the PTX ISA ("Parallel Synchronization and Communication
+ * Instructions: bar, barrier"), as the emulator applies them:
+ *  - a CTA has sixteen barriers, ids 0..15 (operand a); another id is an error;
+ *  - operand b is the number of threads taking part; it must be a multiple
+ *    of the warp size (here also nonzero, and at most the CTA's warps x 32).
+ *    Without b (barrier0, barrier.n, barrier.sync a) every thread of the
+ *    CTA takes part;
+ *  - barriers work per warp: a warp's arrival is marked when its
+ *    non-exited threads have all executed the barrier, and it counts as
+ *    the warp size; bar.sync is the .aligned form, so the lanes of a warp
+ *    execute the same barrier instruction (lanes at different barriers, or
+ *    with different operands, are an error; the emulator holds
+ *    barrier.sync, the non-aligned form, to the same rule);
+ *  - bar.sync waits until the phase has its b arrivals (without b: the
+ *    whole CTA), then the phase completes, its waiters go on, and the
+ *    barrier is ready for its next phase at once; warps that arrive after
+ *    the count is reached start the next phase;
+ *  - the threads of one phase must all give the same count (an error
+ *    otherwise);
+ *  - without b, the emulator keeps its rules for __syncthreads: every
+ *    thread of the CTA at the same instruction, and a thread that exited
+ *    while others wait is an error (a form codegen uses where all threads
+ *    reach it);
+ *  - a barrier orders memory accesses among its participants only (see
+ *    "Happens-before" above race_check);
+ *  - when no thread can go on and threads wait at barriers none of which
+ *    can complete, the kernel would hang: an error naming each barrier
+ *    and how many threads wait at it.
+ */
+
+/* Thread t's operands of barrier instruction `in` (an error if out of the
+ * ISA's range). count: the threads it waits for (the CTA's warps x 32
+ * without b); all: the form without b. */
+static bool barrier_operands(run *r, const thread *t, const emu_inst *in, uint32_t *id_out, uint32_t *count_out) {
+    uint32_t id = in->sub & BAR_HAS_ID ? (uint32_t)t->r[in->a] : 0, full = r->nwarps * EMU_WARP, count = full;
+    if (id >= BAR_IDS)
+        return rfail(r, t, in, "bar.sync with barrier id %u: a CTA has barriers 0..%d", id, BAR_IDS - 1);
+    if (in->sub & BAR_HAS_COUNT) {
+        count = (uint32_t)t->r[in->b];
+        if (count == 0 || count % EMU_WARP)
+            return rfail(r, t, in, "bar.sync %u, %u: the thread count must be a nonzero multiple of the warp size (%d)", id,
+                         count, EMU_WARP);
+        if (count > full)
+            return rfail(r, t, in, "bar.sync %u, %u: more threads than the CTA's %u (%u warps)", id, count, r->nth,
+                         r->nwarps);
+    }
+    if (id_out) *id_out = id;
+    if (count_out) *count_out = count;
     return true;
 }
 
@@ -415,6 +510,7 @@ static bool run_thread(run *r, thread *t, uint64_t *tmp) {
         const emu_inst *in = &f->code[t->pc];
         if (t->wg_live && !emu_wgmma_check_reads(r, t, in)) return false;
         if (in->op >= EOP_BARRIER) {
+            if (in->op == EOP_BARRIER && !barrier_operands(r, t, in, NULL, NULL)) return false;
             t->state = T_WAIT;
             return true;
         }
@@ -751,6 +847,150 @@ static bool ldmatrix(run *r, thread *w, const emu_inst *in) {
     return true;
 }
 
+/* A completed phase of barrier id: its warps go on, ordered after each
+ * other (the vector clocks' join, see race_check). */
+static void barrier_complete(run *r, uint32_t id) {
+    cta_barrier *b = &r->bars[id];
+    uint32_t join[EMU_MAX_WARPS] = {0}, stamp = ++r->epoch;
+    for (uint32_t m = b->arrived; m; m &= m - 1)
+        for (uint32_t u = 0; u < r->nwarps; u++) {
+            uint32_t v = r->vc[__builtin_ctz(m)][u];
+            if (v > join[u]) join[u] = v;
+        }
+    for (uint32_t m = b->arrived; m; m &= m - 1) join[__builtin_ctz(m)] = stamp;
+    if (b->arrived == (r->nwarps == 32 ? UINT32_MAX : (UINT32_C(1) << r->nwarps) - 1)) r->full = stamp;
+    for (uint32_t m = b->arrived; m; m &= m - 1) {
+        uint32_t w = (uint32_t)__builtin_ctz(m), w0 = w * EMU_WARP, n = r->nth - w0 < EMU_WARP ? r->nth - w0 : EMU_WARP;
+        memcpy(r->vc[w], join, r->nwarps * sizeof join[0]);
+        for (uint32_t i = w0; i < w0 + n; i++)
+            if (r->th[i].state != T_DONE) r->th[i].pc++, r->th[i].state = T_RUN;
+        r->warp_bar[w] = -1;
+        if (r->acct) emu_smem_sync_warp(r->acct, w, w0, n);
+    }
+    memset(b, 0, sizeof *b);
+}
+
+/* Marks the arrivals of warps whose live lanes all wait at one barrier,
+ * completing the phases that have their count: 1 if one completed, 0 if
+ * none, -1 on an error. */
+static int barriers_step(run *r) {
+    int done = 0;
+    for (uint32_t w = 0; w < r->nwarps; w++) {
+        if (r->warp_bar[w] >= 0) continue; /* arrived, waiting */
+        uint32_t w0 = w * EMU_WARP, n = r->nth - w0 < EMU_WARP ? r->nth - w0 : EMU_WARP, live = 0, exited = 0;
+        const thread *first = NULL;
+        bool all_there = true;
+        uint32_t id = 0, count = 0;
+        for (uint32_t i = w0; i < w0 + n; i++) {
+            const thread *t = &r->th[i];
+            if (t->state == T_DONE) {
+                exited++;
+                continue;
+            }
+            live++;
+            const emu_inst *in = &r->f->code[t->pc];
+            if (t->state != T_WAIT || in->op != EOP_BARRIER) {
+                all_there = false;
+                continue;
+            }
+            uint32_t tid_, tcount;
+            if (!barrier_operands(r, t, in, &tid_, &tcount)) return -1;
+            if (!first) {
+                first = t, id = tid_, count = tcount;
+                continue;
+            }
+            const emu_inst *at = &r->f->code[first->pc];
+            if (in != at)
+                return rfail(r, t, in,
+                             "divergence: threads wait at different barriers (lanes of warp %u: thread %u at pc %u, this "
+                             "one at pc %u; bar.sync is executed by whole warps)",
+                             w, first->tid, (unsigned)(at - r->f->code), (unsigned)(in - r->f->code)),
+                       -1;
+            if (tid_ != id || tcount != count)
+                return rfail(r, t, in,
+                             "divergence: lanes of warp %u execute one bar.sync with different operands (thread %u: "
+                             "barrier %u, %u threads; this one: barrier %u, %u threads)",
+                             w, first->tid, id, count, tid_, tcount),
+                       -1;
+        }
+        if (!live || !all_there) continue;
+        const emu_inst *in = &r->f->code[first->pc];
+        bool all = !(in->sub & BAR_HAS_COUNT);
+        if (all && exited) continue; /* never completes: reported when nothing else can run */
+        cta_barrier *b = &r->bars[id];
+        uint32_t pc = (uint32_t)(in - r->f->code);
+        if (b->arrived) {
+            if (b->count != count)
+                return rfail(r, first, in,
+                             "threads meet barrier %u with different thread counts in one phase (warp %u gives %u; "
+                             "warp %d, which arrived first, %u)",
+                             id, w, count, __builtin_ctz(b->arrived), b->count),
+                       -1;
+            if ((b->all || all) && b->pc != pc)
+                return rfail(r, first, in,
+                             "divergence: threads wait at different barriers (barrier %u: warp %d at pc %u, this one at "
+                             "pc %u; without a thread count every thread of the CTA executes the same one)",
+                             id, __builtin_ctz(b->arrived), b->pc, pc),
+                       -1;
+        } else {
+            b->count = count, b->pc = pc, b->all = all;
+        }
+        b->arrived |= UINT32_C(1) << w;
+        r->warp_bar[w] = (int8_t)id;
+        if ((uint32_t)__builtin_popcount(b->arrived) * EMU_WARP >= b->count) {
+            barrier_complete(r, id);
+            done = 1;
+        }
+    }
+    return done;
+}
+
+/* Appends "barrier I: N threads wait (W warps arrived of the C threads it
+ * waits for; warps ...). " for each barrier with arrivals in its phase,
+ * and with `exited`, how many threads exited. */
+static void describe_barriers(const run *r, char *msg, size_t size, bool exited) {
+    size_t k = strlen(msg);
+    for (uint32_t id = 0; id < BAR_IDS; id++) {
+        const cta_barrier *b = &r->bars[id];
+        if (!b->arrived || k >= size) continue;
+        uint32_t waiting = 0;
+        for (uint32_t m = b->arrived; m; m &= m - 1) {
+            uint32_t w0 = (uint32_t)__builtin_ctz(m) * EMU_WARP;
+            for (uint32_t i = w0; i < w0 + EMU_WARP && i < r->nth; i++) waiting += r->th[i].state != T_DONE;
+        }
+        k += (size_t)snprintf(msg + k, size - k, "barrier %u: %u thread%s wait%s (%d warp%s arrived of the %u threads "
+                              "it waits for; warps",
+                              id, waiting, waiting == 1 ? "" : "s", waiting == 1 ? "s" : "", __builtin_popcount(b->arrived),
+                              __builtin_popcount(b->arrived) == 1 ? "" : "s", b->count);
+        for (uint32_t m = b->arrived; m && k < size; m &= m - 1)
+            k += (size_t)snprintf(msg + k, size - k, " %d", __builtin_ctz(m));
+        if (k < size) k += (size_t)snprintf(msg + k, size - k, "). ");
+    }
+    uint32_t done = 0;
+    for (uint32_t i = 0; i < r->nth; i++) done += r->th[i].state == T_DONE;
+    if (exited && done && k < size) snprintf(msg + k, size - k, "%u thread%s exited.", done, done == 1 ? "" : "s");
+}
+
+/* Nothing can run and no barrier completes: a thread exited under a
+ * barrier without a count, or a deadlock. */
+static bool barriers_stuck(run *r) {
+    for (uint32_t i = 0; i < r->nth; i++) {
+        const thread *t = &r->th[i];
+        if (t->state != T_WAIT || r->f->code[t->pc].op != EOP_BARRIER || (r->f->code[t->pc].sub & BAR_HAS_COUNT)) continue;
+        for (uint32_t j = 0; j < r->nth; j++) /* __syncthreads' rule */
+            if (r->th[j].state == T_DONE)
+                return rfail(r, &r->th[j], NULL, "divergence: the thread exited while others wait at a barrier");
+    }
+    char msg[900] = "a deadlock (the kernel would hang on the GPU): every live thread waits at a barrier and none can "
+                    "complete. ";
+    describe_barriers(r, msg, sizeof msg, true);
+    size_t k = strlen(msg);
+    if (k && msg[k - 1] == ' ') msg[k - 1] = 0;
+    return rfail(r, NULL, NULL, "%s", msg);
+}
+
+void emu_describe_barriers(const run *r, char *msg, size_t size) { describe_barriers(r, msg, size, false); }
+
 /* Runs one CTA to its end. */
 static bool run_cta(run *r, uint64_t *tmp) {
     for (uint32_t i = 0; i < r->nth; i++) {
@@ -760,7 +1000,12 @@ static bool run_cta(run *r, uint64_t *tmp) {
     if (r->wgmma) emu_wgmma_cta_begin(r);
     if (r->shared_size) memset(r->shared, POISON_BYTE, r->shared_size);
     r->epoch++;
-    r->cta_epoch = r->epoch;
+    r->cta_epoch = r->full = r->epoch;
+    for (uint32_t w = 0; w < r->nwarps; w++) {
+        for (uint32_t u = 0; u < r->nwarps; u++) r->vc[w][u] = r->cta_epoch;
+        r->warp_bar[w] = -1;
+    }
+    memset(r->bars, 0, sizeof r->bars);
     if (r->async) emu_async_cta_begin(r);
     for (;;) {
         for (uint32_t i = 0; i < r->nth; i++)
@@ -830,25 +1075,14 @@ static bool run_cta(run *r, uint64_t *tmp) {
             return !r->async || emu_async_cta_end(r);
         }
         if (progressed) continue;
+        int stepped = barriers_step(r);
+        if (stepped < 0) return false;
+        if (stepped) continue;
         if (warp_waiting)
             return rfail(r, NULL, NULL, "a warp waits without progress (a warpgroup whose warps wait at different "
                                         "collectives?)");
         if (parked) return emu_async_deadlock(r);
-        /* every live thread waits at a barrier: all of them, at the same one */
-        const emu_inst *at = NULL;
-        for (uint32_t i = 0; i < r->nth; i++) {
-            thread *t = &r->th[i];
-            if (t->state == T_DONE)
-                return rfail(r, t, NULL, "divergence: the thread exited while others wait at a barrier");
-            const emu_inst *in = &r->f->code[t->pc];
-            if (!at) at = in;
-            if (in != at)
-                return rfail(r, t, in, "divergence: threads wait at different barriers (thread 0 at pc %u, this one at pc %u)",
-                             (unsigned)(at - r->f->code), (unsigned)(in - r->f->code));
-        }
-        for (uint32_t i = 0; i < r->nth; i++) r->th[i].pc++, r->th[i].state = T_RUN;
-        r->epoch++;
-        if (r->acct) emu_smem_sync_all(r);
+        return barriers_stuck(r);
     }
 }
 
@@ -871,6 +1105,7 @@ emu_result emu_run(const emu_module *m, const emu_launch *l, char *err, size_t e
     run r;
     memset(&r, 0, sizeof r);
     r.m = m, r.f = f, r.l = l, r.nth = f->threads, r.err = err, r.err_size = err_size, r.last_tid = -1;
+    r.nwarps = (r.nth + EMU_WARP - 1) / EMU_WARP;
     r.shared_size = m->shared_size + l->dynamic_smem;
     r.deadline = l->time_limit_ms > 0 ? tc_now_ms() + l->time_limit_ms : 0;
     r.th = calloc(r.nth, sizeof *r.th);

@@ -383,8 +383,15 @@ static const intrinsic_row intrinsics[] = {
     {"llvm.nvvm.read.ptx.sreg.laneid", EOP_SREG, SREG_LANEID},
     {"llvm.nvvm.read.ptx.sreg.warpid", EOP_SREG, SREG_WARPID},
     {"llvm.nvvm.read.ptx.sreg.warpsize", EOP_SREG, SREG_WARPSIZE},
+    /* bar.sync 0 / bar.sync a / bar.sync a, b (LLVM 19 prints barrier.n and
+     * bar.sync as "bar.sync a", barrier as "bar.sync a, b", barrier.sync
+     * and barrier.sync.cnt as the non-aligned barrier.sync a{, b}) */
     {"llvm.nvvm.barrier0", EOP_BARRIER, 0},
-    {"llvm.nvvm.barrier.sync", EOP_BARRIER, 0},
+    {"llvm.nvvm.barrier.n", EOP_BARRIER, BAR_HAS_ID},
+    {"llvm.nvvm.bar.sync", EOP_BARRIER, BAR_HAS_ID},
+    {"llvm.nvvm.barrier", EOP_BARRIER, BAR_HAS_ID | BAR_HAS_COUNT},
+    {"llvm.nvvm.barrier.sync", EOP_BARRIER, BAR_HAS_ID},
+    {"llvm.nvvm.barrier.sync.cnt", EOP_BARRIER, BAR_HAS_ID | BAR_HAS_COUNT},
     {"llvm.nvvm.bar.warp.sync", EOP_WARPSYNC, 0},
     {"llvm.nvvm.shfl.sync.up.", EOP_SHFL, SHFL_UP},
     {"llvm.nvvm.shfl.sync.down.", EOP_SHFL, SHFL_DOWN},

@@ -505,7 +505,11 @@ static bool read_smem(run *r, const thread *t, const emu_inst *in, const desc *d
                     return emu_fail(r, t, in, "wgmma: %s element (%u, %u) reads byte %llu of shared memory, which a "
                                               "cp.async is still writing",
                                     which, mn, k, (unsigned long long)(a + b));
-                if (s->wep == r->epoch && (s->wt < EMU_MAX_THREADS || s->wt == RACE_MANY))
+                /* ordered before the wgmma: before one of its warps' issue (all four issue it) */
+                bool ordered = false;
+                for (uint32_t w = 0; w < WG_THREADS && !ordered; w += EMU_WARP)
+                    ordered = emu_ordered(r, t + w, s->wep, s->wmask);
+                if ((s->wt < EMU_MAX_THREADS || s->wt == RACE_MANY) && !ordered)
                     return emu_fail(r, t, in,
                                      "a data race in shared memory: wgmma reads byte %llu (%s element (%u, %u)), which %s "
                                      "wrote since the last barrier",
