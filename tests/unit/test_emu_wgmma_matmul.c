@@ -229,6 +229,7 @@ static const mm_case cases[] = {
     /* a producer warpgroup (lower/warp_specialize.c), on by default above
      * with 8 warps: asked for with 4, refused with 8 */
     {"matmul_f16", 128, 128, 32, 4, 1, 1, 1, 0, TILEC_WARP_SPECIALIZE_ON},
+    {"matmul_f16", 128, 128, 32, 8, 1, 1, 1, 0, 0}, /* six trips: every slot refilled after a hand-back */
     {"matmul_bf16", 128, 128, 64, 8, 2, 1, 1, 0, TILEC_WARP_SPECIALIZE_OFF},
 };
 
@@ -416,13 +417,16 @@ static void test_no_expect_tx_is_reported(void **state) {
     expect_report_in(&cases[2], "mbarrier.arrive.expect_tx", NULL, "deadlock");
 }
 
-/* Warp specialization's hand-back of slots: without the consumers'
- * arrivals the producer waits forever (a deadlock); with the `empty`
- * mbarriers counting half the consumers, a phase completes while the
- * other warpgroup's wgmma still reads the slot the producer refills. */
+/* Warp specialization's hand-back of slots (a case of more trips than
+ * stages, so that the producer waits for hand-backs): without the
+ * consumers' arrivals the producer waits forever (a deadlock); with the
+ * `empty` mbarriers counting half the consumers, phases complete twice a
+ * trip, and the producer either refills a slot the other warpgroup's
+ * wgmma still reads or waits on a parity whose phase went by (a
+ * deadlock): which depends on the threads' order, either is reported. */
 static const mm_case *ws_case(void) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        if (cases[i].warps == 8 && cases[i].even && !cases[i].ws) return &cases[i];
+        if (cases[i].warps == 8 && cases[i].even && !cases[i].ws && KMAX / cases[i].bk > 3) return &cases[i];
     fail_msg("no case with a producer warpgroup and two consumer warpgroups");
     return NULL;
 }
@@ -445,7 +449,7 @@ static void test_ws_half_arrivals_are_reported(void **state) {
     }
     if (!n) fail_msg("no mbarrier.init of 256 arrivals: update this test");
     assert_int_equal(run(mc, ir, dyn, err), EMU_ERROR);
-    if (!strstr(err, "still reads") && !strstr(err, "more arrivals"))
+    if (!strstr(err, "still reads") && !strstr(err, "more arrivals") && !strstr(err, "deadlock"))
         fail_msg("with half the arrivals: not the report wanted: %s", err);
     print_message("reported: %s\n", err);
     free(ir);
