@@ -467,11 +467,13 @@ static bool do_cp_async(run *r, thread *t, const emu_inst *in) {
  *  - when no thread can go on and threads wait at barriers none of which
  *    can complete, the kernel would hang: an error naming each barrier
  *    and how many threads wait at it.
+ * bar.arrive and bar.red are not emulated (LLVM 19 has no intrinsic for
+ * the first; an inline asm of either is refused when loading).
  */
 
 /* Thread t's operands of barrier instruction `in` (an error if out of the
- * ISA's range). count: the threads it waits for (the CTA's warps x 32
- * without b); all: the form without b. */
+ * ISA's range): the id, and the threads it waits for (the CTA's warps x 32
+ * without b). */
 static bool barrier_operands(run *r, const thread *t, const emu_inst *in, uint32_t *id_out, uint32_t *count_out) {
     uint32_t id = in->sub & BAR_HAS_ID ? (uint32_t)t->r[in->a] : 0, full = r->nwarps * EMU_WARP, count = full;
     if (id >= BAR_IDS)

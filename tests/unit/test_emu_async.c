@@ -4,8 +4,10 @@
  * completing on them ("cp.async.bulk(.tensor)"; "Tensors": tile mode, bounding
  * box and out-of-bounds fill), the swizzle modes' placement of 16-byte chunks ("Tensors", the
  * tensor swizzling figures), a producer/consumer ring as the compiler will
- * generate it, bulk tensor stores with fence.proxy.async, setmaxnreg, and
- * the errors the emulator must report (misuse, races, a hang). Expected
+ * generate it, bulk tensor stores with fence.proxy.async, setmaxnreg, a
+ * warp-specialized kernel (a producer warpgroup, consumers syncing on
+ * bar.sync 1, 256 without it), and the errors the emulator must report
+ * (misuse, races, a hang). Expected
  * values are computed here from the ISA's rules, not from emu/async.c. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -1062,6 +1064,152 @@ static void test_setmaxnreg(void **state) {
                  NULL, 0, "whole warpgroups of 128");
 }
 
+/* ---- warp specialization: a producer warpgroup, consumers on a named barrier ----
+ * 384 threads: thread 256 (warpgroup 2) produces, the rest of its
+ * warpgroup exits; warps 0-7 consume. Tile k (256 words from src + 1 KB k)
+ * lands by cp.async.bulk in stage k % 2 on full[k % 2]; each consumer
+ * reads its word, arrives on empty[k % 2] (256 arrivals), and the
+ * consumers exchange the words among themselves through red[] between
+ * two bar.sync 1, 256 (PTX ISA "bar, barrier": 256 threads, the
+ * producer's warpgroup not among them): out[t] = sum over k of tile k's
+ * word 255 - t. `count` is bar.sync's count; `second` the barrier before
+ * the next tile's write of red[]. */
+enum { WS_TILES = 5, WS_WORDS = 256 };
+
+static void warp_specialized(const char *count, const char *second, const char *want) {
+    static char body[IR];
+    snprintf(body, sizeof body,
+             "declare void @llvm.nvvm.barrier(i32, i32)\n"
+             "@full = internal addrspace(3) global [2 x i64] undef, align 8\n"
+             "@empty = internal addrspace(3) global [2 x i64] undef, align 8\n"
+             "@stage = internal addrspace(3) global [2048 x i8] undef, align 128\n"
+             "@red = internal addrspace(3) global [256 x i32] undef, align 4\n"
+             "define void @k(ptr addrspace(1) %%src, ptr addrspace(1) %%out) {\n"
+             "entry:\n"
+             "  %%t = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()\n"
+             "  %%is0 = icmp eq i32 %%t, 0\n"
+             "  br i1 %%is0, label %%init, label %%go\n"
+             "init:\n"
+             "  %%f0 = getelementptr i64, ptr addrspace(3) @full, i32 0\n"
+             "  call void {MBAR_INIT}(ptr addrspace(3) %%f0, i32 1)\n"
+             "  %%f1 = getelementptr i64, ptr addrspace(3) @full, i32 1\n"
+             "  call void {MBAR_INIT}(ptr addrspace(3) %%f1, i32 1)\n"
+             "  %%e0 = getelementptr i64, ptr addrspace(3) @empty, i32 0\n"
+             "  call void {MBAR_INIT}(ptr addrspace(3) %%e0, i32 256)\n"
+             "  %%e1 = getelementptr i64, ptr addrspace(3) @empty, i32 1\n"
+             "  call void {MBAR_INIT}(ptr addrspace(3) %%e1, i32 256)\n"
+             "  call void {FENCE_MBAR_INIT}()\n"
+             "  br label %%go\n"
+             "go:\n"
+             "  call void @llvm.nvvm.barrier0()\n"
+             "  %%isp = icmp eq i32 %%t, 256\n"
+             "  br i1 %%isp, label %%prod, label %%notp\n"
+             "notp:\n"
+             "  %%isc = icmp ult i32 %%t, 256\n"
+             "  br i1 %%isc, label %%cons, label %%end\n"
+             "prod:\n"
+             "  %%pk = phi i32 [0, %%go], [%%pk1, %%pissue]\n"
+             "  %%pdone = icmp eq i32 %%pk, %d\n"
+             "  br i1 %%pdone, label %%end, label %%pwait\n"
+             "pwait:\n"
+             "  %%ps = and i32 %%pk, 1\n"
+             "  %%pr = lshr i32 %%pk, 1\n"
+             "  %%pr1 = and i32 %%pr, 1\n"
+             "  %%ppar = xor i32 %%pr1, 1\n"
+             "  %%pe = getelementptr i64, ptr addrspace(3) @empty, i32 %%ps\n"
+             "  %%pok = call i32 {MBAR_TRY_WAIT_PARITY}(ptr addrspace(3) %%pe, i32 %%ppar)\n"
+             "  %%pgo = icmp ne i32 %%pok, 0\n"
+             "  br i1 %%pgo, label %%pissue, label %%pwait\n"
+             "pissue:\n"
+             "  %%pf = getelementptr i64, ptr addrspace(3) @full, i32 %%ps\n"
+             "  call void {MBAR_ARRIVE_EXPECT_TX}(ptr addrspace(3) %%pf, i32 1024)\n"
+             "  %%soff = mul i32 %%ps, 1024\n"
+             "  %%sp = getelementptr i8, ptr addrspace(3) @stage, i32 %%soff\n"
+             "  %%goff = mul i32 %%pk, 1024\n"
+             "  %%gp = getelementptr i8, ptr addrspace(1) %%src, i32 %%goff\n"
+             "  call void {BULK_G2S}(ptr addrspace(3) %%sp, ptr addrspace(1) %%gp, i32 1024, ptr addrspace(3) %%pf)\n"
+             "  %%pk1 = add i32 %%pk, 1\n"
+             "  br label %%prod\n"
+             "cons:\n"
+             "  %%mine = getelementptr i32, ptr addrspace(3) @red, i32 %%t\n"
+             "  %%m = sub i32 255, %%t\n"
+             "  %%theirs = getelementptr i32, ptr addrspace(3) @red, i32 %%m\n"
+             "  br label %%ctile\n"
+             "ctile:\n"
+             "  %%ck = phi i32 [0, %%cons], [%%ck1, %%cnext]\n"
+             "  %%sum = phi i32 [0, %%cons], [%%sum1, %%cnext]\n"
+             "  %%cdone = icmp eq i32 %%ck, %d\n"
+             "  br i1 %%cdone, label %%cout, label %%cwait\n"
+             "cwait:\n"
+             "  %%cs = and i32 %%ck, 1\n"
+             "  %%cr = lshr i32 %%ck, 1\n"
+             "  %%cpar = and i32 %%cr, 1\n"
+             "  %%cf = getelementptr i64, ptr addrspace(3) @full, i32 %%cs\n"
+             "  %%cok = call i32 {MBAR_TRY_WAIT_PARITY}(ptr addrspace(3) %%cf, i32 %%cpar)\n"
+             "  %%cgo = icmp ne i32 %%cok, 0\n"
+             "  br i1 %%cgo, label %%cread, label %%cwait\n"
+             "cread:\n"
+             "  %%cso = mul i32 %%cs, 256\n"
+             "  %%cwo = add i32 %%cso, %%t\n"
+             "  %%cp = getelementptr i32, ptr addrspace(3) @stage, i32 %%cwo\n"
+             "  %%v = load i32, ptr addrspace(3) %%cp, align 4\n"
+             "  %%ce = getelementptr i64, ptr addrspace(3) @empty, i32 %%cs\n"
+             "  call void {MBAR_ARRIVE}(ptr addrspace(3) %%ce)\n"
+             "  store i32 %%v, ptr addrspace(3) %%mine, align 4\n"
+             "  call void @llvm.nvvm.barrier(i32 1, i32 %s)\n"
+             "  %%x = load i32, ptr addrspace(3) %%theirs, align 4\n"
+             "  %%sum1 = add i32 %%sum, %%x\n"
+             "%s"
+             "  br label %%cnext\n"
+             "cnext:\n"
+             "  %%ck1 = add i32 %%ck, 1\n"
+             "  br label %%ctile\n"
+             "cout:\n"
+             "  %%op = getelementptr i32, ptr addrspace(1) %%out, i32 %%t\n"
+             "  store i32 %%sum, ptr addrspace(1) %%op, align 4\n"
+             "  br label %%end\n"
+             "end:\n"
+             "  ret void\n"
+             "}\n",
+             WS_TILES, WS_TILES, count, second);
+    static uint32_t src[WS_TILES * WS_WORDS], out[WS_WORDS];
+    for (int i = 0; i < WS_TILES * WS_WORDS; i++) src[i] = rand_u32() % 100000;
+    memset(out, 0, sizeof out);
+    emu_buffer bufs[2] = {{src, sizeof src}, {out, sizeof out}};
+    if (want) {
+        expect_error(body, 384, bufs, 2, want);
+        return;
+    }
+    char err[ERR];
+    emu_module *m = load_kernel(body, 384, err);
+    if (launch(m, bufs, 2, NULL, 0, err) != EMU_OK) fail_msg("%s", err);
+    emu_module_free(m);
+    for (uint32_t t = 0; t < WS_WORDS; t++) {
+        uint32_t sum = 0;
+        for (int k = 0; k < WS_TILES; k++) sum += src[k * WS_WORDS + 255 - t];
+        if (out[t] != sum) fail_msg("consumer %u: %u, want %u", t, out[t], sum);
+    }
+}
+
+static void test_warp_specialized_named_barrier(void **state) {
+    (void)state;
+    static const char again[] = "  call void @llvm.nvvm.barrier(i32 1, i32 256)\n";
+    warp_specialized("256", again, NULL);
+    /* without the second barrier, the next tile's write of red[] races
+     * with the other consumers' reads of this one's (the emulator runs
+     * consumer 127 into the next tile before consumer 128 reads red[127]) */
+    warp_specialized("256", "", "thread 128: a data race in shared memory: a read of byte 2684, which another thread "
+                                "wrote since the last barrier");
+    /* counting the producer's warpgroup in: it exited (but thread 256,
+     * which issued tiles 0-2 and parks on empty[1] for tile 3), the
+     * barrier never completes */
+    warp_specialized("384", "  call void @llvm.nvvm.barrier(i32 1, i32 384)\n",
+                     "a deadlock (the kernel would hang on the GPU): no thread can go on. Thread 256 waits for the phase "
+                     "of parity 0 of the mbarrier at shared byte 24 (phase 0 in progress: 256 of 256 arrivals pending");
+    warp_specialized("384", "  call void @llvm.nvvm.barrier(i32 1, i32 384)\n",
+                     "barrier 1: 256 threads wait (8 warps arrived of the 384 threads it waits for;");
+}
+
 int main(void) {
     srand(22);
     const struct CMUnitTest tests[] = {
@@ -1078,6 +1226,7 @@ int main(void) {
         cmocka_unit_test(test_async_races),
         cmocka_unit_test(test_setmaxnreg),
         cmocka_unit_test(test_elect_sync),
+        cmocka_unit_test(test_warp_specialized_named_barrier),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,7 +5,8 @@
  * only among its participants; threads that exited do not take part.
  * Checked: two groups of warps each making progress on its own barrier
  * (which one barrier for all would deadlock), 256 of 384 threads syncing
- * while the other warpgroup exits early, the errors (an id outside 0..15,
+ * while the other warpgroup exits early, arrivals past a count starting
+ * the next phase, the errors (an id outside 0..15,
  * a bad count, different counts in one phase, the lanes of a warp at
  * different barriers, a deadlock), and the race check: a named barrier
  * neither hides a race with a thread outside it nor reports accesses it
@@ -282,6 +283,22 @@ static void test_phase_errors(void **state) {
                       128, "barrier id 16");
 }
 
+/* A barrier is ready for its next phase as soon as one completes: four
+ * warps at bar.sync 1, 64 make two phases of two warps each, and all go
+ * on (the bad id after it is the mark); three warps leave the third
+ * alone in a phase that never completes. */
+static void test_phases(void **state) {
+    (void)state;
+    expect_call_error("  call void @llvm.nvvm.barrier(i32 1, i32 64)\n"
+                      "  call void @llvm.nvvm.barrier(i32 16, i32 32)\n",
+                      128, "barrier id 16");
+    expect_call_error("  %lo = icmp ult i32 %w, 3\n"
+                      "  br i1 %lo, label %a, label %e\n"
+                      "a:\n  call void @llvm.nvvm.barrier(i32 1, i32 64)\n  br label %e\n"
+                      "e:\n",
+                      128, "barrier 1: 32 threads wait (1 warp arrived of the 64 threads it waits for; warps 2)");
+}
+
 static void test_deadlock(void **state) {
     (void)state;
     /* warps 0-1 wait on barrier 1 for 128 threads; the others exit */
@@ -417,6 +434,7 @@ int main(void) {
         cmocka_unit_test(test_count_of_a_subset),
         cmocka_unit_test(test_operand_errors),
         cmocka_unit_test(test_phase_errors),
+        cmocka_unit_test(test_phases),
         cmocka_unit_test(test_deadlock),
         cmocka_unit_test(test_races),
     };
