@@ -6,7 +6,10 @@ Compiles, for sm_90 without a GPU, Triton's matmul two ways: the tutorial's
 copies feeding wgmma) and with tensor descriptors (bench/tt_matmul_tma.py:
 bulk tensor copies, TMA, completing on mbarriers, feeding wgmma); and
 tilec's stdlib/matmul.tile for --arch=sm_90 (mma.sync) and --arch=sm_90a
-(wgmma, lower/cg_dot_wgmma.c), at tilec's configuration and Triton's. Each cubin is
+(wgmma, lower/cg_dot_wgmma.c), at tilec's configuration and Triton's, with
+warp specialization off (one role: every warp waits, computes and issues)
+and on (lower/warp_specialize.c: the consumers' loop, and the producer
+warp's, the loop with the bulk copies). Each cubin is
 disassembled with cuobjdump -sass and the instructions of its main loop
 counted (the loop with the most tensor-core instructions, from the target
 of its back-edge branch to the branch): HGMMA (wgmma), HMMA (mma.sync),
@@ -104,13 +107,13 @@ def triton_cubin(tmp, dtype, cfg, tma):
     return cubin, k.metadata.shared
 
 
-def tilec_cubin(args, tmp, dtype, cfg, arch):
+def tilec_cubin(args, tmp, dtype, cfg, arch, ws=None):
     bm, bn, bk, warps, stages = cfg
     cubin = os.path.join(tmp, "k.cubin")
     cmd = [args.tilec, os.path.join(ROOT, "stdlib", "matmul.tile"), "--kernel", "matmul_" + dtype, "-D",
            "BLOCK_M=%d" % bm, "-D", "BLOCK_N=%d" % bn, "-D", "BLOCK_K=%d" % bk, "-D", "GROUP_M=8", "-D",
            "A_LAYOUT=1", "-D", "B_LAYOUT=1", "-D", "C_LAYOUT=1", "-D", "EVEN=1", "--num-warps=%d" % warps,
-           "--num-stages=%d" % stages, "--arch=" + arch, "-o", cubin]
+           "--num-stages=%d" % stages, "--arch=" + arch, "-o", cubin] + (["--warp-specialize=" + ws] if ws else [])
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode:
         raise RuntimeError("tilec failed: %s\n%s" % (" ".join(cmd), r.stderr))
@@ -150,12 +153,19 @@ def main():
                     cubin, smem = triton_cubin(tmp, dtype, cfg, tma)
                     print(row(who, dtype, cfg, count(args.cuobjdump, cubin), registers(args.cuobjdump, cubin), smem),
                           flush=True)
-            for who, arch, cfgs in (("tilec sm_90 (mma.sync)", "sm_90", (TILEC_CONFIG,)),
-                                    ("tilec sm_90a (wgmma)", "sm_90a", (TILEC_WGMMA_CONFIG,) + CONFIGS)):
+            for who, arch, cfgs, ws in (("tilec sm_90 (mma.sync)", "sm_90", (TILEC_CONFIG,), None),
+                                        ("tilec sm_90a (wgmma, one role)", "sm_90a", (TILEC_WGMMA_CONFIG,) + CONFIGS,
+                                         "off"),
+                                        ("tilec sm_90a (wgmma, consumers)", "sm_90a", (TILEC_WGMMA_CONFIG,) + CONFIGS,
+                                         "on")):
                 for cfg in cfgs:
-                    cubin, smem = tilec_cubin(args, tmp, dtype, cfg, arch)
+                    cubin, smem = tilec_cubin(args, tmp, dtype, cfg, arch, ws)
                     print(row(who, dtype, cfg, count(args.cuobjdump, cubin), registers(args.cuobjdump, cubin), smem),
                           flush=True)
+                    if ws == "on":  # the producer warp's loop: the one with the bulk copies
+                        c = count_kinds(sass_of(args.cuobjdump, cubin), KINDS, classify, tensor=("UTMALDG",))
+                        print(row("tilec sm_90a (producer warp)", dtype, cfg, c, registers(args.cuobjdump, cubin),
+                                  smem), flush=True)
 
 
 if __name__ == "__main__":

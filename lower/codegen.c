@@ -540,6 +540,12 @@ static bool gen_func(cg *c, tir_func *f) {
     }
     annotate(c, "kernel", 1);
     annotate(c, "maxntidx", LOWER_WARP_SIZE * (f->num_warps + f->producer_warps));
+    /* setmaxnreg moves registers between the roles (gen_split), which
+     * ptxas does only from a register count it knows at entry (else it
+     * ignores them: C7508): the file shared by every thread, in steps of 8 */
+    if (f->producer_warps && f->num_warps >= CG_SETMAXNREG_MIN_WARPS)
+        annotate(c, "maxnreg",
+                 (int)(CG_REGISTER_FILE / (LOWER_WARP_SIZE * (uint32_t)(f->num_warps + f->producer_warps)) / 8 * 8));
     LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "entry");
     c->entry = entry;
     LLVMPositionBuilderAtEnd(c->b, entry);
