@@ -174,6 +174,12 @@ static void setmaxnreg(cg *c, bool inc, uint32_t n) {
  * return. */
 static void gen_split(cg *c, const tir_block *blk, const tir_op *split) {
     tir_func *f = c->f;
+    /* setmaxnreg is sm_90a's (LLVM cannot select it for sm_90: a fatal
+     * error, not a message), and the pass makes the split there only */
+    if (!lower_has_wgmma(c->arch)) {
+        cg_error(c, split, "warp specialization needs sm_90a (setmaxnreg)");
+        return;
+    }
     uint32_t consumers = (uint32_t)f->num_warps * LOWER_WARP_SIZE;
     LLVMBasicBlockRef prod = new_block(c, "ws.producer"), issue = new_block(c, "ws.issuer"),
                       idle = new_block(c, "ws.idle"), cons = new_block(c, "ws.consumer");
