@@ -148,6 +148,19 @@ static const rt_attention_bwd_config attention_bwd_configs[] = {
     {256, 0, {16, 16, 8, 2}, {32, 16, 8, 2}},
 };
 
+/* sm_90a's, for f16 and bf16, where they differ (else attention_bwd_configs'
+ * rows): dK/dV runs its three dots on wgmma when its keys fill whole
+ * warpgroups (64 a warpgroup: the dots' M), which the table's 64 x 64 on 8
+ * warps does not; 128 keys on 8 warps do, at head dims 32 and 64 without a
+ * spill (161 and 234 registers; at 128 they spill 240 B and more, 64 keys
+ * on 4 warps 424 B: head dim 128 keeps mma.sync). dQ's 64 x 64 on 4 warps
+ * is wgmma already. Not timed (no GPU). */
+static const rt_attention_bwd_config attention_bwd_wgmma_configs[] = {
+    /* head_dim, min_sm, dK/dV {BLOCK_M, BLOCK_N, num_warps, num_stages}, dQ {the same} */
+    {32, 90, {64, 128, 8, 3}, {64, 64, 4, 3}},
+    {64, 90, {64, 128, 8, 3}, {64, 64, 4, 3}},
+};
+
 /* The backward's configurations for f32 storage (stdlib/attention_bwd.tile's
  * _f32 kernels), looked up as the others (rt_attention_bwd_f32_config_for;
  * a min_sm 86 row serves sm_86, sm_89 and, with no 90 row before it,
@@ -186,6 +199,11 @@ static const rt_attention_bwd_config *bwd_config_in(const rt_attention_bwd_confi
 const rt_attention_bwd_config *rt_attention_bwd_config_for(int64_t head_dim, int sm) {
     return bwd_config_in(attention_bwd_configs, sizeof attention_bwd_configs / sizeof attention_bwd_configs[0],
                          head_dim, sm);
+}
+
+const rt_attention_bwd_config *rt_attention_bwd_wgmma_config_for(int64_t head_dim) {
+    return bwd_config_in(attention_bwd_wgmma_configs,
+                         sizeof attention_bwd_wgmma_configs / sizeof attention_bwd_wgmma_configs[0], head_dim, 90);
 }
 
 const rt_attention_bwd_config *rt_attention_bwd_f32_config_for(int64_t head_dim, int sm) {
@@ -584,10 +602,13 @@ trt_status tls_attention_fwd(trt_device *dev, tls_dtype dt, const tls_attention_
 }
 
 /* The backward's row of attention_bwd_configs for the call's device (p's
- * head dim checked before). */
+ * head dim checked before): sm_90a's own where it has one. */
 static const rt_attention_bwd_config *bwd_config(const sl_call *c, const tls_attention_problem *p) {
-    return c->st == &sl_storages[TLS_F32] ? rt_attention_bwd_f32_config_for(p->head_dim, device_sm(c))
-                                          : rt_attention_bwd_config_for(p->head_dim, device_sm(c));
+    if (c->st == &sl_storages[TLS_F32]) return rt_attention_bwd_f32_config_for(p->head_dim, device_sm(c));
+    const char *arch = c->d->ops->code_arch ? c->d->ops->code_arch(c->d) : NULL;
+    const rt_attention_bwd_config *w =
+        arch && !strcmp(arch, "sm_90a") ? rt_attention_bwd_wgmma_config_for(p->head_dim) : NULL;
+    return w ? w : rt_attention_bwd_config_for(p->head_dim, device_sm(c));
 }
 
 /* dK/dV's program walks its (query head, query block) pairs in one loop

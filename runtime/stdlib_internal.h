@@ -66,6 +66,9 @@ typedef struct rt_attention_bwd_config {
     rt_attention_pass dkdv, dq;
 } rt_attention_bwd_config;
 const rt_attention_bwd_config *rt_attention_bwd_config_for(int64_t head_dim, int sm);
+/* sm_90a's row for f16 and bf16 (attention_bwd_wgmma_configs), NULL
+ * where it takes attention_bwd_configs'. */
+const rt_attention_bwd_config *rt_attention_bwd_wgmma_config_for(int64_t head_dim);
 /* The same for f32 storage (attention_bwd_f32_configs). */
 const rt_attention_bwd_config *rt_attention_bwd_f32_config_for(int64_t head_dim, int sm);
 

@@ -207,14 +207,16 @@ done
 # pre-pass's and dQ's at dQ's, plain and with CAUSAL, WINDOW, VARLEN and
 # ALIGNED, f16 and bf16 in one compile; then the f32 kernels at the rows
 # of attention_bwd_f32_configs (head dims 32, 64 and 128), each table's
-# rows checked for its own kernels; tabulated too.
+# rows checked for its own kernels; sm_90a's own rows for f16 and bf16
+# (attention_bwd_wgmma_configs: dK/dV on wgmma) at sm_90a; tabulated too.
 bwd_table=()
-# table, head dims, the storage suffixes it is for (a regex)
-for tab in "attention_bwd_configs|32 64 128 256|(f16|bf16)" "attention_bwd_f32_configs|32 64 128|f32"; do
-IFS='|' read -r tname tdims tsuf <<<"$tab"
+# table, head dims, the storage suffixes it is for (a regex), the archs that take it
+for tab in "attention_bwd_configs|32 64 128 256|(f16|bf16)|sm_80 sm_86 sm_90a" \
+           "attention_bwd_wgmma_configs|32 64|(f16|bf16)|sm_90a" "attention_bwd_f32_configs|32 64 128|f32|sm_80 sm_86 sm_90a"; do
+IFS='|' read -r tname tdims tsuf tarchs <<<"$tab"
 bwd_rows=$(rows_of "$tname" stdlib_attention.c)
 [ -n "$bwd_rows" ] || { echo "FAIL: no $tname rows found in runtime/stdlib_attention.c"; fail=1; }
-for arch in sm_80 sm_86 sm_90a; do
+for arch in $tarchs; do
   sm=${arch#sm_} sm=${sm%a}
   for d in $tdims; do
     row=$(awk -F, -v d="$d" -v sm="$sm" '$1 == d && $2 <= sm {print; exit}' <<<"$bwd_rows")
