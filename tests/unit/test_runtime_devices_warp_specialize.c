@@ -1,0 +1,428 @@
+/* test_runtime_devices_warp_specialize.c - warp specialization on sm_90a
+ * (lower/warp_specialize.c, issue 22): kernels whose pipelined loop's
+ * rings the bulk copy engine fills, each asking for a producer warpgroup
+ * (range(..., warp_specialize = true)), on the shapes a review looked for
+ * wrong answers, hangs and races in: bounds that are not 0..K by BLOCK_K
+ * (lo != 0, a step of two blocks, bounds from program ids, zero trips with
+ * K > 0, fewer trips than stages), num_warps 4, 8 and 16, 2 to 7 stages,
+ * K and M/N tails, bf16, a batch dim, a guard around the body that some
+ * programs fail, epilogues through shared memory (reductions both ways, a
+ * scalar store, atomics), a carried offset the producer advances itself,
+ * and a coordinate loaded from memory (no split: the producer cannot
+ * compute it). Each compares every element with a host reference in
+ * float64; on cpu (the interpreter: the reference semantics) and on
+ * emu:sm_90a (the emulator on the sm_90a code, where the pass fires; its
+ * race and deadlock checks on):
+ *
+ *   test_runtime_devices_warp_specialize cpu|emu|emu:sm_90a|cuda */
+#include "device_harness.h"
+
+/* A case: the kernel `mm(a: *T, b: *T, c: *f32, ints...)` of src, over gx
+ * x gy (x gz) programs, writing clen floats of c; ref gives element idx
+ * of c (and the sum of the magnitudes of its terms, for the tolerance). */
+typedef struct ws_run ws_run;
+typedef double (*ref_fn)(const ws_run *r, const float *A, const float *B, long idx, double *mag);
+struct ws_run {
+    const char *what, *src;
+    int warps;
+    const tilec_define *defs;
+    size_t ndefs;
+    long a_len, b_len, clen;
+    uint32_t grid[3];
+    int64_t ints[8];
+    unsigned nints;
+    ref_fn ref;
+    int N;         /* c's row stride where ref needs it */
+    bool bf16;     /* a and b: *bf16 (else *f16) */
+    double rtol;   /* past the f32 accumulation's: 0 */
+    const int32_t *i32s; /* a fourth pointer argument (int32 data), or NULL */
+    long i32_len;
+    long zeros_from; /* c's elements from here on start 0 (atomics add to them); 0: none */
+};
+
+/* sum over kk in [k0, k1) of A[i * sa + kk] * B[j * sb + kk] */
+static double dotk(const float *A, const float *B, long ia, long jb, long k0, long k1, double *mag) {
+    double s = 0;
+    for (long kk = k0; kk < k1; kk++) {
+        double x = (double)A[ia + kk] * B[jb + kk];
+        s += x, *mag += fabs(x);
+    }
+    return s;
+}
+
+static void run(const ws_run *r) {
+    size_t es = 2;
+    uint16_t *ha = malloc(es * (size_t)r->a_len), *hb = malloc(es * (size_t)r->b_len);
+    float *fa = malloc(sizeof(float) * (size_t)r->a_len), *fb = malloc(sizeof(float) * (size_t)r->b_len);
+    for (long i = 0; i < r->a_len; i++) {
+        float v = rand_f32() / 8.0f;
+        if (r->bf16) put_bf16(ha, (size_t)i, v ? v : 0.5f), fa[i] = get_bf16(ha, (size_t)i);
+        else put_f16(ha, (size_t)i, v ? v : 0.5f), fa[i] = get_f16(ha, (size_t)i);
+    }
+    for (long i = 0; i < r->b_len; i++) {
+        float v = rand_f32() / 8.0f;
+        if (r->bf16) put_bf16(hb, (size_t)i, v ? v : -0.25f), fb[i] = get_bf16(hb, (size_t)i);
+        else put_f16(hb, (size_t)i, v ? v : -0.25f), fb[i] = get_f16(hb, (size_t)i);
+    }
+    float *c = poison_f32s((int)r->clen);
+    for (long i = r->zeros_from ? r->zeros_from : r->clen; i < r->clen; i++) c[i] = 0;
+    prog p;
+    trt_kernel *k = compile_with(&p, "ws.tile", r->src, "mm", r->defs, r->ndefs, r->warps);
+    trt_buffer ba = upload(ha, es * (size_t)r->a_len), bb = upload(hb, es * (size_t)r->b_len),
+               bc = upload(c, sizeof(float) * (size_t)r->clen), bi = {0};
+    trt_arg args[12] = {trt_buf(ba), trt_buf(bb), trt_buf(bc)};
+    unsigned n = 3;
+    if (r->i32s) bi = upload(r->i32s, sizeof(int32_t) * (size_t)r->i32_len), args[n++] = trt_buf(bi);
+    for (unsigned i = 0; i < r->nints; i++) args[n++] = trt_int(r->ints[i]);
+    trt_status st = trt_launch(k, r->grid[0], r->grid[1], r->grid[2] ? r->grid[2] : 1, args, n);
+    if (st != TRT_OK) fail_msg("%s: launch: %s: %s", r->what, trt_status_name(st), trt_last_error(dev));
+    if (kind != TRT_DEVICE_CPU) {
+        st = trt_sync(dev);
+        if (st != TRT_OK) fail_msg("%s: sync: %s: %s", r->what, trt_status_name(st), trt_last_error(dev));
+    }
+    download(bc, c, sizeof(float) * (size_t)r->clen); /* frees bc */
+    OK(trt_free(dev, ba));
+    OK(trt_free(dev, bb));
+    if (r->i32s) OK(trt_free(dev, bi));
+    for (long i = 0; i < r->clen; i++) {
+        double mag = 0, want = r->ref(r, fa, fb, i, &mag);
+        if (isnan(want)) { /* left alone */
+            if (!isnan(c[i])) fail_msg("%s: c[%ld] = %.9g, want it untouched on %s", r->what, i, c[i], trt_device_name(dev));
+            continue;
+        }
+        double tol = 2048 * ldexp(1.0, -22) * mag + r->rtol * mag + 1e-30;
+        if (!(fabs(c[i] - want) <= tol))
+            fail_msg("%s: c[%ld] = %.9g, want %.9g (tolerance %.3g) on %s", r->what, i, c[i], want, tol,
+                     trt_device_name(dev));
+    }
+    free(ha), free(hb), free(fa), free(fb), free(c);
+    drop(&p);
+}
+
+/* ---- the general matmul ---------------------------------------------------
+ * C[M x N] = sum over the trips k = lo, lo + STEP, ... < K of the BK
+ * columns from k on (those below K) of A[i] . B[j]; A is M x K (row
+ * stride sa), B is N x K (row stride sb). ints: M, N, K, lo, sa, sb */
+static const char mm_src[] =
+    "kernel mm(a: *f16, b: *f16, c: *f32, M: i32, N: i32, K: i32, lo: i32, sa: i64, sb: i64,\n"
+    "          const BM: i32 = 64, const BN: i32 = 64, const BK: i32 = 64, const STEP: i32 = 64, const NS: i32 = 3) {\n"
+    "    let rm = program_id(0) * BM + arange(0, BM);\n"
+    "    let rn = program_id(1) * BN + arange(0, BN);\n"
+    "    let ks = arange(0, BK);\n"
+    "    let sam = multiple_of(sa, 8);\n"
+    "    let sbn = multiple_of(sb, 8);\n"
+    "    var acc = zeros((BM, BN), f32);\n"
+    "    for k in range(lo, K, STEP, num_stages = NS, warp_specialize = true) {\n"
+    "        let x = load(a + rm[:, None] * sam + (k + ks)[None, :], (k + ks)[None, :] < K & rm[:, None] < M, other = 0.0);\n"
+    "        let y = trans(load(b + rn[:, None] * sbn + (k + ks)[None, :], (k + ks)[None, :] < K & rn[:, None] < N, other = 0.0));\n"
+    "        acc = dot(x, y, acc);\n"
+    "    }\n"
+    "    store(c + rm[:, None] * N + rn[None, :], acc, rm[:, None] < M & rn[None, :] < N);\n"
+    "}\n";
+
+static int64_t def_of(const ws_run *r, const char *name, int64_t dflt) {
+    for (size_t i = 0; i < r->ndefs; i++)
+        if (!strcmp(r->defs[i].name, name)) return r->defs[i].value;
+    return dflt;
+}
+
+static double mm_ref(const ws_run *r, const float *A, const float *B, long idx, double *mag) {
+    const int64_t *v = r->ints;
+    long N = v[1], K = v[2], lo = v[3], i = idx / N, j = idx % N;
+    long bk = def_of(r, "BK", 64), step = def_of(r, "STEP", 64);
+    double s = 0;
+    for (long k = lo; k < K; k += step) s += dotk(A, B, i * v[4], j * v[5], k, k + bk < K ? k + bk : K, mag);
+    return s;
+}
+
+static void mm_case(const char *what, int warps, const tilec_define *defs, size_t ndefs, int M, int N, int K, int lo,
+                    int sa, int sb) {
+    ws_run r = {what, mm_src, warps, defs, ndefs, (long)M * sa, (long)N * sb, (long)M * N, {0, 0, 1}, {M, N, K, lo, sa, sb}, 6,
+                mm_ref, N, false, 0, NULL, 0, 0};
+    uint32_t bm = (uint32_t)def_of(&r, "BM", 64), bn = (uint32_t)def_of(&r, "BN", 64);
+    r.grid[0] = cdiv(M, (int)bm), r.grid[1] = cdiv(N, (int)bn);
+    run(&r);
+}
+
+/* 64 x 64 tiles at 4 warps: every K from 1 trip to past the ring twice,
+ * with tails, for 2 to 7 stages */
+static void test_stages_and_trips(void **state) {
+    (void)state;
+    static const int ks[] = {64, 100, 128, 192, 300, 520};
+    for (int ns = 2; ns <= 7; ns++)
+        for (unsigned i = 0; i < sizeof ks / sizeof ks[0]; i++) {
+            if (ns > 3 && ns != 5 && ns != 7 && i != 4) continue; /* the emulator's time */
+            tilec_define d[1] = {{"NS", ns}};
+            char what[64];
+            snprintf(what, sizeof what, "%d stages, K = %d", ns, ks[i]);
+            mm_case(what, 4, d, 1, 100, 70, ks[i], 0, 528, 528);
+        }
+}
+
+/* lo != 0 (not a multiple of the block), a step of two blocks, zero trips
+ * with K > 0 (lo >= K) */
+static void test_bounds(void **state) {
+    (void)state;
+    mm_case("lo = 40", 4, NULL, 0, 100, 70, 300, 40, 304, 304);
+    mm_case("lo = 256, one trip", 4, NULL, 0, 100, 70, 300, 256, 304, 304);
+    tilec_define step[1] = {{"STEP", 128}};
+    mm_case("a step of 2 blocks", 4, step, 1, 100, 70, 520, 0, 528, 528);
+    mm_case("a step of 2 blocks, lo = 8", 4, step, 1, 100, 70, 520, 8, 528, 528);
+    mm_case("zero trips, lo = K", 4, NULL, 0, 100, 70, 300, 300, 304, 304);
+    mm_case("zero trips, lo > K", 4, NULL, 0, 100, 70, 300, 400, 304, 304);
+}
+
+/* 8 warps (two consumer warpgroups: setmaxnreg), 16 warps (640 threads) */
+static void test_warps(void **state) {
+    (void)state;
+    tilec_define d8[2] = {{"BM", 128}, {"BN", 64}};
+    mm_case("8 warps", 8, d8, 2, 200, 100, 300, 0, 304, 304);
+    tilec_define d8b[3] = {{"BM", 128}, {"BN", 128}, {"NS", 4}};
+    mm_case("8 warps, 128 x 128, 4 stages", 8, d8b, 3, 130, 130, 520, 0, 528, 528);
+    tilec_define d16[2] = {{"BM", 256}, {"BN", 64}};
+    mm_case("16 warps", 16, d16, 2, 256, 64, 300, 0, 304, 304);
+}
+
+/* ---- epilogues through shared memory, and a guard ------------------------
+ * One 64-row block (M = 64), N in 64-column programs; after the loop: the
+ * tile, its column sums (a reduction across the consumer warps, through
+ * shared memory), its row maxima, a scalar store of its sum and an atomic
+ * add of it into one word. c: [M x N | N | N | N / 64 | 1]. With GUARD the
+ * body sits in `if pn < nlim` (attention's form): programs past it leave
+ * their parts of c alone. ints: M, N, K, lo, sa, sb, nlim */
+static const char epi_src[] =
+    "kernel mm(a: *f16, b: *f16, c: *f32, M: i32, N: i32, K: i32, lo: i32, sa: i64, sb: i64, nlim: i32,\n"
+    "          const NS: i32 = 3) {\n"
+    "    let pn = program_id(1);\n"
+    "    if pn < nlim {\n"
+    "        let rm = arange(0, 64);\n"
+    "        let rn = pn * 64 + arange(0, 64);\n"
+    "        let ks = arange(0, 64);\n"
+    "        let sam = multiple_of(sa, 8);\n"
+    "        let sbn = multiple_of(sb, 8);\n"
+    "        var acc = zeros((64, 64), f32);\n"
+    "        for k in range(lo, K, 64, num_stages = NS, warp_specialize = true) {\n"
+    "            let x = load(a + rm[:, None] * sam + (k + ks)[None, :], (k + ks)[None, :] < K, other = 0.0);\n"
+    "            let y = trans(load(b + rn[:, None] * sbn + (k + ks)[None, :], (k + ks)[None, :] < K, other = 0.0));\n"
+    "            acc = dot(x, y, acc);\n"
+    "        }\n"
+    "        store(c + rm[:, None] * N + rn[None, :], acc);\n"
+    "        store(c + M * N + rn, sum(acc, axis = 0));\n"
+    "        store(c + M * N + N + rn, max(acc, axis = 1));\n"
+    "        let total = sum(sum(acc, axis = 1), axis = 0);\n"
+    "        store(c + M * N + 2 * N + pn, total);\n"
+    "        atomic_add(c + M * N + 2 * N + N / 64, total);\n"
+    "    }\n"
+    "}\n";
+
+/* the same without the guard */
+static const char epi_noguard_src[] =
+    "kernel mm(a: *f16, b: *f16, c: *f32, M: i32, N: i32, K: i32, lo: i32, sa: i64, sb: i64, nlim: i32,\n"
+    "          const NS: i32 = 3) {\n"
+    "    let pn = program_id(1);\n"
+    "    let rm = arange(0, 64);\n"
+    "    let rn = pn * 64 + arange(0, 64);\n"
+    "    let ks = arange(0, 64);\n"
+    "    let sam = multiple_of(sa, 8);\n"
+    "    let sbn = multiple_of(sb, 8);\n"
+    "    var acc = zeros((64, 64), f32);\n"
+    "    for k in range(lo, K, 64, num_stages = NS, warp_specialize = true) {\n"
+    "        let x = load(a + rm[:, None] * sam + (k + ks)[None, :], (k + ks)[None, :] < K, other = 0.0);\n"
+    "        let y = trans(load(b + rn[:, None] * sbn + (k + ks)[None, :], (k + ks)[None, :] < K, other = 0.0));\n"
+    "        acc = dot(x, y, acc);\n"
+    "    }\n"
+    "    store(c + rm[:, None] * N + rn[None, :], acc);\n"
+    "    store(c + M * N + rn, sum(acc, axis = 0));\n"
+    "    store(c + M * N + N + rn, max(acc, axis = 1));\n"
+    "    let total = sum(sum(acc, axis = 1), axis = 0);\n"
+    "    store(c + M * N + 2 * N + pn, total);\n"
+    "    atomic_add(c + M * N + 2 * N + N / 64, total);\n"
+    "}\n";
+
+/* one element of the product, as mm_ref's (row i, column j) */
+static double prod_at(const ws_run *r, const float *A, const float *B, long i, long j, double *mag) {
+    const int64_t *v = r->ints;
+    double s = 0;
+    for (long k = v[3]; k < v[2]; k += 64) s += dotk(A, B, i * v[4], j * v[5], k, k + 64 < v[2] ? k + 64 : v[2], mag);
+    return s;
+}
+
+static double epi_ref(const ws_run *r, const float *A, const float *B, long idx, double *mag) {
+    long M = r->ints[0], N = r->ints[1], nlim = r->ints[6], live = (nlim < N / 64 ? nlim : N / 64) * 64;
+    if (idx < M * N) return idx % N < live ? prod_at(r, A, B, idx / N, idx % N, mag) : NAN;
+    idx -= M * N;
+    if (idx < N) { /* a column's sum */
+        if (idx >= live) return NAN;
+        double s = 0;
+        for (long i = 0; i < M; i++) s += prod_at(r, A, B, i, idx, mag);
+        return s;
+    }
+    idx -= N;
+    if (idx < N) { /* the row max of program idx / 64, row idx % 64 */
+        if (idx >= live) return NAN;
+        double best = -INFINITY;
+        for (long j = idx / 64 * 64; j < idx / 64 * 64 + 64; j++) {
+            double m = 0, x = prod_at(r, A, B, idx % 64, j, &m);
+            if (x > best) best = x, *mag = m;
+        }
+        return best;
+    }
+    idx -= N;
+    long p0 = idx < N / 64 ? idx : 0, p1 = idx < N / 64 ? idx + 1 : (live / 64); /* one program's, or all */
+    if (idx < N / 64 && idx * 64 >= live) return NAN;
+    double s = 0;
+    for (long pn = p0; pn < p1; pn++)
+        for (long i = 0; i < M; i++)
+            for (long j = pn * 64; j < pn * 64 + 64; j++) s += prod_at(r, A, B, i, j, mag);
+    return s;
+}
+
+static void epi_case(const char *what, const char *src, int ns, int N, int K, int lo, int nlim) {
+    tilec_define d[1] = {{"NS", ns}};
+    int M = 64, sa = (K + 7) / 8 * 8 + 8;
+    long clen = (long)M * N + 2L * N + N / 64 + 1;
+    ws_run r = {what, src, 4, d, 1, (long)M * sa, (long)N * sa, clen, {1, (uint32_t)(N / 64), 1},
+                {M, N, K, lo, sa, sa, nlim}, 7, epi_ref, N, false, 0, NULL, 0, clen - 1};
+    run(&r);
+}
+
+static void test_epilogues(void **state) {
+    (void)state;
+    epi_case("epilogue", epi_noguard_src, 3, 192, 300, 0, 99);
+    epi_case("epilogue, one trip", epi_noguard_src, 4, 128, 40, 0, 99);
+    epi_case("epilogue, zero trips", epi_noguard_src, 3, 128, 300, 320, 99);
+    epi_case("guarded epilogue, all in", epi_src, 3, 192, 300, 0, 3);
+    epi_case("guarded epilogue, 1 of 3 in", epi_src, 3, 192, 300, 0, 1);
+    epi_case("guarded epilogue, none in", epi_src, 2, 192, 300, 0, 0);
+    epi_case("guarded epilogue, 2 stages, lo = 100", epi_src, 2, 192, 520, 100, 2);
+}
+
+/* ---- what the producer computes ----------------------------------------
+ * The K coordinate from a carried offset the loop advances by a block
+ * (the producer runs the loop with it), from lo = program_id(1) (bounds
+ * from a program id), and from an offset loaded from memory (the producer
+ * cannot load it: no split, still right). ints as mm_src's; kk: the
+ * offset (off_src: i32s[0] = 0). */
+static const char carried_src[] =
+    "kernel mm(a: *f16, b: *f16, c: *f32, M: i32, N: i32, K: i32, lo: i32, sa: i64, sb: i64) {\n"
+    "    let rm = program_id(0) * 64 + arange(0, 64);\n"
+    "    let rn = program_id(1) * 64 + arange(0, 64);\n"
+    "    let ks = arange(0, 64);\n"
+    "    let sam = multiple_of(sa, 8);\n"
+    "    let sbn = multiple_of(sb, 8);\n"
+    "    var acc = zeros((64, 64), f32);\n"
+    "    var off = lo;\n"
+    "    for t in range(0, K - lo, 64, num_stages = 3, warp_specialize = true) {\n"
+    "        let x = load(a + rm[:, None] * sam + (off + ks)[None, :], (off + ks)[None, :] < K & rm[:, None] < M, other = 0.0);\n"
+    "        let y = trans(load(b + rn[:, None] * sbn + (off + ks)[None, :], (off + ks)[None, :] < K & rn[:, None] < N, other = 0.0));\n"
+    "        acc = dot(x, y, acc);\n"
+    "        off = off + 64;\n"
+    "    }\n"
+    "    store(c + rm[:, None] * N + rn[None, :], acc, rm[:, None] < M & rn[None, :] < N);\n"
+    "}\n";
+
+static const char loaded_src[] =
+    "kernel mm(a: *f16, b: *f16, c: *f32, offs: *i32, M: i32, N: i32, K: i32, lo: i32, sa: i64, sb: i64) {\n"
+    "    let rm = program_id(0) * 64 + arange(0, 64);\n"
+    "    let rn = program_id(1) * 64 + arange(0, 64);\n"
+    "    let ks = arange(0, 64);\n"
+    "    let sam = multiple_of(sa, 8);\n"
+    "    let sbn = multiple_of(sb, 8);\n"
+    "    let o = load(offs);\n"
+    "    var acc = zeros((64, 64), f32);\n"
+    "    for k in range(lo, K, 64, num_stages = 3, warp_specialize = true) {\n"
+    "        let x = load(a + rm[:, None] * sam + (o + k + ks)[None, :], (k + ks)[None, :] < K & rm[:, None] < M, other = 0.0);\n"
+    "        let y = trans(load(b + rn[:, None] * sbn + (k + ks)[None, :], (k + ks)[None, :] < K & rn[:, None] < N, other = 0.0));\n"
+    "        acc = dot(x, y, acc);\n"
+    "    }\n"
+    "    store(c + rm[:, None] * N + rn[None, :], acc, rm[:, None] < M & rn[None, :] < N);\n"
+    "}\n";
+
+/* lo = 64 * program_id(1): program j sums from column 64 j on */
+static const char pid_lo_src[] =
+    "kernel mm(a: *f16, b: *f16, c: *f32, M: i32, N: i32, K: i32, lo: i32, sa: i64, sb: i64) {\n"
+    "    let rm = program_id(0) * 64 + arange(0, 64);\n"
+    "    let rn = program_id(1) * 64 + arange(0, 64);\n"
+    "    let ks = arange(0, 64);\n"
+    "    let sam = multiple_of(sa, 8);\n"
+    "    let sbn = multiple_of(sb, 8);\n"
+    "    var acc = zeros((64, 64), f32);\n"
+    "    for k in range(program_id(1) * 64 + lo, K, 64, num_stages = 3, warp_specialize = true) {\n"
+    "        let x = load(a + rm[:, None] * sam + (k + ks)[None, :], (k + ks)[None, :] < K & rm[:, None] < M, other = 0.0);\n"
+    "        let y = trans(load(b + rn[:, None] * sbn + (k + ks)[None, :], (k + ks)[None, :] < K & rn[:, None] < N, other = 0.0));\n"
+    "        acc = dot(x, y, acc);\n"
+    "    }\n"
+    "    store(c + rm[:, None] * N + rn[None, :], acc, rm[:, None] < M & rn[None, :] < N);\n"
+    "}\n";
+
+static double pid_lo_ref(const ws_run *r, const float *A, const float *B, long idx, double *mag) {
+    const int64_t *v = r->ints;
+    long N = v[1], K = v[2], i = idx / N, j = idx % N;
+    double s = 0;
+    for (long k = j / 64 * 64 + v[3]; k < K; k += 64) s += dotk(A, B, i * v[4], j * v[5], k, k + 64 < K ? k + 64 : K, mag);
+    return s;
+}
+
+static void test_producer_values(void **state) {
+    (void)state;
+    int M = 100, N = 130, K = 300, sa = 304;
+    ws_run r = {"a carried offset", carried_src, 4, NULL, 0, (long)M * sa, (long)N * sa, (long)M * N,
+                {cdiv(M, 64), cdiv(N, 64), 1}, {M, N, K, 40, sa, sa}, 6, mm_ref, N, false, 0, NULL, 0, 0};
+    run(&r);
+    r.ints[3] = 0, r.what = "a carried offset from 0";
+    run(&r);
+    static const int32_t zero[1] = {0};
+    ws_run l = r;
+    l.what = "an offset loaded from memory", l.src = loaded_src, l.i32s = zero, l.i32_len = 1;
+    run(&l);
+    ws_run q = r;
+    q.what = "lo from a program id", q.src = pid_lo_src, q.ref = pid_lo_ref, q.ints[3] = 8;
+    run(&q);
+}
+
+/* ---- bf16, 2 to 8 stages, K pieces of 16 to 128 ---------------------------- */
+static const char bf16_src[] =
+    "kernel mm(a: *bf16, b: *bf16, c: *f32, M: i32, N: i32, K: i32, lo: i32, sa: i64, sb: i64,\n"
+    "          const BK: i32 = 64, const NS: i32 = 3) {\n"
+    "    let rm = program_id(0) * 64 + arange(0, 64);\n"
+    "    let rn = program_id(1) * 64 + arange(0, 64);\n"
+    "    let ks = arange(0, BK);\n"
+    "    let sam = multiple_of(sa, 8);\n"
+    "    let sbn = multiple_of(sb, 8);\n"
+    "    var acc = zeros((64, 64), f32);\n"
+    "    for k in range(lo, K, BK, num_stages = NS, warp_specialize = true) {\n"
+    "        let x = load(a + rm[:, None] * sam + (k + ks)[None, :], (k + ks)[None, :] < K & rm[:, None] < M, other = 0.0);\n"
+    "        let y = trans(load(b + rn[:, None] * sbn + (k + ks)[None, :], (k + ks)[None, :] < K & rn[:, None] < N, other = 0.0));\n"
+    "        acc = dot(x, y, acc);\n"
+    "    }\n"
+    "    store(c + rm[:, None] * N + rn[None, :], acc, rm[:, None] < M & rn[None, :] < N);\n"
+    "}\n";
+
+static double bk_ref(const ws_run *r, const float *A, const float *B, long idx, double *mag) {
+    const int64_t *v = r->ints;
+    long N = v[1], K = v[2], i = idx / N, j = idx % N, bk = def_of(r, "BK", 64);
+    double s = 0;
+    for (long k = v[3]; k < K; k += bk) s += dotk(A, B, i * v[4], j * v[5], k, k + bk < K ? k + bk : K, mag);
+    return s;
+}
+
+static void test_bf16_and_pieces(void **state) {
+    (void)state;
+    static const int bks[] = {16, 32, 64, 128};
+    for (unsigned i = 0; i < 4; i++) {
+        tilec_define d[2] = {{"BK", bks[i]}, {"NS", i == 3 ? 8 : 2 + (int)i * 2}};
+        char what[64];
+        snprintf(what, sizeof what, "bf16, BK = %d, %d stages", bks[i], (int)d[1].value);
+        int M = 100, N = 70, K = 300, sa = 312;
+        ws_run r = {what, bf16_src, 4, d, 2, (long)M * sa, (long)N * sa, (long)M * N, {cdiv(M, 64), cdiv(N, 64), 1},
+                    {M, N, K, 0, sa, sa}, 6, bk_ref, N, true, 0, NULL, 0, 0};
+        run(&r);
+    }
+}
+
+HARNESS_MAIN(cmocka_unit_test(test_stages_and_trips),
+             cmocka_unit_test(test_bounds),
+             cmocka_unit_test(test_warps),
+             cmocka_unit_test(test_epilogues),
+             cmocka_unit_test(test_producer_values),
+             cmocka_unit_test(test_bf16_and_pieces))
