@@ -38,6 +38,7 @@ struct ws_run {
     const int32_t *i32s; /* a fourth pointer argument (int32 data), or NULL */
     long i32_len;
     long zeros_from; /* c's elements from here on start 0 (atomics add to them); 0: none */
+    bool graph;      /* launched on a stream, captured in a graph and replayed twice (else trt_launch) */
 };
 
 /* sum over kk in [k0, k1) of A[i * sa + kk] * B[j * sb + kk] */
@@ -74,7 +75,27 @@ static void run(const ws_run *r) {
     unsigned n = 3;
     if (r->i32s) bi = upload(r->i32s, sizeof(int32_t) * (size_t)r->i32_len), args[n++] = trt_buf(bi);
     for (unsigned i = 0; i < r->nints; i++) args[n++] = trt_int(r->ints[i]);
-    trt_status st = trt_launch(k, r->grid[0], r->grid[1], r->grid[2] ? r->grid[2] : 1, args, n);
+    uint32_t gz = r->grid[2] ? r->grid[2] : 1;
+    trt_status st;
+    if (r->graph) { /* a stream, the launch captured in a graph, replayed twice on another stream */
+        trt_stream *s, *t;
+        trt_graph *g;
+        OK(trt_stream_create(dev, &s));
+        OK(trt_stream_create(dev, &t));
+        OK(trt_launch_on(s, k, r->grid[0], r->grid[1], gz, args, n));
+        OK(trt_stream_sync(s));
+        OK(trt_stream_begin_capture(s));
+        OK(trt_launch_on(s, k, r->grid[0], r->grid[1], gz, args, n));
+        OK(trt_stream_end_capture(s, &g));
+        assert_int_equal(trt_graph_num_launches(g), 1);
+        OK(trt_graph_launch(g, t));
+        OK(trt_graph_launch(g, t));
+        OK(trt_stream_sync(t));
+        trt_graph_destroy(g);
+        trt_stream_destroy(s);
+        trt_stream_destroy(t);
+        st = TRT_OK;
+    } else st = trt_launch(k, r->grid[0], r->grid[1], gz, args, n);
     if (st != TRT_OK) fail_msg("%s: launch: %s: %s", r->what, trt_status_name(st), trt_last_error(dev));
     if (kind != TRT_DEVICE_CPU) {
         st = trt_sync(dev);
@@ -138,7 +159,7 @@ static double mm_ref(const ws_run *r, const float *A, const float *B, long idx, 
 static void mm_case(const char *what, int warps, const tilec_define *defs, size_t ndefs, int M, int N, int K, int lo,
                     int sa, int sb) {
     ws_run r = {what, mm_src, warps, defs, ndefs, (long)M * sa, (long)N * sb, (long)M * N, {0, 0, 1}, {M, N, K, lo, sa, sb}, 6,
-                mm_ref, N, false, 0, NULL, 0, 0};
+                mm_ref, N, false, 0, NULL, 0, 0, false};
     uint32_t bm = (uint32_t)def_of(&r, "BM", 64), bn = (uint32_t)def_of(&r, "BN", 64);
     r.grid[0] = cdiv(M, (int)bm), r.grid[1] = cdiv(N, (int)bn);
     run(&r);
@@ -181,6 +202,22 @@ static void test_warps(void **state) {
     mm_case("8 warps, 128 x 128, 4 stages", 8, d8b, 3, 130, 130, 520, 0, 528, 528);
     tilec_define d16[2] = {{"BM", 256}, {"BN", 64}};
     mm_case("16 warps", 16, d16, 2, 256, 64, 300, 0, 304, 304);
+    tilec_define d4[3] = {{"BM", 128}, {"BN", 128}, {"NS", 2}};
+    mm_case("4 warps, 128 x 128", 4, d4, 3, 130, 200, 200, 0, 208, 208);
+    tilec_define d8w[2] = {{"BM", 256}, {"BN", 128}};
+    mm_case("8 warps, 256 x 128", 8, d8w, 2, 256, 128, 200, 0, 208, 208);
+    tilec_define d16w[2] = {{"BM", 256}, {"BN", 128}};
+    mm_case("16 warps, 256 x 128", 16, d16w, 2, 300, 128, 136, 0, 136, 136);
+}
+
+/* a stream and a graph: launches of num_warps + 4 warps (the module's) */
+static void test_graph(void **state) {
+    (void)state;
+    tilec_define d8[2] = {{"BM", 128}, {"BN", 64}};
+    int M = 200, N = 100, K = 300, sa = 304;
+    ws_run r = {"8 warps in a graph", mm_src, 8, d8, 2, (long)M * sa, (long)N * sa, (long)M * N, {cdiv(M, 128), cdiv(N, 64), 1},
+                {M, N, K, 0, sa, sa}, 6, mm_ref, N, false, 0, NULL, 0, 0, true};
+    run(&r);
 }
 
 /* ---- epilogues through shared memory, and a guard ------------------------
@@ -282,7 +319,7 @@ static void epi_case(const char *what, const char *src, int ns, int N, int K, in
     int M = 64, sa = (K + 7) / 8 * 8 + 8;
     long clen = (long)M * N + 2L * N + N / 64 + 1;
     ws_run r = {what, src, 4, d, 1, (long)M * sa, (long)N * sa, clen, {1, (uint32_t)(N / 64), 1},
-                {M, N, K, lo, sa, sa, nlim}, 7, epi_ref, N, false, 0, NULL, 0, clen - 1};
+                {M, N, K, lo, sa, sa, nlim}, 7, epi_ref, N, false, 0, NULL, 0, clen - 1, false};
     run(&r);
 }
 
@@ -367,7 +404,7 @@ static void test_producer_values(void **state) {
     (void)state;
     int M = 100, N = 130, K = 300, sa = 304;
     ws_run r = {"a carried offset", carried_src, 4, NULL, 0, (long)M * sa, (long)N * sa, (long)M * N,
-                {cdiv(M, 64), cdiv(N, 64), 1}, {M, N, K, 40, sa, sa}, 6, mm_ref, N, false, 0, NULL, 0, 0};
+                {cdiv(M, 64), cdiv(N, 64), 1}, {M, N, K, 40, sa, sa}, 6, mm_ref, N, false, 0, NULL, 0, 0, false};
     run(&r);
     r.ints[3] = 0, r.what = "a carried offset from 0";
     run(&r);
@@ -415,14 +452,156 @@ static void test_bf16_and_pieces(void **state) {
         snprintf(what, sizeof what, "bf16, BK = %d, %d stages", bks[i], (int)d[1].value);
         int M = 100, N = 70, K = 300, sa = 312;
         ws_run r = {what, bf16_src, 4, d, 2, (long)M * sa, (long)N * sa, (long)M * N, {cdiv(M, 64), cdiv(N, 64), 1},
-                    {M, N, K, 0, sa, sa}, 6, bk_ref, N, true, 0, NULL, 0, 0};
+                    {M, N, K, 0, sa, sa}, 6, bk_ref, N, true, 0, NULL, 0, 0, false};
         run(&r);
     }
+}
+
+/* ---- more shapes of the loop ------------------------------------------------
+ * A batch dim (program_id(2) times a stride: 3-d maps); A scaled in
+ * registers before the dot (its tile loaded by the threads and staged
+ * through shared memory each trip, a local_store: no split, B's ring
+ * the copy engine's); two
+ * dots a trip (attention's shape: s = x y^T, then s's f16 times B's rows
+ * of the trip's keys) with a maximum down the columns of s, across the
+ * consumer warps, in the trip; and a second pipelined loop after the
+ * warp-specialized one, its copies per-thread cp.async (a scalar mask of
+ * the program's own), its barriers the consumers' (c: twice the
+ * product). ints as mm_src's. */
+static const char batch_src[] =
+    "kernel mm(a: *f16, b: *f16, c: *f32, M: i32, N: i32, K: i32, lo: i32, sa: i64, sb: i64, sbt: i64) {\n"
+    "    let rm = program_id(0) * 64 + arange(0, 64);\n"
+    "    let rn = program_id(1) * 64 + arange(0, 64);\n"
+    "    let bt = program_id(2);\n"
+    "    let ks = arange(0, 64);\n"
+    "    let sam = multiple_of(sa, 8);\n"
+    "    let sbn = multiple_of(sb, 8);\n"
+    "    let sab = multiple_of(sbt, 8);\n"
+    "    var acc = zeros((64, 64), f32);\n"
+    "    for k in range(lo, K, 64, num_stages = 3, warp_specialize = true) {\n"
+    "        let x = load(a + bt * sab + rm[:, None] * sam + (k + ks)[None, :], (k + ks)[None, :] < K & rm[:, None] < M, other = 0.0);\n"
+    "        let y = trans(load(b + rn[:, None] * sbn + (k + ks)[None, :], (k + ks)[None, :] < K & rn[:, None] < N, other = 0.0));\n"
+    "        acc = dot(x, y, acc);\n"
+    "    }\n"
+    "    store(c + bt * M * N + rm[:, None] * N + rn[None, :], acc, rm[:, None] < M & rn[None, :] < N);\n"
+    "}\n";
+
+static double batch_ref(const ws_run *r, const float *A, const float *B, long idx, double *mag) {
+    const int64_t *v = r->ints;
+    long M = v[0], N = v[1], bt = idx / (M * N), i = idx % (M * N) / N, j = idx % N;
+    return prod_at(r, A + bt * M * v[4], B, i, j, mag);
+}
+
+static const char regs_src[] =
+    "kernel mm(a: *f16, b: *f16, c: *f32, M: i32, N: i32, K: i32, lo: i32, sa: i64, sb: i64) {\n"
+    "    let rm = program_id(0) * 64 + arange(0, 64);\n"
+    "    let rn = program_id(1) * 64 + arange(0, 64);\n"
+    "    let ks = arange(0, 64);\n"
+    "    let sam = multiple_of(sa, 8);\n"
+    "    let sbn = multiple_of(sb, 8);\n"
+    "    var acc = zeros((64, 64), f32);\n"
+    "    for k in range(lo, K, 64, num_stages = 3, warp_specialize = true) {\n"
+    "        let x = load(a + rm[:, None] * sam + (k + ks)[None, :], (k + ks)[None, :] < K & rm[:, None] < M, other = 0.0);\n"
+    "        let y = trans(load(b + rn[:, None] * sbn + (k + ks)[None, :], (k + ks)[None, :] < K & rn[:, None] < N, other = 0.0));\n"
+    "        acc = dot(x * 2.0, y, acc);\n"
+    "    }\n"
+    "    store(c + rm[:, None] * N + rn[None, :], acc, rm[:, None] < M & rn[None, :] < N);\n"
+    "}\n";
+
+static double twice_ref(const ws_run *r, const float *A, const float *B, long idx, double *mag) {
+    const int64_t *v = r->ints;
+    return 2 * prod_at(r, A, B, idx / v[1], idx % v[1], mag);
+}
+
+/* c[i][d] = sum over key blocks kb of sum_j f16(s[i][j] - colmax_j) * B[kb + j][64 + d],
+ * s[i][j] = A[i][0:64] . B[kb + j][0:64]; one 64-row program, keys K
+ * (a multiple of 64), sb >= 128 */
+static const char two_dots_src[] =
+    "kernel mm(a: *f16, b: *f16, c: *f32, M: i32, N: i32, K: i32, lo: i32, sa: i64, sb: i64) {\n"
+    "    let rm = arange(0, 64);\n"
+    "    let rd = arange(0, 64);\n"
+    "    let rj = arange(0, 64);\n"
+    "    let sam = multiple_of(sa, 8);\n"
+    "    let sbn = multiple_of(sb, 8);\n"
+    "    let q = load(a + rm[:, None] * sam + rd[None, :]);\n"
+    "    var acc = zeros((64, 64), f32);\n"
+    "    for kb in range(lo, K, 64, num_stages = 3, warp_specialize = true) {\n"
+    "        let kt = load(b + (kb + rj)[:, None] * sbn + rd[None, :], (kb + rj)[:, None] < K, other = 0.0);\n"
+    "        let s = dot(q, trans(kt), zeros((64, 64), f32));\n"
+    "        let m = max(s, axis = 0);\n"
+    "        let p = cast(s - m[None, :], f16);\n"
+    "        let vt = load(b + (kb + rj)[:, None] * sbn + 64 + rd[None, :], (kb + rj)[:, None] < K, other = 0.0);\n"
+    "        acc = dot(p, vt, acc);\n"
+    "    }\n"
+    "    store(c + rm[:, None] * 64 + rd[None, :], acc);\n"
+    "}\n";
+
+static double two_dots_ref(const ws_run *r, const float *A, const float *B, long idx, double *mag) {
+    const int64_t *v = r->ints;
+    long i = idx / 64, d = idx % 64, sa = v[4], sb = v[5];
+    double out = 0;
+    for (long kb = v[3]; kb < v[2]; kb += 64) {
+        for (long j = 0; j < 64; j++) {
+            double m = -INFINITY, sij = 0, t = 0;
+            for (long ii = 0; ii < 64; ii++) {
+                double sv = dotk(A, B, ii * sa, (kb + j) * sb, 0, 64, &t);
+                if (sv > m) m = sv;
+                if (ii == i) sij = sv;
+            }
+            double p = f16_value(f16_bits((float)((float)sij - (float)m)));
+            double x = p * B[(kb + j) * sb + 64 + d];
+            out += x, *mag += fabs(x) + fabs(B[(kb + j) * sb + 64 + d]) * (fabs(sij) + fabs(m)) * ldexp(1.0, -8);
+        }
+    }
+    return out;
+}
+
+static const char second_loop_src[] =
+    "kernel mm(a: *f16, b: *f16, c: *f32, M: i32, N: i32, K: i32, lo: i32, sa: i64, sb: i64) {\n"
+    "    let rm = program_id(0) * 64 + arange(0, 64);\n"
+    "    let rn = program_id(1) * 64 + arange(0, 64);\n"
+    "    let ks = arange(0, 64);\n"
+    "    let sam = multiple_of(sa, 8);\n"
+    "    let sbn = multiple_of(sb, 8);\n"
+    "    var acc = zeros((64, 64), f32);\n"
+    "    for k in range(lo, K, 64, num_stages = 3, warp_specialize = true) {\n"
+    "        let x = load(a + rm[:, None] * sam + (k + ks)[None, :], (k + ks)[None, :] < K & rm[:, None] < M, other = 0.0);\n"
+    "        let y = trans(load(b + rn[:, None] * sbn + (k + ks)[None, :], (k + ks)[None, :] < K & rn[:, None] < N, other = 0.0));\n"
+    "        acc = dot(x, y, acc);\n"
+    "    }\n"
+    "    for k in range(lo, K, 64, num_stages = 3) {\n"
+    "        let on = k < K + 1;\n"
+    "        let x = load(a + rm[:, None] * sam + (k + ks)[None, :], (k + ks)[None, :] < K & rm[:, None] < M & on, other = 0.0);\n"
+    "        let y = trans(load(b + rn[:, None] * sbn + (k + ks)[None, :], (k + ks)[None, :] < K & rn[:, None] < N & on, other = 0.0));\n"
+    "        acc = dot(x, y, acc);\n"
+    "    }\n"
+    "    store(c + rm[:, None] * N + rn[None, :], acc, rm[:, None] < M & rn[None, :] < N);\n"
+    "}\n";
+
+static void test_loop_shapes(void **state) {
+    (void)state;
+    int M = 100, N = 70, K = 300, sa = 304;
+    ws_run r = {"a batch dim", batch_src, 4, NULL, 0, 3L * M * sa, (long)N * sa, 3L * M * N, {cdiv(M, 64), cdiv(N, 64), 3},
+                {M, N, K, 0, sa, sa, (long)M * sa}, 7, batch_ref, N, false, 0, NULL, 0, 0, false};
+    run(&r);
+    ws_run g = {"A through registers", regs_src, 4, NULL, 0, (long)M * sa, (long)N * sa, (long)M * N,
+                {cdiv(M, 64), cdiv(N, 64), 1}, {M, N, K, 0, sa, sa}, 6, twice_ref, N, false, 0, NULL, 0, 0, false};
+    run(&g);
+    ws_run t = {"two dots a trip", two_dots_src, 4, NULL, 0, 64L * 64, 320L * 136, 64L * 64, {1, 1, 1},
+                {64, 64, 320, 0, 64, 136}, 6, two_dots_ref, 64, false, 0, NULL, 0, 0, false};
+    run(&t);
+    t.what = "two dots a trip, lo = 128", t.ints[3] = 128;
+    run(&t);
+    ws_run s = {"a second loop", second_loop_src, 4, NULL, 0, (long)M * sa, (long)N * sa, (long)M * N,
+                {cdiv(M, 64), cdiv(N, 64), 1}, {M, N, K, 0, sa, sa}, 6, twice_ref, N, false, 0, NULL, 0, 0, false};
+    run(&s);
 }
 
 HARNESS_MAIN(cmocka_unit_test(test_stages_and_trips),
              cmocka_unit_test(test_bounds),
              cmocka_unit_test(test_warps),
+             cmocka_unit_test(test_graph),
              cmocka_unit_test(test_epilogues),
              cmocka_unit_test(test_producer_values),
-             cmocka_unit_test(test_bf16_and_pieces))
+             cmocka_unit_test(test_bf16_and_pieces),
+             cmocka_unit_test(test_loop_shapes))
