@@ -16,6 +16,7 @@
  *
  *   test_runtime_devices_warp_specialize cpu|emu|emu:sm_90a|cuda */
 #include "device_harness.h"
+#include "tilec.h"
 
 /* A case: the kernel `mm(a: *T, b: *T, c: *f32, ints...)` of src, over gx
  * x gy (x gz) programs, writing clen floats of c; ref gives element idx
@@ -597,10 +598,58 @@ static void test_loop_shapes(void **state) {
     run(&s);
 }
 
+/* ---- the register pool of setmaxnreg ----------------------------------------
+ * A CTA starts with maxnreg registers a thread (the annotation codegen
+ * gives a warp-specialized kernel of 8 warps or more); setmaxnreg.dec
+ * gives the producer warpgroup's surplus to the CTA's pool and
+ * setmaxnreg.inc "blocks the execution until enough registers are
+ * available in the CTA's register pool" (PTX ISA, setmaxnreg): the
+ * consumers may ask for no more than the producer gave back, else they
+ * wait forever on a GPU. The emulator checks the counts' form but keeps
+ * no pool, so this reads the LLVM IR for sm_90a (the same on every
+ * device): 128 (maxnreg - dec) >= 32 num_warps (inc - maxnreg). */
+static uint32_t llvm_number(const char *ir, const char *key) {
+    const char *at = strstr(ir, key);
+    if (!at) fail_msg("no %s in the LLVM IR", key);
+    return (uint32_t)strtoul(at + strlen(key), NULL, 10);
+}
+
+static void test_register_pool(void **state) {
+    (void)state;
+    static const int warps[] = {8, 16};
+    for (unsigned i = 0; i < 2; i++) {
+        tilec_define d[2] = {{"BM", 16 * warps[i]}, {"BN", 64}};
+        tilec_options o;
+        tilec_options_init(&o);
+        o.emit = TILEC_EMIT_LLVM;
+        o.arch = "sm_90a";
+        o.num_warps = warps[i];
+        o.defines = d, o.ndefines = 2;
+        tilec_output out;
+        if (tilec_compile("ws.tile", mm_src, strlen(mm_src), &o, &out) != TILEC_OK)
+            fail_msg("%d warps: %s", warps[i], out.diagnostics);
+        uint32_t threads = llvm_number(out.data, "!\"maxntidx\", i32 "), entry = llvm_number(out.data, "!\"maxnreg\", i32 "),
+                 dec = llvm_number(out.data, "setmaxnreg.dec.sync.aligned.u32(i32 "),
+                 inc = llvm_number(out.data, "setmaxnreg.inc.sync.aligned.u32(i32 ");
+        uint32_t consumers = 32u * (uint32_t)warps[i], producers = threads - consumers;
+        print_message("%d warps: %u threads at %u registers; the producer's %u to %u, the consumers' to %u\n", warps[i],
+                      threads, entry, producers, dec, inc);
+        assert_int_equal(producers, 128);
+        assert_true(entry * threads <= 65536);
+        if (producers * (entry - dec) < consumers * (inc - entry))
+            fail_msg("%d warps: the consumers ask %u registers of the pool (%u threads from %u to %u), the producer "
+                     "gave it %u (%u threads from %u to %u): setmaxnreg.inc would wait forever",
+                     warps[i], consumers * (inc - entry), consumers, entry, inc, producers * (entry - dec), producers,
+                     entry, dec);
+        tilec_output_free(&out);
+    }
+}
+
 HARNESS_MAIN(cmocka_unit_test(test_stages_and_trips),
              cmocka_unit_test(test_bounds),
              cmocka_unit_test(test_warps),
              cmocka_unit_test(test_graph),
+             cmocka_unit_test(test_register_pool),
              cmocka_unit_test(test_epilogues),
              cmocka_unit_test(test_producer_values),
              cmocka_unit_test(test_bf16_and_pieces),
