@@ -645,6 +645,96 @@ static void test_register_pool(void **state) {
     }
 }
 
+/* ---- where it is not done -----------------------------------------------------
+ * warp_specialize = true on a loop nested in another (the ring re-run by
+ * the outer loop: its mbarriers made again each outer trip) and on the
+ * outer loop too: left alone, right. Each program computes two column
+ * tiles, one an outer trip; K of 5 trips and of 1. ints as mm_src's
+ * (c: M x 128, N = 128). */
+static const char nested_src[] =
+    "kernel mm(a: *f16, b: *f16, c: *f32, M: i32, N: i32, K: i32, lo: i32, sa: i64, sb: i64) {\n"
+    "    let rm = program_id(0) * 64 + arange(0, 64);\n"
+    "    let ks = arange(0, 64);\n"
+    "    let sam = multiple_of(sa, 8);\n"
+    "    let sbn = multiple_of(sb, 8);\n"
+    "    for t in range(0, 2, warp_specialize = true) {\n"
+    "        let rn = t * 64 + arange(0, 64);\n"
+    "        var acc = zeros((64, 64), f32);\n"
+    "        for k in range(lo, K, 64, num_stages = 3, warp_specialize = true) {\n"
+    "            let x = load(a + rm[:, None] * sam + (k + ks)[None, :], (k + ks)[None, :] < K & rm[:, None] < M, other = 0.0);\n"
+    "            let y = trans(load(b + rn[:, None] * sbn + (k + ks)[None, :], (k + ks)[None, :] < K, other = 0.0));\n"
+    "            acc = dot(x, y, acc);\n"
+    "        }\n"
+    "        store(c + rm[:, None] * N + rn[None, :], acc, rm[:, None] < M);\n"
+    "    }\n"
+    "}\n";
+
+static void test_not_specialized(void **state) {
+    (void)state;
+    static const int ks[] = {320, 64};
+    for (unsigned i = 0; i < 2; i++) {
+        int M = 100, N = 128, K = ks[i], sa = 328;
+        ws_run r = {i ? "nested, 1 trip" : "nested, 5 trips", nested_src, 4, NULL, 0, (long)M * sa, (long)N * sa,
+                    (long)M * N, {cdiv(M, 64), 1, 1}, {M, N, K, 0, sa, sa}, 6, mm_ref, N, false, 0, NULL, 0, 0, false};
+        run(&r);
+    }
+}
+
+/* ---- more than 32 buffers ---------------------------------------------------
+ * After the warp-specialized loop, EXTRA more dots of 16-column pieces of
+ * A and B (read by the threads: each operand staged through a buffer of
+ * its own, two buffers a dot), so that the kernel has more buffers than
+ * smem_plan places by live ranges (LOWER_MAX_SMEM_OVERLAP, 32): then each
+ * has bytes of its own, which codegen hands out in the order it meets the
+ * local_allocs (gen_local_alloc). c = A B^T over [lo, K) plus over
+ * columns [0, 16 EXTRA). ints as mm_src's. */
+enum { EXTRA_DOTS = 15 };
+
+static const char *extra_dots_src(bool ws) {
+    static char src[2][8192];
+    char *o = src[ws];
+    size_t n = 0, cap = sizeof src[ws];
+    n += (size_t)snprintf(o + n, cap - n,
+                          "kernel mm(a: *f16, b: *f16, c: *f32, M: i32, N: i32, K: i32, lo: i32, sa: i64, sb: i64) {\n"
+                          "    let rm = program_id(0) * 64 + arange(0, 64);\n"
+                          "    let rn = program_id(1) * 64 + arange(0, 64);\n"
+                          "    let ks = arange(0, 64);\n"
+                          "    let kk = arange(0, 16);\n"
+                          "    let sam = multiple_of(sa, 8);\n"
+                          "    let sbn = multiple_of(sb, 8);\n"
+                          "    var acc = zeros((64, 64), f32);\n"
+                          "    for k in range(lo, K, 64, num_stages = 3, warp_specialize = %s) {\n"
+                          "        let x = load(a + rm[:, None] * sam + (k + ks)[None, :], (k + ks)[None, :] < K & rm[:, None] < M, other = 0.0);\n"
+                          "        let y = trans(load(b + rn[:, None] * sbn + (k + ks)[None, :], (k + ks)[None, :] < K & rn[:, None] < N, other = 0.0));\n"
+                          "        acc = dot(x, y, acc);\n"
+                          "    }\n",
+                          ws ? "true" : "false");
+    for (int i = 0; i < EXTRA_DOTS; i++)
+        n += (size_t)snprintf(o + n, cap - n,
+                              "    acc = dot(load(a + rm[:, None] * sam + (%d + kk)[None, :], rm[:, None] < M, other = 0.0),\n"
+                              "              trans(load(b + rn[:, None] * sbn + (%d + kk)[None, :], rn[:, None] < N, other = 0.0)), acc);\n",
+                              16 * i, 16 * i);
+    snprintf(o + n, cap - n, "    store(c + rm[:, None] * N + rn[None, :], acc, rm[:, None] < M & rn[None, :] < N);\n}\n");
+    return o;
+}
+
+static double extra_dots_ref(const ws_run *r, const float *A, const float *B, long idx, double *mag) {
+    const int64_t *v = r->ints;
+    long N = v[1], i = idx / N, j = idx % N;
+    return mm_ref(r, A, B, idx, mag) + dotk(A, B, i * v[4], j * v[5], 0, 16 * EXTRA_DOTS, mag);
+}
+
+static void test_many_buffers(void **state) {
+    (void)state;
+    int M = 100, N = 70, K = 300, sa = 304;
+    ws_run r = {"more than 32 buffers, not specialized", extra_dots_src(false), 4, NULL, 0, (long)M * sa, (long)N * sa,
+                (long)M * N, {cdiv(M, 64), cdiv(N, 64), 1}, {M, N, K, 0, sa, sa}, 6, extra_dots_ref, N, false, 0, NULL, 0,
+                0, false};
+    run(&r);
+    r.what = "more than 32 buffers", r.src = extra_dots_src(true);
+    run(&r);
+}
+
 HARNESS_MAIN(cmocka_unit_test(test_stages_and_trips),
              cmocka_unit_test(test_bounds),
              cmocka_unit_test(test_warps),
@@ -653,4 +743,6 @@ HARNESS_MAIN(cmocka_unit_test(test_stages_and_trips),
              cmocka_unit_test(test_epilogues),
              cmocka_unit_test(test_producer_values),
              cmocka_unit_test(test_bf16_and_pieces),
-             cmocka_unit_test(test_loop_shapes))
+             cmocka_unit_test(test_loop_shapes),
+             cmocka_unit_test(test_not_specialized),
+             cmocka_unit_test(test_many_buffers))
