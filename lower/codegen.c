@@ -190,7 +190,12 @@ static void gen_split(cg *c, const tir_block *blk, const tir_op *split) {
                       idle = new_block(c, "ws.idle"), cons = new_block(c, "ws.consumer");
     LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntUGE, c->tid, i32c(c, consumers), ""), prod, cons);
     bool rebalance = f->num_warps >= CG_SETMAXNREG_MIN_WARPS;
-    uint32_t scratch = c->scratch, scratch_bytes = c->scratch_bytes;
+    /* each role from the same place: its scratch, and (past smem_plan's
+     * LOWER_MAX_SMEM_OVERLAP buffers, handed out as codegen meets their
+     * local_allocs: gen_local_alloc) the next buffer's bytes, else the
+     * consumers' buffers would follow the producer role's copies of them,
+     * past the end of shared memory */
+    uint32_t scratch = c->scratch, scratch_bytes = c->scratch_bytes, apart_next = c->apart_next;
     LLVMPositionBuilderAtEnd(c->b, prod);
     if (rebalance) setmaxnreg(c, false, CG_PRODUCER_REGS);
     LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntULT, c->tid, i32c(c, consumers + LOWER_WARP_SIZE), ""), issue, idle);
@@ -201,7 +206,7 @@ static void gen_split(cg *c, const tir_block *blk, const tir_op *split) {
     c->held = tir_producer_values(f, c->arena);
     gen_ops(c, blk, split->next);
     LLVMPositionBuilderAtEnd(c->b, cons);
-    c->scratch = scratch, c->scratch_bytes = scratch_bytes;
+    c->scratch = scratch, c->scratch_bytes = scratch_bytes, c->apart_next = apart_next;
     if (rebalance) {
         uint32_t all = entry_regs(f) * (consumers + TIR_WS_PRODUCER_WARPS * LOWER_WARP_SIZE);
         uint32_t per = (all - CG_PRODUCER_REGS * TIR_WS_PRODUCER_WARPS * LOWER_WARP_SIZE) / consumers;
