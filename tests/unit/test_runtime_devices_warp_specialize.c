@@ -338,9 +338,10 @@ static void test_epilogues(void **state) {
 /* ---- what the producer computes ----------------------------------------
  * The K coordinate from a carried offset the loop advances by a block
  * (the producer runs the loop with it), from lo = program_id(1) (bounds
- * from a program id), and from an offset loaded from memory (the producer
- * cannot load it: no split, still right). ints as mm_src's; kk: the
- * offset (off_src: i32s[0] = 0). */
+ * from a program id), and from an offset o loaded from memory or reduced
+ * from a tile (the producer can compute neither: no split, both rings
+ * still the copy engine's, still right; o = 0 from offs' zeros). ints as
+ * mm_src's. */
 static const char carried_src[] =
     "kernel mm(a: *f16, b: *f16, c: *f32, M: i32, N: i32, K: i32, lo: i32, sa: i64, sb: i64) {\n"
     "    let rm = program_id(0) * 64 + arange(0, 64);\n"
@@ -369,7 +370,25 @@ static const char loaded_src[] =
     "    let o = load(offs);\n"
     "    var acc = zeros((64, 64), f32);\n"
     "    for k in range(lo, K, 64, num_stages = 3, warp_specialize = true) {\n"
-    "        let x = load(a + rm[:, None] * sam + (o + k + ks)[None, :], (k + ks)[None, :] < K & rm[:, None] < M, other = 0.0);\n"
+    "        let x = load(a + rm[:, None] * sam + (o + k + ks)[None, :], rm[:, None] < M, other = 0.0);\n"
+    "        let y = trans(load(b + rn[:, None] * sbn + (k + ks)[None, :], (k + ks)[None, :] < K & rn[:, None] < N, other = 0.0));\n"
+    "        acc = dot(x, y, acc);\n"
+    "    }\n"
+    "    store(c + rm[:, None] * N + rn[None, :], acc, rm[:, None] < M & rn[None, :] < N);\n"
+    "}\n";
+
+/* the same, o a reduction of a tile */
+static const char reduced_src[] =
+    "kernel mm(a: *f16, b: *f16, c: *f32, offs: *i32, M: i32, N: i32, K: i32, lo: i32, sa: i64, sb: i64) {\n"
+    "    let rm = program_id(0) * 64 + arange(0, 64);\n"
+    "    let rn = program_id(1) * 64 + arange(0, 64);\n"
+    "    let ks = arange(0, 64);\n"
+    "    let sam = multiple_of(sa, 8);\n"
+    "    let sbn = multiple_of(sb, 8);\n"
+    "    let o = max(arange(0, 64) * load(offs + arange(0, 64) * 0), axis = 0);\n"
+    "    var acc = zeros((64, 64), f32);\n"
+    "    for k in range(lo, K, 64, num_stages = 3, warp_specialize = true) {\n"
+    "        let x = load(a + rm[:, None] * sam + (o + k + ks)[None, :], rm[:, None] < M, other = 0.0);\n"
     "        let y = trans(load(b + rn[:, None] * sbn + (k + ks)[None, :], (k + ks)[None, :] < K & rn[:, None] < N, other = 0.0));\n"
     "        acc = dot(x, y, acc);\n"
     "    }\n"
@@ -409,9 +428,11 @@ static void test_producer_values(void **state) {
     run(&r);
     r.ints[3] = 0, r.what = "a carried offset from 0";
     run(&r);
-    static const int32_t zero[1] = {0};
-    ws_run l = r;
-    l.what = "an offset loaded from memory", l.src = loaded_src, l.i32s = zero, l.i32_len = 1;
+    static const int32_t zero[64] = {0};
+    ws_run l = r; /* A's loads have no K mask: K a multiple of 64 */
+    l.what = "an offset loaded from memory", l.src = loaded_src, l.i32s = zero, l.i32_len = 64, l.ints[2] = 256;
+    run(&l);
+    l.what = "an offset reduced from a tile", l.src = reduced_src;
     run(&l);
     ws_run q = r;
     q.what = "lo from a program id", q.src = pid_lo_src, q.ref = pid_lo_ref, q.ints[3] = 8;
