@@ -8,11 +8,15 @@
  * K and M/N tails, bf16, a batch dim, a guard around the body that some
  * programs fail, epilogues through shared memory (reductions both ways, a
  * scalar store, atomics), a carried offset the producer advances itself,
- * and a coordinate loaded from memory (no split: the producer cannot
- * compute it). Each compares every element with a host reference in
- * float64; on cpu (the interpreter: the reference semantics) and on
- * emu:sm_90a (the emulator on the sm_90a code, where the pass fires; its
- * race and deadlock checks on):
+ * offsets loaded or reduced from a tile (no split: the producer cannot
+ * compute them), two dots a trip, a second loop after the split, a
+ * stream and a graph, a nested loop (no split), more than 32 buffers
+ * (each its own bytes: test_many_buffers), and the registers setmaxnreg
+ * moves (test_register_pool: the LLVM IR, the same on every device).
+ * Each compares every element with a host reference in float64; on cpu
+ * (the interpreter: the reference semantics) and on emu:sm_90a (the
+ * emulator on the sm_90a code, where the pass fires; its race and
+ * deadlock checks on):
  *
  *   test_runtime_devices_warp_specialize cpu|emu|emu:sm_90a|cuda */
 #include "device_harness.h"
