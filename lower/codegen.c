@@ -163,15 +163,26 @@ static void setmaxnreg(cg *c, bool inc, uint32_t n) {
                    &x, 1);
 }
 
+/* The registers a thread of a warp-specialized kernel starts with (its
+ * maxnreg, gen_func): the file shared by every thread, in steps of 8. */
+static uint32_t entry_regs(const tir_func *f) {
+    return CG_REGISTER_FILE / (LOWER_WARP_SIZE * (uint32_t)(f->num_warps + f->producer_warps)) / 8 * 8;
+}
+
 /* The warps split: threads from num_warps * 32 on are the producer
  * warpgroup, which gives up registers (setmaxnreg.dec, all four warps:
  * it acts on whole warpgroups), then keeps only its first warp, the one
  * that issues the copies (the others would spin on the same mbarriers).
- * The consumers take the registers (setmaxnreg.inc: the file less the
- * producer's, shared among them, in steps of 8 as the ISA asks) and run
- * the rest of the kernel. Each role's code is made from the same ops (the
- * producer's: the values it holds, others undefined), ending in its own
- * return. */
+ * The consumers take the registers (setmaxnreg.inc, in steps of 8 as the
+ * ISA asks): what the CTA started with (entry_regs a thread) less what
+ * the producer keeps, shared among them. Not the whole file: the
+ * registers setmaxnreg.inc takes come from the CTA's pool, which holds
+ * only what the CTA's warps gave back, and it waits until the pool has
+ * them (PTX ISA, setmaxnreg), for ever if it never will (16 warps: 640
+ * threads start at 96, the producer gives back 128 x 56, so the
+ * consumers may go to 96 + 14, i.e. 104, not to 65536's 112). Each
+ * role's code is made from the same ops (the producer's: the values it
+ * holds, others undefined), ending in its own return. */
 static void gen_split(cg *c, const tir_block *blk, const tir_op *split) {
     tir_func *f = c->f;
     /* setmaxnreg is sm_90a's (LLVM cannot select it for sm_90: a fatal
@@ -185,7 +196,12 @@ static void gen_split(cg *c, const tir_block *blk, const tir_op *split) {
                       idle = new_block(c, "ws.idle"), cons = new_block(c, "ws.consumer");
     LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntUGE, c->tid, i32c(c, consumers), ""), prod, cons);
     bool rebalance = f->num_warps >= CG_SETMAXNREG_MIN_WARPS;
-    uint32_t scratch = c->scratch, scratch_bytes = c->scratch_bytes;
+    /* each role from the same place: its scratch, and (past smem_plan's
+     * LOWER_MAX_SMEM_OVERLAP buffers, handed out as codegen meets their
+     * local_allocs: gen_local_alloc) the next buffer's bytes, else the
+     * consumers' buffers would follow the producer role's copies of them,
+     * past the end of shared memory */
+    uint32_t scratch = c->scratch, scratch_bytes = c->scratch_bytes, apart_next = c->apart_next;
     LLVMPositionBuilderAtEnd(c->b, prod);
     if (rebalance) setmaxnreg(c, false, CG_PRODUCER_REGS);
     LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntULT, c->tid, i32c(c, consumers + LOWER_WARP_SIZE), ""), issue, idle);
@@ -196,9 +212,10 @@ static void gen_split(cg *c, const tir_block *blk, const tir_op *split) {
     c->held = tir_producer_values(f, c->arena);
     gen_ops(c, blk, split->next);
     LLVMPositionBuilderAtEnd(c->b, cons);
-    c->scratch = scratch, c->scratch_bytes = scratch_bytes;
+    c->scratch = scratch, c->scratch_bytes = scratch_bytes, c->apart_next = apart_next;
     if (rebalance) {
-        uint32_t per = (CG_REGISTER_FILE - CG_PRODUCER_REGS * TIR_WS_PRODUCER_WARPS * LOWER_WARP_SIZE) / consumers;
+        uint32_t all = entry_regs(f) * (consumers + TIR_WS_PRODUCER_WARPS * LOWER_WARP_SIZE);
+        uint32_t per = (all - CG_PRODUCER_REGS * TIR_WS_PRODUCER_WARPS * LOWER_WARP_SIZE) / consumers;
         per = per / 8 * 8;
         setmaxnreg(c, true, per > 256 ? 256 : per);
     }
@@ -550,8 +567,7 @@ static bool gen_func(cg *c, tir_func *f) {
      * ptxas does only from a register count it knows at entry (else it
      * ignores them: C7508): the file shared by every thread, in steps of 8 */
     if (f->producer_warps && f->num_warps >= CG_SETMAXNREG_MIN_WARPS)
-        annotate(c, "maxnreg",
-                 (int)(CG_REGISTER_FILE / (LOWER_WARP_SIZE * (uint32_t)(f->num_warps + f->producer_warps)) / 8 * 8));
+        annotate(c, "maxnreg", (int)entry_regs(f));
     LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "entry");
     c->entry = entry;
     LLVMPositionBuilderAtEnd(c->b, entry);
