@@ -39,7 +39,7 @@ import tempfile
 
 os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")  # Triton 3.9 warns without it; its default
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sass_loop import count_kinds, find_tool, sass_of  # noqa: E402  (the same disassembly and counting)
+from sass_loop import count_kinds, find_tool, parse_sass, sass_of  # noqa: E402  (the same disassembly and counting)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KINDS = ("hgmma", "hmma", "utmaldg", "ldgsts", "ldsm", "syncs", "bar", "warpgroup", "other")
@@ -61,6 +61,30 @@ def classify(op):
 
 def count(cuobjdump, cubin):
     return count_kinds(sass_of(cuobjdump, cubin), KINDS, classify, tensor=("HMMA", "HGMMA"))
+
+
+def producer_loop(sass_text):
+    """{kind: count} over the shortest loop holding bulk tensor loads (UTMALDG) and no wgmma: the producer warp's
+    (a back edge's range may span blocks laid out between, so the longest would count the consumers' too)."""
+    insns = [x for x in parse_sass(sass_text) if x[1] != "NOP"]
+    index = {addr: i for i, (addr, _, _) in enumerate(insns)}
+    best = None
+    for i, (addr, op, args) in enumerate(insns):
+        m = re.search(r"0x([0-9a-f]+)", args) if op.startswith("BRA") else None
+        if not m or int(m.group(1), 16) > addr or int(m.group(1), 16) not in index:
+            continue
+        lo = index[int(m.group(1), 16)]
+        ops = [o for _, o, _ in insns[lo:i + 1]]
+        if any(o.startswith("UTMALDG") for o in ops) and not any(o.startswith("HGMMA") for o in ops):
+            if best is None or i - lo < best[1] - best[0]:
+                best = (lo, i)
+    if best is None:
+        return None
+    c = {k: 0 for k in KINDS}
+    for _, op, _ in insns[best[0]:best[1] + 1]:
+        c[classify(op)] += 1
+    c["total"] = best[1] - best[0] + 1
+    return c
 
 
 def registers(cuobjdump, cubin):
@@ -129,7 +153,7 @@ def row(who, dtype, cfg, c, regs, smem):
     bm, bn, bk, warps, stages = cfg
     what = "%s %dx%dx%d w%d s%d" % (dtype, bm, bn, bk, warps, stages)
     if c is None:
-        return "| %s | %s | no loop with tensor-core instructions found |" % (who, what)
+        return "| %s | %s | no such loop found |" % (who, what)
     per = c["total"] * (128 * 128 * 16) / (bm * bn * bk)
     return "| %s | %s | %s | %d | %.1f | %d | %d |" % (who, what, " | ".join(str(c[k]) for k in KINDS), c["total"],
                                                        per, regs, smem)
@@ -162,8 +186,8 @@ def main():
                     cubin, smem = tilec_cubin(args, tmp, dtype, cfg, arch, ws)
                     print(row(who, dtype, cfg, count(args.cuobjdump, cubin), registers(args.cuobjdump, cubin), smem),
                           flush=True)
-                    if ws == "on":  # the producer warp's loop: the one with the bulk copies
-                        c = count_kinds(sass_of(args.cuobjdump, cubin), KINDS, classify, tensor=("UTMALDG",))
+                    if ws == "on":  # the producer warp's loop: the shortest with bulk copies
+                        c = producer_loop(sass_of(args.cuobjdump, cubin))
                         print(row("tilec sm_90a (producer warp)", dtype, cfg, c, registers(args.cuobjdump, cubin),
                                   smem), flush=True)
 
