@@ -210,10 +210,11 @@ done
 # rows checked for its own kernels; sm_90a's own rows for f16 and bf16
 # (attention_bwd_wgmma_configs: dK/dV on wgmma) at sm_90a; tabulated too.
 bwd_table=()
-# table, head dims, the storage suffixes it is for (a regex), the archs that take it
-for tab in "attention_bwd_configs|32 64 128 256|(f16|bf16)|sm_80 sm_86 sm_90a" \
-           "attention_bwd_wgmma_configs|32 64|(f16|bf16)|sm_90a" "attention_bwd_f32_configs|32 64 128|f32|sm_80 sm_86 sm_90a"; do
-IFS='|' read -r tname tdims tsuf tarchs <<<"$tab"
+# table, head dims, the archs that take it, the storage suffixes it is for
+# (a regex, last: it holds the separator)
+for tab in "attention_bwd_configs|32 64 128 256|sm_80 sm_86 sm_90a|(f16|bf16)" \
+           "attention_bwd_wgmma_configs|32 64|sm_90a|(f16|bf16)" "attention_bwd_f32_configs|32 64 128|sm_80 sm_86 sm_90a|f32"; do
+IFS='|' read -r tname tdims tarchs tsuf <<<"$tab"
 bwd_rows=$(rows_of "$tname" stdlib_attention.c)
 [ -n "$bwd_rows" ] || { echo "FAIL: no $tname rows found in runtime/stdlib_attention.c"; fail=1; }
 for arch in $tarchs; do
