@@ -1,5 +1,5 @@
 /* ptxas.c - NVIDIA's assembler, run as a process, turns PTX into a cubin
- * (the fallback where nvJitLink does not load, jitlink.c; assemble.c
+ * (where it is found; else nvJitLink in-process, jitlink.c; assemble.c
  * chooses).
  *
  * ptxas reads and writes files, so the PTX goes to a private temporary

@@ -1,5 +1,6 @@
 /* Unit tests for the in-process assembler (backend/ptx/jitlink.c) and the
- * choice between it and the ptxas process (assemble.c).
+ * choice between it and the ptxas process (assemble.c: ptxas where it is
+ * found, else nvJitLink; TILEC_ASSEMBLER forces one).
  *
  * Without libnvJitLink the cases that need none run (the search's errors,
  * the choice, with fake ptxas programs), then the program says SKIPPED
@@ -257,6 +258,40 @@ static void test_choice_without_nvjitlink(void **state) {
     env_restore(env);
 }
 
+/* ---- the choice as a table ---------------------------------------------- */
+static int asked_ptxas, asked_jitlink;
+static bool yes_ptxas(void) { return ++asked_ptxas, true; }
+static bool no_ptxas(void) { return ++asked_ptxas, false; }
+static bool yes_jitlink(void) { return ++asked_jitlink, true; }
+static bool no_jitlink(void) { return ++asked_jitlink, false; }
+
+static void test_pick_assembler(void **state) {
+    (void)state;
+    struct {
+        const char *choice;
+        bool named;
+        bool (*ptxas)(void), (*jitlink)(void);
+        ptx_assembler want;
+        int asks_ptxas, asks_jitlink; /* whether each finder is asked (what it costs: a dlopen) */
+    } cases[] = {
+        {NULL, false, yes_ptxas, yes_jitlink, PTX_ASM_PTXAS, 1, 0},  /* ptxas first */
+        {"auto", false, yes_ptxas, no_jitlink, PTX_ASM_PTXAS, 1, 0},
+        {"", false, no_ptxas, yes_jitlink, PTX_ASM_NVJITLINK, 1, 1}, /* no ptxas: nvJitLink */
+        {NULL, false, no_ptxas, no_jitlink, PTX_ASM_PTXAS, 1, 1},    /* neither: ptxas's "not found" */
+        {NULL, true, no_ptxas, yes_jitlink, PTX_ASM_PTXAS, 0, 0},    /* TILEC_PTXAS: that ptxas or none */
+        {"nvjitlink", true, yes_ptxas, no_jitlink, PTX_ASM_NVJITLINK, 0, 0},
+        {"ptxas", false, no_ptxas, yes_jitlink, PTX_ASM_PTXAS, 0, 0},
+        {"PTXAS", false, yes_ptxas, yes_jitlink, PTX_ASM_UNKNOWN, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        asked_ptxas = asked_jitlink = 0;
+        assert_int_equal(ptx_pick_assembler(cases[i].choice, cases[i].named, cases[i].ptxas, cases[i].jitlink),
+                         cases[i].want);
+        assert_int_equal(asked_ptxas, cases[i].asks_ptxas);
+        assert_int_equal(asked_jitlink, cases[i].asks_jitlink);
+    }
+}
+
 /* ---- with the library ------------------------------------------------------ */
 static const char *const arches[] = {"sm_80", "sm_90", "sm_90a"};
 
@@ -312,8 +347,8 @@ static void test_assemble_and_compare(void **state) {
     env_restore(env);
 }
 
-/* ptx_assemble on its own picks nvJitLink, unless TILEC_PTXAS or
- * TILEC_ASSEMBLER=ptxas says otherwise (a fake ptxas shows which ran). */
+/* With both, ptx_assemble on its own runs ptxas (the fake in CUDA_HOME
+ * shows it), nvJitLink when TILEC_ASSEMBLER says so. */
 static void test_choice_with_nvjitlink(void **state) {
     (void)state;
     saved_env env[NENV];
@@ -325,21 +360,16 @@ static void test_choice_with_nvjitlink(void **state) {
     setenv("CUDA_HOME", s.dir, 1); /* its ptxas is the fake; its lib64 has no nvJitLink */
     char *bin;
     size_t size;
+    assert_true(assemble(&bin, &size));
+    assert_true(is_fake_output(bin, size));
+    free(bin);
+    setenv("TILEC_ASSEMBLER", "nvjitlink", 1);
     assert_true(assemble(&bin, &size)); /* some_ptx has no kernel: an ELF all the same */
     assert_true(size > 4 && !memcmp(bin, ELFMAG, SELFMAG));
     free(bin);
-    setenv("TILEC_PTXAS", s.fake, 1);
-    assert_true(assemble(&bin, &size));
-    assert_true(is_fake_output(bin, size));
-    free(bin);
-    setenv("TILEC_ASSEMBLER", "nvjitlink", 1); /* beats TILEC_PTXAS */
+    setenv("TILEC_PTXAS", s.fake, 1); /* nvjitlink beats TILEC_PTXAS */
     assert_true(assemble(&bin, &size));
     assert_true(size > 4 && !memcmp(bin, ELFMAG, SELFMAG));
-    free(bin);
-    unsetenv("TILEC_PTXAS");
-    setenv("TILEC_ASSEMBLER", "ptxas", 1);
-    assert_true(assemble(&bin, &size));
-    assert_true(is_fake_output(bin, size));
     free(bin);
     scratch_end(&s);
     env_restore(env);
@@ -450,6 +480,7 @@ static void test_threads(void **state) {
 
 int main(void) {
     const struct CMUnitTest without[] = {
+        cmocka_unit_test(test_pick_assembler),
         cmocka_unit_test(test_find_errors),
         cmocka_unit_test(test_choice_without_nvjitlink),
     };
