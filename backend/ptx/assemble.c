@@ -4,11 +4,11 @@
  *
  * ptxas comes first because nvJitLink's cubins are not ptxas's: it
  * compiles relocatable code (ptxas -c) and links it, which on the stdlib
- * takes more registers in half the kernels, spills where ptxas does not
- * (layernorm_bwd_f32 at BLOCK 8192 on sm_90) and ignores setmaxnreg
- * (C7504), undoing warp specialization's register split on sm_90a
- * (tests/stdlib-no-spills.sh fails on all three). docs/design.md, "PTX to
- * a cubin", has the comparison and the timings. */
+ * takes more registers in half the kernels, spills where ptxas does not,
+ * ignores setmaxnreg (C7504: warp specialization's register split on
+ * sm_90a) and serializes wgmmas in a function with calls (C7509):
+ * tests/stdlib-no-spills.sh fails 52 of its 794 compilations through it.
+ * docs/design.md, "PTX to a cubin", has the comparison and the timings. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

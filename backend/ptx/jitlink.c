@@ -13,10 +13,11 @@
  *
  * nvJitLink compiles the PTX with its built-in ptxas as relocatable code
  * (ptxas -c) and links that alone into the cubin: the SASS is that of
- * `ptxas -c` with the linker's addresses filled in, and may differ from
- * whole-program `ptxas` (registers, a few instructions); the cubin's
- * .note.nv.tkinfo also names nvJitLink. docs/design.md (the backend)
- * has the comparison. */
+ * `ptxas -c` with the linker's addresses filled in, not whole-program
+ * ptxas's (other scheduling, often more registers, setmaxnreg ignored),
+ * and the cubin's .note.nv.tkinfo names nvJitLink; which is why
+ * assemble.c takes ptxas first. docs/design.md, "PTX to a cubin", has the
+ * comparison. */
 #include <dlfcn.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -216,7 +217,7 @@ bool ptx_jitlink_assemble(const char *ptx, size_t len, const char *arch, int opt
                           size_t *cubin_size, tc_strbuf *info, tc_diag *diag) {
     *cubin = NULL;
     *cubin_size = 0;
-    if (!ptx_arch_valid(arch)) { /* nvJitLink 13.0 ends the process on an arch it does not know */
+    if (!ptx_arch_valid(arch)) { /* nvJitLink 13.0 exits (or crashes) on an arch it does not know */
         tc_error_plain(diag, "nvJitLink: unknown arch '%s'", arch ? arch : "(none)");
         return false;
     }
