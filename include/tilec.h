@@ -27,7 +27,7 @@ typedef enum tilec_emit {
     TILEC_EMIT_TIR,   /* tile IR after the pass pipeline */
     TILEC_EMIT_LLVM,  /* LLVM IR (text) */
     TILEC_EMIT_PTX,   /* PTX (text) */
-    TILEC_EMIT_CUBIN  /* cubin (binary), needs ptxas */
+    TILEC_EMIT_CUBIN  /* cubin (binary), needs ptxas or libnvJitLink */
 } tilec_emit;
 
 /* What a compilation gives; also the tilec command's exit status (which
@@ -36,7 +36,7 @@ typedef enum tilec_status {
     TILEC_OK = 0,
     TILEC_ERR_SOURCE = 1,  /* errors in the user's source: see diagnostics */
     TILEC_ERR_USAGE = 2,   /* bad options (unknown arch, pass name ...) */
-    TILEC_ERR_TOOL = 3,    /* ptxas missing or failed, LLVM target missing */
+    TILEC_ERR_TOOL = 3,    /* the assembler (ptxas, nvJitLink) missing or failed, LLVM target missing */
     TILEC_ERR_INTERNAL = 4 /* a compiler bug (verifier failure) */
 } tilec_status;
 
@@ -70,7 +70,8 @@ typedef struct tilec_options {
     const char *dump_after;      /* pass name: IR after it goes to `dumps` */
     bool dump_all;
     bool print_locs;             /* loc(...) on --emit=tir */
-    bool verbose;                /* the passes' notes and ptxas -v report into `info` */
+    bool verbose;                /* the passes' notes and ptxas -v report into `info`
+                                    (from nvJitLink's ptxas too, in the same form) */
     bool sidecar;                /* with LLVM, PTX or cubin: also return the kernels' tile
                                     IR (signatures, num_warps, source lines) in
                                     `sidecar`, which trt_load reads */
@@ -112,7 +113,7 @@ typedef struct tilec_output {
     /* wall-clock phases in milliseconds */
     double ms_frontend; /* parse, check, build IR, passes */
     double ms_llvm;     /* codegen, LLVM optimization and PTX emission */
-    double ms_ptxas;
+    double ms_ptxas;    /* PTX to cubin: the ptxas process or nvJitLink in-process */
 } tilec_output;
 
 TILEC_API void tilec_options_init(tilec_options *opt);

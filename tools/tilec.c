@@ -5,7 +5,7 @@
  * Exit status: the tilec_status of the compilation (include/tilec.h): 0
  * success, 1 errors in the input (or it cannot be read, or the output
  * cannot be written), 2 a bad command line or options, 3 a tool missing or
- * failing (ptxas), 4 an internal compiler error. */
+ * failing (the assembler: ptxas or nvJitLink), 4 an internal compiler error. */
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -34,7 +34,7 @@ static const char usage[] =
     "                        a cubin for each --arch (repeat it) and PTX for newer GPUs,\n"
     "                        with a typed launcher per kernel (docs/aot.md)\n"
     "  --ptx-only            with --emit=c: embed only PTX, for the newest --arch (where\n"
-    "                        there is no ptxas)\n"
+    "                        there is no assembler: libnvJitLink or ptxas)\n"
     "  -D NAME=VALUE         value of the const parameter NAME (an integer)\n"
     "  --kernel NAME         compile only the kernel NAME\n"
     "  --arch=sm_XX          target GPU: sm_80, sm_86, sm_87, sm_89, sm_90 or sm_90a\n"
@@ -70,7 +70,8 @@ static const char usage[] =
     "  --version             show the version\n"
     "\n"
     "exit status: 0 compiled; 1 errors in the input (or it cannot be read, or the output\n"
-    "cannot be written); 2 bad options; 3 a tool missing or failing (ptxas); 4 an internal\n"
+    "cannot be written); 2 bad options; 3 a tool missing or failing (the assembler: ptxas,\n"
+    "else libnvJitLink in-process; TILEC_ASSEMBLER=auto|ptxas|nvjitlink); 4 an internal\n"
     "compiler error\n";
 
 typedef struct cli {
@@ -276,7 +277,7 @@ int main(int argc, char **argv) {
     fputs(out.diagnostics, stderr);
     if (c.opt.verbose) fputs(out.info, stderr);
     if (c.time)
-        fprintf(stderr, "tilec: time: front end + IR %.2f ms, LLVM codegen + PTX %.2f ms, ptxas %.2f ms\n",
+        fprintf(stderr, "tilec: time: front end + IR %.2f ms, LLVM codegen + PTX %.2f ms, PTX to cubin %.2f ms\n",
                 out.ms_frontend, out.ms_llvm, out.ms_ptxas);
     rc = (int)st; /* the exit status is the status (tilec.h) */
     if (st == TILEC_OK) {

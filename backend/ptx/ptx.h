@@ -1,5 +1,7 @@
 /* ptx.h - the PTX backend: LLVM's NVPTX target turns an LLVM module into
- * PTX text, and NVIDIA's ptxas turns PTX into a cubin. */
+ * PTX text, and NVIDIA's assembler turns PTX into a cubin: the ptxas
+ * program, or where there is none (or when asked) the CUDA toolkit's
+ * JIT-link library (libnvJitLink) in this process. */
 #ifndef TILEC_PTX_H
 #define TILEC_PTX_H
 
@@ -26,9 +28,46 @@ bool ptx_optimized_ir(LLVMModuleRef m, const char *arch, int opt_level, tc_strbu
  * Writes the path into buf and returns true when found. */
 bool ptx_find_ptxas(char *buf, size_t bufsize);
 
-/* Runs ptxas on the PTX text; the cubin lands in *cubin (malloc'd). With
- * verbose, ptxas -v's report is appended to `info` (may be NULL). */
+/* Turns PTX text into a cubin (malloc'd, in *cubin) with the assembler
+ * TILEC_ASSEMBLER names: "ptxas" (the process, ptx_ptxas_assemble),
+ * "nvjitlink" (in-process, ptx_jitlink_assemble), or "auto" (the
+ * default): ptxas when TILEC_PTXAS is set or ptxas is found, else
+ * nvJitLink when it loads, else ptxas's "not found". Warnings, and with
+ * verbose ptxas -v's report, are appended to `info` (may be NULL). A
+ * failure to assemble reads "ptxas failed (WHO): ..." from either. */
 bool ptx_assemble(const char *ptx, size_t len, const char *arch, int opt_level, bool verbose,
                   char **cubin, size_t *cubin_size, tc_strbuf *info, tc_diag *diag);
+
+typedef enum ptx_assembler { PTX_ASM_PTXAS, PTX_ASM_NVJITLINK, PTX_ASM_UNKNOWN } ptx_assembler;
+
+/* ptx_assemble's choice (assemble.c), apart for tests: choice is
+ * TILEC_ASSEMBLER (NULL: auto), ptxas_named whether TILEC_PTXAS is set;
+ * the finders are asked only when the answer depends on them.
+ * PTX_ASM_UNKNOWN: a choice other than auto, nvjitlink or ptxas. */
+ptx_assembler ptx_pick_assembler(const char *choice, bool ptxas_named, bool (*ptxas_found)(void),
+                                 bool (*jitlink_found)(void));
+
+/* Says which assembler ptx_assemble would run now ("in-process:
+ * libnvJitLink 13.0, PATH" or "a process: PATH"); false, with why, when
+ * that one is missing or TILEC_ASSEMBLER is unknown. */
+bool ptx_assembler_describe(char *buf, size_t bufsize);
+
+/* Runs the ptxas program (ptxas.c) on the PTX text: -arch, -O3 (-O0 at
+ * opt_level 0), -v with verbose; its output goes to `info`. */
+bool ptx_ptxas_assemble(const char *ptx, size_t len, const char *arch, int opt_level, bool verbose,
+                        char **cubin, size_t *cubin_size, tc_strbuf *info, tc_diag *diag);
+
+/* Finds libnvJitLink (jitlink.c): $TILEC_NVJITLINK if set (that file or
+ * none; empty: none), else libnvJitLink.so.13 or .so in $CUDA_HOME/lib64,
+ * /usr/local/cuda/lib64, then the loader's search. True when it loads,
+ * with "libnvJitLink MAJOR.MINOR, PATH" in buf; false with why in buf. */
+bool ptx_jitlink_find(char *buf, size_t bufsize);
+
+/* Assembles in-process with libnvJitLink (jitlink.c), the options as
+ * ptxas gets them (-arch, -O3 or -O0, -verbose); an error when the
+ * library does not load. The cubin is not byte for byte ptxas's:
+ * nvJitLink compiles relocatable code and links it (docs/design.md). */
+bool ptx_jitlink_assemble(const char *ptx, size_t len, const char *arch, int opt_level, bool verbose,
+                          char **cubin, size_t *cubin_size, tc_strbuf *info, tc_diag *diag);
 
 #endif

@@ -1,4 +1,6 @@
-/* ptxas.c - NVIDIA's assembler turns PTX into a cubin.
+/* ptxas.c - NVIDIA's assembler, run as a process, turns PTX into a cubin
+ * (where it is found; else nvJitLink in-process, jitlink.c; assemble.c
+ * chooses).
  *
  * ptxas reads and writes files, so the PTX goes to a private temporary
  * folder; ptxas runs as a child process (posix_spawn, no shell) with its
@@ -51,8 +53,8 @@ static bool write_all(const char *path, const char *data, size_t len) {
     return (fclose(f) == 0) && ok;
 }
 
-bool ptx_assemble(const char *ptx, size_t len, const char *arch, int opt_level, bool verbose, char **cubin,
-                  size_t *cubin_size, tc_strbuf *info, tc_diag *diag) {
+bool ptx_ptxas_assemble(const char *ptx, size_t len, const char *arch, int opt_level, bool verbose, char **cubin,
+                        size_t *cubin_size, tc_strbuf *info, tc_diag *diag) {
     *cubin = NULL;
     *cubin_size = 0;
     char tool[PTXAS_PATH_MAX];
