@@ -39,7 +39,7 @@ import tempfile
 
 os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")  # Triton 3.9 warns without it; its default
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sass_loop import count_kinds, find_tool, parse_sass, sass_of  # noqa: E402  (the same disassembly and counting)
+from sass_loop import count_kinds, count_range, find_tool, parse_sass, sass_of  # noqa: E402  (the same disassembly and counting)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KINDS = ("hgmma", "hmma", "utmaldg", "ldgsts", "ldsm", "syncs", "bar", "warpgroup", "other")
@@ -78,13 +78,7 @@ def producer_loop(sass_text):
         if any(o.startswith("UTMALDG") for o in ops) and not any(o.startswith("HGMMA") for o in ops):
             if best is None or i - lo < best[1] - best[0]:
                 best = (lo, i)
-    if best is None:
-        return None
-    c = {k: 0 for k in KINDS}
-    for _, op, _ in insns[best[0]:best[1] + 1]:
-        c[classify(op)] += 1
-    c["total"] = best[1] - best[0] + 1
-    return c
+    return count_range(insns, best, KINDS, classify)
 
 
 def registers(cuobjdump, cubin):

@@ -99,11 +99,9 @@ def main_loop(insns, tensor=("HMMA",)):
     return (best[1], best[2]) if best else None
 
 
-def count_kinds(sass_text, kinds, classify_op, tensor=("HMMA",)):
-    """{kind: count} over the main loop (main_loop) of the first function, each instruction's kind from classify_op,
-    and "total"; None without a loop holding tensor-core instructions."""
-    insns = [x for x in parse_sass(sass_text) if x[1] != "NOP"]
-    loop = main_loop(insns, tensor)
+def count_range(insns, loop, kinds, classify_op):
+    """{kind: count} over insns[loop[0]..loop[1]], each instruction's kind from classify_op, and "total"; None
+    without a loop."""
     if loop is None:
         return None
     c = {k: 0 for k in kinds}
@@ -111,6 +109,13 @@ def count_kinds(sass_text, kinds, classify_op, tensor=("HMMA",)):
         c[classify_op(op)] += 1
     c["total"] = loop[1] - loop[0] + 1
     return c
+
+
+def count_kinds(sass_text, kinds, classify_op, tensor=("HMMA",)):
+    """{kind: count} over the main loop (main_loop) of the first function, each instruction's kind from classify_op,
+    and "total"; None without a loop holding tensor-core instructions."""
+    insns = [x for x in parse_sass(sass_text) if x[1] != "NOP"]
+    return count_range(insns, main_loop(insns, tensor), kinds, classify_op)
 
 
 def classify(op):
