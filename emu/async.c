@@ -17,7 +17,9 @@
  * thread can run and some are parked, the kernel would hang on the GPU and
  * the emulator reports the deadlock. A bulk store reads shared memory and
  * writes global memory when issued; its source stays "being read" until a
- * wait_group.read covers its group. */
+ * wait_group.read covers its group. setmaxnreg moves registers between a
+ * warpgroup and the CTA's pool; an .inc the pool cannot pay for parks its
+ * threads the same way (the rules: above setmaxnreg, below). */
 #include "emu/emu_internal.h"
 
 #include <stdio.h>
@@ -42,6 +44,7 @@ enum {
     SETMAXNREG_MIN = 24,
     SETMAXNREG_MAX = 256,
     SETMAXNREG_STEP = 8,
+    REGISTER_FILE = 65536, /* 32-bit registers of an SM: all a CTA's threads and its pool may hold */
     LIST_THREADS = 8 /* thread ids a deadlock message names per barrier */
 };
 #define TENSOR_MAX_DIM (UINT64_C(1) << 32)
@@ -76,10 +79,12 @@ typedef struct athread {
     uint64_t unf_lo, unf_hi;  /* shared bytes it wrote that no fence.proxy.async followed */
     uint32_t committed;       /* bulk groups committed: the open group's number */
     uint32_t nregs;           /* setmaxnreg executed */
+    bool park_nreg;           /* parked at a setmaxnreg.inc the pool cannot pay for yet (not at an mbarrier) */
 } athread;
 
 typedef struct nreg_rec {
-    uint32_t pc, value;
+    uint32_t pc, value; /* value: the count, | 0x10000 for .inc */
+    bool applied;       /* the registers moved (by the warpgroup's first thread to get through) */
 } nreg_rec;
 
 struct emu_async {
@@ -92,6 +97,8 @@ struct emu_async {
     athread *at;
     nreg_rec **wg; /* per warpgroup, the setmaxnreg its threads execute, in order */
     uint32_t *nwg, *capwg, nwgs;
+    uint32_t *wg_regs; /* per warpgroup, the registers each of its threads owns */
+    uint32_t pool;     /* the CTA's free registers, which setmaxnreg.dec gives and .inc takes */
 };
 
 /* The ops that need the async state: this file's, and wgmma's, which
@@ -111,8 +118,9 @@ struct emu_async *emu_async_new(const run *r) {
     a->wg = calloc(nwg, sizeof(nreg_rec *));
     a->nwg = calloc(nwg, sizeof *a->nwg);
     a->capwg = calloc(nwg, sizeof *a->capwg);
+    a->wg_regs = calloc(nwg, sizeof *a->wg_regs);
     a->nwgs = nwg;
-    if (!a->amap || !a->rclock || !a->at || !a->wg || !a->nwg || !a->capwg) abort();
+    if (!a->amap || !a->rclock || !a->at || !a->wg || !a->nwg || !a->capwg || !a->wg_regs) abort();
     return a;
 }
 
@@ -126,6 +134,7 @@ void emu_async_free(struct emu_async *a) {
     drop_bulks(a);
     for (uint32_t w = 0; a->nwg && w < a->nwgs; w++) free(a->wg[w]);
     free(a->amap), free(a->rclock), free(a->mb), free(a->bk), free(a->at), free(a->wg), free(a->nwg), free(a->capwg);
+    free(a->wg_regs);
     free(a);
 }
 
@@ -136,7 +145,8 @@ void emu_async_cta_begin(run *r) {
     memset(a->at, 0, r->nth * sizeof *a->at);
     a->nmb = 0;
     drop_bulks(a);
-    for (uint32_t w = 0; w < (r->nth + WARPGROUP - 1) / WARPGROUP; w++) a->nwg[w] = 0;
+    for (uint32_t w = 0; w < (r->nth + WARPGROUP - 1) / WARPGROUP; w++) a->nwg[w] = 0, a->wg_regs[w] = r->f->maxnreg;
+    a->pool = 0;
 }
 
 /* ---- mbarrier state ---- */
@@ -587,32 +597,106 @@ static void fence_proxy_async(run *r, const thread *t) {
     at->unf_lo = at->unf_hi = 0;
 }
 
-/* ---- setmaxnreg ---- */
+/* ---- setmaxnreg ----
+ * The rules kept here (PTX ISA, "setmaxnreg"). The operand is a register
+ * count a thread, 24..256 in steps of 8. It is .sync.aligned: all four
+ * warps of a warpgroup execute the same setmaxnreg, so a warpgroup's
+ * threads always own the same count. That count starts as the kernel's
+ * register count at launch, which the instruction needs known at entry
+ * (.maxnreg; in NVVM IR the "maxnreg" annotation): without it ptxas drops
+ * setmaxnreg (C7508, it cannot tell the count at entry), so the emulator
+ * refuses it. Each CTA has a pool of free registers, empty at launch.
+ * .dec n gives up registers: n is at most the current count, and the
+ * warpgroup's 128 x (count - n) go to the pool. .inc n asks for them: n is
+ * at least the current count, 128 x (n - count) come out of the pool, and
+ * the instruction blocks until the pool holds that many; if nothing will
+ * ever put them there the kernel hangs, which the emulator reports as a
+ * deadlock naming the waiting warpgroups. Only .dec fills the pool (the
+ * ISA gives no other way: warps that exit do not hand theirs over). Here
+ * the warpgroup's first thread through a setmaxnreg moves the registers
+ * for the warpgroup; the others go through after it, or park with it. The
+ * warpgroups' registers and the pool together never exceed an SM's 64K
+ * register file (they cannot while these rules hold: checked anyway). */
 
-static bool setmaxnreg(run *r, thread *t, const emu_inst *in, bool inc) {
+/* The CTA's registers fit the register file (false: the error reported). */
+static bool regs_fit(run *r, thread *t, const emu_inst *in) {
+    const struct emu_async *a = r->async;
+    uint64_t held = 0;
+    for (uint32_t w = 0; w < a->nwgs; w++) held += (uint64_t)a->wg_regs[w] * WARPGROUP;
+    if (held + a->pool <= REGISTER_FILE) return true;
+    return emu_fail(r, t, in,
+                    "setmaxnreg: the CTA's warpgroups own %llu registers and its pool %u, more than the register file's %d "
+                    "(%u threads, maxnreg %u at launch)",
+                    (unsigned long long)held, a->pool, REGISTER_FILE, r->nth, r->f->maxnreg);
+}
+
+/* 1: done; 0: the thread parks (an .inc the pool cannot pay for yet); -1: an error */
+static int setmaxnreg(run *r, thread *t, const emu_inst *in, bool inc) {
     struct emu_async *a = r->async;
     uint32_t n = (uint32_t)t->r[in->a], pc = (uint32_t)(in - r->f->code);
     const char *op = inc ? "setmaxnreg.inc" : "setmaxnreg.dec";
     if (n < SETMAXNREG_MIN || n > SETMAXNREG_MAX || n % SETMAXNREG_STEP)
         return emu_fail(r, t, in, "%s.sync.aligned.u32 %u: the count must be a multiple of %d in %d..%d", op, n,
-                        SETMAXNREG_STEP, SETMAXNREG_MIN, SETMAXNREG_MAX);
+                        SETMAXNREG_STEP, SETMAXNREG_MIN, SETMAXNREG_MAX),
+               -1;
     if (r->nth % WARPGROUP)
-        return emu_fail(r, t, in, "%s in a CTA of %u threads: it is executed by whole warpgroups of %d", op, r->nth, WARPGROUP);
-    uint32_t w = t->tid / WARPGROUP, k = a->at[t->tid].nregs++;
+        return emu_fail(r, t, in, "%s in a CTA of %u threads: it is executed by whole warpgroups of %d", op, r->nth, WARPGROUP),
+               -1;
+    if (!r->f->maxnreg)
+        return emu_fail(r, t, in,
+                        "%s in a kernel without a maxnreg annotation: setmaxnreg needs the register count at entry "
+                        "(.maxnreg), and ptxas ignores it without one (C7508: unable to determine register count at entry)",
+                        op),
+               -1;
+    athread *at = &a->at[t->tid];
+    uint32_t w = t->tid / WARPGROUP, k = at->nregs;
     nreg_rec **lists = a->wg;
     if (k == a->nwg[w]) { /* the first thread of the warpgroup to get here */
         lists[w] = emu_grow(lists[w], &a->capwg[w], k + 1, sizeof **lists);
-        lists[w][k] = (nreg_rec){pc, n | (inc ? 0x10000u : 0)};
+        lists[w][k] = (nreg_rec){pc, n | (inc ? 0x10000u : 0), false};
         a->nwg[w]++;
-        return true;
     }
-    nreg_rec e = lists[w][k];
-    if (e.pc != pc || e.value != (n | (inc ? 0x10000u : 0)))
+    nreg_rec *e = &lists[w][k];
+    if (e->pc != pc || e->value != (n | (inc ? 0x10000u : 0)))
         return emu_fail(r, t, in,
                         "%s.sync.aligned: threads of warpgroup %u execute different setmaxnreg (this thread's %u-th is at "
                         "pc %u with %u; another's at pc %u with %u)",
-                        op, w, k + 1, pc, n, e.pc, e.value & 0xffff);
-    return true;
+                        op, w, k + 1, pc, n, e->pc, e->value & 0xffff),
+               -1;
+    if (!e->applied) {
+        uint32_t cur = a->wg_regs[w];
+        if (!regs_fit(r, t, in)) return -1;
+        if (!inc && n > cur)
+            return emu_fail(r, t, in,
+                            "setmaxnreg.dec %u in warpgroup %u, whose threads own %u registers: .dec only lowers the count "
+                            "(setmaxnreg.inc to raise it)",
+                            n, w, cur),
+                   -1;
+        if (inc && n < cur)
+            return emu_fail(r, t, in,
+                            "setmaxnreg.inc %u in warpgroup %u, whose threads own %u registers: .inc only raises the count "
+                            "(setmaxnreg.dec to lower it)",
+                            n, w, cur),
+                   -1;
+        uint32_t moved = (inc ? n - cur : cur - n) * WARPGROUP;
+        if (inc && a->pool < moved) { /* waits until a .dec fills the pool */
+            at->park_nreg = true;
+            return 0;
+        }
+        a->pool = inc ? a->pool - moved : a->pool + moved;
+        a->wg_regs[w] = n;
+        e->applied = true;
+        if (!regs_fit(r, t, in)) return -1;
+    }
+    at->park_nreg = false;
+    at->nregs++;
+    return 1;
+}
+
+/* What the setmaxnreg.inc warpgroup w's threads park at asks of the pool. */
+static uint32_t nreg_asks(const struct emu_async *a, uint32_t w, uint32_t k) {
+    const nreg_rec *e = &a->wg[w][k];
+    return e->applied ? 0 : ((e->value & 0xffff) - a->wg_regs[w]) * WARPGROUP;
 }
 
 /* ---- hooks ---- */
@@ -644,7 +728,7 @@ int emu_async_asm_kind(const char *text, size_t tl, const char *cons, size_t cl,
 int emu_async_exec(run *r, thread *t, const emu_inst *in) {
     struct emu_async *a = r->async;
     if (in->sub == ASYNC_SETMAXNREG_INC || in->sub == ASYNC_SETMAXNREG_DEC)
-        return setmaxnreg(r, t, in, in->sub == ASYNC_SETMAXNREG_INC) ? 1 : -1;
+        return setmaxnreg(r, t, in, in->sub == ASYNC_SETMAXNREG_INC);
     uint64_t op[16];
     for (uint32_t i = 0; i < in->naux && i < 16; i++) op[i] = t->r[r->f->aux[in->aux + i]];
     bool ok = true;
@@ -802,6 +886,10 @@ bool emu_async_wake(run *r) {
     for (uint32_t i = 0; i < r->nth; i++) {
         thread *t = &r->th[i];
         if (t->state != T_PARK) continue;
+        if (a->at[i].park_nreg) { /* at a setmaxnreg.inc: the pool can pay now */
+            if (a->pool >= nreg_asks(a, i / WARPGROUP, a->at[i].nregs)) t->state = T_RUN, woke = true;
+            continue;
+        }
         const mbar *m = find_mbar(a, a->at[i].park_mbar);
         if (!m || m->version != a->at[i].park_version) t->state = T_RUN, woke = true;
     }
@@ -817,18 +905,33 @@ static void list_threads(char *buf, size_t n, const uint32_t *ids, uint32_t coun
 
 bool emu_async_deadlock(run *r) {
     struct emu_async *a = r->async;
-    char msg[900] = "a deadlock (the kernel would hang on the GPU): no thread can go on. ";
+    char msg[1200] = "a deadlock (the kernel would hang on the GPU): no thread can go on. ";
     uint32_t *ids = malloc(r->nth * sizeof *ids), first = UINT32_MAX;
     if (!ids) abort();
     bool *seen = calloc(r->nth, 1);
     if (!seen) abort();
+    for (uint32_t i = 0; i < r->nth; i++) { /* warpgroups at a setmaxnreg.inc the pool cannot pay for */
+        if (r->th[i].state != T_PARK || !a->at[i].park_nreg || seen[i]) continue;
+        if (first == UINT32_MAX) first = i;
+        uint32_t w = i / WARPGROUP, n = 0, k = a->at[i].nregs;
+        for (uint32_t j = i; j < (w + 1) * WARPGROUP; j++)
+            if (r->th[j].state == T_PARK && a->at[j].park_nreg) ids[n++] = j, seen[j] = true;
+        const nreg_rec *e = &a->wg[w][k];
+        size_t len = strlen(msg);
+        snprintf(msg + len, sizeof msg - len,
+                 "Warpgroup %u (threads %u..%u; %u of them parked) waits at setmaxnreg.inc %u: it asks %u registers "
+                 "(%d x (%u - %u)) and the CTA's pool holds %u. ",
+                 w, w * WARPGROUP, w * WARPGROUP + WARPGROUP - 1, n, e->value & 0xffff, nreg_asks(a, w, k), WARPGROUP,
+                 e->value & 0xffff, a->wg_regs[w], a->pool);
+    }
     for (uint32_t i = 0; i < r->nth; i++) {
         if (r->th[i].state != T_PARK || seen[i]) continue;
         if (first == UINT32_MAX) first = i;
         uint64_t off = a->at[i].park_mbar;
         uint32_t par = a->at[i].park_parity, n = 0;
         for (uint32_t j = i; j < r->nth; j++)
-            if (r->th[j].state == T_PARK && !seen[j] && a->at[j].park_mbar == off && a->at[j].park_parity == par)
+            if (r->th[j].state == T_PARK && !seen[j] && !a->at[j].park_nreg && a->at[j].park_mbar == off &&
+                a->at[j].park_parity == par)
                 ids[n++] = j, seen[j] = true;
         size_t k = strlen(msg);
         snprintf(msg + k, sizeof msg - k, "Thread%s ", n > 1 ? "s" : "");

@@ -68,7 +68,8 @@ emu_module *emu_module_load(const char *ir, size_t len, char *err, size_t err_si
     emu_func **tail = &m->funcs;
     for (LLVMValueRef fn = LLVMGetFirstFunction(m->mod); fn && !x.failed; fn = LLVMGetNextFunction(fn)) {
         bool is_kernel;
-        uint32_t threads = emu_func_threads(m->mod, fn, &is_kernel);
+        uint32_t maxnreg;
+        uint32_t threads = emu_func_threads(m->mod, fn, &is_kernel, &maxnreg);
         if (LLVMIsDeclaration(fn) || !is_kernel) continue;
         if (threads == 0 || threads > EMU_MAX_THREADS) {
             snprintf(err, err_size, "emulator: kernel has no usable maxntidx annotation (%u)", threads);
@@ -76,6 +77,7 @@ emu_module *emu_module_load(const char *ir, size_t len, char *err, size_t err_si
             break;
         }
         emu_func *f = emu_xlate_func(&x, fn, threads);
+        f->maxnreg = maxnreg;
         *tail = f;
         tail = &f->next;
     }

@@ -65,8 +65,13 @@
  * is reported: an uninitialized or misaligned mbarrier, init of a live
  * one, stores to one, more arrivals than expected in a phase, tx-count
  * beyond +-(2^20-1), copies in flight at the CTA's end. setmaxnreg: its
- * count (24..256, a multiple of 8) and that every thread of the
- * warpgroup executes the same ones; no other effect. The race check
+ * count (24..256, a multiple of 8), that every thread of the warpgroup
+ * executes the same ones, that the kernel has a "maxnreg" annotation (the
+ * count each thread starts with), and the registers it moves: .dec (not
+ * above the current count) gives the warpgroup's surplus to the CTA's
+ * pool, empty at launch; .inc (not below it) takes from the pool, its
+ * threads parked until the pool holds enough (a deadlock if it never
+ * will). The race check
  * orders bulk-copy data by its mbarrier, but not threads' own shared
  * accesses: those still need a barrier between threads.
  *

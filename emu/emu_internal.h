@@ -121,6 +121,7 @@ typedef struct emu_inst {
 typedef struct emu_func {
     char *name;
     uint32_t threads;
+    uint32_t maxnreg; /* the "maxnreg" annotation (registers a thread at launch); 0: none */
     emu_inst *code;
     uint32_t ncode, capcode;
     uint32_t *aux;
@@ -267,7 +268,7 @@ uint64_t emu_math(const emu_inst *in, uint64_t a, uint64_t b, uint64_t c);
 /* translate.c */
 void *emu_grow(void *p, uint32_t *cap, uint32_t need, size_t elem);
 bool emu_place_globals(xlate *x);
-uint32_t emu_func_threads(LLVMModuleRef mod, LLVMValueRef fn, bool *is_kernel);
+uint32_t emu_func_threads(LLVMModuleRef mod, LLVMValueRef fn, bool *is_kernel, uint32_t *maxnreg);
 emu_func *emu_xlate_func(xlate *x, LLVMValueRef fn, uint32_t threads);
 
 /* banks.c */

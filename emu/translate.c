@@ -960,14 +960,16 @@ static void xlate_inst(xlate *x, LLVMValueRef in) {
 }
 
 /* maxntidx of each kernel from !nvvm.annotations; 0 for a function that
- * is not a kernel. */
-uint32_t emu_func_threads(LLVMModuleRef mod, LLVMValueRef fn, bool *is_kernel) {
+ * is not a kernel. *maxnreg: its "maxnreg" (the registers a thread has at
+ * launch, PTX's .maxnreg), 0 if it has none. */
+uint32_t emu_func_threads(LLVMModuleRef mod, LLVMValueRef fn, bool *is_kernel, uint32_t *maxnreg) {
     unsigned n = LLVMGetNamedMetadataNumOperands(mod, "nvvm.annotations");
     LLVMValueRef *nodes = calloc(n + 1, sizeof *nodes);
     if (!nodes) abort();
     LLVMGetNamedMetadataOperands(mod, "nvvm.annotations", nodes);
     uint32_t threads = 0;
     *is_kernel = false;
+    *maxnreg = 0;
     for (unsigned i = 0; i < n; i++) {
         unsigned k = LLVMGetMDNodeNumOperands(nodes[i]);
         LLVMValueRef ops[16];
@@ -980,6 +982,7 @@ uint32_t emu_func_threads(LLVMModuleRef mod, LLVMValueRef fn, bool *is_kernel) {
             if (!key || !LLVMIsAConstantInt(ops[j + 1])) continue;
             if (len == 6 && !memcmp(key, "kernel", 6)) *is_kernel = true;
             if (len == 8 && !memcmp(key, "maxntidx", 8)) threads = (uint32_t)LLVMConstIntGetZExtValue(ops[j + 1]);
+            if (len == 7 && !memcmp(key, "maxnreg", 7)) *maxnreg = (uint32_t)LLVMConstIntGetZExtValue(ops[j + 1]);
         }
     }
     free(nodes);

@@ -62,17 +62,24 @@ static const char header[] =
     "declare void @llvm.nvvm.setmaxnreg.inc.sync.aligned.u32(i32 immarg)\n"
     "declare void @llvm.nvvm.setmaxnreg.dec.sync.aligned.u32(i32 immarg)\n";
 
-/* A module of kernel @k (body: IR with {ASM} rows) with `threads` threads. */
-static emu_module *load_kernel(const char *body, int threads, char *err) {
+/* A module of kernel @k (body: IR with {ASM} rows) with `threads` threads
+ * and, when maxnreg is not 0, that "maxnreg" annotation (.maxnreg). */
+static emu_module *load_kernel_regs(const char *body, int threads, int maxnreg, char *err) {
     static char raw[IR], ir[IR];
-    snprintf(raw, sizeof raw,
-             "%s%s\n!nvvm.annotations = !{!0, !1}\n!0 = !{ptr @k, !\"kernel\", i32 1}\n!1 = !{ptr @k, !\"maxntidx\", i32 %d}\n",
-             header, body, threads);
+    int len = snprintf(raw, sizeof raw,
+                       "%s%s\n!nvvm.annotations = !{!0, !1%s}\n!0 = !{ptr @k, !\"kernel\", i32 1}\n!1 = !{ptr @k, "
+                       "!\"maxntidx\", i32 %d}\n",
+                       header, body, maxnreg ? ", !2" : "", threads);
+    if (len > 0 && maxnreg && (size_t)len < sizeof raw)
+        len += snprintf(raw + len, sizeof raw - (size_t)len, "!2 = !{ptr @k, !\"maxnreg\", i32 %d}\n", maxnreg);
+    if (len < 0 || (size_t)len >= sizeof raw) fail_msg("the kernel's IR is over %d bytes", IR);
     expand(raw, ir, sizeof ir);
     emu_module *m = emu_module_load(ir, strlen(ir), err, ERR);
     if (!m) fail_msg("%s\n%s", err, ir);
     return m;
 }
+
+static emu_module *load_kernel(const char *body, int threads, char *err) { return load_kernel_regs(body, threads, 0, err); }
 
 /* Runs @k on one CTA with buffers bufs[0..nbufs): pointer arguments to
  * the first nb, then scalars. */
@@ -99,6 +106,15 @@ static void expect_error_n(const char *body, int threads, emu_buffer *bufs, uint
 
 static void expect_error(const char *body, int threads, emu_buffer *bufs, uint32_t nb, const char *want) {
     expect_error_n(body, threads, bufs, nb, nb, want);
+}
+
+/* expect_error for a kernel with a maxnreg annotation and no arguments */
+static void expect_error_regs(const char *body, int threads, int maxnreg, const char *want) {
+    char err[ERR];
+    emu_module *m = load_kernel_regs(body, threads, maxnreg, err);
+    emu_result res = launch(m, NULL, 0, NULL, 0, err);
+    if (res != EMU_ERROR || !strstr(err, want)) fail_msg("want an error with '%s', got %d: %s\n%s", want, res, err, body);
+    emu_module_free(m);
 }
 
 static uint32_t rand_u32(void) { return (uint32_t)rand() << 16 ^ (uint32_t)rand(); }
@@ -1025,43 +1041,188 @@ static void test_elect_sync(void **state) {
 
 /* ---- setmaxnreg ---------------------------------------------------------------------
  * "setmaxnreg": the count is in 24..256 and a multiple of 8; .sync.aligned:
- * every thread of the warpgroup executes the same setmaxnreg. */
+ * every thread of the warpgroup executes the same setmaxnreg; it needs the
+ * register count at entry (.maxnreg: the "maxnreg" annotation). */
 static void test_setmaxnreg(void **state) {
     (void)state;
-    char err[ERR];
-    static const char good[] = "define void @k() {\n"
-                               "  %t = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()\n"
-                               "  %w = icmp ult i32 %t, 128\n"
-                               "  br i1 %w, label %dec, label %inc\n"
-                               "dec:\n"
-                               "  call void @llvm.nvvm.setmaxnreg.dec.sync.aligned.u32(i32 40)\n"
-                               "  ret void\n"
-                               "inc:\n"
-                               "  call void @llvm.nvvm.setmaxnreg.inc.sync.aligned.u32(i32 232)\n"
-                               "  ret void\n"
-                               "}\n";
-    emu_module *m = load_kernel(good, 256, err);
-    if (launch(m, NULL, 0, NULL, 0, err) != EMU_OK) fail_msg("%s", err);
-    emu_module_free(m);
     expect_error("define void @k() {\n  call void @llvm.nvvm.setmaxnreg.inc.sync.aligned.u32(i32 20)\n  ret void\n}\n", 128,
                  NULL, 0, "the count must be a multiple of 8 in 24..256");
     expect_error("define void @k() {\n  call void @llvm.nvvm.setmaxnreg.inc.sync.aligned.u32(i32 260)\n  ret void\n}\n", 128,
                  NULL, 0, "the count must be a multiple of 8 in 24..256");
     expect_error("define void @k() {\n  call void @llvm.nvvm.setmaxnreg.dec.sync.aligned.u32(i32 100)\n  ret void\n}\n", 128,
                  NULL, 0, "the count must be a multiple of 8 in 24..256");
-    expect_error("define void @k() {\n"
-                 "  %t = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()\n"
-                 "  %w = icmp ult i32 %t, 96\n"
-                 "  br i1 %w, label %dec, label %e\n"
-                 "dec:\n"
-                 "  call void @llvm.nvvm.setmaxnreg.dec.sync.aligned.u32(i32 40)\n"
-                 "  ret void\n"
-                 "e:\n"
-                 "  ret void\n"
-                 "}\n",
-                 128, NULL, 0, "thread 96: setmaxnreg is .sync.aligned: every thread of warpgroup 0 executes it");
-    expect_error("define void @k() {\n  call void @llvm.nvvm.setmaxnreg.dec.sync.aligned.u32(i32 40)\n  ret void\n}\n", 64,
-                 NULL, 0, "whole warpgroups of 128");
+    expect_error_regs("define void @k() {\n"
+                      "  %t = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()\n"
+                      "  %w = icmp ult i32 %t, 96\n"
+                      "  br i1 %w, label %dec, label %e\n"
+                      "dec:\n"
+                      "  call void @llvm.nvvm.setmaxnreg.dec.sync.aligned.u32(i32 40)\n"
+                      "  ret void\n"
+                      "e:\n"
+                      "  ret void\n"
+                      "}\n",
+                      128, 168, "thread 96: setmaxnreg is .sync.aligned: every thread of warpgroup 0 executes it");
+    expect_error_regs("define void @k() {\n  call void @llvm.nvvm.setmaxnreg.dec.sync.aligned.u32(i32 40)\n  ret void\n}\n", 64,
+                      168, "whole warpgroups of 128");
+    /* no maxnreg: ptxas would drop the setmaxnreg (C7508) */
+    expect_error("define void @k() {\n  call void @llvm.nvvm.setmaxnreg.dec.sync.aligned.u32(i32 40)\n  ret void\n}\n", 128,
+                 NULL, 0, "setmaxnreg.dec in a kernel without a maxnreg annotation");
+}
+
+/* ---- setmaxnreg's register pool ------------------------------------------------------
+ * "setmaxnreg": a warpgroup's threads start with the kernel's register
+ * count (maxnreg); .dec n releases (count - n) a thread to the CTA's pool
+ * (empty at launch), .inc n requests (n - count) a thread from it and
+ * blocks until the pool has them (for ever if nothing will release them:
+ * a hang). .dec may only lower the count, .inc only raise it. 128 threads
+ * a warpgroup. The warp-specialized pattern: warpgroups below `split`
+ * threads consume (.inc), the one at and above it produces (.dec), then
+ * each thread writes 1 to out[tid]. */
+static const char *split_ir(char *buf, size_t size, int split, int dec, int inc) {
+    snprintf(buf, size,
+             "define void @k(ptr addrspace(1) %%out) {\n"
+             "  %%t = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()\n"
+             "  %%c = icmp ult i32 %%t, %d\n"
+             "  br i1 %%c, label %%inc, label %%dec\n"
+             "dec:\n"
+             "  call void @llvm.nvvm.setmaxnreg.dec.sync.aligned.u32(i32 %d)\n"
+             "  br label %%e\n"
+             "inc:\n"
+             "  call void @llvm.nvvm.setmaxnreg.inc.sync.aligned.u32(i32 %d)\n"
+             "  br label %%e\n"
+             "e:\n"
+             "  %%p = getelementptr i32, ptr addrspace(1) %%out, i32 %%t\n"
+             "  store i32 1, ptr addrspace(1) %%p, align 4\n"
+             "  ret void\n"
+             "}\n",
+             split, dec, inc);
+    return buf;
+}
+
+/* The split kernel runs to its end: every thread wrote its 1. */
+static void expect_split_runs(int threads, int maxnreg, int dec, int inc) {
+    char err[ERR], ir[2048];
+    uint32_t out[640] = {0};
+    emu_buffer buf = {out, sizeof out};
+    emu_module *m = load_kernel_regs(split_ir(ir, sizeof ir, threads - 128, dec, inc), threads, maxnreg, err);
+    if (launch(m, &buf, 1, NULL, 0, err) != EMU_OK) fail_msg("maxnreg %d, dec %d, inc %d: %s", maxnreg, dec, inc, err);
+    for (int i = 0; i < threads; i++)
+        if (out[i] != 1) fail_msg("maxnreg %d, dec %d, inc %d: thread %d did not get through", maxnreg, dec, inc, i);
+    emu_module_free(m);
+}
+
+static void expect_split_fails(int threads, int maxnreg, int dec, int inc, const char *want, const char *want2) {
+    char err[ERR], ir[2048];
+    uint32_t out[640] = {0};
+    emu_buffer buf = {out, sizeof out};
+    emu_module *m = load_kernel_regs(split_ir(ir, sizeof ir, threads - 128, dec, inc), threads, maxnreg, err);
+    emu_result res = launch(m, &buf, 1, NULL, 0, err);
+    if (res != EMU_ERROR || !strstr(err, want) || (want2 && !strstr(err, want2)))
+        fail_msg("maxnreg %d, dec %d, inc %d: want an error with '%s' and '%s', got %d: %s", maxnreg, dec, inc, want,
+                 want2 ? want2 : "", res, err);
+    emu_module_free(m);
+}
+
+static void test_setmaxnreg_pool(void **state) {
+    (void)state;
+    /* 8 consumer warps and a producer warpgroup: 384 threads start at
+     * 65536 / 384 = 170, 168 in steps of 8. The producer releases
+     * 128 x (168 - 40) = 16384; the consumers ask 256 x (232 - 168) = 16384:
+     * all of it. One more step (240) asks 256 x 72 = 18432: a hang. The
+     * consumers (threads 0-255) come first: their .inc waits for the .dec. */
+    expect_split_runs(384, 168, 40, 232);
+    expect_split_fails(384, 168, 40, 240, "a deadlock (the kernel would hang on the GPU)", "waits at setmaxnreg.inc 240");
+    /* 16 consumer warps: 640 threads start at 65536 / 640 = 102, 96. The
+     * producer releases 128 x 56 = 7168; 512 x (112 - 96) = 8192 is more:
+     * each of the 4 consumer warpgroups asks 128 x 16 = 2048, three get
+     * theirs (6144) and the last waits with 1024 in the pool, for ever.
+     * 104 asks 512 x 8 = 4096: runs. */
+    expect_split_fails(640, 96, 40, 112, "a deadlock (the kernel would hang on the GPU): no thread can go on. Warpgroup ",
+                       "waits at setmaxnreg.inc 112: it asks 2048 registers (128 x (112 - 96)) and the CTA's pool holds 1024. "
+                       "512 threads exited.");
+    expect_split_runs(640, 96, 40, 104);
+    /* .dec lowers the count, .inc raises it (dec 96 from 96 releases 0:
+     * an .inc to 96 is then free too) */
+    expect_split_runs(640, 96, 96, 96);
+    expect_split_fails(640, 96, 104, 96, "setmaxnreg.dec 104 in warpgroup 4, whose threads own 96 registers", NULL);
+    expect_split_fails(640, 96, 40, 88, "setmaxnreg.inc 88 in warpgroup ", "whose threads own 96 registers");
+    /* more than the SM's 64K registers at launch: 384 x 256 */
+    expect_split_fails(384, 256, 40, 256, "more than the register file's 65536", NULL);
+    /* a warpgroup takes back what it gave: 40 -> 96 (7168 of the 7168), not 104 (8192) */
+    expect_error_regs("define void @k() {\n"
+                      "  call void @llvm.nvvm.setmaxnreg.dec.sync.aligned.u32(i32 40)\n"
+                      "  call void @llvm.nvvm.setmaxnreg.inc.sync.aligned.u32(i32 104)\n"
+                      "  ret void\n"
+                      "}\n",
+                      128, 96,
+                      "no thread can go on. Warpgroup 0 (threads 0..127; 128 of them parked) waits at setmaxnreg.inc 104: "
+                      "it asks 8192 registers (128 x (104 - 40)) and the CTA's pool holds 7168.");
+    char err[ERR];
+    emu_module *m = load_kernel_regs("define void @k() {\n"
+                                     "  call void @llvm.nvvm.setmaxnreg.dec.sync.aligned.u32(i32 40)\n"
+                                     "  call void @llvm.nvvm.setmaxnreg.inc.sync.aligned.u32(i32 96)\n"
+                                     "  ret void\n"
+                                     "}\n",
+                                     128, 96, err);
+    if (launch(m, NULL, 0, NULL, 0, err) != EMU_OK) fail_msg("%s", err);
+    emu_module_free(m);
+}
+
+/* An .inc before the .dec that pays for it, made so whatever order the
+ * threads run in: the producer warpgroup (0) releases only after thread
+ * 128 of the consumer warpgroup (1) arrived on an mbarrier, which it does
+ * just before its .inc; the consumers wait at the .inc (128 x (200 - 128)
+ * = 9216 asked of an empty pool) until the producer's .dec 56 releases
+ * 128 x 72 = 9216. */
+static void test_setmaxnreg_inc_waits(void **state) {
+    (void)state;
+    char err[ERR];
+    emu_module *m = load_kernel_regs("@bar = internal addrspace(3) global i64 undef, align 8\n"
+                                     "define void @k() {\n"
+                                     "  %t = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()\n"
+                                     "  %is0 = icmp eq i32 %t, 0\n"
+                                     "  br i1 %is0, label %init, label %go\n"
+                                     "init:\n"
+                                     "  call void {MBAR_INIT}(ptr addrspace(3) @bar, i32 1)\n"
+                                     "  br label %go\n"
+                                     "go:\n"
+                                     "  call void @llvm.nvvm.barrier0()\n"
+                                     "  %prod = icmp ult i32 %t, 128\n"
+                                     "  br i1 %prod, label %w, label %cons\n"
+                                     "w:\n"
+                                     "  %ok = call i32 {MBAR_TRY_WAIT_PARITY}(ptr addrspace(3) @bar, i32 0)\n"
+                                     "  %done = icmp ne i32 %ok, 0\n"
+                                     "  br i1 %done, label %dec, label %w\n"
+                                     "dec:\n"
+                                     "  call void @llvm.nvvm.setmaxnreg.dec.sync.aligned.u32(i32 56)\n"
+                                     "  ret void\n"
+                                     "cons:\n"
+                                     "  %is128 = icmp eq i32 %t, 128\n"
+                                     "  br i1 %is128, label %arr, label %inc\n"
+                                     "arr:\n"
+                                     "  call void {MBAR_ARRIVE}(ptr addrspace(3) @bar)\n"
+                                     "  br label %inc\n"
+                                     "inc:\n"
+                                     "  call void @llvm.nvvm.setmaxnreg.inc.sync.aligned.u32(i32 200)\n"
+                                     "  ret void\n"
+                                     "}\n",
+                                     256, 128, err);
+    if (launch(m, NULL, 0, NULL, 0, err) != EMU_OK) fail_msg("%s", err);
+    emu_module_free(m);
+    /* without the producer's .dec: the consumers wait for ever */
+    expect_error_regs("define void @k() {\n"
+                      "  %t = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()\n"
+                      "  %prod = icmp ult i32 %t, 128\n"
+                      "  br i1 %prod, label %e, label %inc\n"
+                      "inc:\n"
+                      "  call void @llvm.nvvm.setmaxnreg.inc.sync.aligned.u32(i32 200)\n"
+                      "  ret void\n"
+                      "e:\n"
+                      "  ret void\n"
+                      "}\n",
+                      256, 128,
+                      "Warpgroup 1 (threads 128..255; 128 of them parked) waits at setmaxnreg.inc 200: it asks 9216 "
+                      "registers (128 x (200 - 128)) and the CTA's pool holds 0. 128 threads exited.");
 }
 
 /* ---- warp specialization: a producer warpgroup, consumers on a named barrier ----
@@ -1225,6 +1386,8 @@ int main(void) {
         cmocka_unit_test(test_tensor_map_encode_checks),
         cmocka_unit_test(test_async_races),
         cmocka_unit_test(test_setmaxnreg),
+        cmocka_unit_test(test_setmaxnreg_pool),
+        cmocka_unit_test(test_setmaxnreg_inc_waits),
         cmocka_unit_test(test_elect_sync),
         cmocka_unit_test(test_warp_specialized_named_barrier),
     };
