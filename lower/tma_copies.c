@@ -666,14 +666,6 @@ static tir_value *ring_index(const tir_op *loop, const tir_value *buf) {
     return slot;
 }
 
-static bool any_op(const tir_block *blk, tir_opcode a, tir_opcode b) {
-    for (const tir_op *op = blk->first; op; op = op->next) {
-        if (op->code == a || op->code == b) return true;
-        if ((op->body && any_op(op->body, a, b)) || (op->body2 && any_op(op->body2, a, b))) return true;
-    }
-    return false;
-}
-
 static void remove_dead(tir_func *f, tir_block *blk) {
     for (tir_op *op = blk->last, *prev; op; op = prev) {
         prev = op->prev;
@@ -757,13 +749,13 @@ static void convert_loop(tma_ctx *c, tir_op *loop, ring *const *rings, uint32_t 
     tir_build_op(&b, TIR_OP_MBAR_INVAL, 1, &bars, 0, NULL);
     /* no cp.async left: no groups to commit or wait for, and nothing the
      * generic proxy wrote for wgmma in the loop */
-    bool cp_left = any_op(loop->body, TIR_OP_ASYNC_COPY, TIR_OP_ASYNC_COPY);
+    bool cp_left = tir_block_has_op(loop->body, TIR_OP_ASYNC_COPY, TIR_OP_ASYNC_COPY);
     for (tir_op *o = loop->parent->first; o != loop && !cp_left; o = o->next) cp_left = o->code == TIR_OP_ASYNC_COPY;
     if (!cp_left) {
         for (tir_op *o = loop->body->first, *next; o; o = next) {
             next = o->next;
             if (o->code == TIR_OP_ASYNC_COMMIT || o->code == TIR_OP_ASYNC_WAIT) tir_op_remove(o);
-            else if (o->code == TIR_OP_FENCE_ASYNC && !any_op(loop->body, TIR_OP_LOCAL_STORE, TIR_OP_ASYNC_COPY))
+            else if (o->code == TIR_OP_FENCE_ASYNC && !tir_block_has_op(loop->body, TIR_OP_LOCAL_STORE, TIR_OP_ASYNC_COPY))
                 tir_op_remove(o);
         }
         for (tir_op *o = start, *next; o != loop; o = next) {

@@ -60,6 +60,8 @@ _Static_assert((int)TIR_WS_ON == (int)TILEC_WARP_SPECIALIZE_ON && (int)TIR_WS_OF
 
 enum {
     WS_MAX_BUFS = 8, /* rings of the loop, with their mbarriers */
+    WS_MAX_COPIES = 16, /* bulk copies in the loop's trip (two per dot and
+                           a few for attention; more is not a matmul loop) */
     WS_MIN_AUTO_WARPS = 8, /* the heuristic: two consumer warpgroups or more */
 };
 
@@ -71,7 +73,7 @@ typedef struct ws_loop {
     tir_op *wait;        /* mbar_wait full, slot, phase at the trip's top */
     tir_value *full;     /* the rings' mbarriers */
     tir_op *full_init;   /* their mbar_init, and what follows it */
-    tir_op *loads[16];   /* the loop's tma_loads */
+    tir_op *loads[WS_MAX_COPIES]; /* the loop's tma_loads */
     uint32_t nloads;
     tir_value *bufs[WS_MAX_BUFS];
     uint32_t nbufs;
@@ -83,14 +85,6 @@ static void count_loads(const tir_block *blk, uint32_t *n) {
         if (op->body) count_loads(op->body, n);
         if (op->body2) count_loads(op->body2, n);
     }
-}
-
-static bool any_in(const tir_block *blk, tir_opcode a, tir_opcode b) {
-    for (const tir_op *op = blk->first; op; op = op->next) {
-        if (op->code == a || op->code == b) return true;
-        if ((op->body && any_in(op->body, a, b)) || (op->body2 && any_in(op->body2, a, b))) return true;
-    }
-    return false;
 }
 
 /* The producer computes v: a parameter, a pure op's scalar (or buffer)
@@ -141,10 +135,10 @@ static bool find_loop(tir_func *f, ws_loop *w, const lower_options *opt, tc_aren
      * else) holds the rest of the kernel */
     w->home = f->body;
     for (tir_op *op = f->body->first; op; op = op->next)
-        if (op->code == TIR_OP_IF && !op->nresults && op->body2->first == op->body2->last && any_in(op->body, TIR_OP_TMA_LOAD, TIR_OP_TMA_LOAD))
+        if (op->code == TIR_OP_IF && !op->nresults && op->body2->first == op->body2->last && tir_block_has_op(op->body, TIR_OP_TMA_LOAD, TIR_OP_TMA_LOAD))
             w->home = op->body, w->guard = op;
     for (tir_op *op = w->home->first; op; op = op->next)
-        if (op->code == TIR_OP_FOR && any_in(op->body, TIR_OP_TMA_LOAD, TIR_OP_TMA_LOAD)) w->loop = op, n++;
+        if (op->code == TIR_OP_FOR && tir_block_has_op(op->body, TIR_OP_TMA_LOAD, TIR_OP_TMA_LOAD)) w->loop = op, n++;
     if (n != 1) return false;
     /* one producer program per kernel: no bulk copies but the loop's and its prologue's */
     uint32_t all = 0, mine = 0;
@@ -161,19 +155,19 @@ static bool find_loop(tir_func *f, ws_loop *w, const lower_options *opt, tc_aren
         return false;
     /* everything else in the loop is the consumers': nothing of theirs
      * may need the barriers that go (staging through shared memory) */
-    if (any_in(loop->body, TIR_OP_ASYNC_COPY, TIR_OP_LOCAL_STORE) || any_in(loop->body, TIR_OP_ASYNC_WAIT, TIR_OP_PRODUCER))
+    if (tir_block_has_op(loop->body, TIR_OP_ASYNC_COPY, TIR_OP_LOCAL_STORE) || tir_block_has_op(loop->body, TIR_OP_ASYNC_WAIT, TIR_OP_PRODUCER))
         return false;
     for (tir_op *op = loop->body->first; op; op = op->next) {
         if (op->code == TIR_OP_MBAR_WAIT && !w->wait) w->wait = op;
         if (op->code == TIR_OP_TMA_LOAD) {
-            if (w->nloads == sizeof w->loads / sizeof w->loads[0]) return false;
+            if (w->nloads == WS_MAX_COPIES) return false;
             w->loads[w->nloads++] = op;
         }
     }
     if (!w->wait || !w->nloads) return false;
     for (tir_op *op = loop->body->first; op; op = op->next) /* no copies deeper than the trip's own ops */
-        if ((op->body && any_in(op->body, TIR_OP_TMA_LOAD, TIR_OP_MBAR_WAIT)) ||
-            (op->body2 && any_in(op->body2, TIR_OP_TMA_LOAD, TIR_OP_MBAR_WAIT)))
+        if ((op->body && tir_block_has_op(op->body, TIR_OP_TMA_LOAD, TIR_OP_MBAR_WAIT)) ||
+            (op->body2 && tir_block_has_op(op->body2, TIR_OP_TMA_LOAD, TIR_OP_MBAR_WAIT)))
             return false;
     w->full = w->wait->operands[0];
     /* the trip's wait is on its own carried slot and phase */

@@ -333,6 +333,15 @@ static void walk_block(tir_block *blk, tir_walk_fn fn, void *ctx) {
 
 void tir_walk(tir_func *f, tir_walk_fn fn, void *ctx) { walk_block(f->body, fn, ctx); }
 
+bool tir_block_has_op(const tir_block *blk, tir_opcode a, tir_opcode b) {
+    for (const tir_op *op = blk->first; op; op = op->next) {
+        if (op->code == a || op->code == b) return true;
+        if ((op->body && tir_block_has_op(op->body, a, b)) || (op->body2 && tir_block_has_op(op->body2, a, b)))
+            return true;
+    }
+    return false;
+}
+
 typedef struct replace_ctx {
     tir_value *from, *to;
     bool found;

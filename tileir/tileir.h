@@ -578,6 +578,8 @@ bool tir_value_has_uses(const tir_func *f, const tir_value *v);
  * before body2). */
 typedef void (*tir_walk_fn)(tir_op *op, void *ctx);
 void tir_walk(tir_func *f, tir_walk_fn fn, void *ctx);
+/* An op coded a or b in blk or in any block nested in it. */
+bool tir_block_has_op(const tir_block *blk, tir_opcode a, tir_opcode b);
 
 /* ---- printing, reading, verifying -------------------------------------- */
 enum { TIR_PRINT_LOCS = 1 };
