@@ -559,7 +559,7 @@ static bool parse_loc(reader *r, tc_loc *loc) {
 }
 
 static bool parse_block(reader *r, tir_builder *b);
-static bool stages(reader *r, int *out);
+static bool count_arg(reader *r, const char *what, int64_t lo, int *out);
 
 /* `{ ^(%a: type, ...): ops }`: a block linked to its op and function like
  * the builders make it; its names go out of scope at the `}`. */
@@ -727,7 +727,7 @@ static bool parse_op(reader *r, tir_builder *b) {
             r->pos = save;
         }
     }
-    if (op->code == TIR_OP_FOR && accept(r, "num_stages") && !stages(r, &op->num_stages)) return false;
+    if (op->code == TIR_OP_FOR && accept(r, "num_stages") && !count_arg(r, "num_stages", 0, &op->num_stages)) return false;
     if (op->code == TIR_OP_FOR && accept(r, "warp_specialize")) {
         if (!expect(r, "(")) return false;
         if (accept(r, "true")) op->warp_specialize = TIR_WS_ON;
@@ -751,12 +751,22 @@ static bool parse_op(reader *r, tir_builder *b) {
     return true;
 }
 
-/* `(N)` after num_stages: the verifier checks the range. */
-static bool stages(reader *r, int *out) {
+/* `(N)` after num_warps, num_stages or producer_warps. The reader bounds N
+ * only so that it fits an int; the verifier checks the real ranges. The
+ * error names the count, since a kernel's line has several. */
+enum { READER_MAX_COUNT = 1024 };
+
+static bool count_arg(reader *r, const char *what, int64_t lo, int *out) {
     int64_t n;
-    if (!expect(r, "(") || !number(r, &n) || !expect(r, ")")) return false;
-    if (n < 0 || n > 1024) {
-        error_here(r, "num_stages out of range");
+    if (!expect(r, "(")) return false;
+    skip_space(r);
+    size_t at = r->pos;
+    if (!number(r, &n) || !expect(r, ")")) return false;
+    if (n < lo || n > READER_MAX_COUNT) {
+        r->pos = at; /* the caret on the number */
+        char msg[64];
+        snprintf(msg, sizeof msg, "%s out of range", what);
+        error_here(r, msg);
         return false;
     }
     *out = (int)n;
@@ -906,25 +916,9 @@ static bool parse_kernel(reader *r) {
         } while (accept(r, ","));
         if (!expect(r, ")")) return false;
     }
-    if (accept(r, "num_warps")) {
-        int64_t w;
-        if (!expect(r, "(") || !number(r, &w) || !expect(r, ")")) return false;
-        if (w < 1 || w > 1024) {
-            error_here(r, "num_warps out of range");
-            return false;
-        }
-        f->num_warps = (int)w;
-    }
-    if (accept(r, "num_stages") && !stages(r, &f->num_stages)) return false;
-    if (accept(r, "producer_warps")) {
-        int64_t w;
-        if (!expect(r, "(") || !number(r, &w) || !expect(r, ")")) return false;
-        if (w < 0 || w > 1024) {
-            error_here(r, "producer_warps out of range");
-            return false;
-        }
-        f->producer_warps = (int)w;
-    }
+    if (accept(r, "num_warps") && !count_arg(r, "num_warps", 1, &f->num_warps)) return false;
+    if (accept(r, "num_stages") && !count_arg(r, "num_stages", 0, &f->num_stages)) return false;
+    if (accept(r, "producer_warps") && !count_arg(r, "producer_warps", 0, &f->producer_warps)) return false;
     if (accept(r, "smem")) {
         static const char *const parts[3] = {"slots", "buffers", "scratch"};
         uint32_t *field[3] = {&f->smem.slots, &f->smem.buffers, &f->smem.scratch};
