@@ -105,6 +105,9 @@ typedef struct trt_compile_options {
     int num_stages;              /* software-pipelining depth, 1 to 8; 0: the compiler's */
     bool exp2_ftz;               /* tilec_options.exp2_ftz: exp2 flushes results below 2^-126
                                     to zero on the GPU (default: keeps them) */
+    int warp_specialize;         /* tilec_options.warp_specialize (sm_90a): a producer
+                                    warpgroup issues the bulk copies of loops that name
+                                    no choice; TILEC_WARP_SPECIALIZE_AUTO (0), _ON, _OFF */
 } trt_compile_options;
 
 /* Opens a device. On failure *out is NULL and `why` (if not NULL) gets a

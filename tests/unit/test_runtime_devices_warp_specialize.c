@@ -44,6 +44,7 @@ struct ws_run {
     long i32_len;
     long zeros_from; /* c's elements from here on start 0 (atomics add to them); 0: none */
     bool graph;      /* launched on a stream, captured in a graph and replayed twice (else trt_launch) */
+    int ws_option;   /* trt_compile_options.warp_specialize (0: auto) */
 };
 
 /* sum over kk in [k0, k1) of A[i * sa + kk] * B[j * sb + kk] */
@@ -72,8 +73,13 @@ static void run(const ws_run *r) {
     }
     float *c = poison_f32s((int)r->clen);
     for (long i = r->zeros_from ? r->zeros_from : r->clen; i < r->clen; i++) c[i] = 0;
-    prog p;
-    trt_kernel *k = compile_with(&p, "ws.tile", r->src, "mm", r->defs, r->ndefs, r->warps);
+    prog p = {0};
+    trt_compile_options co = {.num_warps = r->warps, .defines = r->defs, .ndefines = r->ndefs,
+                              .warp_specialize = r->ws_option};
+    trt_kernel *k = NULL;
+    if (trt_compile(dev, "ws.tile", r->src, strlen(r->src), &co, &p.mod) != TRT_OK)
+        fail_msg("%s: does not compile: %s", r->what, trt_last_error(dev));
+    OK(trt_get_kernel(p.mod, "mm", &k));
     trt_buffer ba = upload(ha, es * (size_t)r->a_len), bb = upload(hb, es * (size_t)r->b_len),
                bc = upload(c, sizeof(float) * (size_t)r->clen), bi = {0};
     trt_arg args[12] = {trt_buf(ba), trt_buf(bb), trt_buf(bc)};
@@ -164,7 +170,7 @@ static double mm_ref(const ws_run *r, const float *A, const float *B, long idx, 
 static void mm_case(const char *what, int warps, const tilec_define *defs, size_t ndefs, int M, int N, int K, int lo,
                     int sa, int sb) {
     ws_run r = {what, mm_src, warps, defs, ndefs, (long)M * sa, (long)N * sb, (long)M * N, {0, 0, 1}, {M, N, K, lo, sa, sb}, 6,
-                mm_ref, N, false, 0, NULL, 0, 0, false};
+                mm_ref, N, false, 0, NULL, 0, 0, false, 0};
     uint32_t bm = (uint32_t)def_of(&r, "BM", 64), bn = (uint32_t)def_of(&r, "BN", 64);
     r.grid[0] = cdiv(M, (int)bm), r.grid[1] = cdiv(N, (int)bn);
     run(&r);
@@ -221,7 +227,7 @@ static void test_graph(void **state) {
     tilec_define d8[2] = {{"BM", 128}, {"BN", 64}};
     int M = 200, N = 100, K = 300, sa = 304;
     ws_run r = {"8 warps in a graph", mm_src, 8, d8, 2, (long)M * sa, (long)N * sa, (long)M * N, {cdiv(M, 128), cdiv(N, 64), 1},
-                {M, N, K, 0, sa, sa}, 6, mm_ref, N, false, 0, NULL, 0, 0, true};
+                {M, N, K, 0, sa, sa}, 6, mm_ref, N, false, 0, NULL, 0, 0, true, 0};
     run(&r);
 }
 
@@ -324,7 +330,7 @@ static void epi_case(const char *what, const char *src, int ns, int N, int K, in
     int M = 64, sa = (K + 7) / 8 * 8 + 8;
     long clen = (long)M * N + 2L * N + N / 64 + 1;
     ws_run r = {what, src, 4, d, 1, (long)M * sa, (long)N * sa, clen, {1, (uint32_t)(N / 64), 1},
-                {M, N, K, lo, sa, sa, nlim}, 7, epi_ref, N, false, 0, NULL, 0, clen - 1, false};
+                {M, N, K, lo, sa, sa, nlim}, 7, epi_ref, N, false, 0, NULL, 0, clen - 1, false, 0};
     run(&r);
 }
 
@@ -428,7 +434,7 @@ static void test_producer_values(void **state) {
     (void)state;
     int M = 100, N = 130, K = 300, sa = 304;
     ws_run r = {"a carried offset", carried_src, 4, NULL, 0, (long)M * sa, (long)N * sa, (long)M * N,
-                {cdiv(M, 64), cdiv(N, 64), 1}, {M, N, K, 40, sa, sa}, 6, mm_ref, N, false, 0, NULL, 0, 0, false};
+                {cdiv(M, 64), cdiv(N, 64), 1}, {M, N, K, 40, sa, sa}, 6, mm_ref, N, false, 0, NULL, 0, 0, false, 0};
     run(&r);
     r.ints[3] = 0, r.what = "a carried offset from 0";
     run(&r);
@@ -478,7 +484,7 @@ static void test_bf16_and_pieces(void **state) {
         snprintf(what, sizeof what, "bf16, BK = %d, %d stages", bks[i], (int)d[1].value);
         int M = 100, N = 70, K = 300, sa = 312;
         ws_run r = {what, bf16_src, 4, d, 2, (long)M * sa, (long)N * sa, (long)M * N, {cdiv(M, 64), cdiv(N, 64), 1},
-                    {M, N, K, 0, sa, sa}, 6, bk_ref, N, true, 0, NULL, 0, 0, false};
+                    {M, N, K, 0, sa, sa}, 6, bk_ref, N, true, 0, NULL, 0, 0, false, 0};
         run(&r);
     }
 }
@@ -608,18 +614,18 @@ static void test_loop_shapes(void **state) {
     (void)state;
     int M = 100, N = 70, K = 300, sa = 304;
     ws_run r = {"a batch dim", batch_src, 4, NULL, 0, 3L * M * sa, (long)N * sa, 3L * M * N, {cdiv(M, 64), cdiv(N, 64), 3},
-                {M, N, K, 0, sa, sa, (long)M * sa}, 7, batch_ref, N, false, 0, NULL, 0, 0, false};
+                {M, N, K, 0, sa, sa, (long)M * sa}, 7, batch_ref, N, false, 0, NULL, 0, 0, false, 0};
     run(&r);
     ws_run g = {"A through registers", regs_src, 4, NULL, 0, (long)M * sa, (long)N * sa, (long)M * N,
-                {cdiv(M, 64), cdiv(N, 64), 1}, {M, N, K, 0, sa, sa}, 6, twice_ref, N, false, 0, NULL, 0, 0, false};
+                {cdiv(M, 64), cdiv(N, 64), 1}, {M, N, K, 0, sa, sa}, 6, twice_ref, N, false, 0, NULL, 0, 0, false, 0};
     run(&g);
     ws_run t = {"two dots a trip", two_dots_src, 4, NULL, 0, 64L * 64, 320L * 136, 64L * 64, {1, 1, 1},
-                {64, 64, 320, 0, 64, 136}, 6, two_dots_ref, 64, false, 0, NULL, 0, 0, false};
+                {64, 64, 320, 0, 64, 136}, 6, two_dots_ref, 64, false, 0, NULL, 0, 0, false, 0};
     run(&t);
     t.what = "two dots a trip, lo = 128", t.ints[3] = 128;
     run(&t);
     ws_run s = {"a second loop", second_loop_src, 4, NULL, 0, (long)M * sa, (long)N * sa, (long)M * N,
-                {cdiv(M, 64), cdiv(N, 64), 1}, {M, N, K, 0, sa, sa}, 6, twice_ref, N, false, 0, NULL, 0, 0, false};
+                {cdiv(M, 64), cdiv(N, 64), 1}, {M, N, K, 0, sa, sa}, 6, twice_ref, N, false, 0, NULL, 0, 0, false, 0};
     run(&s);
 }
 
@@ -700,7 +706,7 @@ static void test_not_specialized(void **state) {
     for (unsigned i = 0; i < 2; i++) {
         int M = 100, N = 128, K = ks[i], sa = 328;
         ws_run r = {i ? "nested, 1 trip" : "nested, 5 trips", nested_src, 4, NULL, 0, (long)M * sa, (long)N * sa,
-                    (long)M * N, {cdiv(M, 64), 1, 1}, {M, N, K, 0, sa, sa}, 6, mm_ref, N, false, 0, NULL, 0, 0, false};
+                    (long)M * N, {cdiv(M, 64), 1, 1}, {M, N, K, 0, sa, sa}, 6, mm_ref, N, false, 0, NULL, 0, 0, false, 0};
         run(&r);
     }
 }
@@ -754,10 +760,84 @@ static void test_many_buffers(void **state) {
     int M = 100, N = 70, K = 300, sa = 304;
     ws_run r = {"more than 32 buffers, not specialized", extra_dots_src(false), 4, NULL, 0, (long)M * sa, (long)N * sa,
                 (long)M * N, {cdiv(M, 64), cdiv(N, 64), 1}, {M, N, K, 0, sa, sa}, 6, extra_dots_ref, N, false, 0, NULL, 0,
-                0, false};
+                0, false, 0};
     run(&r);
     r.what = "more than 32 buffers", r.src = extra_dots_src(true);
     run(&r);
+}
+
+/* ---- the runtime's option ---------------------------------------------------
+ * trt_compile_options.warp_specialize reaches the compiler for loops that
+ * name no choice: at 4 warps (where auto leaves them alone) on each device
+ * the numbers are right whichever is chosen; on the emulator at sm_90a,
+ * the tile IR the runtime keeps of the kernel (the sidecar, read back from
+ * its disk cache) has a producer warpgroup with _ON only, and the three
+ * choices are cached apart. */
+static const char *default_choice_src(void) {
+    static char src[sizeof mm_src];
+    const char *cut = strstr(mm_src, ", warp_specialize = true");
+    size_t n = (size_t)(cut - mm_src), drop = strlen(", warp_specialize = true");
+    memcpy(src, mm_src, n);
+    memcpy(src + n, cut + drop, strlen(cut + drop) + 1);
+    return src;
+}
+
+/* The .tir files in dir, and how many of them hold `needle`. */
+static int tir_files(const char *dir, const char *needle, int *with) {
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int n = 0;
+    *with = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t len = strlen(e->d_name);
+        if (len < 4 || strcmp(e->d_name + len - 4, ".tir")) continue;
+        char path[600], text[1 << 16];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        FILE *f = fopen(path, "rb");
+        assert_non_null(f);
+        size_t got = fread(text, 1, sizeof text - 1, f);
+        fclose(f);
+        text[got] = 0;
+        n++, *with += strstr(text, needle) != NULL;
+    }
+    closedir(d);
+    return n;
+}
+
+static void test_compile_option(void **state) {
+    (void)state;
+    const char *src = default_choice_src();
+    assert_null(strstr(src, "warp_specialize"));
+    static const int choices[] = {TILEC_WARP_SPECIALIZE_AUTO, TILEC_WARP_SPECIALIZE_ON, TILEC_WARP_SPECIALIZE_OFF};
+    static const char *const names[] = {"option auto", "option on", "option off"};
+    int M = 100, N = 70, K = 300, sa = 304;
+    for (unsigned i = 0; i < 3; i++) {
+        ws_run r = {names[i], src, 4, NULL, 0, (long)M * sa, (long)N * sa, (long)M * N, {cdiv(M, 64), cdiv(N, 64), 1},
+                    {M, N, K, 0, sa, sa}, 6, mm_ref, N, false, 0, NULL, 0, 0, false, choices[i]};
+        run(&r);
+    }
+    if (kind != TRT_DEVICE_EMU) return; /* the emulator takes the arch below; the CPU has none */
+    /* a source of its own, so that none of the above is in the device's cache */
+    char again[sizeof mm_src + 64];
+    snprintf(again, sizeof again, "%s// compiled again, for the disk cache\n", src);
+    char dir[] = "/tmp/tilec-ws-option-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    setenv("TILEC_CACHE_DIR", dir, 1);
+    for (unsigned i = 0; i < 3; i++) {
+        trt_compile_options co = {.arch = "sm_90a", .num_warps = 4, .warp_specialize = choices[i]};
+        trt_module *m = NULL;
+        if (trt_compile(dev, "ws.tile", again, strlen(again), &co, &m) != TRT_OK)
+            fail_msg("sm_90a with %s: %s", names[i], trt_last_error(dev));
+        trt_module_free(m);
+        int with, n = tir_files(dir, "producer_warps(4)", &with);
+        if (n != (int)i + 1) fail_msg("after %s: %d modules on disk, want %u", names[i], n, i + 1);
+        if (with != (i >= 1)) /* option on's only */
+            fail_msg("after %s: %d of them with a producer warpgroup, want %d", names[i], with, i >= 1);
+    }
+    unsetenv("TILEC_CACHE_DIR");
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
 }
 
 HARNESS_MAIN(cmocka_unit_test(test_stages_and_trips),
@@ -770,4 +850,5 @@ HARNESS_MAIN(cmocka_unit_test(test_stages_and_trips),
              cmocka_unit_test(test_bf16_and_pieces),
              cmocka_unit_test(test_loop_shapes),
              cmocka_unit_test(test_not_specialized),
-             cmocka_unit_test(test_many_buffers))
+             cmocka_unit_test(test_many_buffers),
+             cmocka_unit_test(test_compile_option))
