@@ -53,8 +53,9 @@
  *
  * The depth is the loop's num_stages, else the kernel's, else
  * LOWER_DEFAULT_NUM_STAGES; it shrinks (down to 2) until the loop's ring
- * buffers fit what is left of the kernel's budget, and a loop whose
- * buffers do not fit even then is left as it is. The budget counts every
+ * buffers fit what is left of the kernel's budget (with, on sm_90a, the
+ * two mbarriers a stage that bulk copies would add: ring_bytes), and a
+ * loop whose buffers do not fit even then is left as it is. The budget counts every
  * buffer as if it had its own shared memory for the whole kernel
  * (lower/smem_plan.c may let buffers whose live ranges do not meet share
  * bytes: the budget is then conservative), the kernel's, shared by its
@@ -82,11 +83,21 @@ typedef struct pl_ctx {
     const char *file;  /* the source, for notes */
     uint64_t smem_left; /* bytes of the kernel's ring budget not yet given to a loop */
     const lower_axis_map *axis; /* the kernel's, before the pass: what its loads' copies could issue */
+    bool mbarriers;     /* the target's rings may be filled by bulk copies (sm_90a): count their mbarriers */
 } pl_ctx;
 
-/* The rings of `n` loads at `stages` slots each. */
-static uint64_t ring_bytes(tir_op *const *loads, uint32_t n, int stages) {
+/* The rings of `n` loads at `stages` slots each, with (where bulk copies
+ * may fill them: c->mbarriers) the two mbarrier arrays lower/tma_copies.c
+ * and lower/warp_specialize.c give a ring set, `full` and `empty`, of one
+ * i64 a stage each. Counted whether or not the copies will qualify: the
+ * pass cannot know, and 16 bytes a stage cost a stage only when the rings
+ * fill the budget to the last bytes. */
+static uint64_t ring_bytes(const pl_ctx *c, tir_op *const *loads, uint32_t n, int stages) {
     uint64_t total = 0;
+    if (c->mbarriers) {
+        uint32_t bshape[2] = {(uint32_t)stages, 1};
+        total += 2 * lower_buffer_bytes(tir_smem(tir_scalar(TIR_I64), 2, bshape));
+    }
     for (uint32_t j = 0; j < n; j++) {
         tir_type t = loads[j]->results[0]->type;
         uint32_t shape[TIR_MAX_RANK] = {(uint32_t)stages};
@@ -264,15 +275,16 @@ static void note_budget(const pl_ctx *c, const tir_op *loop, int asked, int stag
     const char *file = c->file ? c->file : "<input>";
     if (loop->loc.line) tc_strbuf_printf(c->notes, "%s:%u:%u: note: ", file, loop->loc.line, loop->loc.col);
     else tc_strbuf_printf(c->notes, "%s: note: ", file); /* IR read without locations */
+    const char *with = c->mbarriers ? " (with their mbarriers)" : "";
     if (stages)
-        tc_strbuf_printf(c->notes, "software pipelining: %d stages instead of %d: the ring buffers of %d stages "
+        tc_strbuf_printf(c->notes, "software pipelining: %d stages instead of %d: the ring buffers of %d stages%s "
                                    "need %llu bytes of shared memory (budget %llu)\n",
-                         stages, asked, asked, (unsigned long long)ring_bytes(loads, n, asked),
+                         stages, asked, asked, with, (unsigned long long)ring_bytes(c, loads, n, asked),
                          (unsigned long long)c->smem_left);
     else
         tc_strbuf_printf(c->notes, "software pipelining dropped (%d stages asked): even the ring buffers of 2 "
-                                   "stages need %llu bytes of shared memory (budget %llu)\n",
-                         asked, (unsigned long long)ring_bytes(loads, n, 2), (unsigned long long)c->smem_left);
+                                   "stages%s need %llu bytes of shared memory (budget %llu)\n",
+                         asked, with, (unsigned long long)ring_bytes(c, loads, n, 2), (unsigned long long)c->smem_left);
 }
 
 /* Whether op runs more than once a program: inside a `for` or `while`. */
@@ -291,11 +303,11 @@ static void pipeline_loop(pl_ctx *c, tir_op *loop) {
     if (!n) return;
     int asked = loop->num_stages ? loop->num_stages : c->f->num_stages ? c->f->num_stages : LOWER_DEFAULT_NUM_STAGES;
     int stages = asked;
-    while (stages > 2 && ring_bytes(loads, n, stages) > c->smem_left) stages--;
-    bool fits = ring_bytes(loads, n, stages) <= c->smem_left;
+    while (stages > 2 && ring_bytes(c, loads, n, stages) > c->smem_left) stages--;
+    bool fits = ring_bytes(c, loads, n, stages) <= c->smem_left;
     if (asked >= 2 && (stages != asked || !fits)) note_budget(c, loop, asked, fits ? stages : 0, loads, n);
     if (stages < 2 || !fits) return;
-    c->smem_left -= ring_bytes(loads, n, stages);
+    c->smem_left -= ring_bytes(c, loads, n, stages);
 
     tir_builder b = {0};
     b.module = c->f->module;
@@ -384,7 +396,7 @@ bool lower_pipeline_loops(tir_module *m, const lower_options *opt, tc_diag *diag
         tir_op **loops = lower_loops(f, false, arena, &nloops);
         uint64_t have = lower_func_buffer_bytes(f);
         pl_ctx c = {.f = f, .notes = opt->notes, .file = m->source_name, .smem_left = budget > have ? budget - have : 0,
-                    .axis = lower_axis_analyze(f, arena)};
+                    .axis = lower_axis_analyze(f, arena), .mbarriers = lower_has_wgmma(opt->compile.arch)};
         /* clones are memoized by the ids of values that exist now; the
          * values the pass makes are never cloned */
         c.nclone = f->next_value_id;
