@@ -493,10 +493,10 @@ trt_status tls_dropout_bwd(trt_device *dev, tls_dtype dt, tls_mem dy, tls_mem dx
  * tiles finish sooner there (1024 x 1024: 64 tiles of 128 x 128 on 132
  * SMs, 256 of 64 x 64). No row fills them: the last, smallest. */
 static const rt_matmul_config matmul_configs[] = {
-    /* min_m, min_n, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages, wide_warps, edge_masks */
-    {128, 128, 128, 128, 32, 8, 4, 4, 8, false}, /* large: 128 f32 accumulators a thread (64 on 8 warps) */
-    {64, 64, 64, 64, 32, 8, 4, 4, 4, false},
-    {1, 1, 32, 32, 32, 8, 2, 4, 2, false}, /* skinny or small: less padding past the edges */
+    /* min_m, min_n, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages, wide_warps, edge_masks, even_only */
+    {128, 128, 128, 128, 32, 8, 4, 4, 8, false, false}, /* large: 128 f32 accumulators a thread (64 on 8 warps) */
+    {64, 64, 64, 64, 32, 8, 4, 4, 4, false, false},
+    {1, 1, 32, 32, 32, 8, 2, 4, 2, false, false}, /* skinny or small: less padding past the edges */
 };
 
 /* matmul_f32_ieee's (dot_ieee on FMAs, each thread holding whole rows of a
@@ -505,28 +505,32 @@ static const rt_matmul_config matmul_configs[] = {
  * smallest and 8 warps on the middle one, where 32 and 4 spilled (issue
  * 19). Triton's FMA path keeps a and b in registers the same way. */
 static const rt_matmul_config matmul_ieee_configs[] = {
-    /* min_m, min_n, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages, wide_warps, edge_masks */
-    {128, 128, 128, 128, 16, 8, 8, 4, 8, false},
-    {64, 64, 64, 64, 32, 8, 8, 4, 8, false},
-    {1, 1, 32, 32, 16, 8, 2, 4, 2, false},
+    /* min_m, min_n, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages, wide_warps, edge_masks, even_only */
+    {128, 128, 128, 128, 16, 8, 8, 4, 8, false, false},
+    {64, 64, 64, 64, 32, 8, 8, 4, 8, false, false},
+    {1, 1, 32, 32, 16, 8, 2, 4, 2, false, false},
 };
 
-/* sm_90a's, for f16 and bf16 (wgmma: lower/cg_dot_wgmma.c): 128 x 128 x
- * 64 on two warpgroups (8 warps, 64 rows and 64 f32 accumulators a
- * thread each), 4 stages, then matmul_configs' smaller rows. Triton's
- * Hopper tiles, 128 x 256 x 64 on 8 warps and 128 x 128 x 64 on 4, spill
- * here (ptxas -v: 8 to 132 bytes at 255 registers, the 128 accumulators a
- * thread beside 12 copies' pointers; tests/stdlib-no-spills.sh), until
- * the copies move to the bulk copy engine. Not yet timed on a GPU;
- * offline counts in bench/RESULTS.md (bench/sass_hopper.py). */
+/* sm_90a's, for f16 and bf16 (wgmma: lower/cg_dot_wgmma.c, the operands
+ * by bulk tensor copies, a producer warpgroup: lower/warp_specialize.c):
+ * first Triton's Hopper tile, 128 x 256 x 64 on two consumer warpgroups
+ * (128 f32 accumulators a thread, 232 registers after setmaxnreg), 3
+ * stages as Triton's, for whole tiles of row- or column-major operands
+ * only: masked at the edges its epilogue spills (ptxas -v: 24 to 116
+ * bytes; the strided path 200), so such calls take the next row, 128 x
+ * 128 x 64 on 8 warps, 4 stages; then matmul_configs' smaller rows. Not
+ * yet timed on a GPU; offline counts in bench/RESULTS.md
+ * (bench/sass_hopper.py). */
 static const rt_matmul_config matmul_wgmma_configs[] = {
-    /* min_m, min_n, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages, wide_warps, edge_masks */
-    {128, 128, 128, 128, 64, 8, 8, 4, 8, true},
-    {64, 64, 64, 64, 32, 8, 4, 4, 4, true},
-    {1, 1, 32, 32, 32, 8, 2, 4, 2, true},
+    /* min_m, min_n, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages, wide_warps, edge_masks, even_only */
+    {128, 256, 128, 256, 64, 8, 8, 3, 8, true, true},
+    {128, 128, 128, 128, 64, 8, 8, 4, 8, true, false},
+    {64, 64, 64, 64, 32, 8, 4, 4, 4, true, false},
+    {1, 1, 32, 32, 32, 8, 2, 4, 2, true, false},
 };
 
-const rt_matmul_config *rt_matmul_config_for(int64_t M, int64_t N, int64_t batch, int sms, rt_matmul_table which) {
+const rt_matmul_config *rt_matmul_config_for(int64_t M, int64_t N, int64_t K, int64_t batch, int sms, bool fast_layouts,
+                                             rt_matmul_table which) {
     const rt_matmul_config *table = which == RT_MATMUL_FMA     ? matmul_ieee_configs
                                     : which == RT_MATMUL_WGMMA ? matmul_wgmma_configs
                                                                : matmul_configs;
@@ -536,6 +540,8 @@ const rt_matmul_config *rt_matmul_config_for(int64_t M, int64_t N, int64_t batch
     for (size_t i = 0; i < n - 1; i++) {
         const rt_matmul_config *r = &table[i];
         if (M < r->min_m || N < r->min_n) continue;
+        if (r->even_only && !(fast_layouts && M % r->block_m == 0 && N % r->block_n == 0 && K % r->block_k == 0))
+            continue;
         /* in double: M and N up to TLS_MATMUL_MAX_DIM, batch too, need not fit a product of int64 */
         double tiles = (double)sl_cdiv(M, r->block_m) * (double)sl_cdiv(N, r->block_n) * (double)batch;
         if (sms <= 0 || tiles >= sms) return r;
@@ -769,7 +775,9 @@ static trt_status matmul(const sl_call *c, matrix a, matrix b, matrix x, const e
     }
     const char *arch = c->d->ops->code_arch ? c->d->ops->code_arch(c->d) : NULL;
     bool wgmma = arch && !strcmp(arch, "sm_90a") && c->st != &sl_storages[TLS_F32]; /* f32 keeps mma.sync */
-    const rt_matmul_config *cfg = rt_matmul_config_for(M, N, batch, gpu_sms(c),
+    int64_t vec = SL_PTR_ALIGN / (int64_t)c->st->size;
+    bool fast = operand_layout(&a, vec) && operand_layout(&b, vec); /* what matmul_as passes as A_ and B_LAYOUT */
+    const rt_matmul_config *cfg = rt_matmul_config_for(M, N, K, batch, gpu_sms(c), fast,
                                                        ieee    ? RT_MATMUL_FMA
                                                        : wgmma ? RT_MATMUL_WGMMA
                                                                : RT_MATMUL_MMA);

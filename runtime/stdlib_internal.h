@@ -33,11 +33,20 @@ typedef struct rt_matmul_config {
     /* stdlib/matmul.tile's EDGE_MASKS: edges masked, not wrapped, so the
      * loads can be bulk tensor copies (sm_90a) */
     bool edge_masks;
+    /* whole tiles only: the row serves a call only when M, N and K are
+     * multiples of its tile (stdlib/matmul.tile's EVEN) and both operands
+     * are row- or column-major (layouts 1 and 2): its masked or strided
+     * variants spill (tests/stdlib-no-spills.sh checks the others) */
+    bool even_only;
 } rt_matmul_config;
 /* Which table: tensor cores (mma.sync), matmul_f32_ieee's FMAs, or sm_90a's
  * wgmma (f16 and bf16 there). */
 typedef enum rt_matmul_table { RT_MATMUL_MMA, RT_MATMUL_FMA, RT_MATMUL_WGMMA } rt_matmul_table;
-const rt_matmul_config *rt_matmul_config_for(int64_t M, int64_t N, int64_t batch, int sms, rt_matmul_table which);
+/* The row of `which` for an M x N x K product of `batch` (sms: the GPU's
+ * multiprocessors, 0 elsewhere); fast_layouts: both operands row- or
+ * column-major (what even_only rows need beside whole tiles). */
+const rt_matmul_config *rt_matmul_config_for(int64_t M, int64_t N, int64_t K, int64_t batch, int sms, bool fast_layouts,
+                                             rt_matmul_table which);
 
 /* A row of the configuration table of stdlib/attention.tile's forward
  * (runtime/stdlib_attention.c's attention_configs): for head_dim on a GPU of

@@ -60,7 +60,9 @@ for f in "$root"/stdlib/*.tile; do
 done
 # stdlib/matmul.tile at each row of matmul_configs in runtime/stdlib.c (read
 # from there, so that the two cannot drift apart: min_m, min_n, BLOCK_M,
-# BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages, wide_warps, edge_masks), each with
+# BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages, wide_warps, edge_masks,
+# even_only: a row for whole tiles of row- or column-major operands only,
+# checked at those layouts only), each with
 # the layouts of the fast path (operands and C row-major, no masks: what
 # the bench times), of both operands transposed, of row-major operands at
 # a shape that needs masks (what most calls take), and of the general path
@@ -92,11 +94,14 @@ wgmma_configs=$(rows_of matmul_wgmma_configs | sed 's/^/wgmma,/')
 [ -n "$wgmma_configs" ] || { echo "FAIL: no matmul_wgmma_configs rows found in runtime/stdlib.c"; fail=1; }
 table=()
 for cfg in $configs $ieee_configs $wgmma_configs; do
-  IFS=, read -r path _ _ bm bn bk gm warps stages wide edge <<<"$cfg"
+  IFS=, read -r path _ _ bm bn bk gm warps stages wide edge even_only <<<"$cfg"
   edge_masks=0; [ "$edge" = true ] && edge_masks=1
-  [ -n "$wide" ] || { echo "FAIL: matmul config row {$cfg} has no wide_warps"; fail=1; continue; }
+  [ -n "$even_only" ] || { echo "FAIL: matmul config row {$cfg} has no even_only"; fail=1; continue; }
   for layouts in "1 1 1 1 0 0" "2 2 1 1 0 0" "1 1 1 0 0 0" "0 0 0 0 0 0" "1 1 1 1 1 0" "1 1 1 1 1 1" "1 1 1 1 1 2" \
-                 "1 1 1 0 1 0" "1 1 1 0 1 1" "1 1 1 0 1 2"; do
+                 "1 1 1 0 1 0" "1 1 1 0 1 1" "1 1 1 0 1 2" "1 2 1 1 0 0" "2 1 0 1 0 0"; do
+    read -r la lb _ even _ _ <<<"$layouts"
+    # an even_only row serves whole tiles of row- or column-major operands only
+    if [ "$even_only" = true ] && { [ "$even" = 0 ] || [ "$la" = 0 ] || [ "$lb" = 0 ]; }; then continue; fi
     for arch in sm_90a sm_90 sm_80; do
       # sm_90a's own table is for f16 and bf16 there; the others serve every arch
       if [ "$path" = wgmma ] && [ "$arch" != sm_90a ]; then continue; fi

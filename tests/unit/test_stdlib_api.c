@@ -705,6 +705,21 @@ static void test_matmul_epilogue(void **state) {
                                     (tls_activation)act, offset_of(s));
 }
 
+/* Whole tiles of Triton's Hopper tile, 128 x 256 x 64 (runtime/stdlib.c's
+ * matmul_wgmma_configs: sm_90a takes it for such calls only, with a
+ * producer warpgroup): row- and column-major operands, a batch, the
+ * epilogue with a bias; and one column short of whole tiles (the next
+ * row). Every device computes them; on emu:sm_90a they run that row. */
+static void test_matmul_hopper_tile(void **state) {
+    (void)state;
+    for (size_t t = 1; t < 3; t++) { /* f16, bf16: sm_90a's wgmma table */
+        run_matmul(&dtypes[t], TLS_TF32, 1, 128, 256, 128, ROW_MAJOR, ROW_MAJOR, ROW_MAJOR, false, 0);
+        run_matmul(&dtypes[t], TLS_TF32, 2, 128, 256, 64, COL_MAJOR, COL_MAJOR, ROW_MAJOR, false, 16);
+        run_matmul(&dtypes[t], TLS_TF32, 1, 128, 248, 64, ROW_MAJOR, COL_MAJOR, ROW_MAJOR, false, 0);
+        run_matmul_epilogue(&dtypes[t], 128, 256, 64, true, t == 1 ? TLS_ACT_GELU_TANH : TLS_ACT_RELU, 0);
+    }
+}
+
 static void test_matmul_batched(void **state) {
     (void)state;
     for (size_t t = 0; t < 3; t++) {
@@ -936,6 +951,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_matmul_transposed),
         cmocka_unit_test(test_matmul_batched),
         cmocka_unit_test(test_matmul_epilogue),
+        cmocka_unit_test(test_matmul_hopper_tile),
         cmocka_unit_test(test_matmul_misuse),
         cmocka_unit_test(test_modules_compile_once),
         cmocka_unit_test(test_options),

@@ -15,7 +15,7 @@
 enum { H100_SMS = 132 };
 
 static int tile(int64_t M, int64_t N, int64_t batch, int sms) {
-    const rt_matmul_config *c = rt_matmul_config_for(M, N, batch, sms, RT_MATMUL_MMA);
+    const rt_matmul_config *c = rt_matmul_config_for(M, N, 64, batch, sms, true, RT_MATMUL_MMA);
     assert_non_null(c);
     assert_int_equal(c->block_m, c->block_n); /* the table's tiles are square: one number says which */
     return c->block_m;
@@ -56,33 +56,59 @@ static void test_tiles_fill_the_multiprocessors(void **state) {
 /* matmul_f32_ieee's table (FMAs) picks its tiles by the same rules */
 static void test_the_fma_table_picks_the_same_way(void **state) {
     (void)state;
-    const rt_matmul_config *big = rt_matmul_config_for(4096, 4096, 1, H100_SMS, RT_MATMUL_FMA),
-                           *mid = rt_matmul_config_for(100, 100, 1, 0, RT_MATMUL_FMA),
-                           *small = rt_matmul_config_for(1, 1, 1, H100_SMS, RT_MATMUL_FMA);
+    const rt_matmul_config *big = rt_matmul_config_for(4096, 4096, 64, 1, H100_SMS, true, RT_MATMUL_FMA),
+                           *mid = rt_matmul_config_for(100, 100, 64, 1, 0, true, RT_MATMUL_FMA),
+                           *small = rt_matmul_config_for(1, 1, 64, 1, H100_SMS, true, RT_MATMUL_FMA);
     assert_int_equal(big->block_m, 128);
     assert_int_equal(mid->block_m, 64);
     assert_int_equal(small->block_m, 32);
-    assert_ptr_not_equal(big, rt_matmul_config_for(4096, 4096, 1, H100_SMS, RT_MATMUL_MMA));
-    assert_int_equal(rt_matmul_config_for(1024, 1024, 1, H100_SMS, RT_MATMUL_FMA)->block_m, 64);
+    assert_ptr_not_equal(big, rt_matmul_config_for(4096, 4096, 64, 1, H100_SMS, true, RT_MATMUL_MMA));
+    assert_int_equal(rt_matmul_config_for(1024, 1024, 64, 1, H100_SMS, true, RT_MATMUL_FMA)->block_m, 64);
 }
 
-/* sm_90a's f16/bf16 table (wgmma): its own large tile, by the same rules */
+/* sm_90a's f16/bf16 table (wgmma): Triton's Hopper tile 128 x 256 x 64
+ * for whole tiles of row- or column-major operands, else 128 x 128 x 64,
+ * by the same rules */
+static const rt_matmul_config *hopper(int64_t M, int64_t N, int64_t K, int sms, bool fast) {
+    return rt_matmul_config_for(M, N, K, 1, sms, fast, RT_MATMUL_WGMMA);
+}
+
 static void test_the_wgmma_table_takes_hopper_tiles(void **state) {
     (void)state;
-    const rt_matmul_config *big = rt_matmul_config_for(8192, 8192, 1, H100_SMS, RT_MATMUL_WGMMA);
+    const rt_matmul_config *big = hopper(8192, 8192, 8192, H100_SMS, true);
     assert_int_equal(big->block_m, 128);
-    assert_int_equal(big->block_n, 128);
+    assert_int_equal(big->block_n, 256);
     assert_int_equal(big->block_k, 64);
-    assert_int_equal(big->num_warps, 8); /* two warpgroups */
-    assert_ptr_not_equal(big, rt_matmul_config_for(8192, 8192, 1, H100_SMS, RT_MATMUL_MMA));
-    /* 1024 x 1024: 64 tiles of 128 under 132 SMs: 256 of 64 */
-    assert_int_equal(rt_matmul_config_for(1024, 1024, 1, H100_SMS, RT_MATMUL_WGMMA)->block_m, 64);
-    assert_int_equal(rt_matmul_config_for(1, 1, 1, H100_SMS, RT_MATMUL_WGMMA)->block_m, 32);
-    /* where a row runs on wgmma (4 warps or more), its M is whole 64-row pieces of its warpgroups */
-    for (int64_t m = 1; m <= 8192; m *= 2) {
-        const rt_matmul_config *c = rt_matmul_config_for(m, m, 1, 0, RT_MATMUL_WGMMA);
-        if (c->num_warps >= 4) assert_int_equal(c->block_m % (16 * c->num_warps), 0);
+    assert_int_equal(big->num_warps, 8); /* two consumer warpgroups */
+    assert_true(big->even_only);
+    assert_ptr_equal(hopper(4096, 4096, 4096, H100_SMS, true), big);
+    assert_ptr_not_equal(big, rt_matmul_config_for(8192, 8192, 8192, 1, H100_SMS, true, RT_MATMUL_MMA));
+    /* not whole tiles, or a strided operand: 128 x 128 x 64 */
+    const rt_matmul_config *edge[] = {hopper(8192, 8192, 8192, H100_SMS, false), hopper(8192 + 64, 8192, 8192, H100_SMS, true),
+                                      hopper(8192, 8192 + 128, 8192, H100_SMS, true), hopper(8192, 8192, 8192 + 32, H100_SMS, true),
+                                      hopper(4096, 4000, 4096, H100_SMS, true)};
+    for (size_t i = 0; i < sizeof edge / sizeof edge[0]; i++) {
+        assert_int_equal(edge[i]->block_m, 128);
+        assert_int_equal(edge[i]->block_n, 128);
+        assert_int_equal(edge[i]->block_k, 64);
+        assert_false(edge[i]->even_only);
     }
+    /* 2048 x 2048: 128 tiles of 128 x 256 under 132 SMs: 256 of 128 x 128 */
+    assert_int_equal(hopper(2048, 2048, 2048, H100_SMS, true)->block_n, 128);
+    assert_int_equal(hopper(2048, 4096, 2048, H100_SMS, true)->block_n, 256);
+    /* 1024 x 1024: 64 tiles of 128 under 132 SMs: 256 of 64 */
+    assert_int_equal(hopper(1024, 1024, 1024, H100_SMS, true)->block_m, 64);
+    assert_int_equal(hopper(1, 1, 1, H100_SMS, true)->block_m, 32);
+    /* where a row runs on wgmma (4 warps or more), its M is whole 64-row pieces of its warpgroups */
+    for (int64_t m = 1; m <= 8192; m *= 2)
+        for (int fast = 0; fast < 2; fast++) {
+            const rt_matmul_config *c = hopper(m, m, m, 0, fast);
+            if (c->num_warps >= 4) assert_int_equal(c->block_m % (16 * c->num_warps), 0);
+        }
+    /* the other tables have no whole-tile rows: their last row serves any call */
+    for (int t = 0; t < 2; t++)
+        assert_false(rt_matmul_config_for(8192, 8192, 8192, 1, 0, true, t ? RT_MATMUL_FMA : RT_MATMUL_MMA)->even_only);
+    assert_false(hopper(1, 1, 1, 0, false)->even_only);
 }
 
 static void test_huge_shapes_do_not_overflow(void **state) {
