@@ -14,7 +14,9 @@
  * along slot dim d, s_d a stride the host knows (a constant, or a
  * constant times an integer parameter), and u a scalar: a sum of
  * products of at most two scalars (affine in the induction variable,
- * program ids, parameters). Each of u's terms is placed along the dim
+ * program ids, parameters; a splatted scalar whose own form has a product
+ * of two in it counts as one scalar, else times a stride it would have
+ * three: attention backward's row block). Each of u's terms is placed along the dim
  * whose stride divides it (the one with a parameter stride it names
  * first, else a constant stride that divides its coefficient, else dim
  * 0, of stride 1), or along a dim of its own with a box of 1 when it is
@@ -275,7 +277,17 @@ static tlin tile_lin(tma_ctx *c, tir_value *v, int depth) {
         return t;
     }
     case TIR_OP_CONST: return tlin_uniform(lin_const(op->attr.ival));
-    case TIR_OP_SPLAT: return tlin_uniform(scalar_lin(c, o[0], depth + 1));
+    case TIR_OP_SPLAT: {
+        /* a scalar with a product of two unknowns in it (attention
+         * backward's query block, lo + (it - g nblk) BLOCK_M) stays one
+         * unknown: times a stride it would have three factors. The mask
+         * bounding the tile splats the same value, so the dim's size
+         * still cancels it (y - x + coordinate). */
+        lin l = scalar_lin(c, o[0], depth + 1);
+        for (unsigned i = 0; l.ok && i < l.n; i++)
+            if (degree(&l.m[i]) > 1) return tlin_uniform(lin_atom(o[0]));
+        return tlin_uniform(l);
+    }
     case TIR_OP_ADD: return tlin_add(tile_lin(c, o[0], depth + 1), tile_lin(c, o[1], depth + 1), 1);
     case TIR_OP_SUB: return tlin_add(tile_lin(c, o[0], depth + 1), tile_lin(c, o[1], depth + 1), -1);
     case TIR_OP_MUL: {
