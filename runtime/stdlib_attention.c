@@ -152,13 +152,18 @@ static const rt_attention_bwd_config attention_bwd_configs[] = {
  * rows): dK/dV runs its three dots on wgmma when its keys fill whole
  * warpgroups (64 a warpgroup: the dots' M), which the table's 64 x 64 on 8
  * warps does not; 128 keys on 8 warps do, at head dims 32 and 64 without a
- * spill (161 and 234 registers; at 128 they spill 240 B and more, 64 keys
- * on 4 warps 424 B: head dim 128 keeps mma.sync). dQ's 64 x 64 on 4 warps
- * is wgmma already. Not timed (no GPU). */
+ * spill (161 and 234 registers). At head dim 128, 64 query rows a step
+ * spill 96 B and more, 64 keys on 4 warps 120 B: 32 rows a step on 128
+ * keys (233 to 245 registers, no spill with any mask; its q and dO by
+ * bulk tensor copies), with 2.2 times fewer instructions a (key, query)
+ * pair in its loop than mma.sync's 16 x 64 (bench/RESULTS.md, offline).
+ * dQ's 64 x 64 on 4 warps is wgmma already; at head dim 128 too (230
+ * registers). Not timed (no GPU). */
 static const rt_attention_bwd_config attention_bwd_wgmma_configs[] = {
     /* head_dim, min_sm, dK/dV {BLOCK_M, BLOCK_N, num_warps, num_stages}, dQ {the same} */
     {32, 90, {64, 128, 8, 3}, {64, 64, 4, 3}},
     {64, 90, {64, 128, 8, 3}, {64, 64, 4, 3}},
+    {128, 90, {32, 128, 8, 3}, {64, 64, 4, 3}},
 };
 
 /* The backward's configurations for f32 storage (stdlib/attention_bwd.tile's

@@ -218,7 +218,7 @@ bwd_table=()
 # table, head dims, the archs that take it, the storage suffixes it is for
 # (a regex, last: it holds the separator)
 for tab in "attention_bwd_configs|32 64 128 256|sm_80 sm_86 sm_90a|(f16|bf16)" \
-           "attention_bwd_wgmma_configs|32 64|sm_90a|(f16|bf16)" "attention_bwd_f32_configs|32 64 128|sm_80 sm_86 sm_90a|f32"; do
+           "attention_bwd_wgmma_configs|32 64 128|sm_90a|(f16|bf16)" "attention_bwd_f32_configs|32 64 128|sm_80 sm_86 sm_90a|f32"; do
 IFS='|' read -r tname tdims tarchs tsuf <<<"$tab"
 bwd_rows=$(rows_of "$tname" stdlib_attention.c)
 [ -n "$bwd_rows" ] || { echo "FAIL: no $tname rows found in runtime/stdlib_attention.c"; fail=1; }

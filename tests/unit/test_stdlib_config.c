@@ -166,17 +166,16 @@ static void test_attention_bwd_rows_by_head_dim_and_arch(void **state) {
     assert_int_equal(rt_attention_bwd_config_for(128, 0)->dkdv.block_m, 16);
     assert_int_equal(rt_attention_bwd_config_for(128, 90)->dkdv.block_m, 16);
     assert_ptr_equal(rt_attention_bwd_config_for(128, 0), rt_attention_bwd_config_for(128, 80));
-    /* sm_90a's dK/dV on wgmma: keys in whole warpgroups (64 a warpgroup), head dims 32 and 64 only */
+    /* sm_90a's dK/dV on wgmma: keys in whole warpgroups (64 a warpgroup), head dims 32, 64 and 128 */
     for (int d = 0; d < 3; d++) {
         const rt_attention_bwd_config *w = rt_attention_bwd_wgmma_config_for(dims[d]);
-        if (dims[d] == 128) {
-            assert_null(w);
-            continue;
-        }
         assert_non_null(w);
+        assert_int_equal(w->head_dim, dims[d]);
         assert_int_equal(w->dkdv.block_n, 64 * (w->dkdv.num_warps / 4));
         assert_int_equal(w->dq.block_m, 64 * (w->dq.num_warps / 4));
     }
+    assert_int_equal(rt_attention_bwd_wgmma_config_for(128)->dkdv.block_m, 32); /* 64 rows a step spill */
+    assert_null(rt_attention_bwd_wgmma_config_for(256));
     assert_null(rt_attention_bwd_config_for(16, 90));
     assert_null(rt_attention_bwd_config_for(96, 80));
     /* head dim 256 on every arch, the one row whose dK/dV has fewer keys than warps x 16 (p^T and dS^T cross
