@@ -625,9 +625,9 @@ int main(int argc, char **argv) {
     }
     fprintf(stderr,
             "fuzz_compile: %llu iterations (seed %llu, %llu compiled without error) over %d corpus files in "
-            "%.1f s, %d bug%s; slowest compile %.2f CPU s (iteration %.0f)\n",
+            "%.1f s (%.1f CPU s: what campaigns count), %d bug%s; slowest compile %.2f CPU s (iteration %.0f)\n",
             (unsigned long long)done, (unsigned long long)seed, (unsigned long long)compiled, c.n, now_s() - t0,
-            bugs, bugs == 1 ? "" : "s", slowest[0], slowest[1]);
+            cpu_s(), bugs, bugs == 1 ? "" : "s", slowest[0], slowest[1]);
     for (int i = 0; i < c.n; i++) {
         free(c.files[i].path);
         free(c.files[i].text);
