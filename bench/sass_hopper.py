@@ -46,7 +46,8 @@ KINDS = ("hgmma", "hmma", "utmaldg", "ldgsts", "ldsm", "syncs", "bar", "warpgrou
 # (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages): Triton's Hopper matmul configurations
 CONFIGS = ((128, 256, 64, 8, 3), (128, 128, 64, 4, 4))
 # tilec's stdlib configuration for large f16/bf16 products (runtime/stdlib.c's tables): sm_80 and sm_90's,
-# and sm_90a's (matmul_wgmma_configs)
+# and sm_90a's (matmul_wgmma_configs) for calls that are not whole tiles of 128 x 256 x 64; whole tiles of
+# row- or column-major operands take its first row, Triton's first configuration above
 TILEC_CONFIG = (128, 128, 32, 4, 4)
 TILEC_WGMMA_CONFIG = (128, 128, 64, 8, 4)
 
