@@ -12,6 +12,7 @@
 #include <llvm-c/Core.h>
 
 #include "backend/ptx/ptx.h"
+#include "driver/kernel_jobs.h"
 #include "lang/lang.h"
 #include "lower/lower.h"
 #include "parser/parser.h"
@@ -76,6 +77,8 @@ static bool check_options(const tilec_options *opt, tc_diag *diag) {
         tc_error_plain(diag, "dump_after (--dump-after): no pass named '%s'", opt->dump_after);
     if (opt->ndefines > TILEC_MAX_DEFINES)
         tc_error_plain(diag, "too many defines (-D; limit is %d)", TILEC_MAX_DEFINES);
+    if (opt->jobs < 0 || opt->jobs > TILEC_MAX_JOBS)
+        tc_error_plain(diag, "jobs (-j) must be from 0 (one a CPU) to %d, not %d", TILEC_MAX_JOBS, opt->jobs);
     for (size_t i = 0; i < opt->ndefines && i < TILEC_MAX_DEFINES; i++) {
         if (!opt->defines || !opt->defines[i].name) {
             tc_error_plain(diag, "define %zu has no name", i);
@@ -180,14 +183,6 @@ tilec_status tilec_compile(const char *filename, const char *source, size_t len,
     }
 
     double t1 = tc_now_ms();
-    LLVMContextRef ctx = LLVMContextCreate();
-    LLVMModuleRef lm = lower_codegen(m, ctx, &lopt, &diag);
-    if (!lm) {
-        /* IR the front end made must always lower; a .tir file may not */
-        status = from_tir ? TILEC_ERR_SOURCE : TILEC_ERR_INTERNAL;
-        LLVMContextDispose(ctx);
-        goto done;
-    }
     if (opt->sidecar) {
         /* what the runtime needs to check and run loaded kernels (the
          * smem_plan pass has set each kernel's dynamic_smem) */
@@ -201,19 +196,30 @@ tilec_status tilec_compile(const char *filename, const char *source, size_t len,
         tir_print_module(&side, m, TIR_PRINT_LOCS);
         out->sidecar = tc_strbuf_take(&side);
     }
-    if (opt->emit == TILEC_EMIT_LLVM && opt->llvm_optimized) {
-        if (ptx_optimized_ir(lm, arch, opt->opt_level, &text, &diag)) set_text(out, &text);
-        else status = TILEC_ERR_TOOL;
-    } else if (opt->emit == TILEC_EMIT_LLVM) {
-        char *s = LLVMPrintModuleToString(lm);
-        tc_strbuf_puts(&text, s);
-        LLVMDisposeMessage(s);
-        set_text(out, &text);
-    } else if (!ptx_emit(lm, arch, opt->opt_level, &text, &diag)) {
-        status = TILEC_ERR_TOOL;
+    if (opt->emit == TILEC_EMIT_LLVM) { /* one module: the user reads it whole */
+        LLVMContextRef ctx = LLVMContextCreate();
+        LLVMModuleRef lm = lower_codegen(m, NULL, ctx, &lopt, &diag);
+        if (!lm) {
+            /* IR the front end made must always lower; a .tir file may not */
+            status = from_tir ? TILEC_ERR_SOURCE : TILEC_ERR_INTERNAL;
+        } else if (opt->llvm_optimized) {
+            if (ptx_optimized_ir(lm, arch, opt->opt_level, &text, &diag)) set_text(out, &text);
+            else status = TILEC_ERR_TOOL;
+        } else {
+            char *s = LLVMPrintModuleToString(lm);
+            tc_strbuf_puts(&text, s);
+            LLVMDisposeMessage(s);
+            set_text(out, &text);
+        }
+        if (lm) LLVMDisposeModule(lm);
+        LLVMContextDispose(ctx);
+    } else {
+        switch (kernel_jobs_ptx(m, &lopt, arch, &text, &diag)) {
+        case KERNEL_JOBS_OK: break;
+        case KERNEL_JOBS_CODEGEN: status = from_tir ? TILEC_ERR_SOURCE : TILEC_ERR_INTERNAL; break;
+        case KERNEL_JOBS_PTX: status = TILEC_ERR_TOOL; break;
+        }
     }
-    LLVMDisposeModule(lm);
-    LLVMContextDispose(ctx);
     out->ms_llvm = tc_now_ms() - t1;
     if (status != TILEC_OK || opt->emit == TILEC_EMIT_LLVM) goto done;
     if (opt->emit == TILEC_EMIT_PTX) {
@@ -222,9 +228,12 @@ tilec_status tilec_compile(const char *filename, const char *source, size_t len,
     }
 
     double t2 = tc_now_ms();
-    if (!ptx_assemble(text.data, text.len, arch, opt->opt_level, opt->verbose, &out->data, &out->size, &info,
-                      &diag))
-        status = TILEC_ERR_TOOL;
+    ptx_asm_options asm_opt = {.arch = arch,
+                               .opt_level = opt->opt_level,
+                               .verbose = opt->verbose,
+                               /* ptxas's threads take functions: one kernel leaves the command line as it was */
+                               .threads = m->nfuncs > 1 ? opt->jobs : 1};
+    if (!ptx_assemble(text.data, text.len, &asm_opt, &out->data, &out->size, &info, &diag)) status = TILEC_ERR_TOOL;
     out->ms_ptxas = tc_now_ms() - t2;
 
 done:

@@ -44,9 +44,10 @@ typedef enum tilec_status {
  * help, the checks and their messages are built from these. */
 #define TILEC_DEFAULT_ARCH "sm_80"
 enum {
-    TILEC_MAX_NUM_WARPS = 32,  /* warps of a program instance: a CTA holds 1024 threads */
-    TILEC_MAX_NUM_STAGES = 8,  /* software-pipelining depth a kernel or loop may ask for */
-    TILEC_MAX_DEFINES = 256    /* -D definitions in one compilation */
+    TILEC_MAX_NUM_WARPS = 32, /* warps of a program instance: a CTA holds 1024 threads */
+    TILEC_MAX_NUM_STAGES = 8, /* software-pipelining depth a kernel or loop may ask for */
+    TILEC_MAX_DEFINES = 256,  /* -D definitions in one compilation */
+    TILEC_MAX_JOBS = 256      /* threads one compilation may use (-j) */
 };
 
 typedef struct tilec_define {
@@ -98,6 +99,13 @@ typedef struct tilec_options {
                                     warpgroup issues their bulk copies:
                                     TILEC_WARP_SPECIALIZE_AUTO (0, the compiler's
                                     choice: with 8 warps or more), _ON or _OFF */
+    int jobs;                    /* threads that compile a file's kernels to PTX
+                                    (one LLVM module a kernel) and, with several
+                                    kernels, that ptxas assembles them on
+                                    (--split-compile); 0 (default): one a CPU;
+                                    1: this thread only. The output is the same
+                                    whatever the count (but for the cubin's note
+                                    of ptxas's command line) */
 } tilec_options;
 
 enum { TILEC_WARP_SPECIALIZE_AUTO = 0, TILEC_WARP_SPECIALIZE_ON = 1, TILEC_WARP_SPECIALIZE_OFF = 2 };

@@ -23,7 +23,12 @@ static LLVMTypeRef generic_ptr(cg *c) { return LLVMPointerTypeInContext(c->ctx, 
 static LLVMValueRef global_string(cg *c, const char *s) {
     size_t n = strlen(s);
     LLVMValueRef init = LLVMConstStringInContext(c->ctx, s, (unsigned)n, false);
-    LLVMValueRef g = LLVMAddGlobalInAddressSpace(c->mod, LLVMTypeOf(init), ".str", NVPTX_ADDRSPACE_GLOBAL);
+    /* named for the kernel: the driver merges kernels' PTX modules, where
+     * each module's first string would be _$_str (LLVM numbers the rest) */
+    size_t len = strlen(c->f->name) + sizeof ".str";
+    char *name = TC_NEW_ARRAY(c->arena, char, len);
+    snprintf(name, len, "%s.str", c->f->name);
+    LLVMValueRef g = LLVMAddGlobalInAddressSpace(c->mod, LLVMTypeOf(init), name, NVPTX_ADDRSPACE_GLOBAL);
     LLVMSetInitializer(g, init);
     LLVMSetGlobalConstant(g, true);
     LLVMSetLinkage(g, LLVMPrivateLinkage);

@@ -603,9 +603,7 @@ static bool gen_func(cg *c, tir_func *f) {
             c->smem = LLVMAddGlobalInAddressSpace(c->mod, LLVMArrayType2(LLVMInt8TypeInContext(c->ctx), 0), dyn_name,
                                                   NVPTX_ADDRSPACE_SHARED);
             LLVMSetLinkage(c->smem, LLVMExternalLinkage);
-            LLVMSetAlignment(c->smem, smem_buffer_align(f, NULL));
-        } else if (LLVMGetAlignment(c->smem) < smem_buffer_align(f, NULL)) {
-            LLVMSetAlignment(c->smem, smem_buffer_align(f, NULL));
+            LLVMSetAlignment(c->smem, c->dyn_smem_align);
         }
     } else if (smem_bytes) {
         char name[300];
@@ -627,7 +625,8 @@ static bool gen_func(cg *c, tir_func *f) {
     return c->ok;
 }
 
-LLVMModuleRef lower_codegen(tir_module *m, LLVMContextRef ctx, const lower_options *opt, tc_diag *diag) {
+LLVMModuleRef lower_codegen(tir_module *m, const tir_func *only, LLVMContextRef ctx, const lower_options *opt,
+                            tc_diag *diag) {
     LLVMModuleRef mod = LLVMModuleCreateWithNameInContext(m->source_name ? m->source_name : "tilec", ctx);
     LLVMSetTarget(mod, "nvptx64-nvidia-cuda");
     LLVMSetDataLayout(mod, "e-i64:64-i128:128-v16:16-v32:32-n16:32:64");
@@ -644,7 +643,16 @@ LLVMModuleRef lower_codegen(tir_module *m, LLVMContextRef ctx, const lower_optio
         LLVMAddModuleFlag(mod, LLVMModuleFlagBehaviorWarning, "Debug Info Version", 18,
                           LLVMValueAsMetadata(LLVMConstInt(LLVMInt32TypeInContext(ctx), LLVMDebugMetadataVersion(), 0)));
     }
+    /* The extern array is one per PTX module, every kernel's, aligned for
+     * the most demanding kernel of the file, whichever of them this module
+     * holds: the driver builds a module a kernel and merges their PTX, in
+     * which the declarations must agree. */
+    for (const tir_func *f = m->funcs; f; f = f->next) {
+        uint32_t a = f->dynamic_smem ? smem_buffer_align(f, NULL) : 0;
+        if (a > c.dyn_smem_align) c.dyn_smem_align = a;
+    }
     for (tir_func *f = m->funcs; f && c.ok; f = f->next) {
+        if (only && f != only) continue;
         c.f = f;
         if (!f->num_warps) {
             cg_error(&c, NULL, "kernel has no layout (run the layout pass first)");

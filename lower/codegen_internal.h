@@ -33,6 +33,7 @@ typedef struct cg {
     tc_arena *arena;
     tc_diag *diag;
     const char *file;
+    uint32_t dyn_smem_align; /* of the extern dynamic shared array: the module's kernels' largest */
     LLVMValueRef **regs; /* by value id */
     uint32_t *nregs;
     LLVMValueRef tid;

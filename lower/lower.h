@@ -114,11 +114,14 @@ bool lower_wgmma_dot_ok(const tir_op *dot, unsigned num_warps);
 /* Runs every pass with verification after each. */
 bool lower_run_pipeline(tir_module *m, const lower_options *opt, tc_diag *diag);
 
-/* Builds the LLVM module (one kernel function per tir_func, NVPTX triple and
- * data layout, nvvm annotations). The IR must have been through the whole
- * pipeline (laid out, its shared memory planned); codegen only reads it.
- * NULL on error. */
-LLVMModuleRef lower_codegen(tir_module *m, LLVMContextRef ctx, const lower_options *opt, tc_diag *diag);
+/* Builds the LLVM module (one kernel function per tir_func, or only `only`
+ * when it is not NULL; NVPTX triple and data layout, nvvm annotations).
+ * The IR must have been through the whole pipeline (laid out, its shared
+ * memory planned); codegen only reads it, so calls for different kernels
+ * of one module may run on different threads, each with its own context
+ * and diag. NULL on error. */
+LLVMModuleRef lower_codegen(tir_module *m, const tir_func *only, LLVMContextRef ctx, const lower_options *opt,
+                            tc_diag *diag);
 
 /* ---- analyses shared by passes and codegen ---------------------------- */
 /* What is known about the integer (or pointer) values of a 1-D tile along

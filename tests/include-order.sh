@@ -23,7 +23,7 @@ allowed() {
     lower) echo "support tileir lower tilec.h" ;;
     backend/ptx) echo "support backend/ptx" ;;
     emu) echo "support emu lower/ptx_async.h lower/ptx_wgmma.h" ;; # the inline-asm contracts with codegen
-    driver) echo "support tileir lang parser lower backend/ptx tilec.h" ;;
+    driver) echo "support tileir lang parser lower backend/ptx driver tilec.h" ;;
     runtime) echo "support tileir emu runtime tilec.h tilec_rt.h tilec_stdlib.h source_hash.h" ;;
     tools) echo "support tileir tools tilec.h" ;;
     *) return 1 ;;

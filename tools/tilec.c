@@ -49,6 +49,9 @@ static const char usage[] =
     "                        copies of loops that name none (range(..., warp_specialize =\n"
     "                        true/false)); default auto: with 8 warps or more\n"
     "  -O0, -O2              optimization level (default -O2)\n"
+    "  -j N, --jobs=N        threads compiling the file's kernels (one LLVM module each;\n"
+    "                        ptxas's --split-compile with several kernels), 1 to %d;\n"
+    "                        default: one a CPU. The output does not depend on it\n"
     "  --no-asserts          check assert(...) statements but leave them out of the code\n"
     "                        (by default they are compiled in)\n"
     "  --exp2-ftz            exp2, exp, sigmoid and tanh flush f32 results below 2^-126\n"
@@ -123,7 +126,7 @@ static int parse_args(cli *c, int argc, char **argv) {
         const char *a = argv[i], *v;
         long long n;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            printf(usage, TILEC_DEFAULT_ARCH, TILEC_MAX_NUM_WARPS, TILEC_MAX_NUM_STAGES);
+            printf(usage, TILEC_DEFAULT_ARCH, TILEC_MAX_NUM_WARPS, TILEC_MAX_NUM_STAGES, TILEC_MAX_JOBS);
             exit(0);
         } else if (!strcmp(a, "--version")) {
             printf("tilec %s\n", TILEC_VERSION);
@@ -169,6 +172,15 @@ static int parse_args(cli *c, int argc, char **argv) {
             else if (!strcmp(v, "on")) c->opt.warp_specialize = TILEC_WARP_SPECIALIZE_ON;
             else if (!strcmp(v, "off")) c->opt.warp_specialize = TILEC_WARP_SPECIALIZE_OFF;
             else return usage_error("--warp-specialize takes auto, on or off, not '%s'", v);
+        } else if (!strncmp(a, "-j", 2) || !strncmp(a, "--jobs", 6)) {
+            if (a[1] == '-')
+                v = take_value(argc, argv, &i, "--jobs");
+            else
+                v = a[2] ? a + 2 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!parse_int(v, 1, TILEC_MAX_JOBS, &n))
+                return usage_error("-j (--jobs) needs a number from 1 to %d, got '%s'", TILEC_MAX_JOBS,
+                                   v ? v : "nothing");
+            c->opt.jobs = (int)n;
         } else if (!strcmp(a, "-O0") || !strcmp(a, "-O2")) {
             c->opt.opt_level = a[2] - '0';
         } else if ((v = take_value(argc, argv, &i, "--passes"))) {

@@ -61,13 +61,11 @@ bool ptx_assembler_describe(char *buf, size_t bufsize) {
     return false;
 }
 
-bool ptx_assemble(const char *ptx, size_t len, const char *arch, int opt_level, bool verbose, char **cubin,
-                  size_t *cubin_size, tc_strbuf *info, tc_diag *diag) {
+bool ptx_assemble(const char *ptx, size_t len, const ptx_asm_options *o, char **cubin, size_t *cubin_size,
+                  tc_strbuf *info, tc_diag *diag) {
     switch (choose()) {
-    case PTX_ASM_NVJITLINK:
-        return ptx_jitlink_assemble(ptx, len, arch, opt_level, verbose, cubin, cubin_size, info, diag);
-    case PTX_ASM_PTXAS:
-        return ptx_ptxas_assemble(ptx, len, arch, opt_level, verbose, cubin, cubin_size, info, diag);
+    case PTX_ASM_NVJITLINK: return ptx_jitlink_assemble(ptx, len, o, cubin, cubin_size, info, diag);
+    case PTX_ASM_PTXAS: return ptx_ptxas_assemble(ptx, len, o, cubin, cubin_size, info, diag);
     case PTX_ASM_UNKNOWN: break;
     }
     *cubin = NULL;

@@ -213,12 +213,12 @@ static void put_report(tc_strbuf *info, const char *log) {
     if (info->len && info->data[info->len - 1] != '\n') tc_strbuf_puts(info, "\n");
 }
 
-bool ptx_jitlink_assemble(const char *ptx, size_t len, const char *arch, int opt_level, bool verbose, char **cubin,
-                          size_t *cubin_size, tc_strbuf *info, tc_diag *diag) {
+bool ptx_jitlink_assemble(const char *ptx, size_t len, const ptx_asm_options *o, char **cubin, size_t *cubin_size,
+                          tc_strbuf *info, tc_diag *diag) {
     *cubin = NULL;
     *cubin_size = 0;
-    if (!ptx_arch_valid(arch)) { /* nvJitLink 13.0 exits (or crashes) on an arch it does not know */
-        tc_error_plain(diag, "nvJitLink: unknown arch '%s'", arch ? arch : "(none)");
+    if (!ptx_arch_valid(o->arch)) { /* nvJitLink 13.0 exits (or crashes) on an arch it does not know */
+        tc_error_plain(diag, "nvJitLink: unknown arch '%s'", o->arch ? o->arch : "(none)");
         return false;
     }
     jl_lib l;
@@ -228,12 +228,12 @@ bool ptx_jitlink_assemble(const char *ptx, size_t len, const char *arch, int opt
         return false;
     }
     char archflag[64], optflag[8], who[JL_PATH_MAX + 64];
-    snprintf(archflag, sizeof archflag, "-arch=%s", arch);
-    snprintf(optflag, sizeof optflag, "-O%d", opt_level ? 3 : 0);
+    snprintf(archflag, sizeof archflag, "-arch=%s", o->arch);
+    snprintf(optflag, sizeof optflag, "-O%d", o->opt_level ? 3 : 0);
     describe(&l, who, sizeof who);
     const char *opts[3] = {archflag, optflag, "-verbose"};
     jl_handle h = NULL;
-    int r = l.create(&h, verbose ? 3 : 2, opts);
+    int r = l.create(&h, o->verbose ? 3 : 2, opts);
     bool ok = false;
     char *err = NULL, *log = NULL;
     if (r != JL_SUCCESS) {

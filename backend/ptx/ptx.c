@@ -99,6 +99,27 @@ bool ptx_optimized_ir(LLVMModuleRef m, const char *arch, int opt_level, tc_strbu
     return ok;
 }
 
+/* Appends LLVM's PTX to out without the comments "// callseq N" on call
+ * sequences' braces: LLVM numbers them across the process (every module,
+ * every thread), so they would make the PTX of one kernel differ between
+ * compilations, and with the order in which threads reach them. */
+static void put_ptx(tc_strbuf *out, const char *p, size_t n) {
+    static const char mark[] = " // callseq ";
+    const size_t mlen = sizeof mark - 1;
+    for (size_t at = 0; at < n;) {
+        const char *nl = memchr(p + at, '\n', n - at);
+        size_t len = nl ? (size_t)(nl - (p + at)) + 1 : n - at, keep = len;
+        for (size_t i = 0; i + mlen <= len; i++)
+            if (!memcmp(p + at + i, mark, mlen)) {
+                keep = i;
+                break;
+            }
+        tc_strbuf_putn(out, p + at, keep);
+        if (keep < len && nl) tc_strbuf_putc(out, '\n');
+        at += len;
+    }
+}
+
 bool ptx_emit(LLVMModuleRef m, const char *arch, int opt_level, tc_strbuf *out, tc_diag *diag) {
     LLVMTargetMachineRef tm = target_machine(arch, opt_level, diag);
     if (!tm) return false;
@@ -111,7 +132,7 @@ bool ptx_emit(LLVMModuleRef m, const char *arch, int opt_level, tc_strbuf *out, 
         ok = false;
     }
     if (ok) {
-        tc_strbuf_putn(out, LLVMGetBufferStart(buf), LLVMGetBufferSize(buf));
+        put_ptx(out, LLVMGetBufferStart(buf), LLVMGetBufferSize(buf));
         LLVMDisposeMemoryBuffer(buf);
     }
     LLVMDisposeTargetMachine(tm);

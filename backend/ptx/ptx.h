@@ -23,10 +23,28 @@ bool ptx_emit(LLVMModuleRef m, const char *arch, int opt_level, tc_strbuf *out, 
  * been through PTX emission afterwards (see ptx.c for why). */
 bool ptx_optimized_ir(LLVMModuleRef m, const char *arch, int opt_level, tc_strbuf *out, tc_diag *diag);
 
+/* Appends to out one PTX module holding the n modules parts[i] (lens[i]
+ * bytes each) for one target, built apart (merge.c): the first's header,
+ * then every part's functions in order, a declaration or directive the
+ * parts repeat word for word taken once. One part is copied as it is.
+ * False (an internal error in diag) when the headers differ or a part
+ * leaves a statement open. */
+bool ptx_merge(const char *const *parts, const size_t *lens, size_t n, tc_strbuf *out, tc_diag *diag);
+
 /* Finds ptxas: $TILEC_PTXAS if set (that file or none), else
  * $CUDA_HOME/bin/ptxas, then PATH, then /usr/local/cuda/bin.
  * Writes the path into buf and returns true when found. */
 bool ptx_find_ptxas(char *buf, size_t bufsize);
+
+/* How PTX becomes a cubin: what every assembler is told. */
+typedef struct ptx_asm_options {
+    const char *arch;
+    int opt_level; /* 0: -O0; else -O3 */
+    bool verbose;  /* ptxas -v's report into `info` */
+    int threads;   /* functions assembled at once (ptxas --split-compile N): 1 one at a
+                      time; 0 one a CPU, as ptxas counts them (the same command line on
+                      every machine); nvJitLink assembles one at a time */
+} ptx_asm_options;
 
 /* Turns PTX text into a cubin (malloc'd, in *cubin) with the assembler
  * TILEC_ASSEMBLER names: "ptxas" (the process, ptx_ptxas_assemble),
@@ -35,8 +53,8 @@ bool ptx_find_ptxas(char *buf, size_t bufsize);
  * nvJitLink when it loads, else ptxas's "not found". Warnings, and with
  * verbose ptxas -v's report, are appended to `info` (may be NULL). A
  * failure to assemble reads "ptxas failed (WHO): ..." from either. */
-bool ptx_assemble(const char *ptx, size_t len, const char *arch, int opt_level, bool verbose,
-                  char **cubin, size_t *cubin_size, tc_strbuf *info, tc_diag *diag);
+bool ptx_assemble(const char *ptx, size_t len, const ptx_asm_options *o, char **cubin, size_t *cubin_size,
+                  tc_strbuf *info, tc_diag *diag);
 
 typedef enum ptx_assembler { PTX_ASM_PTXAS, PTX_ASM_NVJITLINK, PTX_ASM_UNKNOWN } ptx_assembler;
 
@@ -53,9 +71,10 @@ ptx_assembler ptx_pick_assembler(const char *choice, bool ptxas_named, bool (*pt
 bool ptx_assembler_describe(char *buf, size_t bufsize);
 
 /* Runs the ptxas program (ptxas.c) on the PTX text: -arch, -O3 (-O0 at
- * opt_level 0), -v with verbose; its output goes to `info`. */
-bool ptx_ptxas_assemble(const char *ptx, size_t len, const char *arch, int opt_level, bool verbose,
-                        char **cubin, size_t *cubin_size, tc_strbuf *info, tc_diag *diag);
+ * opt_level 0), -v with verbose, --split-compile unless threads is 1; its
+ * output goes to `info`. */
+bool ptx_ptxas_assemble(const char *ptx, size_t len, const ptx_asm_options *o, char **cubin, size_t *cubin_size,
+                        tc_strbuf *info, tc_diag *diag);
 
 /* Finds libnvJitLink (jitlink.c): $TILEC_NVJITLINK if set (that file or
  * none; empty: none), else libnvJitLink.so.13 or .so in $CUDA_HOME/lib64,
@@ -67,7 +86,7 @@ bool ptx_jitlink_find(char *buf, size_t bufsize);
  * ptxas gets them (-arch, -O3 or -O0, -verbose); an error when the
  * library does not load. The cubin is not byte for byte ptxas's:
  * nvJitLink compiles relocatable code and links it (docs/design.md). */
-bool ptx_jitlink_assemble(const char *ptx, size_t len, const char *arch, int opt_level, bool verbose,
-                          char **cubin, size_t *cubin_size, tc_strbuf *info, tc_diag *diag);
+bool ptx_jitlink_assemble(const char *ptx, size_t len, const ptx_asm_options *o, char **cubin, size_t *cubin_size,
+                          tc_strbuf *info, tc_diag *diag);
 
 #endif

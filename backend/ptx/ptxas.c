@@ -53,8 +53,8 @@ static bool write_all(const char *path, const char *data, size_t len) {
     return (fclose(f) == 0) && ok;
 }
 
-bool ptx_ptxas_assemble(const char *ptx, size_t len, const char *arch, int opt_level, bool verbose, char **cubin,
-                        size_t *cubin_size, tc_strbuf *info, tc_diag *diag) {
+bool ptx_ptxas_assemble(const char *ptx, size_t len, const ptx_asm_options *o, char **cubin, size_t *cubin_size,
+                        tc_strbuf *info, tc_diag *diag) {
     *cubin = NULL;
     *cubin_size = 0;
     char tool[PTXAS_PATH_MAX];
@@ -78,14 +78,21 @@ bool ptx_ptxas_assemble(const char *ptx, size_t len, const char *arch, int opt_l
         goto cleanup;
     }
     char archflag[64], optflag[8];
-    snprintf(archflag, sizeof archflag, "-arch=%s", arch);
-    snprintf(optflag, sizeof optflag, "-O%d", opt_level ? 3 : 0);
-    char *argv[8];
+    snprintf(archflag, sizeof archflag, "-arch=%s", o->arch);
+    snprintf(optflag, sizeof optflag, "-O%d", o->opt_level ? 3 : 0);
+    char splitflag[32];
+    snprintf(splitflag, sizeof splitflag, "%d", o->threads);
+    char *argv[10];
     int argc = 0;
     argv[argc++] = tool;
     argv[argc++] = archflag;
     argv[argc++] = optflag;
-    if (verbose) argv[argc++] = "-v";
+    if (o->verbose) argv[argc++] = "-v";
+    if (o->threads !=
+        1) { /* its functions on several threads: the same code (the cubin's tool note records the flag) */
+        argv[argc++] = "--split-compile";
+        argv[argc++] = splitflag;
+    }
     argv[argc++] = in;
     argv[argc++] = "-o";
     argv[argc++] = out;

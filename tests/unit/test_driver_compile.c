@@ -130,11 +130,114 @@ static void test_concurrent_compiles_agree(void **state) {
     for (int i = 0; i < N; i++) tilec_output_free(&outs[i]);
 }
 
+/* Several kernels: each built in an LLVM module of its own on up to `jobs`
+ * threads, their PTX merged. The output must not depend on the count, each
+ * kernel must be there once, and what the kernels' modules each declare
+ * (vprintf, __assertfail, the dynamic shared array) once. */
+static const char several[] =
+    "kernel first(x: *f32, n: i32) {\n"
+    "    let o = arange(0, 128);\n"
+    "    assert(load(x + o, o < n) >= 0.0, \"negative\");\n"
+    "    print(\"first\", n);\n"
+    "    store(x + o, load(x + o, o < n) * 2.0, o < n);\n"
+    "}\n"
+    "kernel second(x: *f32, n: i32) {\n"
+    "    let o = arange(0, 128);\n"
+    "    let v = load(x + o, o < n);\n"
+    "    print(\"sum\", sum(v, 0));\n"
+    "    assert(n > 0, \"empty\");\n"
+    "    store(x + o, v - max(v, 0), o < n);\n"
+    "}\n"
+    "kernel third(a: *f16, b: *f16, c: *f32) {\n"
+    "    let r = arange(0, 32);\n"
+    "    let acc = dot(load(a + r[:, None] * 32 + r[None, :]), load(b + r[:, None] * 32 + r[None, :]));\n"
+    "    store(c + r[:, None] * 32 + r[None, :], acc);\n"
+    "}\n"
+    "kernel fourth(x: *f32, out: *f32) {\n"
+    "    let r = arange(0, 64);\n"
+    "    store(out + r, load(x) + cumsum(load(x + r), 0));\n"
+    "}\n";
+
+static tilec_status compile_jobs(const char *src, tilec_emit emit, int jobs, tilec_output *out) {
+    tilec_options opt;
+    tilec_options_init(&opt);
+    opt.emit = emit;
+    opt.jobs = jobs;
+    return tilec_compile("several.tile", src, strlen(src), &opt, out);
+}
+
+static size_t count_of(const char *s, const char *what) {
+    size_t n = 0;
+    for (const char *p = strstr(s, what); p; p = strstr(p + 1, what)) n++;
+    return n;
+}
+
+static void test_jobs_give_the_same_ptx(void **state) {
+    (void)state;
+    tilec_output one;
+    if (compile_jobs(several, TILEC_EMIT_PTX, 1, &one) != TILEC_OK) fail_msg("%s", one.diagnostics);
+    static const char *const entries[] = {".entry first(", ".entry second(", ".entry third(", ".entry fourth("};
+    for (size_t i = 0; i < 4; i++) assert_int_equal(count_of(one.data, entries[i]), 1);
+    for (size_t i = 1; i < 4; i++) assert_true(strstr(one.data, entries[i - 1]) < strstr(one.data, entries[i]));
+    assert_int_equal(count_of(one.data, ".version"), 1);
+    assert_int_equal(count_of(one.data, ".extern .func __assertfail"), 1);
+    assert_int_equal(count_of(one.data, ") vprintf"), 1);
+    assert_true(count_of(one.data, "first_$_str") > 0);
+    assert_true(count_of(one.data, "second_$_str") > 0);
+    static const int jobs[] = {0, 2, 3, 4, 16};
+    for (size_t i = 0; i < sizeof jobs / sizeof jobs[0]; i++) {
+        tilec_output many;
+        assert_int_equal(compile_jobs(several, TILEC_EMIT_PTX, jobs[i], &many), TILEC_OK);
+        assert_string_equal(many.data, one.data);
+        tilec_output_free(&many);
+    }
+    tilec_output_free(&one);
+}
+
+/* The merged module assembles (kernels' private strings do not clash), with
+ * the kernels on one thread or several. */
+static void test_jobs_cubin(void **state) {
+    (void)state;
+    static const int jobs[] = {1, 0};
+    for (size_t i = 0; i < 2; i++) {
+        tilec_output out;
+        tilec_status st = compile_jobs(several, TILEC_EMIT_CUBIN, jobs[i], &out);
+        if (st == TILEC_ERR_TOOL && strstr(out.diagnostics, "not found")) {
+            print_message("SKIPPED: no assembler (ptxas, libnvJitLink): the merged cubin is not checked\n");
+            tilec_output_free(&out);
+            return;
+        }
+        if (st != TILEC_OK) fail_msg("jobs %d: %s", jobs[i], out.diagnostics);
+        assert_true(out.size > 4 && !memcmp(out.data,
+                                            "\x7f"
+                                            "ELF",
+                                            4));
+        tilec_output_free(&out);
+    }
+}
+
+static void test_jobs_out_of_range(void **state) {
+    (void)state;
+    static const int bad[] = {-1, TILEC_MAX_JOBS + 1};
+    for (size_t i = 0; i < 2; i++) {
+        tilec_output out;
+        assert_int_equal(compile_jobs(vadd, TILEC_EMIT_PTX, bad[i], &out), TILEC_ERR_USAGE);
+        assert_non_null(strstr(out.diagnostics, "jobs (-j) must be from 0 (one a CPU) to"));
+        tilec_output_free(&out);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ptx_has_entry_and_vector_loads), cmocka_unit_test(test_tir_specializes_define),
-        cmocka_unit_test(test_source_error_status_and_message), cmocka_unit_test(test_bad_options_are_usage_errors),
-        cmocka_unit_test(test_null_and_empty_inputs),          cmocka_unit_test(test_concurrent_compiles_agree),
+        cmocka_unit_test(test_ptx_has_entry_and_vector_loads),
+        cmocka_unit_test(test_tir_specializes_define),
+        cmocka_unit_test(test_source_error_status_and_message),
+        cmocka_unit_test(test_bad_options_are_usage_errors),
+        cmocka_unit_test(test_null_and_empty_inputs),
+        cmocka_unit_test(test_concurrent_compiles_agree),
+        cmocka_unit_test(test_jobs_give_the_same_ptx),
+        cmocka_unit_test(test_jobs_cubin),
+        cmocka_unit_test(test_jobs_out_of_range),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -149,7 +149,7 @@ static void test_codegen_vadd_to_ptx(void **state) {
     lower_options opt = {.compile = {.opt_level = 2, .arch = "sm_80"}};
     assert_true(lower_run_pipeline(f.m, &opt, &f.diag));
     LLVMContextRef ctx = LLVMContextCreate();
-    LLVMModuleRef mod = lower_codegen(f.m, ctx, &opt, &f.diag);
+    LLVMModuleRef mod = lower_codegen(f.m, NULL, ctx, &opt, &f.diag);
     assert_non_null(mod);
     tc_strbuf ptx;
     tc_strbuf_init(&ptx);
@@ -161,7 +161,8 @@ static void test_codegen_vadd_to_ptx(void **state) {
     if (ptx_find_ptxas(tool, sizeof tool)) {
         char *cubin;
         size_t size;
-        assert_true(ptx_assemble(ptx.data, ptx.len, "sm_90", 2, false, &cubin, &size, NULL, &f.diag));
+        assert_true(ptx_assemble(ptx.data, ptx.len, &(ptx_asm_options){.arch = "sm_90", .opt_level = 2, .threads = 1},
+                                 &cubin, &size, NULL, &f.diag));
         assert_true(size > 4 && !memcmp(cubin, "\x7f" "ELF", 4));
         free(cubin);
     } else {
@@ -188,7 +189,8 @@ static void test_ptx_arch_and_missing_ptxas(void **state) {
     tc_diag_init(&d);
     char *cubin;
     size_t size;
-    assert_false(ptx_assemble(".version 8.0\n", 13, "sm_80", 2, false, &cubin, &size, NULL, &d));
+    assert_false(ptx_assemble(".version 8.0\n", 13, &(ptx_asm_options){.arch = "sm_80", .opt_level = 2, .threads = 1},
+                              &cubin, &size, NULL, &d));
     assert_non_null(strstr(d.out.data, "ptxas not found: set CUDA_HOME or put ptxas on PATH"));
     tc_diag_free(&d);
     if (old) setenv("TILEC_PTXAS", old, 1);
@@ -208,7 +210,8 @@ static void test_ptxas_reports_bad_ptx(void **state) {
     char *cubin;
     size_t size;
     const char junk[] = "this is not ptx";
-    assert_false(ptx_assemble(junk, sizeof junk - 1, "sm_80", 2, false, &cubin, &size, NULL, &d));
+    assert_false(ptx_assemble(junk, sizeof junk - 1, &(ptx_asm_options){.arch = "sm_80", .opt_level = 2, .threads = 1},
+                              &cubin, &size, NULL, &d));
     assert_non_null(strstr(d.out.data, "ptxas failed"));
     tc_diag_free(&d);
 }

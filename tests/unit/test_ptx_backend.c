@@ -239,7 +239,9 @@ static void test_assemble_missing_ptxas(void **state) {
     tc_diag_init(&d);
     char *cubin = (char *)1;
     size_t size = 7;
-    assert_false(ptx_assemble(some_ptx, sizeof some_ptx - 1, "sm_80", 2, false, &cubin, &size, NULL, &d));
+    assert_false(ptx_assemble(some_ptx, sizeof some_ptx - 1,
+                              &(ptx_asm_options){.arch = "sm_80", .opt_level = 2, .threads = 1}, &cubin, &size, NULL,
+                              &d));
     assert_null(cubin);
     assert_int_equal(size, 0);
     assert_non_null(strstr(d.out.data, "ptxas not found: set CUDA_HOME or put ptxas on PATH (or use --emit=ptx)"));
@@ -255,7 +257,9 @@ static void test_assemble_failure_message(void **state) {
     tc_diag_init(&d);
     char *cubin;
     size_t size;
-    assert_false(ptx_assemble(some_ptx, sizeof some_ptx - 1, "sm_86", 2, false, &cubin, &size, NULL, &d));
+    assert_false(ptx_assemble(some_ptx, sizeof some_ptx - 1,
+                              &(ptx_asm_options){.arch = "sm_86", .opt_level = 2, .threads = 1}, &cubin, &size, NULL,
+                              &d));
     assert_null(cubin);
     assert_non_null(strstr(d.out.data, "ptxas failed"));
     assert_non_null(strstr(d.out.data, "ptxas fatal: something is wrong with -arch=sm_86"));
@@ -272,7 +276,9 @@ static void test_assemble_no_output(void **state) {
     tc_diag_init(&d);
     char *cubin;
     size_t size;
-    assert_false(ptx_assemble(some_ptx, sizeof some_ptx - 1, "sm_80", 0, false, &cubin, &size, NULL, &d));
+    assert_false(ptx_assemble(some_ptx, sizeof some_ptx - 1,
+                              &(ptx_asm_options){.arch = "sm_80", .opt_level = 0, .threads = 1}, &cubin, &size, NULL,
+                              &d));
     assert_non_null(strstr(d.out.data, "ptxas produced no cubin"));
     tc_diag_free(&d);
     fake_end(&f);
@@ -296,7 +302,9 @@ static void test_assemble_arguments_and_report(void **state) {
     tc_strbuf_init(&info);
     char *cubin;
     size_t size;
-    bool ok = ptx_assemble(some_ptx, sizeof some_ptx - 1, "sm_90a", 2, true, &cubin, &size, &info, &d);
+    bool ok = ptx_assemble(some_ptx, sizeof some_ptx - 1,
+                           &(ptx_asm_options){.arch = "sm_90a", .opt_level = 2, .verbose = true, .threads = 1}, &cubin,
+                           &size, &info, &d);
     if (!ok) fail_msg("%s", d.out.data ? d.out.data : "");
     assert_int_equal(size, sizeof some_ptx - 1);
     assert_memory_equal(cubin, some_ptx, size);
@@ -305,6 +313,129 @@ static void test_assemble_arguments_and_report(void **state) {
     tc_strbuf_free(&info);
     tc_diag_free(&d);
     fake_end(&f);
+}
+
+/* threads other than 1 reach ptxas as --split-compile N (0: ptxas counts
+ * the CPUs), after -v and before the input */
+static void test_assemble_split_compile(void **state) {
+    (void)state;
+    static const int threads[] = {0, 3};
+    for (size_t i = 0; i < sizeof threads / sizeof threads[0]; i++) {
+        fake f;
+        char script[256];
+        snprintf(script, sizeof script,
+                 "[ \"$3\" = --split-compile ] || exit 3\n"
+                 "[ \"$4\" = %d ] || exit 4\n"
+                 "[ \"$6\" = -o ] || exit 5\n"
+                 "cp \"$5\" \"$7\" || exit 6\n",
+                 threads[i]);
+        fake_begin(&f, script);
+        tc_diag d;
+        tc_diag_init(&d);
+        char *cubin;
+        size_t size;
+        bool ok = ptx_assemble(some_ptx, sizeof some_ptx - 1,
+                               &(ptx_asm_options){.arch = "sm_80", .opt_level = 2, .threads = threads[i]}, &cubin,
+                               &size, NULL, &d);
+        if (!ok) fail_msg("threads %d: %s", threads[i], d.out.data ? d.out.data : "");
+        free(cubin);
+        tc_diag_free(&d);
+        fake_end(&f);
+    }
+}
+
+/* ---- merging PTX modules -------------------------------------------------- */
+static const char merge_a[] = "//\n// Generated\n//\n\n.version 8.0\n.target sm_80\n.address_size 64\n\n"
+                              ".extern .func __assertfail\n(\n\t.param .b64 p0\n)\n;\n"
+                              ".extern .shared .align 16 .b8 tilec$dynamic_smem[];\n"
+                              ".global .align 1 .b8 a_$_str[2] = {97};\n\n"
+                              "\t// .globl\ta\n.visible .entry a(\n\t.param .u64 a_param_0\n)\n.maxntid 32, 1, 1\n{\n"
+                              "\t.reg .b32 %r<2>;\n$L__BB0_1:\n\t{ // inline asm\n\t}\n\tret;\n\n}\n"
+                              "\t.section\t.debug_loc\t{\t}\n\t.file\t1 \"dir{x}/k.tile\"\n";
+static const char merge_b[] = "//\n// Generated\n//\n\n.version 8.0\n.target sm_80\n.address_size 64\n\n"
+                              ".extern .func __assertfail\n(\n\t.param .b64 p0\n)\n;\n"
+                              ".extern .shared .align 16 .b8 tilec$dynamic_smem[];\n"
+                              ".global .align 1 .b8 b_$_str[2] = {98};\n\n"
+                              "\t// .globl\tb\n.visible .entry b(\n\t.param .u64 b_param_0\n)\n.maxntid 64, 1, 1\n{\n"
+                              "\t.reg .b32 %r<2>;\n$L__BB0_1:\n\tret;\n\n}\n"
+                              "\t.section\t.debug_loc\t{\t}\n\t.file\t1 \"dir{x}/k.tile\"\n";
+
+static size_t count_of(const char *s, const char *what) {
+    size_t n = 0;
+    for (const char *p = strstr(s, what); p; p = strstr(p + 1, what)) n++;
+    return n;
+}
+
+static bool merge(const char *const *parts, size_t n, tc_strbuf *out, tc_diag *d) {
+    size_t lens[4];
+    for (size_t i = 0; i < n; i++) lens[i] = strlen(parts[i]);
+    tc_strbuf_init(out);
+    tc_diag_init(d);
+    return ptx_merge(parts, lens, n, out, d);
+}
+
+static void test_merge_modules(void **state) {
+    (void)state;
+    tc_strbuf out;
+    tc_diag d;
+    /* one part: as it is */
+    const char *one[] = {merge_a};
+    assert_true(merge(one, 1, &out, &d));
+    assert_string_equal(out.data, merge_a);
+    tc_strbuf_free(&out);
+    tc_diag_free(&d);
+    /* two: one header, both functions in order, each repeated declaration once,
+     * each part's own globals kept */
+    const char *two[] = {merge_a, merge_b};
+    assert_true(merge(two, 2, &out, &d));
+    const char *s = out.data;
+    assert_int_equal(count_of(s, ".version 8.0"), 1);
+    assert_int_equal(count_of(s, ".address_size 64"), 1);
+    assert_int_equal(count_of(s, ".extern .func __assertfail"), 1);
+    assert_int_equal(count_of(s, "tilec$dynamic_smem[]"), 1);
+    assert_int_equal(count_of(s, ".file\t1"), 1);
+    assert_int_equal(count_of(s, ".debug_loc"), 1);
+    assert_int_equal(count_of(s, "a_$_str[2]"), 1);
+    assert_int_equal(count_of(s, "b_$_str[2]"), 1);
+    assert_int_equal(count_of(s, "$L__BB0_1:"), 2); /* labels are the functions' own */
+    const char *a = strstr(s, ".visible .entry a("), *b = strstr(s, ".visible .entry b(");
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_true(a < b);
+    assert_non_null(strstr(b, "\tret;\n\n}\n")); /* b whole, to its closing brace */
+    assert_true(strstr(s, "b_$_str") < b);       /* and after its own declarations */
+    assert_true(strstr(s, "b_$_str") > a);
+    tc_strbuf_free(&out);
+    tc_diag_free(&d);
+}
+
+static void test_merge_refuses(void **state) {
+    (void)state;
+    tc_strbuf out;
+    tc_diag d;
+    /* kernels for two targets are not one module */
+    char other[sizeof merge_b];
+    memcpy(other, merge_b, sizeof merge_b);
+    memcpy(strstr(other, "sm_80"), "sm_86", 5);
+    const char *targets[] = {merge_a, other};
+    assert_false(merge(targets, 2, &out, &d));
+    assert_non_null(strstr(d.out.data, "PTX modules for different targets"));
+    tc_strbuf_free(&out);
+    tc_diag_free(&d);
+    /* a function cut short */
+    char cut[sizeof merge_b];
+    memcpy(cut, merge_b, sizeof merge_b);
+    *strstr(cut, "\tret;\n\n}\n") = 0;
+    const char *open[] = {merge_a, cut};
+    assert_false(merge(open, 2, &out, &d));
+    assert_non_null(strstr(d.out.data, "PTX module 1 has a statement left open"));
+    tc_strbuf_free(&out);
+    tc_diag_free(&d);
+    /* no header at all */
+    const char *none[] = {merge_a, ".visible .entry c()\n{\n}\n"};
+    assert_false(merge(none, 2, &out, &d));
+    tc_strbuf_free(&out);
+    tc_diag_free(&d);
 }
 
 /* ---- the real ptxas, when installed -------------------------------------- */
@@ -324,12 +455,14 @@ static void test_assemble_real_ptxas(void **state) {
     assert_true(ptx_emit(m, "sm_80", 2, &ptx, &d));
     char *cubin;
     size_t size;
-    assert_true(ptx_assemble(ptx.data, ptx.len, "sm_80", 2, false, &cubin, &size, NULL, &d));
+    assert_true(ptx_assemble(ptx.data, ptx.len, &(ptx_asm_options){.arch = "sm_80", .opt_level = 2, .threads = 1},
+                             &cubin, &size, NULL, &d));
     assert_true(size > 4 && !memcmp(cubin, "\x7f" "ELF", 4));
     free(cubin);
     /* and its complaint about bad PTX reaches the diagnostics */
     const char junk[] = "this is not ptx";
-    assert_false(ptx_assemble(junk, sizeof junk - 1, "sm_80", 2, false, &cubin, &size, NULL, &d));
+    assert_false(ptx_assemble(junk, sizeof junk - 1, &(ptx_asm_options){.arch = "sm_80", .opt_level = 2, .threads = 1},
+                              &cubin, &size, NULL, &d));
     assert_non_null(strstr(d.out.data, "ptxas failed"));
     assert_no_children();
     tc_strbuf_free(&ptx);
@@ -349,6 +482,9 @@ int main(void) {
         cmocka_unit_test(test_assemble_no_output),
         cmocka_unit_test(test_assemble_arguments_and_report),
         cmocka_unit_test(test_assemble_real_ptxas),
+        cmocka_unit_test(test_assemble_split_compile),
+        cmocka_unit_test(test_merge_modules),
+        cmocka_unit_test(test_merge_refuses),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -161,7 +161,8 @@ static void test_find_errors(void **state) {
     char *bin = (char *)1;
     size_t size = 7;
     const char ptx[] = ".version 8.0\n";
-    assert_false(ptx_jitlink_assemble(ptx, sizeof ptx - 1, "sm_80", 2, false, &bin, &size, NULL, &d));
+    assert_false(ptx_jitlink_assemble(
+        ptx, sizeof ptx - 1, &(ptx_asm_options){.arch = "sm_80", .opt_level = 2, .threads = 1}, &bin, &size, NULL, &d));
     assert_null(bin);
     assert_int_equal(size, 0);
     assert_non_null(strstr(d.out.data, "nvJitLink not available: libm.so.6: not a usable libnvJitLink"));
@@ -204,7 +205,8 @@ static const char some_ptx[] = ".version 8.0\n.target sm_80\n.address_size 64\n"
 static bool assemble(char **out, size_t *size) {
     tc_diag d;
     tc_diag_init(&d);
-    bool ok = ptx_assemble(some_ptx, sizeof some_ptx - 1, "sm_80", 2, false, out, size, NULL, &d);
+    bool ok = ptx_assemble(some_ptx, sizeof some_ptx - 1,
+                           &(ptx_asm_options){.arch = "sm_80", .opt_level = 2, .threads = 1}, out, size, NULL, &d);
     if (!ok) {
         *out = strdup(d.out.data ? d.out.data : "");
         *size = 0;
@@ -310,7 +312,9 @@ static void test_assemble_and_compare(void **state) {
         tc_diag_init(&d);
         cubin jl, px;
         char *bin;
-        if (!ptx_jitlink_assemble(ptx.data, ptx.len, arches[a], 2, false, &bin, &jl.size, NULL, &d))
+        if (!ptx_jitlink_assemble(ptx.data, ptx.len,
+                                  &(ptx_asm_options){.arch = arches[a], .opt_level = 2, .threads = 1}, &bin, &jl.size,
+                                  NULL, &d))
             fail_msg("%s: %s", arches[a], d.out.data);
         jl.data = bin;
         ehdr(jl);
@@ -320,7 +324,9 @@ static void test_assemble_and_compare(void **state) {
         assert_true(section_has(jl, ".note.nv.tkinfo", "nvJIT API"));
         assert_true(section_has(jl, ".note.nv.tkinfo", " -c"));
         if (have_ptxas) {
-            if (!ptx_ptxas_assemble(ptx.data, ptx.len, arches[a], 2, false, &bin, &px.size, NULL, &d))
+            if (!ptx_ptxas_assemble(ptx.data, ptx.len,
+                                    &(ptx_asm_options){.arch = arches[a], .opt_level = 2, .threads = 1}, &bin, &px.size,
+                                    NULL, &d))
                 fail_msg("%s: %s", arches[a], d.out.data);
             px.data = bin;
             if (px.size == jl.size && !memcmp(px.data, jl.data, px.size)) {
@@ -383,7 +389,9 @@ static void test_errors(void **state) {
     char *bin;
     size_t size;
     const char junk[] = "this is not ptx";
-    assert_false(ptx_jitlink_assemble(junk, sizeof junk - 1, "sm_80", 2, false, &bin, &size, NULL, &d));
+    assert_false(ptx_jitlink_assemble(junk, sizeof junk - 1,
+                                      &(ptx_asm_options){.arch = "sm_80", .opt_level = 2, .threads = 1}, &bin, &size,
+                                      NULL, &d));
     assert_null(bin);
     assert_non_null(strstr(d.out.data, "ptxas failed (libnvJitLink"));
     tc_diag_free(&d);
@@ -391,7 +399,8 @@ static void test_errors(void **state) {
     tc_strbuf ptx;
     tiny_ptx("sm_90", &ptx);
     tc_diag_init(&d);
-    assert_false(ptx_jitlink_assemble(ptx.data, ptx.len, "sm_80", 2, false, &bin, &size, NULL, &d));
+    assert_false(ptx_jitlink_assemble(
+        ptx.data, ptx.len, &(ptx_asm_options){.arch = "sm_80", .opt_level = 2, .threads = 1}, &bin, &size, NULL, &d));
     assert_non_null(strstr(d.out.data, "ptxas failed (libnvJitLink"));
     assert_non_null(strstr(d.out.data, "SM version specified by .target is higher"));
     assert_int_equal(d.nerrors, 1);
@@ -399,7 +408,8 @@ static void test_errors(void **state) {
     /* an arch tilec does not know is refused before nvJitLink sees it
      * (nvJitLink 13.0 ends the process on "-arch=sm_1") */
     tc_diag_init(&d);
-    assert_false(ptx_jitlink_assemble(ptx.data, ptx.len, "sm_1", 2, false, &bin, &size, NULL, &d));
+    assert_false(ptx_jitlink_assemble(
+        ptx.data, ptx.len, &(ptx_asm_options){.arch = "sm_1", .opt_level = 2, .threads = 1}, &bin, &size, NULL, &d));
     assert_non_null(strstr(d.out.data, "nvJitLink: unknown arch 'sm_1'"));
     tc_diag_free(&d);
     tc_strbuf_free(&ptx);
@@ -417,7 +427,9 @@ static void test_verbose_report(void **state) {
         tc_diag_init(&d);
         char *bin;
         size_t size;
-        assert_true(ptx_jitlink_assemble(ptx.data, ptx.len, "sm_90a", 2, verbose, &bin, &size, &info, &d));
+        assert_true(ptx_jitlink_assemble(
+            ptx.data, ptx.len, &(ptx_asm_options){.arch = "sm_90a", .opt_level = 2, .verbose = verbose, .threads = 1},
+            &bin, &size, &info, &d));
         free(bin);
         if (verbose) {
             assert_non_null(info.data);
@@ -448,7 +460,9 @@ static void *run_job(void *p) {
     job *j = p;
     tc_diag d;
     tc_diag_init(&d);
-    j->ok = ptx_jitlink_assemble(j->ptx->data, j->ptx->len, "sm_80", 2, false, &j->bin, &j->size, NULL, &d);
+    j->ok = ptx_jitlink_assemble(j->ptx->data, j->ptx->len,
+                                 &(ptx_asm_options){.arch = "sm_80", .opt_level = 2, .threads = 1}, &j->bin, &j->size,
+                                 NULL, &d);
     tc_diag_free(&d);
     return NULL;
 }
