@@ -59,6 +59,14 @@ static bool optimize(LLVMModuleRef m, LLVMTargetMachineRef tm, int opt_level, tc
     err = NULL;
     if (ok) {
         LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+        /* No SLP vectorizer: codegen already makes the vectors a tile wants
+         * (the widest loads and stores the axis analysis proves, packed
+         * halves for mma), and the pass found nothing more in any kernel
+         * we build (the same PTX for every stdlib, sample, bench and golden
+         * kernel at sm_80 and sm_90a) while it took a tenth or more of a
+         * large kernel's optimization, hunting through the insertelement
+         * chains of unrolled per-thread code (docs/design.md). */
+        LLVMPassBuilderOptionsSetSLPVectorization(po, 0);
         LLVMErrorRef e = LLVMRunPasses(m, opt_level ? "default<O2>" : "default<O0>", tm, po);
         LLVMDisposePassBuilderOptions(po);
         if (e) {
