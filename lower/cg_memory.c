@@ -251,7 +251,7 @@ static LLVMValueRef run_count(cg *c, const tir_value *m, uint32_t r, uint32_t ve
          * where the operand's registers run along its own last dim (the
          * facts run_count reads are about that dim; an operand in a
          * permuted layout runs along another: found in review) */
-        if (move_scratch(op) || last_dim_regs(&op->operands[0]->type) < vec) return NULL;
+        if (move_needs_scratch(op) || last_dim_regs(&op->operands[0]->type) < vec) return NULL;
         return run_count(c, op->operands[0], r, vec, depth + 1);
     case TIR_OP_BROADCAST: {
         const tir_value *x = op->operands[0];

@@ -144,7 +144,7 @@ void gen_async_copy(cg *c, const tir_op *op) {
     /* a permute of pointers that only renames registers (stage_operands'
      * turned rings) has its operand's runs */
     const tir_value *runs_of = ptrs;
-    while (runs_of->def && runs_of->def->code == TIR_OP_PERMUTE && !move_scratch(runs_of->def)) runs_of = runs_of->def->operands[0];
+    while (runs_of->def && runs_of->def->code == TIR_OP_PERMUTE && !move_needs_scratch(runs_of->def)) runs_of = runs_of->def->operands[0];
     uint32_t vec = vec_width(c, runs_of, &check_align);
     if (vec > slot_run(op, &ptrs->type)) vec = slot_run(op, &ptrs->type);
     LLVMValueRef *dst = TC_NEW_ARRAY(c->arena, LLVMValueRef, n);

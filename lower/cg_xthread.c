@@ -470,40 +470,35 @@ static bool renames_mma(const tir_op *op, uint32_t *map) {
 }
 
 /* Whether op moves data through the scratch area (else registers are
- * renamed): the plan, in *p. */
-static bool moves_through_scratch(const tir_op *op, move_plan *p) {
+ * renamed). */
+bool move_needs_scratch(const tir_op *op) {
     const tir_type *x = &op->operands[0]->type, *r = &op->results[0]->type;
     switch (op->code) {
-    case TIR_OP_CONVERT_LAYOUT:
-        if (tir_layout_eq(&x->layout, &r->layout) || renames_mma(op, NULL)) return false;
-        break;
+    case TIR_OP_CONVERT_LAYOUT: return !tir_layout_eq(&x->layout, &r->layout) && !renames_mma(op, NULL);
     case TIR_OP_PERMUTE:
         if (x->layout.kind == TIR_LAYOUT_BLOCKED && r->layout.kind == TIR_LAYOUT_BLOCKED) {
             tir_layout want = tir_layout_permute(&x->layout, op->attr.perm);
             if (tir_layout_eq(&want, &r->layout)) return false;
         }
-        break;
-    case TIR_OP_RESHAPE: break;
+        return true;
+    case TIR_OP_RESHAPE: return true;
     default: return false;
     }
-    *p = plan_move(op, op_warps(op));
-    return true;
 }
 
-/* Whether an op moves data through the scratch area (else registers are
- * renamed), and how many bytes it needs there. */
-uint32_t move_scratch(const tir_op *op) {
-    move_plan p;
-    return moves_through_scratch(op, &p) ? move_bytes(&p) : 0;
-}
-
-/* The straight-line steps a thread's code takes for op's move: in every
+/* The scratch bytes op's move needs (0: it renames registers) and, in
+ * *steps, the straight-line steps a thread's code takes for it: in every
  * round it passes over all of its operand's and result's registers to
  * pick those of the round, so the code grows as rounds x registers, the
- * square of the tile's size (0: no move). */
-uint64_t move_steps(const tir_op *op) {
-    move_plan p;
-    return moves_through_scratch(op, &p) ? (uint64_t)p.rounds * (p.nx + p.nr) : 0;
+ * square of the tile's size. One plan for both: planning weighs every
+ * candidate layout of the scratch area, the most time a move takes to
+ * compile. */
+uint32_t move_scratch(const tir_op *op, uint64_t *steps) {
+    *steps = 0;
+    if (!move_needs_scratch(op)) return 0;
+    move_plan p = plan_move(op, op_warps(op));
+    *steps = (uint64_t)p.rounds * (p.nx + p.nr);
+    return move_bytes(&p);
 }
 
 /* The scratch slot (elements) of the element at row-major index lin

@@ -383,7 +383,7 @@ static void gen_op(cg *c, const tir_op *op) {
     case TIR_OP_CONVERT_LAYOUT:
     case TIR_OP_PERMUTE:
     case TIR_OP_RESHAPE:
-        if (move_scratch(op)) gen_move_scratch(c, op);
+        if (move_needs_scratch(op)) gen_move_scratch(c, op);
         else gen_rename(c, op);
         return;
     case TIR_OP_EXPAND_DIMS: gen_rename(c, op); return;

@@ -36,7 +36,7 @@ enum {
     LOWER_MAX_SMEM_OVERLAP = 32,  /* buffers of one kernel smem_plan places by their live ranges;
                                      past it each has bytes of its own */
     LOWER_MAX_MOVE_STEPS = 32768  /* rounds x registers a thread of one move through shared memory
-                                     (move_steps): its code grows as the square of the tile, and a
+                                     (move_scratch): its code grows as the square of the tile, and a
                                      2^20-element reshape (256 rounds x 2048) took LLVM minutes */
 };
 

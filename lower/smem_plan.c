@@ -57,7 +57,7 @@ typedef struct smem_need {
     const tir_op *largest; /* the op that needs `scratch` */
     const tir_op *largest_buffer; /* the largest local_alloc */
     uint32_t largest_buffer_bytes;
-    const tir_op *longest_move; /* the move through scratch with the most steps (move_steps) */
+    const tir_op *longest_move; /* the move through scratch with the most steps (move_scratch) */
     uint64_t longest_steps;
 } smem_need;
 
@@ -84,8 +84,8 @@ static uint32_t op_scratch(tir_op *op, smem_need *n) {
         n->buffers += b;
         if (b > n->largest_buffer_bytes) n->largest_buffer_bytes = b, n->largest_buffer = op;
     } else if (op->nresults == 1 && op->noperands == 1) {
-        s = move_scratch(op);
-        uint64_t steps = s ? move_steps(op) : 0;
+        uint64_t steps;
+        s = move_scratch(op, &steps);
         if (steps > n->longest_steps) n->longest_steps = steps, n->longest_move = op;
     }
     return s;
