@@ -714,22 +714,31 @@ static bool run_thread(run *r, thread *t, uint64_t *tmp) {
             R[in->dst] = acc;
             break;
         }
-        case EOP_ASM_LD:
+        case EOP_ASM_LD: {
+            /* registers of imm / lanes bytes each, the first at the lowest
+             * address; off, each keeps its tied value */
+            const uint32_t *keep = f->aux + in->aux;
+            size_t w = (size_t)in->imm / in->lanes;
             if (R[in->b] & 1) {
                 uint8_t *p = mem(r, t, in, R[in->a], (uint64_t)in->imm, (uint64_t)in->imm, ACC_READ);
                 if (!p) return false;
-                uint64_t w = 0;
-                memcpy(&w, p, (size_t)in->imm);
-                R[in->dst] = w;
+                for (uint32_t l = 0; l < in->lanes; l++) {
+                    uint64_t v = 0;
+                    memcpy(&v, p + l * w, w);
+                    R[in->dst + l] = v;
+                }
             } else {
-                R[in->dst] = R[in->c];
+                for (uint32_t l = 0; l < in->lanes; l++) R[in->dst + l] = R[keep[l]];
             }
             break;
+        }
         case EOP_ASM_ST:
-            if (R[in->c] & 1) {
+            if (R[in->b] & 1) {
+                const uint32_t *val = f->aux + in->aux;
+                size_t w = (size_t)in->imm / in->lanes;
                 uint8_t *p = mem(r, t, in, R[in->a], (uint64_t)in->imm, (uint64_t)in->imm, ACC_WRITE);
                 if (!p) return false;
-                memcpy(p, &R[in->b], (size_t)in->imm);
+                for (uint32_t l = 0; l < in->lanes; l++) memcpy(p + l * w, &R[val[l]], w);
             }
             break;
         case EOP_NOP: break;

@@ -476,21 +476,31 @@ static bool exact_or_prefix(const char *name, const char *pat) {
     return pat[n - 1] == '.' ? !strncmp(name, pat, n) : !strcmp(name, pat);
 }
 
-/* The inline asm codegen emits, recognized by exact text and constraints. */
+/* The inline asm codegen emits, recognized by exact text and constraints:
+ * predicated global loads and stores of one register (b16, b32, b64) or a
+ * vector of two or four b32 registers (v2, v4: 8 or 16 bytes, which the
+ * PTX ISA requires aligned to the whole vector). A load's operands are the
+ * address, the predicate, then the values its registers keep when the
+ * predicate is off (tied to the outputs); a store's the address, its
+ * registers, then the predicate. */
 typedef struct asm_row {
     const char *text, *cons;
     eop op;
-    int bytes;
+    int bytes, regs;
 } asm_row;
 
 static const asm_row asms[] = {
-    {"@$2 ld.global.b16 $0, [$1];", "=h,l,b,0", EOP_ASM_LD, 2},
-    {"@$2 ld.global.b32 $0, [$1];", "=r,l,b,0", EOP_ASM_LD, 4},
-    {"@$2 ld.global.b64 $0, [$1];", "=l,l,b,0", EOP_ASM_LD, 8},
-    {"@$2 st.global.b16 [$0], $1;", "l,h,b", EOP_ASM_ST, 2},
-    {"@$2 st.global.b32 [$0], $1;", "l,r,b", EOP_ASM_ST, 4},
-    {"@$2 st.global.b64 [$0], $1;", "l,l,b", EOP_ASM_ST, 8},
-    {"fence.acq_rel.gpu;", "~{memory}", EOP_NOP, 0},
+    {"@$2 ld.global.b16 $0, [$1];", "=h,l,b,0", EOP_ASM_LD, 2, 1},
+    {"@$2 ld.global.b32 $0, [$1];", "=r,l,b,0", EOP_ASM_LD, 4, 1},
+    {"@$2 ld.global.b64 $0, [$1];", "=l,l,b,0", EOP_ASM_LD, 8, 1},
+    {"@$3 ld.global.v2.b32 {$0, $1}, [$2];", "=r,=r,l,b,0,1", EOP_ASM_LD, 8, 2},
+    {"@$5 ld.global.v4.b32 {$0, $1, $2, $3}, [$4];", "=r,=r,=r,=r,l,b,0,1,2,3", EOP_ASM_LD, 16, 4},
+    {"@$2 st.global.b16 [$0], $1;", "l,h,b", EOP_ASM_ST, 2, 1},
+    {"@$2 st.global.b32 [$0], $1;", "l,r,b", EOP_ASM_ST, 4, 1},
+    {"@$2 st.global.b64 [$0], $1;", "l,l,b", EOP_ASM_ST, 8, 1},
+    {"@$3 st.global.v2.b32 [$0], {$1, $2};", "l,r,r,b", EOP_ASM_ST, 8, 2},
+    {"@$5 st.global.v4.b32 [$0], {$1, $2, $3, $4};", "l,r,r,r,r,b", EOP_ASM_ST, 16, 4},
+    {"fence.acq_rel.gpu;", "~{memory}", EOP_NOP, 0, 0},
 };
 
 static uint32_t arg_slot(xlate *x, LLVMValueRef call, unsigned i) { return slot(x, LLVMGetOperand(call, i)); }
@@ -580,14 +590,24 @@ static void xlate_call(xlate *x, LLVMValueRef in, uint32_t dst) {
             if (strlen(asms[i].text) != tl || memcmp(asms[i].text, text, tl) || strlen(asms[i].cons) != cl ||
                 memcmp(asms[i].cons, cons, cl))
                 continue;
-            emu_inst *e = emit(x, asms[i].op, in);
-            e->dst = dst;
-            e->imm = asms[i].bytes;
-            if (asms[i].op != EOP_NOP) {
-                e->a = arg_slot(x, in, 0);
-                e->b = arg_slot(x, in, 1);
-                e->c = arg_slot(x, in, 2);
+            const asm_row *row = &asms[i];
+            if (row->op == EOP_NOP) {
+                emit(x, EOP_NOP, in);
+                return;
             }
+            /* a: the address, b: the predicate, aux: the registers (a
+             * load's values kept when off, a store's values) */
+            bool ld = row->op == EOP_ASM_LD;
+            uint32_t addr = arg_slot(x, in, 0), pred = arg_slot(x, in, ld ? 1 : (unsigned)row->regs + 1);
+            uint32_t vals[4];
+            for (int k = 0; k < row->regs; k++) vals[k] = arg_slot(x, in, (unsigned)(ld ? 2 + k : 1 + k));
+            emu_inst *e = emit(x, row->op, in);
+            e->dst = dst, e->a = addr, e->b = pred;
+            e->imm = row->bytes;
+            e->lanes = (uint16_t)row->regs;
+            e->aux = x->f->naux;
+            e->naux = (uint32_t)row->regs;
+            for (int k = 0; k < row->regs; k++) add_aux(x, vals[k]);
             return;
         }
         xfail(x, in, "inline asm the emulator does not know (only the exact strings codegen emits)");

@@ -670,6 +670,71 @@ static void test_f2tf32_and_predicated_asm(void **state) {
     emu_module_free(m);
 }
 
+/* Predicated vector loads and stores as codegen writes them (ld.global.v2
+ * and .v4 of b32 registers), by the PTX ISA's rules: a vector's registers
+ * come from consecutive addresses, the first register at the lowest
+ * ("Vectors", and ld's and st's {d0, d1, ...} operands); a guard predicate
+ * that is false makes the instruction do nothing, so the destination
+ * registers keep what they held (here the tied `other` values), and
+ * nothing is read or written even at an invalid address; a vector
+ * access must be aligned to the vector's whole size (8 or 16 bytes).
+ * Thread t loads x[4t..4t+3] under (t % 3 != 0) and stores the four words
+ * reversed to out[4t..] under (t % 2 == 0); and the same for v2 at
+ * x[2t..2t+1] into out2. */
+static void test_predicated_vector_asm(void **state) {
+    (void)state;
+    enum { N = 32 };
+    uint32_t x[4 * N], out[4 * N], out2[2 * N];
+    for (int i = 0; i < 4 * N; i++) x[i] = rand_u32() | 1u, out[i] = 0xdeadbeefu;
+    for (int i = 0; i < 2 * N; i++) out2[i] = 0xdeadbeefu;
+    static char ir[8192];
+    snprintf(ir, sizeof ir,
+             "%sdefine void @k(ptr addrspace(1) %%x, ptr addrspace(1) %%out, ptr addrspace(1) %%out2) {\n"
+             "  %%t = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()\n"
+             "  %%t3 = urem i32 %%t, 3\n  %%ld = icmp ne i32 %%t3, 0\n"
+             "  %%t2 = urem i32 %%t, 2\n  %%st = icmp eq i32 %%t2, 0\n"
+             "  %%i4 = mul i32 %%t, 4\n"
+             "  %%p = getelementptr i32, ptr addrspace(1) %%x, i32 %%i4\n  %%pi = ptrtoint ptr addrspace(1) %%p to i64\n"
+             "  %%v = call { i32, i32, i32, i32 } asm sideeffect \"@$5 ld.global.v4.b32 {$0, $1, $2, $3}, [$4];\", "
+             "\"=r,=r,=r,=r,l,b,0,1,2,3\"(i64 %%pi, i1 %%ld, i32 11, i32 12, i32 13, i32 14)\n"
+             "  %%v0 = extractvalue { i32, i32, i32, i32 } %%v, 0\n  %%v1 = extractvalue { i32, i32, i32, i32 } %%v, 1\n"
+             "  %%v2 = extractvalue { i32, i32, i32, i32 } %%v, 2\n  %%v3 = extractvalue { i32, i32, i32, i32 } %%v, 3\n"
+             "  %%q = getelementptr i32, ptr addrspace(1) %%out, i32 %%i4\n  %%qi = ptrtoint ptr addrspace(1) %%q to i64\n"
+             "  call void asm sideeffect \"@$5 st.global.v4.b32 [$0], {$1, $2, $3, $4};\", \"l,r,r,r,r,b\""
+             "(i64 %%qi, i32 %%v3, i32 %%v2, i32 %%v1, i32 %%v0, i1 %%st)\n"
+             /* off: nothing at a null address */
+             "  %%z = call { i32, i32, i32, i32 } asm sideeffect \"@$5 ld.global.v4.b32 {$0, $1, $2, $3}, [$4];\", "
+             "\"=r,=r,=r,=r,l,b,0,1,2,3\"(i64 0, i1 false, i32 1, i32 2, i32 3, i32 4)\n"
+             "  call void asm sideeffect \"@$5 st.global.v4.b32 [$0], {$1, $2, $3, $4};\", \"l,r,r,r,r,b\""
+             "(i64 0, i32 1, i32 2, i32 3, i32 4, i1 false)\n"
+             "  %%i2 = mul i32 %%t, 2\n"
+             "  %%p2 = getelementptr i32, ptr addrspace(1) %%x, i32 %%i2\n  %%p2i = ptrtoint ptr addrspace(1) %%p2 to i64\n"
+             "  %%w = call { i32, i32 } asm sideeffect \"@$3 ld.global.v2.b32 {$0, $1}, [$2];\", \"=r,=r,l,b,0,1\""
+             "(i64 %%p2i, i1 %%ld, i32 21, i32 22)\n"
+             "  %%w0 = extractvalue { i32, i32 } %%w, 0\n  %%w1 = extractvalue { i32, i32 } %%w, 1\n"
+             "  %%q2 = getelementptr i32, ptr addrspace(1) %%out2, i32 %%i2\n  %%q2i = ptrtoint ptr addrspace(1) %%q2 to i64\n"
+             "  call void asm sideeffect \"@$3 st.global.v2.b32 [$0], {$1, $2};\", \"l,r,r,b\""
+             "(i64 %%q2i, i32 %%w1, i32 %%w0, i1 true)\n"
+             "  ret void\n}\n",
+             header);
+    annotate(ir, sizeof ir, N);
+    emu_module *m = load(ir);
+    emu_buffer bufs[3] = {{x, sizeof x}, {out, sizeof out}, {out2, sizeof out2}};
+    char err[ERR];
+    if (run1(m, bufs, 3, err) != EMU_OK) fail_msg("%s", err);
+    for (int t = 0; t < N; t++) {
+        for (int i = 0; i < 4; i++) {
+            uint32_t loaded = t % 3 ? x[4 * t + 3 - i] : 14u - (uint32_t)i, want = t % 2 ? 0xdeadbeefu : loaded;
+            if (out[4 * t + i] != want) fail_msg("thread %d v4 word %d: %#x, want %#x", t, i, out[4 * t + i], want);
+        }
+        for (int i = 0; i < 2; i++) {
+            uint32_t want = t % 3 ? x[2 * t + 1 - i] : 22u - (uint32_t)i;
+            if (out2[2 * t + i] != want) fail_msg("thread %d v2 word %d: %#x, want %#x", t, i, out2[2 * t + i], want);
+        }
+    }
+    emu_module_free(m);
+}
+
 /* got[t] = intrinsic(in[t]) (float -> float) on n threads of the emulator. */
 static void run_f32_intrinsic(const char *intrinsic, const float *in, float *got, int n) {
     for (int i = 0; i < n; i++) got[i] = 12345.678f;
@@ -789,6 +854,17 @@ static void test_errors_are_reported(void **state) {
                      "  %v = load i32, ptr addrspace(1) %p, align 4\n  ret void\n",
                      "misaligned");
     expect_run_error("  %v = load i32, ptr addrspace(1) null, align 4\n  ret void\n", "null pointer");
+    /* a v4 access 8 but not 16 bytes aligned; a v2 one past the end */
+    expect_run_error("  %p = getelementptr i8, ptr addrspace(1) %out, i32 8\n"
+                     "  %pi = ptrtoint ptr addrspace(1) %p to i64\n"
+                     "  %v = call { i32, i32, i32, i32 } asm sideeffect \"@$5 ld.global.v4.b32 {$0, $1, $2, $3}, [$4];\", "
+                     "\"=r,=r,=r,=r,l,b,0,1,2,3\"(i64 %pi, i1 true, i32 0, i32 0, i32 0, i32 0)\n  ret void\n",
+                     "a misaligned access (16-byte alignment)");
+    expect_run_error("  %p = getelementptr i8, ptr addrspace(1) %out, i32 124\n"
+                     "  %pi = ptrtoint ptr addrspace(1) %p to i64\n"
+                     "  call void asm sideeffect \"@$3 st.global.v2.b32 [$0], {$1, $2};\", \"l,r,r,b\""
+                     "(i64 %pi, i32 1, i32 2, i1 true)\n  ret void\n",
+                     "an access of 8 bytes at byte 124 of buffer 0 (parameter 'out'), which has 128: out of bounds");
     expect_run_error("  %lo = icmp ult i32 %t, 16\n  br i1 %lo, label %a, label %b\n"
                      "a:\n  call void @llvm.nvvm.barrier0()\n  ret void\nb:\n  ret void\n",
                      "divergence: the thread exited while others wait at a barrier");
@@ -983,6 +1059,7 @@ int main(void) {
         cmocka_unit_test(test_cp_async_races),
         cmocka_unit_test(test_shuffles_follow_ptx),
         cmocka_unit_test(test_f2tf32_and_predicated_asm),
+        cmocka_unit_test(test_predicated_vector_asm),
         cmocka_unit_test(test_rcp_approx_ftz),
         cmocka_unit_test(test_ex2_approx_ftz),
         cmocka_unit_test(test_errors_are_reported),
