@@ -170,6 +170,87 @@ static void predicated_store(cg *c, tir_elem e, LLVMValueRef p, LLVMValueRef v, 
     LLVMPositionBuilderAtEnd(c->b, next);
 }
 
+/* A run of `vec` registers from r as one predicated access of its whole
+ * width (2 to LOWER_MAX_ACCESS_BYTES bytes): b16, b32, or a vector of two
+ * or four b32 words, the form the PTX ISA gives a 4-, 8- or 16-byte
+ * access; the registers packed into the words little-end first, as memory
+ * holds them. Inline asm rather than a branch around a plain load: LLVM's
+ * GVN walks back through every earlier branch for each load, which made
+ * a kernel with hundreds of masked accesses a thread compile in time
+ * quadratic in them (35 s for one kernel, fuzz seed 118), and ptxas turns
+ * the branch into this same predicated instruction. */
+typedef struct run_asm {
+    unsigned words;      /* registers of the asm: 1, 2 or 4 */
+    LLVMTypeRef word;    /* i16 (a 2-byte run), else i32 */
+    const char *ld, *ld_cons, *st, *st_cons;
+} run_asm;
+
+static run_asm run_asm_of(cg *c, unsigned bytes) {
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(c->ctx);
+    switch (bytes) {
+    case 2: return (run_asm){1, LLVMInt16TypeInContext(c->ctx), "@$2 ld.global.b16 $0, [$1];", "=h,l,b,0",
+                             "@$2 st.global.b16 [$0], $1;", "l,h,b"};
+    case 4: return (run_asm){1, i32, "@$2 ld.global.b32 $0, [$1];", "=r,l,b,0", "@$2 st.global.b32 [$0], $1;", "l,r,b"};
+    case 8:
+        return (run_asm){2, i32, "@$3 ld.global.v2.b32 {$0, $1}, [$2];", "=r,=r,l,b,0,1",
+                         "@$3 st.global.v2.b32 [$0], {$1, $2};", "l,r,r,b"};
+    default:
+        return (run_asm){4, i32, "@$5 ld.global.v4.b32 {$0, $1, $2, $3}, [$4];", "=r,=r,=r,=r,l,b,0,1,2,3",
+                         "@$5 st.global.v4.b32 [$0], {$1, $2, $3, $4};", "l,r,r,r,r,b"};
+    }
+}
+
+/* vals[0..vec) of element e as the asm's words (to_words) and back. */
+static void to_words(cg *c, tir_elem e, const LLVMValueRef *vals, uint32_t vec, const run_asm *a, LLVMValueRef *w) {
+    LLVMValueRef v = LLVMGetUndef(LLVMVectorType(mem_type(c, e), vec));
+    for (uint32_t i = 0; i < vec; i++) v = LLVMBuildInsertElement(c->b, v, to_mem(c, e, vals[i]), i32c(c, i), "");
+    if (a->words == 1) {
+        w[0] = LLVMBuildBitCast(c->b, v, a->word, "");
+        return;
+    }
+    v = LLVMBuildBitCast(c->b, v, LLVMVectorType(a->word, a->words), "");
+    for (unsigned k = 0; k < a->words; k++) w[k] = LLVMBuildExtractElement(c->b, v, i32c(c, k), "");
+}
+
+static void from_words(cg *c, tir_elem e, LLVMValueRef *w, uint32_t vec, const run_asm *a, LLVMValueRef *out) {
+    LLVMValueRef v = w[0];
+    if (a->words > 1) {
+        v = LLVMGetUndef(LLVMVectorType(a->word, a->words));
+        for (unsigned k = 0; k < a->words; k++) v = LLVMBuildInsertElement(c->b, v, w[k], i32c(c, k), "");
+    }
+    v = LLVMBuildBitCast(c->b, v, LLVMVectorType(mem_type(c, e), vec), "");
+    for (uint32_t i = 0; i < vec; i++) out[i] = from_mem(c, e, LLVMBuildExtractElement(c->b, v, i32c(c, i), ""));
+}
+
+/* out[0..vec) = the run at p where m is on, else other[0..vec). */
+static void predicated_run_load(cg *c, tir_elem e, LLVMValueRef p, uint32_t vec, LLVMValueRef m,
+                                const LLVMValueRef *other, LLVMValueRef *out) {
+    run_asm a = run_asm_of(c, vec * ((tir_elem_bits(e) + 7) / 8));
+    LLVMValueRef args[2 + 4], w[4];
+    args[0] = ptr_bits(c, p), args[1] = m;
+    to_words(c, e, other, vec, &a, args + 2);
+    LLVMTypeRef ret = a.word;
+    if (a.words > 1) {
+        LLVMTypeRef fields[4] = {a.word, a.word, a.word, a.word};
+        ret = LLVMStructTypeInContext(c->ctx, fields, a.words, false);
+    }
+    LLVMValueRef r = inline_asm(c, ret, a.ld, a.ld_cons, args, 2 + a.words);
+    for (unsigned k = 0; k < a.words; k++) w[k] = a.words > 1 ? LLVMBuildExtractValue(c->b, r, k, "") : r;
+    from_words(c, e, w, vec, &a, out);
+}
+
+/* The run of `vec` registers of val from r at p, where m is on. */
+static void predicated_run_store(cg *c, tir_elem e, LLVMValueRef p, const tir_value *val, uint32_t r, uint32_t vec,
+                                 LLVMValueRef m) {
+    run_asm a = run_asm_of(c, vec * ((tir_elem_bits(e) + 7) / 8));
+    LLVMValueRef vals[LOWER_MAX_ACCESS_BYTES], args[1 + 4 + 1];
+    for (uint32_t i = 0; i < vec; i++) vals[i] = reg(c, val, r + i);
+    args[0] = ptr_bits(c, p);
+    to_words(c, e, vals, vec, &a, args + 1);
+    args[1 + a.words] = m;
+    inline_asm(c, LLVMVoidTypeInContext(c->ctx), a.st, a.st_cons, args, 2 + a.words);
+}
+
 /* The address of register r of a tile of pointers whose runs of `vec`
  * registers are consecutive elements (vec_width): the run's first
  * address plus r's place in it. A slow path lane by lane then needs only
@@ -325,26 +406,8 @@ void gen_load(cg *c, const tir_op *op) {
         for (uint32_t r = 0; r < n; r++) out[r] = predicated_load(c, e, reg(c, ptrs, r), reg(c, mask, r), other[r]);
         return;
     }
-    if (mask && !check_align && equal_run(c, mask) >= vec) {
-        /* the mask is one bit per access: each access under its own branch,
-         * which ptxas turns into a predicated vector load */
-        for (uint32_t r = 0; r < n; r += vec) {
-            LLVMBasicBlockRef from = LLVMGetInsertBlock(c->b), ld = new_block(c, "ld.run"), next = new_block(c, "ld.next");
-            LLVMBuildCondBr(c->b, reg(c, mask, r), ld, next);
-            LLVMPositionBuilderAtEnd(c->b, ld);
-            LLVMValueRef vals[LOWER_MAX_ACCESS_BYTES];
-            vector_load(c, ptrs, e, r, vec, vals);
-            LLVMBasicBlockRef ld_end = LLVMGetInsertBlock(c->b);
-            LLVMBuildBr(c->b, next);
-            LLVMPositionBuilderAtEnd(c->b, next);
-            for (uint32_t i = 0; i < vec; i++) {
-                LLVMValueRef phi = LLVMBuildPhi(c->b, ty, "");
-                LLVMValueRef in_v[2] = {vals[i], other[r + i]};
-                LLVMBasicBlockRef in_b[2] = {ld_end, from};
-                LLVMAddIncoming(phi, in_v, in_b, 2);
-                out[r + i] = phi;
-            }
-        }
+    if (mask && !check_align && equal_run(c, mask) >= vec) { /* one bit per access: each access predicated */
+        for (uint32_t r = 0; r < n; r += vec) predicated_run_load(c, e, reg(c, ptrs, r), vec, reg(c, mask, r), other + r, out + r);
         return;
     }
     LLVMValueRef *count = TC_NEW_ARRAY(c->arena, LLVMValueRef, n);
@@ -406,12 +469,7 @@ void gen_store(cg *c, const tir_op *op) {
         for (uint32_t r = 0; r < n; r += vec) {
             LLVMValueRef on = reg(c, mask, r);
             if (owner) on = LLVMBuildAnd(c->b, on, owner, "");
-            LLVMBasicBlockRef st = new_block(c, "st.run"), next = new_block(c, "st.next");
-            LLVMBuildCondBr(c->b, on, st, next);
-            LLVMPositionBuilderAtEnd(c->b, st);
-            vector_store(c, ptrs, val, r, vec);
-            LLVMBuildBr(c->b, next);
-            LLVMPositionBuilderAtEnd(c->b, next);
+            predicated_run_store(c, e, reg(c, ptrs, r), val, r, vec, on);
         }
         return;
     }
