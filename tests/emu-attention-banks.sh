@@ -8,17 +8,24 @@
 # operands (all but the backward's pre-pass), so that a kernel which
 # stopped staging its operands fails too. Plain shared loads and stores
 # (layout conversions) are printed, not gated. The tests themselves check
-# the numbers; a race is an emulator error, which fails them.
+# the numbers; a race is an emulator error, which fails them. The
+# backward's and tls_attention_fwd's runs here are their only runs on the
+# emulator (tests/CMakeLists.txt adds no other: under the sanitizers they
+# take minutes each), so a failing one shows its output here.
 set -u
 build=$1
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+log=$(mktemp) out=$(mktemp) err=$(mktemp)
+trap 'rm -f "$log" "$out" "$err"' EXIT
 status=0
 for t in "test_runtime_devices_attention emu" "test_runtime_devices_attention_bwd emu" "test_stdlib_attention emu"; do
-  if ! TILEC_EMU_SMEM_STATS=1 "$build"/tests/$t >/dev/null 2>>"$log"; then
-    echo "FAILED: $t"
+  # shellcheck disable=SC2086
+  if ! TILEC_EMU_SMEM_STATS=1 "$build"/tests/$t >"$out" 2>"$err"; then
+    echo "FAILED: $t; its output:"
+    cat "$out"
+    grep -v -E '^(tilec emu: kernel |  +(ldmatrix|cp\.async|load|store) )' "$err"
     status=1
   fi
+  cat "$err" >>"$log"
 done
 # per kernel: launches, and launches with conflicted / absent ldmatrix and cp.async
 awk '

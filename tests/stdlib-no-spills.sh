@@ -23,6 +23,23 @@ if ! { [ -n "${CUDA_HOME:-}" ] && [ -x "$CUDA_HOME/bin/ptxas" ]; } && ! command 
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# tilec_each KERNELS FILE ARGS...: FILE compiled with -v once for each
+# kernel named, alone (--kernel), ptxas's reports into $tmp/log and the
+# sidecars into $tmp/k.cubin.tir; fails at the first compile that fails
+# (its output last in the log). A row below checks some of a file's
+# kernels: compiling the others would be wasted (matmul_f32_ieee's ptxas
+# alone takes seconds, and attention_bwd.tile holds nine kernels).
+tilec_each() {
+  local kernels=$1 f=$2 k
+  shift 2
+  : >"$tmp/log"
+  : >"$tmp/each.tir"
+  for k in $kernels; do
+    "$tilec" "$f" "$@" --kernel "$k" -v -o "$tmp/k.cubin" >>"$tmp/log" 2>&1 || return 1
+    cat "$tmp/k.cubin.tir" >>"$tmp/each.tir"
+  done
+  mv "$tmp/each.tir" "$tmp/k.cubin.tir"
+}
 # the row kernels of a file, whose BLOCK is a row width, and those widths
 row_kernels() {
   case $(basename "$1") in
@@ -127,7 +144,7 @@ for cfg in $configs $ieee_configs $wgmma_configs; do
         what="${bm}x${bn}x${bk} w$nw s$stages layouts $la$lb$lc even $even"
         [ "$bias" = 1 ] && what="$what bias act $act"
         [ "$arch" = sm_90a ] || what="$what $arch"
-        if ! "$tilec" "$root/stdlib/matmul.tile" "${args[@]}" --arch="$arch" -v -o "$tmp/k.cubin" >"$tmp/log" 2>&1; then
+        if ! tilec_each "$kernels" "$root/stdlib/matmul.tile" "${args[@]}" --arch="$arch"; then
           echo "FAIL: matmul.tile ($what) does not compile:"; cat "$tmp/log"; fail=1; continue
         fi
         # ptxas knows the static shared memory only; the dynamic bytes a
@@ -163,10 +180,11 @@ done
 # table's rows are checked for its own kernels only (an f16 row would
 # spill f32's); their ptxas -v figures in a table of their own.
 att_table=()
-# table, archs, head dims, the kernels it is for (a regex)
-for tab in "attention_configs|sm_80 sm_90a|32 64 128 256|^attention_fwd_(f16|bf16)$" \
-           "attention_f32_configs|sm_80 sm_86 sm_90|32 64 128|^attention_fwd_f32$"; do
-IFS='|' read -r tname tarchs tdims tpat <<<"$tab"
+# table, archs, head dims, the kernels it is for (their names, then as a
+# regex, last: it holds the separator)
+for tab in "attention_configs|sm_80 sm_90a|32 64 128 256|attention_fwd_f16 attention_fwd_bf16|^attention_fwd_(f16|bf16)$" \
+           "attention_f32_configs|sm_80 sm_86 sm_90|32 64 128|attention_fwd_f32|^attention_fwd_f32$"; do
+IFS='|' read -r tname tarchs tdims tkernels tpat <<<"$tab"
 att_rows=$(rows_of "$tname" stdlib_attention.c)
 [ -n "$att_rows" ] || { echo "FAIL: no $tname rows found in runtime/stdlib_attention.c"; fail=1; }
 for arch in $tarchs; do
@@ -180,10 +198,9 @@ for arch in $tarchs; do
       what="D$d ${bm}x${bn} w$warps s$stages $arch"
       [ "$causal" = 1 ] && what="$what causal window varlen"
       [ "$aligned" = 1 ] && what="$what aligned"
-      if ! "$tilec" "$root/stdlib/attention.tile" -D "HEAD_DIM=$d" -D "BLOCK_M=$bm" -D "BLOCK_N=$bn" -D "CAUSAL=$causal" \
-           -D "WINDOW=$window" -D "VARLEN=$varlen" -D "ALIGNED=$aligned" --num-warps="$warps" --num-stages="$stages" \
-           --arch="$arch" --exp2-ftz -v \
-           -o "$tmp/k.cubin" >"$tmp/log" 2>&1; then
+      if ! tilec_each "$tkernels" "$root/stdlib/attention.tile" -D "HEAD_DIM=$d" -D "BLOCK_M=$bm" -D "BLOCK_N=$bn" \
+           -D "CAUSAL=$causal" -D "WINDOW=$window" -D "VARLEN=$varlen" -D "ALIGNED=$aligned" --num-warps="$warps" \
+           --num-stages="$stages" --arch="$arch" --exp2-ftz; then
         echo "FAIL: attention.tile ($what) does not compile:"; cat "$tmp/log"; fail=1; continue
       fi
       sed -n 's/^kernel @\([A-Za-z0-9_]*\)(.*dynamic_smem(\([0-9]*\)).*/\1 \2/p' "$tmp/k.cubin.tir" >"$tmp/dyn" 2>/dev/null
@@ -235,10 +252,12 @@ for arch in $tarchs; do
         read -r causal window varlen aligned <<<"$flags"
         what="D$d ${bm}x${bn} w$warps s$stages $arch"
         [ "$causal" = 1 ] && what="$what causal window varlen aligned"
-        if ! "$tilec" "$root/stdlib/attention_bwd.tile" -D "HEAD_DIM=$d" -D "BLOCK_M=$bm" -D "BLOCK_N=$bn" \
+        # the kernels of this pass in this table's storages, in the file's order
+        names=""
+        for sf in $(tr -d '()' <<<"$tsuf" | tr '|' ' '); do for kk in $kernels; do names="$names attention_bwd_${kk}_$sf"; done; done
+        if ! tilec_each "$names" "$root/stdlib/attention_bwd.tile" -D "HEAD_DIM=$d" -D "BLOCK_M=$bm" -D "BLOCK_N=$bn" \
              -D "CAUSAL=$causal" -D "WINDOW=$window" -D "VARLEN=$varlen" -D "ALIGNED=$aligned" --num-warps="$warps" \
-             --num-stages="$stages" \
-             --arch="$arch" --exp2-ftz -v -o "$tmp/k.cubin" >"$tmp/log" 2>&1; then
+             --num-stages="$stages" --arch="$arch" --exp2-ftz; then
           echo "FAIL: attention_bwd.tile ($what) does not compile:"; cat "$tmp/log"; fail=1; continue
         fi
         sed -n 's/^kernel @\([A-Za-z0-9_]*\)(.*dynamic_smem(\([0-9]*\)).*/\1 \2/p' "$tmp/k.cubin.tir" >"$tmp/dyn" 2>/dev/null
