@@ -12,7 +12,9 @@ Kernels (the same computation, block sizes and warps on both sides):
              tutorial 05's forward kernel (8 warps: min(max(4096 / 256, 1), 8));
   matmul     stdlib/matmul.tile matmul_f16, 128x128x32, GROUP_M 8, A_, B_
              and C_LAYOUT 1 (row-major, as the runtime specializes a
-             contiguous call), K masked, 4 warps, 4 stages vs
+             contiguous call), K masked, SIZES_VEC (M, N and K multiples
+             of 8, as tls_matmul specializes sizes of whole 16-byte runs),
+             4 warps, 4 stages vs
              bench/tt_matmul.py (strides of 1 constexpr, the rest divisible
              by 16, as Triton's launcher specializes; EVEN off; 4 warps, 4 stages).
 Triton's integer and pointer arguments get tt.divisibility 16, as its
@@ -71,7 +73,7 @@ TILEC = {
     "layernorm": ("stdlib/layernorm.tile", "layernorm_f16", {"BLOCK": 4096, "ALIGN": 8}, None, None),
     "matmul": ("stdlib/matmul.tile", "matmul_f16",
                {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8, "A_LAYOUT": 1, "B_LAYOUT": 1,
-                "C_LAYOUT": 1}, 4, 4),
+                "C_LAYOUT": 1, "SIZES_VEC": 1}, 4, 4),
 }
 STAGES = ("make_ir", "ttir", "ttgir", "llir", "ptx", "cubin")  # Triton's, timed
 # the warps the heuristic gives these (checked against .maxntid below)

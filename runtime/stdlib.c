@@ -686,17 +686,19 @@ static trt_status matmul_as(const sl_call *c, const rt_matmul_config *cfg, bool 
     int64_t vec = SL_PTR_ALIGN / (int64_t)c->st->size;
     int c_layout = vec_stride(x.s[0], x.n[0], vec) && unit_stride(x.s[2], x.n[2]) && vec_stride(x.s[1], x.n[1], vec);
     bool even = M % cfg->block_m == 0 && N % cfg->block_n == 0 && K % cfg->block_k == 0;
+    /* sizes of whole 16-byte runs: the masks are one bit a run (no use when EVEN drops them) */
+    bool sizes_vec = !even && M % vec == 0 && N % vec == 0 && K % vec == 0;
     tilec_define defs[] = {{"BLOCK_M", cfg->block_m},        {"BLOCK_N", cfg->block_n},
                            {"BLOCK_K", cfg->block_k},        {"GROUP_M", cfg->group_m},
                            {"A_LAYOUT", operand_layout(&a, vec)}, {"B_LAYOUT", operand_layout(&b, vec)},
                            {"C_LAYOUT", c_layout},           {"EVEN", even},
                            {"HAS_BIAS", has_bias},           {"ACTIVATION", act},
-                           {"EDGE_MASKS", cfg->edge_masks}};
+                           {"EDGE_MASKS", cfg->edge_masks}, {"SIZES_VEC", sizes_vec}};
     char name[SL_MAX_KERNEL_NAME], spec[128];
     snprintf(name, sizeof name, "matmul_%s%s", c->st->suffix, ieee ? "_ieee" : "");
-    snprintf(spec, sizeof spec, "BLOCK_M %d, BLOCK_N %d, BLOCK_K %d, layouts %lld %lld %lld%s%s, activation %d",
+    snprintf(spec, sizeof spec, "BLOCK_M %d, BLOCK_N %d, BLOCK_K %d, layouts %lld %lld %lld%s%s%s, activation %d",
              cfg->block_m, cfg->block_n, cfg->block_k, (long long)defs[4].value, (long long)defs[5].value,
-             (long long)c_layout, even ? ", EVEN" : "", has_bias ? ", bias" : "", act);
+             (long long)c_layout, even ? ", EVEN" : "", sizes_vec ? ", SIZES_VEC" : "", has_bias ? ", bias" : "", act);
     bool wide = c->st == &sl_storages[TLS_F32] || defs[4].value == 0 || defs[5].value == 0;
     int warps = sl_main_warps(c) ? sl_main_warps(c) : wide ? cfg->wide_warps : cfg->num_warps;
     trt_kernel *k;

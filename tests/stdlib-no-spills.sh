@@ -82,7 +82,9 @@ done
 # checked at those layouts only), each with
 # the layouts of the fast path (operands and C row-major, no masks: what
 # the bench times), of both operands transposed, of row-major operands at
-# a shape that needs masks (what most calls take), and of the general path
+# a shape that needs masks (what most calls take; also with SIZES_VEC, as
+# calls whose sizes are multiples of 16 bytes take it, and so with
+# transposed operands and the GELU epilogue), and of the general path
 # (any strides, masks); each kernel on the warps tls_matmul gives it:
 # wide_warps for f32 inputs and for the general path, num_warps for the
 # rest.
@@ -114,15 +116,19 @@ for cfg in $configs $ieee_configs $wgmma_configs; do
   IFS=, read -r path _ _ bm bn bk gm warps stages wide edge even_only <<<"$cfg"
   edge_masks=0; [ "$edge" = true ] && edge_masks=1
   [ -n "$even_only" ] || { echo "FAIL: matmul config row {$cfg} has no even_only"; fail=1; continue; }
+  # (A B C layouts, EVEN, HAS_BIAS, ACTIVATION[, SIZES_VEC: what calls
+  # whose sizes are multiples of 16 bytes take without EVEN])
   for layouts in "1 1 1 1 0 0" "2 2 1 1 0 0" "1 1 1 0 0 0" "0 0 0 0 0 0" "1 1 1 1 1 0" "1 1 1 1 1 1" "1 1 1 1 1 2" \
-                 "1 1 1 0 1 0" "1 1 1 0 1 1" "1 1 1 0 1 2" "1 2 1 1 0 0" "2 1 0 1 0 0"; do
-    read -r la lb _ even _ _ <<<"$layouts"
+                 "1 1 1 0 1 0" "1 1 1 0 1 1" "1 1 1 0 1 2" "1 2 1 1 0 0" "2 1 0 1 0 0" "1 1 1 0 0 0 1" "2 2 1 0 0 0 1" \
+                 "1 1 1 0 1 2 1"; do
+    read -r la lb _ even _ _ _ <<<"$layouts"
     # an even_only row serves whole tiles of row- or column-major operands only
     if [ "$even_only" = true ] && { [ "$even" = 0 ] || [ "$la" = 0 ] || [ "$lb" = 0 ]; }; then continue; fi
     for arch in sm_90a sm_90 sm_80; do
       # sm_90a's own table is for f16 and bf16 there; the others serve every arch
       if [ "$path" = wgmma ] && [ "$arch" != sm_90a ]; then continue; fi
-      read -r la lb lc even bias act <<<"$layouts"
+      read -r la lb lc even bias act sv <<<"$layouts"
+      sv=${sv:-0}
       nw16=$warps # f16 and bf16: num_warps, or wide_warps on the general path
       if [ "$la" = 0 ] || [ "$lb" = 0 ]; then nw16=$wide; fi
       for nw in $(printf '%s\n' "$nw16" "$wide" | sort -u); do
@@ -139,10 +145,12 @@ for cfg in $configs $ieee_configs $wgmma_configs; do
         fi
         args=(-D "BLOCK_M=$bm" -D "BLOCK_N=$bn" -D "BLOCK_K=$bk" -D "GROUP_M=$gm" -D "A_LAYOUT=$la" -D "B_LAYOUT=$lb"
               -D "C_LAYOUT=$lc" -D "EVEN=$even" -D "HAS_BIAS=$bias" -D "ACTIVATION=$act" -D "EDGE_MASKS=$edge_masks"
+              -D "SIZES_VEC=$sv"
               --num-warps="$nw"
               --num-stages="$stages")
         what="${bm}x${bn}x${bk} w$nw s$stages layouts $la$lb$lc even $even"
         [ "$bias" = 1 ] && what="$what bias act $act"
+        [ "$sv" = 1 ] && what="$what sizes_vec"
         [ "$arch" = sm_90a ] || what="$what $arch"
         if ! tilec_each "$kernels" "$root/stdlib/matmul.tile" "${args[@]}" --arch="$arch"; then
           echo "FAIL: matmul.tile ($what) does not compile:"; cat "$tmp/log"; fail=1; continue
