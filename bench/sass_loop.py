@@ -188,12 +188,14 @@ def user_row(args, tmp, bm, bn, bk, warps, stages, arch, even):
     return count_loop(sass_of(args.cuobjdump, cubin)), regs, spills, smem
 
 
-def tilec_row(args, tmp, dtype, bm, bn, bk, warps, stages, arch, even):
+def tilec_row(args, tmp, dtype, bm, bn, bk, warps, stages, arch, even, sizes_vec=False):
     cubin = os.path.join(tmp, "k.cubin")
     cmd = [args.tilec, os.path.join(ROOT, "stdlib", "matmul.tile"), "--kernel", "matmul_" + dtype, "-D",
            "BLOCK_M=%d" % bm, "-D", "BLOCK_N=%d" % bn, "-D", "BLOCK_K=%d" % bk, "-D", "GROUP_M=8", "-D",
            "A_LAYOUT=1", "-D", "B_LAYOUT=1", "-D", "C_LAYOUT=1", "-D", "EVEN=%d" % even, "--num-warps=%d" % warps,
            "--num-stages=%d" % stages, "--arch=" + arch, "-v", "-o", cubin]
+    if sizes_vec:
+        cmd[4:4] = ["-D", "SIZES_VEC=1"]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode:
         raise RuntimeError("tilec failed: %s\n%s" % (" ".join(cmd), r.stderr))
@@ -263,6 +265,9 @@ def main():
     p.add_argument("--user", action="store_true",
                    help="add rows (f16) for bench/kernels/user_matmul.tile, a loop written as Triton's tutorial")
     p.add_argument("--quick", action="store_true", help="only 128x128x32, 4 warps, 4 stages")
+    p.add_argument("--sizes-vec", action="store_true",
+                   help="after each K-masked tilec row, one with SIZES_VEC (sizes multiples of 16 bytes, as "
+                        "tls_matmul specializes them and Triton's launcher sizes divisible by 16)")
     p.add_argument("--dtype", action="append", help="f16 or bf16 (default both)")
     p.add_argument("--arch", action="append", help="sm_80 or sm_90 (default both)")
     args = p.parse_args()
@@ -295,6 +300,10 @@ def main():
                                 row = tilec_row(args, tmp, dtype, bm, bn, bk, warps, stages, arch, even)
                                 bad += row[0] is None
                                 print(fmt("tilec", what, *row), flush=True)
+                                if args.sizes_vec and not even:
+                                    row = tilec_row(args, tmp, dtype, bm, bn, bk, warps, stages, arch, even, True)
+                                    bad += row[0] is None
+                                    print(fmt("tilec", what + " SIZES_VEC", *row), flush=True)
                                 if args.user and dtype == "f16":
                                     print(fmt("user", what, *user_row(args, tmp, bm, bn, bk, warps, stages, arch, even)),
                                           flush=True)
