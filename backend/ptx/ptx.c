@@ -66,16 +66,13 @@ static bool optimize(LLVMModuleRef m, LLVMTargetMachineRef tm, int opt_level, tc
     LLVMDisposeMessage(err);
     err = NULL;
     if (ok) {
+        /* Two runs: whether the SLP vectorizer is worth its time shows only
+         * in the simplified module (instcombine narrows f32 arithmetic on
+         * f16 values to f16). */
         LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-        /* No SLP vectorizer: codegen already makes the vectors a tile wants
-         * (the widest loads and stores the axis analysis proves, packed
-         * halves for mma), and the pass found nothing more in any kernel
-         * we build (the same PTX for every stdlib, sample, bench and golden
-         * kernel at sm_80 and sm_90a) while it took a tenth or more of a
-         * large kernel's optimization, hunting through the insertelement
-         * chains of unrolled per-thread code (docs/design.md). */
-        LLVMPassBuilderOptionsSetSLPVectorization(po, 0);
-        LLVMErrorRef e = LLVMRunPasses(m, opt_level ? "default<O2>" : "default<O0>", tm, po);
+        LLVMErrorRef e = LLVMRunPasses(m, ptx_llvm_pipeline(opt_level, PTX_PIPELINE_SIMPLIFY, false), tm, po);
+        const char *late = e ? NULL : ptx_llvm_pipeline(opt_level, PTX_PIPELINE_LATE, ptx_wants_slp(m));
+        if (late) e = LLVMRunPasses(m, late, tm, po);
         LLVMDisposePassBuilderOptions(po);
         if (e) {
             char *msg = LLVMGetErrorMessage(e);

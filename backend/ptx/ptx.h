@@ -23,6 +23,15 @@ bool ptx_emit(LLVMModuleRef m, const char *arch, int opt_level, tc_strbuf *out, 
  * been through PTX emission afterwards (see ptx.c for why). */
 bool ptx_optimized_ir(LLVMModuleRef m, const char *arch, int opt_level, tc_strbuf *out, tc_diag *diag);
 
+/* The LLVM pass pipeline ptx_emit optimizes with (LLVMRunPasses text,
+ * pipeline.c), in two parts: the simplification, then the late
+ * optimization, with the SLP vectorizer where ptx_wants_slp says the
+ * simplified module has something for it. At opt_level 0 the simplify
+ * part is all there is (the late part is NULL). */
+typedef enum { PTX_PIPELINE_SIMPLIFY, PTX_PIPELINE_LATE } ptx_pipeline_part;
+const char *ptx_llvm_pipeline(int opt_level, ptx_pipeline_part part, bool slp);
+bool ptx_wants_slp(LLVMModuleRef m);
+
 /* Appends to out one PTX module holding the n modules parts[i] (lens[i]
  * bytes each) for one target, built apart (merge.c): the first's header,
  * then every part's functions in order, a declaration or directive the

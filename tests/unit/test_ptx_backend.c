@@ -17,6 +17,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <llvm-c/IRReader.h>
+
 #include "backend/ptx/ptx.h"
 
 enum { TEST_PATH_MAX = 4096 };
@@ -145,6 +147,94 @@ static void test_emit_rejects_invalid_ir(void **state) {
     assert_false(ptx_emit(m, "sm_80", 2, &ptx, &d));
     assert_int_equal(d.nerrors, 1);
     assert_non_null(strstr(d.out.data, "invalid LLVM IR"));
+    tc_strbuf_free(&ptx);
+    tc_diag_free(&d);
+    LLVMDisposeModule(m);
+    LLVMContextDispose(ctx);
+}
+
+/* ---- the pass pipeline --------------------------------------------------- */
+static LLVMModuleRef parse_ir(LLVMContextRef ctx, const char *text) {
+    LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(text, strlen(text), "t.ll");
+    LLVMModuleRef m = NULL;
+    char *err = NULL;
+    if (LLVMParseIRInContext(ctx, buf, &m, &err)) fail_msg("IR: %s", err); /* takes buf */
+    return m;
+}
+
+static bool wants_slp(const char *body) {
+    char text[1024];
+    snprintf(text, sizeof text,
+             "target triple = \"nvptx64-nvidia-cuda\"\n"
+             "declare bfloat @llvm.fma.bf16(bfloat, bfloat, bfloat)\n"
+             "define void @k(ptr addrspace(1) %%p, half %%h, bfloat %%b, i16 %%s, float %%f, i1 %%c) {\n"
+             "%s\n  ret void\n}\n",
+             body);
+    LLVMContextRef ctx = LLVMContextCreate();
+    LLVMModuleRef m = parse_ir(ctx, text);
+    bool r = ptx_wants_slp(m);
+    LLVMDisposeModule(m);
+    LLVMContextDispose(ctx);
+    return r;
+}
+
+/* The SLP vectorizer runs where the simplified module has 16- or 8-bit
+ * arithmetic (what it pairs: add.rn.f16x2 and the like), not for f32 math
+ * whose results are only converted to f16 (layernorm's, softmax's, the
+ * matmul's epilogue: the same PTX without it, at a fraction of the time). */
+static void test_wants_slp(void **state) {
+    (void)state;
+    assert_true(wants_slp("  %x = fadd half %h, %h\n  store half %x, ptr addrspace(1) %p"));
+    assert_true(wants_slp("  %x = fneg bfloat %b\n  store bfloat %x, ptr addrspace(1) %p"));
+    assert_true(wants_slp("  %x = call bfloat @llvm.fma.bf16(bfloat %b, bfloat %b, bfloat %b)\n"
+                          "  store bfloat %x, ptr addrspace(1) %p"));
+    assert_true(wants_slp("  %x = add i16 %s, 1\n  store i16 %x, ptr addrspace(1) %p"));
+    assert_true(wants_slp("  %x = select i1 %c, half %h, half 0.0\n  store half %x, ptr addrspace(1) %p"));
+    assert_false(wants_slp("  %x = fadd float %f, %f\n  %y = fptrunc float %x to half\n"
+                           "  store half %y, ptr addrspace(1) %p"));
+    assert_false(wants_slp("  %x = and i1 %c, %c\n  store i1 %x, ptr addrspace(1) %p"));
+    assert_false(wants_slp("  %x = load half, ptr addrspace(1) %p\n  store half %x, ptr addrspace(1) %p"));
+    assert_false(wants_slp("  %x = fadd <2 x half> <half 1.0, half 2.0>, <half 3.0, half 4.0>\n"
+                           "  store <2 x half> %x, ptr addrspace(1) %p"));
+}
+
+static void test_pipeline_parts(void **state) {
+    (void)state;
+    const char *slp = ptx_llvm_pipeline(2, PTX_PIPELINE_LATE, true), *plain = ptx_llvm_pipeline(2, PTX_PIPELINE_LATE, false);
+    assert_non_null(strstr(slp, "slp-vectorizer"));
+    assert_null(strstr(plain, "slp-vectorizer"));
+    assert_null(strstr(ptx_llvm_pipeline(2, PTX_PIPELINE_SIMPLIFY, false), "slp-vectorizer"));
+    assert_null(strstr(ptx_llvm_pipeline(2, PTX_PIPELINE_SIMPLIFY, false), "loop-vectorize"));
+    assert_string_equal(ptx_llvm_pipeline(0, PTX_PIPELINE_SIMPLIFY, false), "default<O0>");
+    assert_null(ptx_llvm_pipeline(0, PTX_PIPELINE_LATE, true));
+}
+
+/* Two f16 additions of neighbours, stored as a pair: with the SLP
+ * vectorizer chosen they become one add.rn.f16x2. */
+static void test_emit_pairs_f16_math(void **state) {
+    (void)state;
+    LLVMContextRef ctx = LLVMContextCreate();
+    LLVMModuleRef m = parse_ir(ctx,
+                               "target triple = \"nvptx64-nvidia-cuda\"\n"
+                               "target datalayout = \"e-i64:64-i128:128-v16:16-v32:32-n16:32:64\"\n"
+                               "define void @k(ptr addrspace(1) %p) {\n"
+                               "  %v = load <2 x half>, ptr addrspace(1) %p, align 4\n"
+                               "  %a = extractelement <2 x half> %v, i64 0\n"
+                               "  %b = extractelement <2 x half> %v, i64 1\n"
+                               "  %x = fadd half %a, %a\n"
+                               "  %y = fadd half %b, %b\n"
+                               "  %w0 = insertelement <2 x half> poison, half %x, i64 0\n"
+                               "  %w1 = insertelement <2 x half> %w0, half %y, i64 1\n"
+                               "  store <2 x half> %w1, ptr addrspace(1) %p, align 4\n"
+                               "  ret void\n}\n"
+                               "!nvvm.annotations = !{!0}\n!0 = !{ptr @k, !\"kernel\", i32 1}\n");
+    tc_diag d;
+    tc_diag_init(&d);
+    tc_strbuf ptx;
+    tc_strbuf_init(&ptx);
+    assert_true(ptx_emit(m, "sm_80", 2, &ptx, &d));
+    assert_non_null(strstr(ptx.data, "add.rn.f16x2"));
+    assert_null(strstr(ptx.data, "add.rn.f16 "));
     tc_strbuf_free(&ptx);
     tc_diag_free(&d);
     LLVMDisposeModule(m);
@@ -476,6 +566,9 @@ int main(void) {
         cmocka_unit_test(test_arch_valid),
         cmocka_unit_test(test_emit_tiny_kernel),
         cmocka_unit_test(test_emit_rejects_invalid_ir),
+        cmocka_unit_test(test_wants_slp),
+        cmocka_unit_test(test_pipeline_parts),
+        cmocka_unit_test(test_emit_pairs_f16_math),
         cmocka_unit_test(test_find_ptxas_search_order),
         cmocka_unit_test(test_assemble_missing_ptxas),
         cmocka_unit_test(test_assemble_failure_message),
