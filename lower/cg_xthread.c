@@ -224,8 +224,10 @@ static move_side weighed_side(tc_arena *a, const tir_op *op, bool result, const 
 
 /* Bank wavefronts of one side's weighed accesses under plan p, by the rule
  * emu/emu.h states: lanes in groups moving at most 128 bytes; in each, the
- * most distinct words any bank holds. */
-static uint64_t side_wavefronts(const move_side *s, const move_plan *p) {
+ * most distinct words any bank holds. Counting stops once the count reaches
+ * `stop` (what a candidate plan must stay below to win), and returns it
+ * then: most candidates lose early, and the winner is the same. */
+static uint64_t side_wavefronts(const move_side *s, const move_plan *p, uint64_t stop) {
     uint32_t group = s->bytes <= 4 ? 32 : MOVE_WAVEFRONT_BYTES / s->bytes;
     uint64_t total = 0;
     for (uint32_t g = 0; g < s->groups; g++)
@@ -242,8 +244,22 @@ static uint64_t side_wavefronts(const move_side *s, const move_plan *p) {
                 }
             }
             total += most;
+            if (total >= stop) return total;
         }
     return total;
+}
+
+/* The fewest wavefronts a side can take under any plan: one for each
+ * group of lanes side_wavefronts counts. */
+static uint64_t side_floor(const move_side *s) {
+    uint32_t group = s->bytes <= 4 ? 32 : MOVE_WAVEFRONT_BYTES / s->bytes;
+    return (uint64_t)s->groups * ((s->lanes + group - 1) / group);
+}
+
+/* Both sides' wavefronts under p, counted until `stop` (side_wavefronts). */
+static uint64_t plan_wavefronts(const move_side *x, const move_side *r, const move_plan *p, uint64_t stop) {
+    uint64_t w = side_wavefronts(x, p, stop);
+    return w >= stop ? w : w + side_wavefronts(r, p, stop - w);
 }
 
 /* One side of a move in units of u elements, for a gather plan: thread
@@ -415,28 +431,30 @@ static move_plan plan_move(const tir_op *op, uint32_t num_warps) {
      * lengths (for rank 1, or rows too short to swizzle); paddings of the
      * operand's rows (bytes more) */
     move_plan best = p;
-    uint64_t fewest = side_wavefronts(&sx, &p) + side_wavefronts(&sr, &p);
+    uint64_t fewest = plan_wavefronts(&sx, &sr, &p, UINT64_MAX), least = side_floor(&sx) + side_floor(&sr);
     bool tile_rows = x->rank >= 2 && p.row % piece == 0 && p.row <= p.chunk / 2;
     uint32_t rows[24], nrows = 0;
     if (tile_rows) rows[nrows++] = p.row;
     for (uint32_t n = 2 * piece; n <= p.chunk / 2 && n * p.eb <= MOVE_MAX_SWIZZLE_ROW; n *= 2)
         if (!tile_rows || n != p.row) rows[nrows++] = n;
-    for (uint32_t i = 0; i < nrows; i++) {
+    /* (a plan at the least a side can take is not beaten: the search stops
+     * there) */
+    for (uint32_t i = 0; i < nrows && fewest > least; i++) {
         uint32_t n = rows[i];
-        for (uint32_t mp = 2; mp <= MOVE_MAX_PHASE && mp * piece <= n; mp *= 2)
-            for (uint32_t pp = 1; pp <= MOVE_MAX_PHASE && n * pp * mp <= p.chunk; pp *= 2) {
+        for (uint32_t mp = 2; mp <= MOVE_MAX_PHASE && mp * piece <= n && fewest > least; mp *= 2)
+            for (uint32_t pp = 1; pp <= MOVE_MAX_PHASE && n * pp * mp <= p.chunk && fewest > least; pp *= 2) {
                 move_plan c = p;
                 c.n = n, c.per_phase = pp, c.max_phase = mp;
-                uint64_t w = side_wavefronts(&sx, &c) + side_wavefronts(&sr, &c);
+                uint64_t w = plan_wavefronts(&sx, &sr, &c, fewest);
                 if (w < fewest) fewest = w, best = c;
             }
     }
     static const uint32_t pads[] = {4, 8, 16, 32}; /* bytes */
-    for (size_t i = 0; i < sizeof pads / sizeof pads[0] && tile_rows; i++) {
+    for (size_t i = 0; i < sizeof pads / sizeof pads[0] && tile_rows && fewest > least; i++) {
         if (pads[i] % widest || pads[i] % p.eb || 2 * pads[i] > p.row * p.eb) continue;
         move_plan c = p;
         c.pad = pads[i] / p.eb;
-        uint64_t w = side_wavefronts(&sx, &c) + side_wavefronts(&sr, &c);
+        uint64_t w = plan_wavefronts(&sx, &sr, &c, fewest);
         if (w < fewest) fewest = w, best = c;
     }
     /* the gather plan, where it needs fewer accesses at no more wavefronts
@@ -446,7 +464,7 @@ static move_plan plan_move(const tir_op *op, uint32_t num_warps) {
     if (plan_gather(a, op, &p, &g, &ux, &ur) &&
         (ux.n + ur.n) >> g.gk < p.nx / p.vx + p.nr / p.vr && move_bytes(&g) <= move_bytes(&best)) {
         move_side gx = gather_side(a, op, false, &g, &ux, sx.lanes), gr = gather_side(a, op, true, &g, &ur, sx.lanes);
-        if (side_wavefronts(&gx, &g) + side_wavefronts(&gr, &g) <= fewest) best = g;
+        if (plan_wavefronts(&gx, &gr, &g, fewest + 1) <= fewest) best = g;
     }
     tc_arena_free(a);
     return best;
