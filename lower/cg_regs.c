@@ -141,7 +141,7 @@ LLVMValueRef elem_index(cg *c, const tir_type *t, uint32_t r) {
     } else {
         base = LLVMBuildMul(c->b, c->tid, i32c(c, spt), "");
     }
-    LLVMValueRef idx = LLVMBuildAdd(c->b, base, i32c(c, (int64_t)(r / spt) * cover + r % spt), "");
+    LLVMValueRef idx = add_i32c(c, base, (int64_t)(r / spt) * cover + r % spt);
     if (n < cover) idx = LLVMBuildAnd(c->b, idx, i32c(c, n - 1), "");
     return idx;
 }
@@ -200,8 +200,7 @@ LLVMValueRef view_coord(cg *c, const view *v, uint32_t r, unsigned d) {
     uint32_t rd[TIR_MAX_RANK];
     reg_split(v, r, rd);
     uint32_t spt = v->l.spt[d];
-    LLVMValueRef idx = LLVMBuildAdd(c->b, thread_bases(c, v)[d],
-                                    i32c(c, (int64_t)(rd[d] / spt) * v->cover[d] + rd[d] % spt), "");
+    LLVMValueRef idx = add_i32c(c, thread_bases(c, v)[d], (int64_t)(rd[d] / spt) * v->cover[d] + rd[d] % spt);
     if (v->shape[d] < v->cover[d]) idx = LLVMBuildAnd(c->b, idx, i32c(c, v->shape[d] - 1), "");
     return idx;
 }

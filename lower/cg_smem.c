@@ -62,16 +62,16 @@ static LLVMValueRef slot_addr_at(cg *c, const tir_op *op, LLVMValueRef const *co
     LLVMValueRef col = coord[ord[0]], pieces = NULL; /* atom: the elements of the pieces before col's */
     uint32_t row_len = shape[ord[0]];
     if (l->kind == TIR_LAYOUT_SHARED && rank == 2 && l->sw_atom && l->sw_atom < row_len) {
-        pieces = LLVMBuildMul(c->b, LLVMBuildLShr(c->b, col, i32c(c, log2u(l->sw_atom)), ""),
+        pieces = LLVMBuildMul(c->b, lshr_i32c(c, col, log2u(l->sw_atom)),
                               i32c(c, l->sw_atom * shape[ord[1]]), "");
         col = LLVMBuildAnd(c->b, col, i32c(c, l->sw_atom - 1), "");
         row_len = l->sw_atom;
     }
     if (l->kind == TIR_LAYOUT_SHARED && rank == 2 && l->sw_max_phase > 1) {
-        LLVMValueRef phase = LLVMBuildAnd(c->b, LLVMBuildLShr(c->b, coord[ord[1]], i32c(c, log2u(l->sw_per_phase)), ""),
+        LLVMValueRef phase = LLVMBuildAnd(c->b, lshr_i32c(c, coord[ord[1]], log2u(l->sw_per_phase)),
                                           i32c(c, l->sw_max_phase - 1), "");
-        LLVMValueRef chunk = LLVMBuildXor(c->b, LLVMBuildLShr(c->b, col, i32c(c, log2u(l->sw_vec)), ""), phase, "");
-        col = LLVMBuildOr(c->b, LLVMBuildShl(c->b, chunk, i32c(c, log2u(l->sw_vec)), ""),
+        LLVMValueRef chunk = LLVMBuildXor(c->b, lshr_i32c(c, col, log2u(l->sw_vec)), phase, "");
+        col = LLVMBuildOr(c->b, shl_i32c(c, chunk, log2u(l->sw_vec)),
                           LLVMBuildAnd(c->b, col, i32c(c, l->sw_vec - 1), ""), "");
     }
     LLVMValueRef off = NULL;

@@ -91,6 +91,14 @@ LLVMValueRef to_mem(cg *c, tir_elem e, LLVMValueRef v) {
 
 LLVMValueRef i32c(cg *c, int64_t v) { return LLVMConstInt(LLVMInt32TypeInContext(c->ctx), (unsigned long long)v, true); }
 
+/* x + k for an i32 x; x itself for k = 0 (per-register index math makes
+ * thousands of these: an add of 0 is one more instruction for LLVM to
+ * fold away). */
+LLVMValueRef add_i32c(cg *c, LLVMValueRef x, int64_t k) { return k ? LLVMBuildAdd(c->b, x, i32c(c, k), "") : x; }
+/* x >> k and x << k for an i32 x and a constant k; x itself for k = 0. */
+LLVMValueRef lshr_i32c(cg *c, LLVMValueRef x, uint32_t k) { return k ? LLVMBuildLShr(c->b, x, i32c(c, k), "") : x; }
+LLVMValueRef shl_i32c(cg *c, LLVMValueRef x, uint32_t k) { return k ? LLVMBuildShl(c->b, x, i32c(c, k), "") : x; }
+
 static void gen_op(cg *c, const tir_op *op);
 
 /* Phis at the loop head for the registers of `args`, entered from `pre`
@@ -343,6 +351,18 @@ static void gen_while(cg *c, const tir_op *op) {
     same_regs(c, op->results, op->nresults, test->args);
 }
 
+/* Whether an elementwise op's operands in register i are those of
+ * register i - 1 (a broadcast scalar's, or a tile constant along the
+ * thread's registers): its result is then the same value, made once
+ * rather than left for LLVM's CSE to find among thousands of unrolled
+ * instructions (compile time). */
+static bool same_operands(cg *c, const tir_op *op, uint32_t i) {
+    if (!i) return false;
+    for (uint32_t k = 0; k < op->noperands; k++)
+        if (reg(c, op->operands[k], i) != reg(c, op->operands[k], i - 1)) return false;
+    return true;
+}
+
 static bool needs_blocked(cg *c, const tir_op *op);
 
 static void gen_op(cg *c, const tir_op *op) {
@@ -376,7 +396,7 @@ static void gen_op(cg *c, const tir_op *op) {
         for (uint32_t i = 0; i < c->nregs[res->id]; i++) {
             /* tile_coord: any layout, the mma layout's slices too */
             LLVMValueRef idx = is_rank1_blocked(&res->type) ? elem_index(c, &res->type, i) : tile_coord(c, &res->type, i, 0);
-            r[i] = LLVMBuildAdd(c->b, idx, i32c(c, op->attr.range.lo), "");
+            r[i] = add_i32c(c, idx, op->attr.range.lo);
         }
         return;
     }
@@ -411,21 +431,27 @@ static void gen_op(cg *c, const tir_op *op) {
     case TIR_OP_CAST: {
         LLVMValueRef *r = new_regs(c, res);
         for (uint32_t i = 0; i < c->nregs[res->id]; i++)
-            r[i] = gen_cast(c, reg(c, op->operands[0], i), tir_type_elem(op->operands[0]->type),
-                            tir_type_elem(res->type));
+            r[i] = same_operands(c, op, i) ? r[i - 1]
+                                           : gen_cast(c, reg(c, op->operands[0], i), tir_type_elem(op->operands[0]->type),
+                                                      tir_type_elem(res->type));
         return;
     }
     case TIR_OP_SELECT: {
         LLVMValueRef *r = new_regs(c, res);
         for (uint32_t i = 0; i < c->nregs[res->id]; i++)
-            r[i] = LLVMBuildSelect(c->b, reg(c, op->operands[0], i), reg(c, op->operands[1], i),
-                                   reg(c, op->operands[2], i), "");
+            r[i] = same_operands(c, op, i) ? r[i - 1]
+                                           : LLVMBuildSelect(c->b, reg(c, op->operands[0], i), reg(c, op->operands[1], i),
+                                                             reg(c, op->operands[2], i), "");
         return;
     }
     case TIR_OP_ADDPTR: {
         LLVMTypeRef pointee = mem_type(c, tir_type_pointee(op->operands[0]->type));
         LLVMValueRef *r = new_regs(c, res);
         for (uint32_t i = 0; i < c->nregs[res->id]; i++) {
+            if (same_operands(c, op, i)) {
+                r[i] = r[i - 1];
+                continue;
+            }
             LLVMValueRef off = reg(c, op->operands[1], i);
             if (op->operands[1]->type.elem != TIR_I64)
                 off = LLVMBuildSExt(c->b, off, LLVMInt64TypeInContext(c->ctx), "");
@@ -488,7 +514,9 @@ static void gen_op(cg *c, const tir_op *op) {
          * cannot see that the other k - 1 give the same answer */
         uint32_t k = (info->flags & TIR_F_COMPARE) ? equal_run(c, res) : 1;
         for (uint32_t i = 0; i < c->nregs[res->id]; i++)
-            r[i] = i % k ? r[i - i % k] : gen_binary(c, op->code, e, reg(c, op->operands[0], i), reg(c, op->operands[1], i));
+            r[i] = i % k               ? r[i - i % k]
+                   : same_operands(c, op, i) ? r[i - 1]
+                                             : gen_binary(c, op->code, e, reg(c, op->operands[0], i), reg(c, op->operands[1], i));
         return;
     }
     cg_error(c, op, "unsupported op");

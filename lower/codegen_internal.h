@@ -115,6 +115,9 @@ LLVMTypeRef mem_type(cg *c, tir_elem e);
 LLVMValueRef from_mem(cg *c, tir_elem e, LLVMValueRef v);
 LLVMValueRef to_mem(cg *c, tir_elem e, LLVMValueRef v);
 LLVMValueRef i32c(cg *c, int64_t v);
+LLVMValueRef add_i32c(cg *c, LLVMValueRef x, int64_t k);
+LLVMValueRef lshr_i32c(cg *c, LLVMValueRef x, uint32_t k);
+LLVMValueRef shl_i32c(cg *c, LLVMValueRef x, uint32_t k);
 
 /* cg_regs.c */
 view view_of(const tir_type *t);
