@@ -5,6 +5,10 @@ kernels for sm_80, on this machine, in one run; no GPU needed.
 Kernels (the same computation, block sizes and warps on both sides):
   vadd       samples/vadd.tile (BLOCK 1024, f32; 4 warps, the heuristic's)
              vs tutorial 01's add_kernel (bench/tt_rows.py, 4 warps);
+             tilec's kernel has no promise on n, Triton's is specialized
+             for n divisible by 16, so
+  vadd16     bench/kernels/vadd_aligned.tile (the sample with
+             multiple_of(n, 16): the same promise) vs the same add_kernel;
   softmax    stdlib/softmax.tile softmax_f16, BLOCK 4096, ALIGN 8, as
              tls_softmax specializes a contiguous f16 row of 4096 (8 warps,
              the heuristic's) vs tutorial 02's row kernel (8 warps);
@@ -69,6 +73,7 @@ ARCH = "sm_80"
 # name: (tilec file, kernel, defines, warps or None for the heuristic, stages or None)
 TILEC = {
     "vadd": ("samples/vadd.tile", "vadd", {"BLOCK": 1024}, None, None),
+    "vadd16": ("bench/kernels/vadd_aligned.tile", "vadd", {"BLOCK": 1024, "ALIGN": 16}, None, None),
     "softmax": ("stdlib/softmax.tile", "softmax_f16", {"BLOCK": 4096, "ALIGN": 8}, None, None),
     "layernorm": ("stdlib/layernorm.tile", "layernorm_f16", {"BLOCK": 4096, "ALIGN": 8}, None, None),
     "matmul": ("stdlib/matmul.tile", "matmul_f16",
@@ -77,7 +82,9 @@ TILEC = {
 }
 STAGES = ("make_ir", "ttir", "ttgir", "llir", "ptx", "cubin")  # Triton's, timed
 # the warps the heuristic gives these (checked against .maxntid below)
-TILEC_WARPS = {"vadd": 4, "softmax": 8, "layernorm": 8, "matmul": 4}
+TILEC_WARPS = {"vadd": 4, "vadd16": 4, "softmax": 8, "layernorm": 8, "matmul": 4}
+# tilec rows compared with another row's Triton kernel
+TRITON_JOB = {"vadd16": "vadd"}
 
 
 def die(msg):
@@ -326,7 +333,7 @@ def main():
             r = res[name] = {}
             r["fresh_ptx"], r["fresh_cubin"], r["tilec_ptx"] = tilec_fresh(tilec, name, runs, tmp)
             r["warm"] = tilec_warm(bench, name, runs)
-            fn, sig, consts, div16, options = jobs[name]
+            fn, sig, consts, div16, options = jobs[TRITON_JOB.get(name, name)]
             stage_runs, first = [], None
             for i in range(runs + 1):  # the first compile of each kernel (Triton parses its source) is reported apart
                 k, times = tt.compile(fn, sig, consts, div16, options)
