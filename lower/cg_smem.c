@@ -147,23 +147,27 @@ void gen_async_copy(cg *c, const tir_op *op) {
     while (runs_of->def && runs_of->def->code == TIR_OP_PERMUTE && !move_needs_scratch(runs_of->def)) runs_of = runs_of->def->operands[0];
     uint32_t vec = vec_width(c, runs_of, &check_align);
     if (vec > slot_run(op, &ptrs->type)) vec = slot_run(op, &ptrs->type);
-    LLVMValueRef *dst = TC_NEW_ARRAY(c->arena, LLVMValueRef, n);
-    for (uint32_t r = 0; r < n; r++) dst[r] = slot_addr(c, op, &ptrs->type, r, vec * eb >= 16 ? SLOT_SPLIT : SLOT_INDEX);
     LLVMValueRef *count = TC_NEW_ARRAY(c->arena, LLVMValueRef, n);
     LLVMValueRef *m = mask ? mask_lanes(c, mask, n, vec, count) : NULL;
-    bool prefix = m && count[0];
+    bool prefix = m && count[0], copies = vec * eb >= LOWER_CP_ASYNC_MIN_BYTES;
+    /* one cp.async per run: src-size the run's mask prefix (the rest
+     * zero-fills), or all or nothing where its mask lanes agree; where that
+     * is not proven, nor that the runs are aligned, a check picks between
+     * that and the lane-by-lane path */
+    LLVMValueRef cond = copies && check_align ? groups_aligned(c, ptrs, n, vec) : NULL;
+    for (uint32_t r = 0; copies && m && !prefix && vec > 1 && r < n; r += vec)
+        for (uint32_t i = 1; i < vec; i++) {
+            LLVMValueRef same = LLVMBuildICmp(c->b, LLVMIntEQ, m[r], m[r + i], "");
+            cond = cond ? LLVMBuildAnd(c->b, cond, same, "") : same;
+        }
+    /* the slots' addresses, before the paths split: each run's first where
+     * the copies are all there is (the other registers' would be dead code
+     * for LLVM to remove, a swizzled address each), else every register's */
+    LLVMValueRef *dst = TC_NEW_ARRAY(c->arena, LLVMValueRef, n);
+    for (uint32_t r = 0; r < n; r += copies && !cond ? vec : 1)
+        dst[r] = slot_addr(c, op, &ptrs->type, r, vec * eb >= 16 ? SLOT_SPLIT : SLOT_INDEX);
     LLVMBasicBlockRef join = NULL;
-    if (vec * eb >= LOWER_CP_ASYNC_MIN_BYTES) {
-        /* one cp.async per run: src-size the run's mask prefix (the rest
-         * zero-fills), or all or nothing where its mask lanes agree; where
-         * that is not proven, nor that the runs are aligned, a check picks
-         * between that and the lane-by-lane path */
-        LLVMValueRef cond = check_align ? groups_aligned(c, ptrs, n, vec) : NULL;
-        for (uint32_t r = 0; m && !prefix && vec > 1 && r < n; r += vec)
-            for (uint32_t i = 1; i < vec; i++) {
-                LLVMValueRef same = LLVMBuildICmp(c->b, LLVMIntEQ, m[r], m[r + i], "");
-                cond = cond ? LLVMBuildAnd(c->b, cond, same, "") : same;
-            }
+    if (copies) {
         LLVMBasicBlockRef fast = NULL, slow = NULL;
         if (cond) split_on(c, cond, &fast, &slow, &join);
         for (uint32_t r = 0; r < n; r += vec) {
