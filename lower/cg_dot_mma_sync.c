@@ -52,6 +52,23 @@ static bool mma_instr_for(tir_elem in, uint32_t k, mma_instr *out) {
     }
 }
 
+/* The vector registers first .. first + kw - 1 of x were extracted from,
+ * element i from lane i, when they all were (an ldmatrix's word, split
+ * into elements): that word again, rather than kw insertions that LLVM
+ * would fold back into it. NULL otherwise. */
+static LLVMValueRef unpacked_whole(cg *c, const tir_value *x, uint32_t first, unsigned kw, LLVMTypeRef vty) {
+    LLVMValueRef src = NULL;
+    for (unsigned i = 0; i < kw; i++) {
+        LLVMValueRef r = reg(c, x, first + i);
+        if (!LLVMIsAExtractElementInst(r)) return NULL;
+        LLVMValueRef v = LLVMGetOperand(r, 0), at = LLVMGetOperand(r, 1);
+        if ((src && v != src) || LLVMTypeOf(v) != vty || !LLVMIsAConstantInt(at) || LLVMConstIntGetZExtValue(at) != i)
+            return NULL;
+        src = v;
+    }
+    return src;
+}
+
 /* One 32-bit fragment register from kw elements of a dot operand,
  * starting at register `first`. */
 static LLVMValueRef pack_fragment(cg *c, const tir_value *x, uint32_t first, bool as_vector) {
@@ -66,6 +83,8 @@ static LLVMValueRef pack_fragment(cg *c, const tir_value *x, uint32_t first, boo
     }
     unsigned kw = tir_dot_kw(e);
     LLVMTypeRef vty = LLVMVectorType(elem_type(c, e), kw);
+    LLVMValueRef whole = unpacked_whole(c, x, first, kw, vty);
+    if (whole) return LLVMBuildBitCast(c->b, whole, as_vector ? vty : i32, "");
     LLVMValueRef vec = LLVMGetUndef(vty);
     for (unsigned i = 0; i < kw; i++) vec = LLVMBuildInsertElement(c->b, vec, reg(c, x, first + i), i32c(c, i), "");
     return as_vector ? vec : LLVMBuildBitCast(c->b, vec, i32, "");
