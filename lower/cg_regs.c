@@ -147,9 +147,7 @@ LLVMValueRef elem_index(cg *c, const tir_type *t, uint32_t r) {
 }
 
 uint32_t log2u(uint32_t x) {
-    uint32_t k = 0;
-    while ((1u << k) < x) k++;
-    return k;
+    return x <= 1 ? 0 : 32u - (uint32_t)__builtin_clz(x - 1u); /* the least k with 2^k >= x */
 }
 
 /* Builds in the entry block (so the values dominate every use, loops too)
