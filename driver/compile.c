@@ -164,6 +164,7 @@ tilec_status tilec_compile(const char *filename, const char *source, size_t len,
         .dump_out = &dumps,
         .notes = opt->verbose ? &info : NULL, /* the passes' notes, before ptxas's report */
         .over_limit = &over_limit,
+        .memo = lower_memo_new(arena), /* smem_plan's move plans, for codegen */
     };
     lopt.compile.arch = arch;
     if (opt->emit != TILEC_EMIT_TIR) lopt.compile.passes = NULL; /* --passes is for testing passes on IR */

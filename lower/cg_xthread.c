@@ -470,6 +470,63 @@ static move_plan plan_move(const tir_op *op, uint32_t num_warps) {
     return best;
 }
 
+/* A move's plan kept by smem_plan for codegen (lower_memo), with what it
+ * was made from: an op whose types or warps a later pass changed gets a
+ * new plan, not a stale one. */
+typedef struct kept_plan {
+    const tir_op *op;
+    tir_opcode code;
+    tir_type x, r;
+    uint8_t perm[TIR_MAX_RANK];
+    uint32_t warps;
+    move_plan plan;
+    struct kept_plan *next;
+} kept_plan;
+
+enum { MEMO_BUCKETS = 64 }; /* by op address; a kernel's moves are few */
+
+struct lower_memo {
+    tc_arena *arena;
+    kept_plan *moves[MEMO_BUCKETS];
+};
+
+lower_memo *lower_memo_new(tc_arena *a) {
+    lower_memo *m = TC_NEW(a, lower_memo);
+    *m = (lower_memo){.arena = a};
+    return m;
+}
+
+size_t lower_memo_moves(const lower_memo *m) {
+    size_t n = 0;
+    for (size_t b = 0; b < MEMO_BUCKETS; b++)
+        for (const kept_plan *k = m->moves[b]; k; k = k->next) n++;
+    return n;
+}
+
+static size_t memo_slot(const tir_op *op) {
+    return ((uintptr_t)op >> 4) % MEMO_BUCKETS;
+}
+
+/* The plan memo keeps for op and num_warps, or NULL. */
+static const move_plan *kept_move(const lower_memo *memo, const tir_op *op, uint32_t num_warps) {
+    const tir_type *x = &op->operands[0]->type, *r = &op->results[0]->type;
+    bool permute = op->code == TIR_OP_PERMUTE;
+    for (const kept_plan *k = memo ? memo->moves[memo_slot(op)] : NULL; k; k = k->next)
+        if (k->op == op && k->code == op->code && k->warps == num_warps && tir_type_eq(k->x, *x) &&
+            tir_type_eq(k->r, *r) && (!permute || !memcmp(k->perm, op->attr.perm, sizeof k->perm)))
+            return &k->plan;
+    return NULL;
+}
+
+static void keep_move(lower_memo *memo, const tir_op *op, uint32_t num_warps, const move_plan *p) {
+    kept_plan *k = TC_NEW(memo->arena, kept_plan);
+    size_t b = memo_slot(op);
+    *k = (kept_plan){.op = op, .code = op->code, .x = op->operands[0]->type, .r = op->results[0]->type,
+                     .warps = num_warps, .plan = *p, .next = memo->moves[b]};
+    if (op->code == TIR_OP_PERMUTE) memcpy(k->perm, op->attr.perm, sizeof k->perm);
+    memo->moves[b] = k;
+}
+
 static uint32_t op_warps(const tir_op *op) {
     return op->parent && op->parent->func && op->parent->func->num_warps ? (uint32_t)op->parent->func->num_warps
                                                                           : TILEC_MAX_NUM_WARPS;
@@ -511,10 +568,13 @@ bool move_needs_scratch(const tir_op *op) {
  * square of the tile's size. One plan for both: planning weighs every
  * candidate layout of the scratch area, the most time a move takes to
  * compile. */
-uint32_t move_scratch(const tir_op *op, uint64_t *steps) {
+uint32_t move_scratch(const tir_op *op, lower_memo *memo, uint64_t *steps) {
     *steps = 0;
     if (!move_needs_scratch(op)) return 0;
-    move_plan p = plan_move(op, op_warps(op));
+    uint32_t warps = op_warps(op);
+    const move_plan *kept = kept_move(memo, op, warps);
+    move_plan p = kept ? *kept : plan_move(op, warps);
+    if (memo && !kept) keep_move(memo, op, warps, &p);
     *steps = (uint64_t)p.rounds * (p.nx + p.nr);
     return move_bytes(&p);
 }
@@ -675,7 +735,10 @@ static void gen_move_gather(cg *c, const tir_op *op, const move_plan *p) {
 void gen_move_scratch(cg *c, const tir_op *op) {
     const tir_value *x = op->operands[0], *res = op->results[0];
     tir_elem e = tir_type_elem(x->type);
-    move_plan p = plan_move(op, (uint32_t)c->f->num_warps);
+    /* the plan smem_plan kept; codegen only reads the memo (its kernels
+     * run on several threads) */
+    const move_plan *kept = kept_move(c->memo, op, (uint32_t)c->f->num_warps);
+    move_plan p = kept ? *kept : plan_move(op, (uint32_t)c->f->num_warps);
     if (c->nregs[x->id] != p.nx) {
         cg_error(c, op, "operand registers do not match its layout");
         return;

@@ -662,7 +662,8 @@ LLVMModuleRef lower_codegen(tir_module *m, const tir_func *only, LLVMContextRef 
     cg c = {.ctx = ctx, .mod = mod, .b = LLVMCreateBuilderInContext(ctx), .arena = arena, .diag = diag,
             .file = m->source_name ? m->source_name : "<tir>", .ok = true,
             .arch = opt->compile.arch ? opt->compile.arch : TILEC_DEFAULT_ARCH, .exp2_ftz = opt->compile.exp2_ftz,
-            .dot = cg_dot_lowering_for(opt->compile.arch ? opt->compile.arch : TILEC_DEFAULT_ARCH)};
+            .dot = cg_dot_lowering_for(opt->compile.arch ? opt->compile.arch : TILEC_DEFAULT_ARCH),
+            .memo = opt->memo};
     if (opt->compile.line_info) { /* positions only: no variables, types or debug sections */
         c.dib = LLVMCreateDIBuilder(mod);
         c.di_file = LLVMDIBuilderCreateFile(c.dib, c.file, strlen(c.file), "", 0);

@@ -62,6 +62,7 @@ typedef struct cg {
     int role;                               /* CG_ROLE_*: which warps the code being made runs on */
     const uint8_t *held;                    /* producer role: the values it makes (tir_producer_values) */
     bool in_producer;                       /* inside a producer region */
+    const lower_memo *memo;                 /* plans the passes kept (lower_options.memo), or NULL */
     bool ok;
 } cg;
 
@@ -223,7 +224,7 @@ void barrier(cg *c);
 LLVMValueRef smem_at(cg *c, LLVMValueRef offset);
 unsigned scratch_elem_bytes(tir_elem e);
 bool move_needs_scratch(const tir_op *op);
-uint32_t move_scratch(const tir_op *op, uint64_t *steps);
+uint32_t move_scratch(const tir_op *op, lower_memo *memo, uint64_t *steps);
 void gen_move_scratch(cg *c, const tir_op *op);
 void gen_rename(cg *c, const tir_op *op);
 void gen_broadcast(cg *c, const tir_op *op);

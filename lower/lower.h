@@ -40,6 +40,16 @@ enum {
                                      2^20-element reshape (256 rounds x 2048) took LLVM minutes */
 };
 
+/* Plans a pass made that codegen would otherwise make again: the scratch
+ * layout of each move through shared memory (lower/cg_xthread.c), which
+ * smem_plan makes to size the scratch area and codegen to emit the move,
+ * the most time a move takes to compile. Written by the passes, which run
+ * on one thread; only read by codegen, whose kernels run on several. One
+ * per compilation, in its arena. */
+typedef struct lower_memo lower_memo;
+lower_memo *lower_memo_new(tc_arena *a);
+size_t lower_memo_moves(const lower_memo *m); /* the move plans kept */
+
 typedef struct lower_options {
     /* The compilation's options, as the driver was given them. The passes
      * read num_warps and num_stages (0: each kernel's own, else the
@@ -54,6 +64,8 @@ typedef struct lower_options {
     bool *over_limit;       /* set when a kernel needs more shared memory
                                than the target has: its error, not the
                                compiler's; NULL: not asked */
+    lower_memo *memo;       /* plans kept for codegen; NULL: each made where
+                               it is needed */
 } lower_options;
 
 typedef bool (*lower_pass_fn)(tir_module *m, const lower_options *opt, tc_diag *diag);

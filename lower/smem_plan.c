@@ -63,7 +63,7 @@ typedef struct smem_need {
 
 /* The scratch bytes op needs (0: none); local_alloc and rank-1
  * reductions add to n's buffers and slots instead. */
-static uint32_t op_scratch(tir_op *op, smem_need *n) {
+static uint32_t op_scratch(tir_op *op, smem_need *n, lower_memo *memo) {
     uint32_t s = 0;
     bool mma_operand = op->noperands && op->operands[0]->type.rank && is_mma_kind(&op->operands[0]->type.layout);
     bool reduction = op->code == TIR_OP_REDUCE_SUM || op->code == TIR_OP_REDUCE_MAX || op->code == TIR_OP_REDUCE_MIN;
@@ -85,7 +85,7 @@ static uint32_t op_scratch(tir_op *op, smem_need *n) {
         if (b > n->largest_buffer_bytes) n->largest_buffer_bytes = b, n->largest_buffer = op;
     } else if (op->nresults == 1 && op->noperands == 1) {
         uint64_t steps;
-        s = move_scratch(op, &steps);
+        s = move_scratch(op, memo, &steps);
         if (steps > n->longest_steps) n->longest_steps = steps, n->longest_move = op;
     }
     return s;
@@ -306,6 +306,7 @@ typedef struct plan_walk {
     smem_need need, live;
     bool passed; /* the walk has reached the range's first op */
     bool early;  /* a scratch use before it */
+    lower_memo *memo; /* where move plans are kept (lower_options.memo) */
 } plan_walk;
 
 static void count_block(plan_walk *w, tir_block *blk, bool inside) {
@@ -314,7 +315,7 @@ static void count_block(plan_walk *w, tir_block *blk, bool inside) {
         if (home && op == w->s->first) inside = w->passed = true;
         if (home && op == w->s->end) inside = false;
         smem_need *n = inside ? &w->live : &w->need;
-        uint32_t sc = op_scratch(op, n);
+        uint32_t sc = op_scratch(op, n, w->memo);
         if (sc > n->scratch) n->scratch = sc, n->largest = op;
         if (sc && !w->passed) w->early = true;
         if (op->body) count_block(w, op->body, inside);
@@ -361,7 +362,7 @@ bool lower_smem_plan(tir_module *m, const lower_options *opt, tc_diag *diag) {
         /* one barrier a buffer at most: each fences every reuse of the
          * bytes before that buffer's first use */
         for (uint32_t k = 0; k < s.n && add_reuse_barrier(&s); k++) smem_buffers_of(f, &s); /* the positions moved */
-        plan_walk w = {.s = &s, .need = {.f = f}, .live = {.f = f}};
+        plan_walk w = {.s = &s, .need = {.f = f}, .live = {.f = f}, .memo = opt->memo};
         count_block(&w, f->body, false);
         smem_need need = w.need, live = w.live;
         if (live.longest_steps > need.longest_steps)

@@ -174,6 +174,61 @@ static void test_codegen_vadd_to_ptx(void **state) {
     done(&f);
 }
 
+/* Two moves through shared memory: a permute to a layout other than the
+ * permuted one, and a reshape. */
+static const char moves_tir[] =
+    "kernel @k(%x: ptr<f32>) num_warps(4) {\n"
+    "  %r = arange 0, 16 : tile<16xi32, #slice<dim=1, spt=[1, 4], tpw=[4, 8], wpc=[4, 1], ord=[1, 0]>>\n"
+    "  %e = expand_dims 1, %r : tile<16x1xi32, #blocked<spt=[1, 4], tpw=[4, 8], wpc=[4, 1], ord=[1, 0]>>\n"
+    "  %b = broadcast %e : tile<16x32xi32, #blocked<spt=[1, 4], tpw=[4, 8], wpc=[4, 1], ord=[1, 0]>>\n"
+    "  %t = permute [1, 0], %b : tile<32x16xi32, #blocked<spt=[1, 4], tpw=[8, 4], wpc=[4, 1], ord=[1, 0]>>\n"
+    "  %f = reshape %t : tile<512xi32, #blocked<spt=[4], tpw=[32], wpc=[4], ord=[0]>>\n"
+    "  %p = splat %x : tile<512xptr<f32>, #blocked<spt=[4], tpw=[32], wpc=[4], ord=[0]>>\n"
+    "  %q = addptr %p, %f : tile<512xptr<f32>, #blocked<spt=[4], tpw=[32], wpc=[4], ord=[0]>>\n"
+    "  %v = load %q : tile<512xf32, #blocked<spt=[4], tpw=[32], wpc=[4], ord=[0]>>\n"
+    "  store %q, %v\n"
+    "  return\n"
+    "}\n";
+
+/* The LLVM IR of moves_tir after smem_plan, with the move plans kept in
+ * memo (NULL: none kept, codegen makes its own). */
+static char *moves_ir(tir_opcode change, lower_memo *memo, size_t *kept) {
+    fx f;
+    parse(&f, moves_tir);
+    lower_options opt = {.compile = {.opt_level = 2, .arch = "sm_80", .passes = "smem_plan"}, .memo = memo};
+    assert_true(lower_run_pipeline(f.m, &opt, &f.diag));
+    if (memo) *kept = lower_memo_moves(memo);
+    if (change == TIR_OP_PERMUTE) { /* after the plans: the permute's result in other rows */
+        tir_value *t = find_named(f.m->funcs, "t");
+        t->type.layout.tpw[0] = 4, t->type.layout.tpw[1] = 8;
+    }
+    LLVMContextRef ctx = LLVMContextCreate();
+    LLVMModuleRef mod = lower_codegen(f.m, NULL, ctx, &opt, &f.diag);
+    assert_non_null(mod);
+    char *s = LLVMPrintModuleToString(mod), *ir = strdup(s);
+    LLVMDisposeMessage(s);
+    LLVMDisposeModule(mod);
+    LLVMContextDispose(ctx);
+    done(&f);
+    return ir;
+}
+
+/* Codegen emits a move by the plan smem_plan kept for it, and by a plan
+ * of its own when the op changed since: the same code as without one. */
+static void test_codegen_kept_move_plans(void **state) {
+    (void)state;
+    tc_arena *a = tc_arena_new();
+    size_t kept = 0;
+    char *fresh = moves_ir(TIR_OP_CONST, NULL, NULL), *memo = moves_ir(TIR_OP_CONST, lower_memo_new(a), &kept);
+    assert_int_equal(kept, 2);
+    assert_string_equal(memo, fresh);
+    char *fresh2 = moves_ir(TIR_OP_PERMUTE, NULL, NULL), *memo2 = moves_ir(TIR_OP_PERMUTE, lower_memo_new(a), &kept);
+    assert_string_not_equal(fresh2, fresh); /* the change changes the move */
+    assert_string_equal(memo2, fresh2);
+    free(fresh), free(memo), free(fresh2), free(memo2);
+    tc_arena_free(a);
+}
+
 static void test_ptx_arch_and_missing_ptxas(void **state) {
     (void)state;
     assert_true(ptx_arch_valid("sm_80"));
@@ -221,6 +276,7 @@ int main(void) {
         cmocka_unit_test(test_layout_vadd),         cmocka_unit_test(test_layout_num_warps_and_small_tiles),
         cmocka_unit_test(test_axis_info_vadd),      cmocka_unit_test(test_axis_info_unaligned_offset),
         cmocka_unit_test(test_simplify_folds_and_removes), cmocka_unit_test(test_codegen_vadd_to_ptx),
+        cmocka_unit_test(test_codegen_kept_move_plans),
         cmocka_unit_test(test_ptx_arch_and_missing_ptxas), cmocka_unit_test(test_ptxas_reports_bad_ptx),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
