@@ -62,7 +62,8 @@ typedef struct tilec_options {
                                     stores: 1 below 1 KB, 2 below 2 KB, 4 below 8 KB, 8 below
                                     16 KB, 16 below 128 KB, else 32 */
     int opt_level;               /* 0 or 2 (default 2 when set by tilec_options_init) */
-    const char *kernel;          /* NULL: every kernel in the file */
+    const char *kernel;          /* NULL: every kernel in the file; else that one only
+                                    (defines the file's other kernels take are accepted) */
     const tilec_define *defines; /* const parameter values */
     size_t ndefines;
     const char *passes;          /* with TILEC_EMIT_TIR only: comma-separated pass

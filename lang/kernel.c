@@ -503,6 +503,17 @@ static void check_stmt(lang_ctx *c, const ast_stmt *s) {
     }
 }
 
+/* Whether a kernel of m, compiled or not, has a const parameter `name`:
+ * with one kernel asked for (tilec_options.kernel), a define the file's
+ * other kernels take is not a mistake (the runtime gives a stdlib file's
+ * defines to whichever of its kernels a call launches). */
+static bool any_const_named(const ast_module *m, const char *name) {
+    for (const ast_kernel *k = m->kernels; k; k = k->next)
+        for (const ast_param *p = k->params; p; p = p->next)
+            if (p->is_const && !strcmp(p->name.str, name)) return true;
+    return false;
+}
+
 tir_module *lang_to_tir(ast_module *m, const tilec_options *opt, tc_arena *arena, tc_diag *diag) {
     static const tilec_options defaults; /* what lang reads of it is 0 by default */
     if (!opt) opt = &defaults;
@@ -542,7 +553,7 @@ tir_module *lang_to_tir(ast_module *m, const tilec_options *opt, tc_arena *arena
         tc_error_plain(diag, "no kernel named '%s' in %s", opt->kernel, m->src->name ? m->src->name : "the input");
     if (diag->nerrors > errors_before) return NULL;
     for (size_t i = 0; i < opt->ndefines; i++)
-        if (!c.define_used[i])
+        if (!c.define_used[i] && !(opt->kernel && any_const_named(m, opt->defines[i].name)))
             tc_error_plain(diag, "%s (-D, or a define): no kernel compiled here has a const parameter of that name",
                            opt->defines[i].name);
     return diag->nerrors > errors_before ? NULL : tm;

@@ -126,6 +126,29 @@ static void test_define_no_kernel_takes_is_an_error(void **state) {
     done(&r);
 }
 
+/* With one kernel asked for, a define another kernel of the file takes is
+ * accepted (the runtime passes a stdlib file's defines to each kernel it
+ * compiles alone); a name no kernel of the file takes is still an error. */
+static void test_define_for_a_kernel_not_compiled(void **state) {
+    (void)state;
+    static const char two[] = "kernel k(x: *f32, const B: i32 = 8) { store(x + arange(0, B), 1.0); }\n"
+                              "kernel other(x: *f32, const C: i32 = 4) { store(x + arange(0, C), 2.0); }\n";
+    tilec_define d[] = {{.name = "B", .value = 32}, {.name = "C", .value = 16}, {.name = "NOPE", .value = 1}};
+    tilec_options opt = {.defines = d, .ndefines = 2, .kernel = "k"};
+    result r;
+    compile_opts(&r, two, &opt);
+    assert_non_null(r.m);
+    assert_non_null(strstr(r.ir.data, "arange 0, 32"));
+    assert_null(strstr(r.ir.data, "@other"));
+    done(&r);
+    opt.ndefines = 3;
+    compile_opts(&r, two, &opt);
+    assert_null(r.m);
+    expect_diag(&r, "error: NOPE (-D, or a define): no kernel compiled here has a const parameter of that name");
+    assert_null(strstr(r.diag.out.data, "error: C "));
+    done(&r);
+}
+
 static void test_independent_errors_all_reported_without_cascade(void **state) {
     (void)state;
     result r;
@@ -391,7 +414,7 @@ int main(void) {
         cmocka_unit_test(test_promotion_rules),
         cmocka_unit_test(test_vadd_to_ir),
         cmocka_unit_test(test_define_overrides_default),
-        cmocka_unit_test(test_define_no_kernel_takes_is_an_error),
+        cmocka_unit_test(test_define_no_kernel_takes_is_an_error), cmocka_unit_test(test_define_for_a_kernel_not_compiled),
         cmocka_unit_test(test_independent_errors_all_reported_without_cascade),
         cmocka_unit_test(test_deep_expression_is_an_error_not_a_crash),
         cmocka_unit_test(test_constant_folding_in_arange_bounds),
