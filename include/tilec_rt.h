@@ -108,6 +108,9 @@ typedef struct trt_compile_options {
     int warp_specialize;         /* tilec_options.warp_specialize (sm_90a): a producer
                                     warpgroup issues the bulk copies of loops that name
                                     no choice; TILEC_WARP_SPECIALIZE_AUTO (0), _ON, _OFF */
+    const char *kernel;          /* NULL: every kernel of the file; else only this one, in
+                                    a module of its own (tilec_options.kernel): what a call
+                                    that launches one kernel of a file of many compiles */
 } trt_compile_options;
 
 /* Opens a device. On failure *out is NULL and `why` (if not NULL) gets a

@@ -59,6 +59,7 @@ static uint64_t cache_key(trt_device *d, const char *file, const char *src, size
     h = hash_bytes(h, &o->exp2_ftz, sizeof o->exp2_ftz);
     h = hash_bytes(h, &o->line_info, sizeof o->line_info);
     h = hash_bytes(h, &o->warp_specialize, sizeof o->warp_specialize);
+    h = hash_str(h, o->kernel ? o->kernel : "");
     for (size_t i = 0; i < o->ndefines; i++) {
         h = hash_str(h, o->defines[i].name);
         h = hash_bytes(h, &o->defines[i].value, sizeof o->defines[i].value);
@@ -185,6 +186,7 @@ static tilec_options compile_options(const trt_device *d, const trt_compile_opti
         opt.num_stages = o->num_stages;
         opt.exp2_ftz = o->exp2_ftz;
         opt.warp_specialize = o->warp_specialize;
+        opt.kernel = o->kernel;
     }
     return opt;
 }

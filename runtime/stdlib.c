@@ -24,11 +24,12 @@
  * Flash attention is in stdlib_attention.c, on the helpers below that
  * stdlib_internal.h declares (the sl_ ones).
  * The source is the stdlib file embedded at build time (stdlib_embed.h),
- * compiled with rt_compile_kept: once per device and (file, BLOCK, ALIGN,
- * num_warps), then kept loaded until trt_close, so a repeated call costs a
- * list walk, not a compile nor a module load. A whole file compiles at
- * once: its f32, f16 and bf16 kernels, forward and backward, share one
- * module per BLOCK.
+ * compiled with rt_compile_kept: once per device and (kernel, BLOCK,
+ * ALIGN, num_warps), then kept loaded until trt_close, so a repeated call costs a
+ * list walk, not a compile nor a module load. Each kernel compiles alone
+ * (trt_compile_options.kernel): a file holds every dtype's kernels,
+ * forward and backward (optim.tile 25 of them), and a call launches one
+ * or two.
  *
  * Every check happens before the first launch, so an error leaves the
  * outputs untouched. Messages start with the entry point's name. */
@@ -173,8 +174,10 @@ trt_status sl_kernel_with(const sl_call *c, const char *file, const char *name, 
                           const char *spec, trt_kernel **k) {
     const rt_embedded_file *f = embedded(file);
     if (!f) return rt_fail(c->d, TRT_ERR_NOT_FOUND, "%s: %s is not in this build of tilec", c->op, file);
+    trt_compile_options one = *co;
+    one.kernel = name; /* the file's other kernels (dtypes, backward) when a call needs them */
     trt_module *m;
-    trt_status st = rt_compile_kept(c->d, f->name, f->text, f->len, co, &m);
+    trt_status st = rt_compile_kept(c->d, f->name, f->text, f->len, &one, &m);
     if (st != TRT_OK) return rt_fail(c->d, st, "%s: compiling %s (%s): %s", c->op, file, spec, c->d->err);
     return trt_get_kernel(m, name, k);
 }

@@ -218,6 +218,41 @@ static void test_emu_arch(void **state) {
     trt_close(d);
 }
 
+/* trt_compile_options.kernel: a module of that kernel alone, and a clear
+ * error for a name the file does not define. */
+static void test_compile_one_kernel(void **state) {
+    (void)state;
+    static const char two[] = "kernel first(x: *f32) { store(x, 1.0); }\n"
+                              "kernel second(x: *f32) { store(x, 2.0); }\n";
+    trt_device *d;
+    assert_int_equal(trt_open(TRT_DEVICE_CPU, &d, NULL, 0), TRT_OK);
+    trt_module *m1, *m2, *bad;
+    trt_kernel *k;
+    trt_compile_options o = {.kernel = "second"};
+    assert_int_equal(trt_compile(d, "two.tile", two, strlen(two), &o, &m2), TRT_OK);
+    assert_int_equal(trt_get_kernel(m2, "second", &k), TRT_OK);
+    assert_int_equal(trt_get_kernel(m2, "first", &k), TRT_ERR_NOT_FOUND);
+    o.kernel = "first"; /* the same source and options otherwise: not the module above */
+    assert_int_equal(trt_compile(d, "two.tile", two, strlen(two), &o, &m1), TRT_OK);
+    trt_kernel *first;
+    assert_int_equal(trt_get_kernel(m1, "second", &k), TRT_ERR_NOT_FOUND);
+    assert_int_equal(trt_get_kernel(m1, "first", &first), TRT_OK);
+    trt_buffer b;
+    float got = 0;
+    assert_int_equal(trt_alloc(d, sizeof got, &b), TRT_OK);
+    trt_arg arg = trt_buf(b);
+    if (trt_launch(first, 1, 1, 1, &arg, 1) != TRT_OK) fail_msg("%s", trt_last_error(d));
+    assert_int_equal(trt_read(d, b, 0, &got, sizeof got), TRT_OK);
+    assert_true(got == 1.0f);
+    o.kernel = "third";
+    assert_int_equal(trt_compile(d, "two.tile", two, strlen(two), &o, &bad), TRT_ERR_COMPILE);
+    assert_null(bad);
+    assert_non_null(strstr(trt_last_error(d), "no kernel named 'third' in two.tile"));
+    trt_free(d, b);
+    trt_module_free(m1), trt_module_free(m2);
+    trt_close(d);
+}
+
 static void test_launch_after_close(void **state) {
     (void)state;
     trt_device *d;
@@ -244,7 +279,7 @@ int main(void) {
         cmocka_unit_test(test_signature_is_visible),
         cmocka_unit_test(test_misuse_is_an_error),   cmocka_unit_test(test_out_of_bounds_launch_names_the_line),
         cmocka_unit_test(test_compile_errors_and_devices), cmocka_unit_test(test_launch_after_close),
-        cmocka_unit_test(test_emu_arch),
+        cmocka_unit_test(test_emu_arch),             cmocka_unit_test(test_compile_one_kernel),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

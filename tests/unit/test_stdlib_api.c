@@ -733,8 +733,9 @@ static void test_matmul_batched(void **state) {
 /* ---- compiling once, options ------------------------------------------------------- */
 
 /* A call whose specialization was used before compiles nothing: the
- * device keeps one module per stdlib file, BLOCK, ALIGN and num_warps, whatever
- * the dtype or the number of rows. */
+ * device keeps one module per stdlib kernel (a dtype's), BLOCK, ALIGN and
+ * num_warps, whatever the number of rows; a call compiles only the kernel
+ * it launches. */
 static void test_modules_compile_once(void **state) {
     (void)state;
     tensor x = make(&dtypes[0], 4, 300, 300, 0), y = make(&dtypes[0], 4, 300, 300, 0);
@@ -745,14 +746,16 @@ static void test_modules_compile_once(void **state) {
     assert_true(n >= 1);
     OK(tls_softmax(dev, TLS_F32, mem(&x), mem(&y), 4, 300, 300, 300, NULL));
     OK(tls_softmax(dev, TLS_F32, mem(&x), mem(&y), 2, 260, 300, 300, NULL)); /* BLOCK 512 still */
-    OK(tls_softmax(dev, TLS_F16, mem(&x), mem(&y), 4, 300, 300, 300, NULL)); /* another dtype, the same module */
     assert_int_equal(tls_num_modules(dev), n);
-    OK(tls_softmax(dev, TLS_F32, mem(&x), mem(&y), 4, 200, 300, 300, NULL)); /* BLOCK 256: one more */
+    OK(tls_softmax(dev, TLS_F16, mem(&x), mem(&y), 4, 300, 300, 300, NULL)); /* another dtype: its kernel */
+    OK(tls_softmax(dev, TLS_F16, mem(&x), mem(&y), 4, 300, 300, 300, NULL));
     assert_int_equal(tls_num_modules(dev), n + 1);
+    OK(tls_softmax(dev, TLS_F32, mem(&x), mem(&y), 4, 200, 300, 300, NULL)); /* BLOCK 256: one more */
+    assert_int_equal(tls_num_modules(dev), n + 2);
     tls_options o = {.num_warps = 2};
     OK(tls_softmax(dev, TLS_F32, mem(&x), mem(&y), 4, 300, 300, 300, &o)); /* num_warps 2: one more */
     OK(tls_softmax(dev, TLS_F32, mem(&x), mem(&y), 4, 300, 300, 300, &o));
-    assert_int_equal(tls_num_modules(dev), n + 2);
+    assert_int_equal(tls_num_modules(dev), n + 3);
     drop(&x), drop(&y);
 }
 
