@@ -76,7 +76,7 @@ class Define(ctypes.Structure):  # tilec_define
 class CompileOptions(ctypes.Structure):  # trt_compile_options: every field, in order
     _fields_ = [("arch", ctypes.c_char_p), ("num_warps", ctypes.c_int), ("defines", ctypes.POINTER(Define)),
                 ("ndefines", ctypes.c_size_t), ("no_asserts", ctypes.c_bool), ("num_stages", ctypes.c_int),
-                ("exp2_ftz", ctypes.c_bool)]
+                ("exp2_ftz", ctypes.c_bool), ("warp_specialize", ctypes.c_int), ("kernel", ctypes.c_char_p)]
 
 
 class TlsMem(ctypes.Structure):  # tls_mem: a trt_buffer and a byte offset

@@ -20,6 +20,7 @@ int main(void) {
     FIELD(trt_compile_options, arch), FIELD(trt_compile_options, num_warps), FIELD(trt_compile_options, defines);
     FIELD(trt_compile_options, ndefines), FIELD(trt_compile_options, no_asserts);
     FIELD(trt_compile_options, num_stages), FIELD(trt_compile_options, exp2_ftz);
+    FIELD(trt_compile_options, warp_specialize), FIELD(trt_compile_options, kernel);
     printf("\nstruct tls_mem %zu", sizeof(tls_mem));
     FIELD(tls_mem, buffer), FIELD(tls_mem, offset);
     printf("\nstruct tls_attention_problem %zu", sizeof(tls_attention_problem));
