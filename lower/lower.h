@@ -35,9 +35,13 @@ enum {
     LOWER_MAX_STAGED_OPERANDS = 256, /* dot operands of one kernel stage_operands looks at */
     LOWER_MAX_SMEM_OVERLAP = 32,  /* buffers of one kernel smem_plan places by their live ranges;
                                      past it each has bytes of its own */
-    LOWER_MAX_MOVE_STEPS = 32768  /* rounds x registers a thread of one move through shared memory
+    LOWER_MAX_MOVE_STEPS = 8192   /* rounds x registers a thread of one move through shared memory
                                      (move_scratch): its code grows as the square of the tile, and a
-                                     2^20-element reshape (256 rounds x 2048) took LLVM minutes */
+                                     2^20-element reshape (256 rounds x 2048) took LLVM minutes, a
+                                     dot_ieee operand of 64x1024 (16 x (64 + 1024)) 52 s: GVN asks
+                                     alias analysis about each of its 8,000 shared loads. The
+                                     largest move of a stdlib, sample, bench or test kernel takes
+                                     1025 */
 };
 
 /* Plans a pass made that codegen would otherwise make again: the scratch
