@@ -395,9 +395,10 @@ TILEC_API trt_status tls_cross_entropy(trt_device *dev, tls_dtype dt, tls_mem lo
                                        int64_t stride, int64_t dlogits_stride, float dloss,
                                        const tls_options *opt);
 
-/* How many stdlib modules the device holds: one per stdlib file and
- * specialization (BLOCK, num_warps) used so far, kept until trt_close.
- * A call whose specialization is already there compiles nothing. */
+/* How many stdlib modules the device holds: one per stdlib kernel (a
+ * dtype's) and specialization (BLOCK, num_warps) used so far, kept until
+ * trt_close. A call whose specialization is already there compiles
+ * nothing. */
 TILEC_API size_t tls_num_modules(const trt_device *dev);
 
 #ifdef __cplusplus
