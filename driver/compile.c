@@ -202,7 +202,7 @@ tilec_status tilec_compile(const char *filename, const char *source, size_t len,
         LLVMModuleRef lm = lower_codegen(m, NULL, ctx, &lopt, &diag);
         if (!lm) {
             /* IR the front end made must always lower; a .tir file may not */
-            status = from_tir ? TILEC_ERR_SOURCE : TILEC_ERR_INTERNAL;
+            status = from_tir || over_limit ? TILEC_ERR_SOURCE : TILEC_ERR_INTERNAL;
         } else if (opt->llvm_optimized) {
             if (ptx_optimized_ir(lm, arch, opt->opt_level, &text, &diag)) set_text(out, &text);
             else status = TILEC_ERR_TOOL;
@@ -218,6 +218,7 @@ tilec_status tilec_compile(const char *filename, const char *source, size_t len,
         switch (kernel_jobs_ptx(m, &lopt, arch, &text, &diag)) {
         case KERNEL_JOBS_OK: break;
         case KERNEL_JOBS_CODEGEN: status = from_tir ? TILEC_ERR_SOURCE : TILEC_ERR_INTERNAL; break;
+        case KERNEL_JOBS_LIMIT: status = TILEC_ERR_SOURCE; break;
         case KERNEL_JOBS_PTX: status = TILEC_ERR_TOOL; break;
         }
     }

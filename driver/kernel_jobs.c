@@ -21,6 +21,7 @@ typedef struct kernel_job {
     tc_strbuf ptx;
     tc_diag diag;
     kernel_jobs_result result;
+    bool over_limit; /* codegen's lower_options.over_limit for this kernel */
 } kernel_job;
 
 typedef struct job_queue {
@@ -42,9 +43,11 @@ int kernel_jobs_threads(int jobs) {
 
 static void run_job(const job_queue *q, kernel_job *j) {
     LLVMContextRef ctx = LLVMContextCreate();
-    LLVMModuleRef lm = lower_codegen(q->m, j->f, ctx, q->opt, &j->diag);
+    lower_options opt = *q->opt; /* the whole struct; a flag of this job's own, not shared among threads */
+    opt.over_limit = &j->over_limit;
+    LLVMModuleRef lm = lower_codegen(q->m, j->f, ctx, &opt, &j->diag);
     if (!lm)
-        j->result = KERNEL_JOBS_CODEGEN;
+        j->result = j->over_limit ? KERNEL_JOBS_LIMIT : KERNEL_JOBS_CODEGEN;
     else if (!ptx_emit(lm, q->arch, q->opt->compile.opt_level, &j->ptx, &j->diag))
         j->result = KERNEL_JOBS_PTX;
     if (lm) LLVMDisposeModule(lm);

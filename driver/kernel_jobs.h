@@ -8,6 +8,7 @@
 typedef enum kernel_jobs_result {
     KERNEL_JOBS_OK,
     KERNEL_JOBS_CODEGEN, /* lower_codegen failed on a kernel */
+    KERNEL_JOBS_LIMIT,   /* a kernel over a limit of code generation (its error, not the compiler's) */
     KERNEL_JOBS_PTX      /* LLVM's PTX emission, or merging the modules, failed */
 } kernel_jobs_result;
 

@@ -653,6 +653,29 @@ static bool gen_func(cg *c, tir_func *f) {
     return c->ok;
 }
 
+/* A kernel's code is its tiles unrolled over each thread's registers, so
+ * a few ops on tiles of many elements a thread make a very long block,
+ * which LLVM's optimization takes time to more than the block's length
+ * (lower.h, LOWER_MAX_KERNEL_INSTRS). Counted before LLVM sees the
+ * module, so that such a kernel is an error in milliseconds, not a
+ * compile of minutes. */
+static void check_code_size(cg *c, const tir_func *f) {
+    uint64_t n = 0;
+    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(c->fn); bb; bb = LLVMGetNextBasicBlock(bb))
+        for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i)) n++;
+    if (n <= LOWER_MAX_KERNEL_INSTRS) return;
+    uint32_t most = 0; /* the most registers of one value: its largest tile's elements a thread */
+    for (uint32_t id = 0; id <= f->next_value_id; id++)
+        if (c->nregs[id] > most) most = c->nregs[id];
+    tc_error_loc(c->diag, c->file, f->loc,
+                 "kernel '%s' is %llu LLVM instructions a thread (limit is %d), too many to optimize in reasonable "
+                 "time: its tiles are unrolled over each thread's registers (the largest, %u elements a thread); "
+                 "use smaller tiles, more warps, or a loop over parts of a tile",
+                 f->name, (unsigned long long)n, LOWER_MAX_KERNEL_INSTRS, most);
+    if (c->over_limit) *c->over_limit = true;
+    c->ok = false;
+}
+
 LLVMModuleRef lower_codegen(tir_module *m, const tir_func *only, LLVMContextRef ctx, const lower_options *opt,
                             tc_diag *diag) {
     LLVMModuleRef mod = LLVMModuleCreateWithNameInContext(m->source_name ? m->source_name : "tilec", ctx);
@@ -663,7 +686,7 @@ LLVMModuleRef lower_codegen(tir_module *m, const tir_func *only, LLVMContextRef 
             .file = m->source_name ? m->source_name : "<tir>", .ok = true,
             .arch = opt->compile.arch ? opt->compile.arch : TILEC_DEFAULT_ARCH, .exp2_ftz = opt->compile.exp2_ftz,
             .dot = cg_dot_lowering_for(opt->compile.arch ? opt->compile.arch : TILEC_DEFAULT_ARCH),
-            .memo = opt->memo};
+            .memo = opt->memo, .over_limit = opt->over_limit};
     if (opt->compile.line_info) { /* positions only: no variables, types or debug sections */
         c.dib = LLVMCreateDIBuilder(mod);
         c.di_file = LLVMDIBuilderCreateFile(c.dib, c.file, strlen(c.file), "", 0);
@@ -687,7 +710,7 @@ LLVMModuleRef lower_codegen(tir_module *m, const tir_func *only, LLVMContextRef 
             cg_error(&c, NULL, "kernel has no layout (run the layout pass first)");
             break;
         }
-        gen_func(&c, f);
+        if (gen_func(&c, f)) check_code_size(&c, f);
     }
     if (c.dib) {
         LLVMDIBuilderFinalize(c.dib);

@@ -63,6 +63,7 @@ typedef struct cg {
     const uint8_t *held;                    /* producer role: the values it makes (tir_producer_values) */
     bool in_producer;                       /* inside a producer region */
     const lower_memo *memo;                 /* plans the passes kept (lower_options.memo), or NULL */
+    bool *over_limit;                       /* lower_options.over_limit: set with an error that is the kernel's */
     bool ok;
 } cg;
 

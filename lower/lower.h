@@ -41,7 +41,14 @@ enum {
                                      dot_ieee operand of 64x1024 (16 x (64 + 1024)) 52 s: GVN asks
                                      alias analysis about each of its 8,000 shared loads. The
                                      largest move of a stdlib, sample, bench or test kernel takes
-                                     1025 */
+                                     1025 */,
+    LOWER_MAX_KERNEL_INSTRS = 131072 /* LLVM instructions of one kernel before optimization: tiles
+                                        unrolled over a thread's registers (up to 1024 elements each)
+                                        times the ops on them. LLVM's time grows faster than the code
+                                        (one long block): a Philox and erf kernel at 1024 elements a
+                                        thread, 388,036 instructions, took 89 s; at 194,116, 14 s; at
+                                        97,156, 3.8 s. The largest stdlib, sample, bench or test kernel
+                                        has 17,132 */
 };
 
 /* Plans a pass made that codegen would otherwise make again: the scratch
@@ -66,7 +73,9 @@ typedef struct lower_options {
                                ("file:line:col: note: ..." lines; tilec
                                --verbose); NULL: nowhere */
     bool *over_limit;       /* set when a kernel needs more shared memory
-                               than the target has: its error, not the
+                               than the target has, or more code than LLVM
+                               compiles in reasonable time (codegen,
+                               LOWER_MAX_KERNEL_INSTRS): its error, not the
                                compiler's; NULL: not asked */
     lower_memo *memo;       /* plans kept for codegen; NULL: each made where
                                it is needed */
