@@ -272,7 +272,7 @@ static bool type_arg(lang_ctx *c, const ast_expr *e, tir_elem *out) {
 /* Elementwise math on n promoted operands (see docs: as for arithmetic).
  * floats_only: ints are an error, untyped literals become f32. */
 static operand math(lang_ctx *c, const ast_expr *call, const ast_expr **args, int n, tir_opcode code, bool floats_only) {
-    operand o[3];
+    operand o[3] = {0}; /* n is 1 to 3; zeroed for compilers that cannot see it is at least 1 */
     bool ok = true;
     for (int i = 0; i < n; i++) {
         o[i] = lang_check_expr(c, args[i]);
