@@ -136,22 +136,45 @@ static void check_spills(trt_device *d, const trt_tune_space *s, const trt_tune_
     tilec_output_free(&out);
 }
 
+/* Whether the source defines the kernel s names, compiled whole at
+ * configuration cfg: asked only when compiling the kernel alone failed,
+ * which a kernel missing from the source does too. Unknown (a whole
+ * source that does not compile either) counts as present: the
+ * configuration is then pruned with its error. */
+static bool kernel_missing(trt_device *d, const trt_tune_space *s, const trt_tune_config *cfg) {
+    trt_compile_options co = {.num_warps = cfg->num_warps, .num_stages = cfg->num_stages, .defines = cfg->defines,
+                              .ndefines = cfg->ndefines};
+    trt_module *m;
+    if (trt_compile(d, s->file ? s->file : "<source>", s->source, s->len, &co, &m) != TRT_OK) return false;
+    trt_kernel *k;
+    bool missing = trt_get_kernel(m, s->kernel, &k) != TRT_OK;
+    trt_module_free(m);
+    return missing;
+}
+
 /* Compiles and measures configuration i into *o; a status other than OK
  * only where the search must stop (the kernel is not in the source). */
 static trt_status try_config(trt_device *d, const trt_tune_space *s, size_t i, flush_state *fl, trt_tune_outcome *o) {
     const trt_tune_config *cfg = &s->configs[i];
+    /* the tuned kernel alone: a file's other kernels would be compiled
+     * for each configuration and never launched */
     trt_compile_options co = {.num_warps = cfg->num_warps, .num_stages = cfg->num_stages, .defines = cfg->defines,
-                              .ndefines = cfg->ndefines};
+                              .ndefines = cfg->ndefines, .kernel = s->kernel};
     memset(o, 0, sizeof *o);
     trt_module *m;
     if (trt_compile(d, s->file ? s->file : "<source>", s->source, s->len, &co, &m) != TRT_OK) {
+        char reason[sizeof o->reason];
+        first_line(reason, sizeof reason, "", d->err);
+        if (kernel_missing(d, s, cfg))
+            return rt_fail(d, TRT_ERR_NOT_FOUND, "trt_tune: no kernel '%s' in %s", s->kernel,
+                           s->file ? s->file : "the source");
         o->pruned = true;
-        first_line(o->reason, sizeof o->reason, "", d->err);
+        memcpy(o->reason, reason, sizeof reason);
         return TRT_OK;
     }
     trt_kernel *k;
     trt_status st = trt_get_kernel(m, s->kernel, &k);
-    if (st != TRT_OK) {
+    if (st != TRT_OK) { /* the module of the one kernel asked for: not expected */
         trt_module_free(m);
         return rt_fail(d, TRT_ERR_NOT_FOUND, "trt_tune: no kernel '%s' in %s", s->kernel, s->file ? s->file : "the source");
     }
