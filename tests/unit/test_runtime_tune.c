@@ -132,6 +132,33 @@ static void test_standin_winner(void **state) {
     vadd_teardown(&f);
 }
 
+/* Only the tuned kernel is compiled for each configuration: another
+ * kernel of the file that no configuration compiles (its tile is BLOCK x
+ * 65536 elements, over the limit at every BLOCK here) prunes nothing, and
+ * the search is the one above. */
+static void test_other_kernels_not_compiled(void **state) {
+    (void)state;
+    static const char other[] = "kernel huge(x: *f32, const BLOCK: i32 = 1024) {\n"
+                                "    store(x + arange(0, BLOCK * 65536), 1.0);\n"
+                                "}\n";
+    char src[sizeof vadd_src + sizeof other];
+    snprintf(src, sizeof src, "%s%s", vadd_src, other);
+    vadd_fx f;
+    vadd_setup(&f);
+    trt_tune_space sp = vadd_space(&f);
+    sp.source = src, sp.len = strlen(src);
+    trt_tune_outcome o[4];
+    size_t best = 99;
+    if (trt_tune(dev, &sp, NULL, o, &best) != TRT_OK) fail_msg("%s", trt_last_error(dev));
+    assert_int_equal(best, 2);
+    for (int i = 0; i < 4; i++) assert_true(o[i].pruned == (i == 1));
+    assert_non_null(strstr(o[1].reason, "arange length 100 is not a power of two"));
+    /* the file compiled whole fails: a kernel it lacks is still NOT_FOUND */
+    sp.kernel = "vsub";
+    assert_int_equal(trt_tune(dev, &sp, NULL, NULL, NULL), TRT_ERR_COMPILE);
+    vadd_teardown(&f);
+}
+
 static void partials_grid(void *user, const trt_tune_config *cfg, uint32_t grid[3]) {
     (void)user, (void)cfg;
     grid[0] = 1;
@@ -445,7 +472,8 @@ int main(int argc, char **argv) {
         return 1;
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_standin_winner), cmocka_unit_test(test_prune_shared_memory),
+        cmocka_unit_test(test_standin_winner), cmocka_unit_test(test_other_kernels_not_compiled),
+        cmocka_unit_test(test_prune_shared_memory),
         cmocka_unit_test(test_prune_spills),
         cmocka_unit_test(test_file_round_trip), cmocka_unit_test(test_malformed_lines),
         cmocka_unit_test(test_misuse),         cmocka_unit_test(test_bucket),
