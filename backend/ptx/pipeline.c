@@ -28,7 +28,13 @@
  *
  * `LLVMPassBuilderOptionsSetSLPVectorization(po, 0)` does not take the SLP
  * vectorizer out of `default<O2>` through LLVM 19's C API (its debug log
- * shows the pass running); naming the passes does. */
+ * shows the pass running); naming the passes does.
+ *
+ * A kernel without loops (ptx_has_loop, below) takes a shorter pipeline
+ * instead, straight_pipeline: for such code O2 is mostly fixed costs. */
+#include <stdint.h>
+#include <stdlib.h>
+
 #include "backend/ptx/ptx.h"
 
 /* The simplifycfg variants O2 uses, by where it runs them. */
@@ -83,10 +89,101 @@ static const char simplify_pipeline[] =
 static const char late_pipeline_slp[] = LATE_PIPELINE("slp-vectorizer,");
 static const char late_pipeline[] = LATE_PIPELINE("");
 
+/* For a kernel without loops: what of O2 changes the SASS of such code.
+ * O2 spends most of its time there on fixed costs: nine InstCombine runs
+ * (each some 0.6 M instructions executed on vadd's 300 lines of IR), GVN
+ * (2 M), the loop passes' analyses, SROA on a module with no allocas. The
+ * passes below are the ones found to matter (docs/design.md, "A kernel
+ * without loops"): InstCombine thrice; reassociation, so that a thread's
+ * constant offsets end up last where ptxas folds them into addresses
+ * (without it vadd with multiple_of(n, 16) is 48 SASS instructions, not
+ * 39); alignment inference for shared-memory vectors; value ranges and
+ * constraint elimination for masks; EarlyCSE again after the last
+ * reassociated ors appear; vector-combine for extracts of vectors;
+ * globalopt to drop shared memory that is stored but never read;
+ * function-attrs, cheap, for what --emit=llvm-opt shows of the pointers
+ * (readonly, nocapture), as after O2. Over scripts/ptx-snapshot.sh's
+ * compilations no stdlib, sample or bench kernel's SASS is longer (ptxas
+ * -O3, cuobjdump) and none uses more registers. */
+static const char straight_pipeline[] =
+    "function(nvvm-reflect,nvvm-intr-range," CFG ",early-cse<>,infer-alignment," INSTCOMBINE ","
+    "correlated-propagation,reassociate,constraint-elimination," INSTCOMBINE ",vector-combine,bdce,adce,"
+    "infer-alignment,early-cse<>," INSTCOMBINE "," CFG "),"
+    "cgscc(function-attrs),globalopt,globaldce";
+/* ... and where it leaves 16- or 8-bit arithmetic, the late pipeline's
+ * SLP step (ptx_wants_slp). */
+static const char straight_slp[] = "function(slp-vectorizer,vector-combine," INSTCOMBINE ")";
+
 const char *ptx_llvm_pipeline(int opt_level, ptx_pipeline_part part, bool slp) {
-    if (!opt_level) return part == PTX_PIPELINE_SIMPLIFY ? "default<O0>" : NULL;
-    if (part == PTX_PIPELINE_SIMPLIFY) return simplify_pipeline;
-    return slp ? late_pipeline_slp : late_pipeline;
+    if (!opt_level) return part == PTX_PIPELINE_SIMPLIFY || part == PTX_PIPELINE_STRAIGHT ? "default<O0>" : NULL;
+    switch (part) {
+    case PTX_PIPELINE_SIMPLIFY: return simplify_pipeline;
+    case PTX_PIPELINE_LATE: return slp ? late_pipeline_slp : late_pipeline;
+    case PTX_PIPELINE_STRAIGHT: return straight_pipeline;
+    case PTX_PIPELINE_STRAIGHT_LATE: return slp ? straight_slp : NULL;
+    }
+    return NULL;
+}
+
+/* The slot of block b in an open-addressing table of cap (a power of
+ * two) entries, claimed for b if it was not there. */
+static size_t block_slot(LLVMBasicBlockRef *key, size_t cap, LLVMBasicBlockRef b) {
+    size_t h = (size_t)(((uintptr_t)b >> 4) * 0x9E3779B97F4A7C15u) & (cap - 1);
+    while (key[h] && key[h] != b) h = (h + 1) & (cap - 1);
+    key[h] = b;
+    return h;
+}
+
+/* Whether a function's control flow has a cycle: an iterative depth-first
+ * walk from the entry, in which an edge to a block still on the walk's
+ * path closes one. Blocks are found in a table by address (LLVM's C API
+ * numbers nothing), twice as many slots as blocks. */
+static bool function_has_cycle(LLVMValueRef f) {
+    size_t n = LLVMCountBasicBlocks(f), cap = 4;
+    if (!n) return false; /* a declaration */
+    while (cap < 2 * n) cap *= 2;
+    LLVMBasicBlockRef *key = calloc(cap, sizeof *key), *path = malloc(n * sizeof *path);
+    unsigned char *state = calloc(cap, 1); /* 0 unseen, 1 on the path, 2 done */
+    unsigned *next = malloc(n * sizeof *next); /* the successor each path block tries next */
+    bool cycle = !key || !path || !state || !next; /* out of memory: say "loop", the pipeline that needs no answer */
+    size_t depth = 0;
+    if (!cycle) {
+        path[0] = LLVMGetEntryBasicBlock(f);
+        next[0] = 0;
+        state[block_slot(key, cap, path[0])] = 1;
+        depth = 1;
+    }
+    while (depth && !cycle) {
+        LLVMBasicBlockRef b = path[depth - 1];
+        LLVMValueRef t = LLVMGetBasicBlockTerminator(b);
+        unsigned ns = t ? LLVMGetNumSuccessors(t) : 0;
+        if (next[depth - 1] == ns) {
+            state[block_slot(key, cap, b)] = 2;
+            depth--;
+            continue;
+        }
+        LLVMBasicBlockRef s = LLVMGetSuccessor(t, next[depth - 1]++);
+        size_t h = block_slot(key, cap, s);
+        if (state[h] == 1) {
+            cycle = true;
+        } else if (!state[h]) {
+            state[h] = 1;
+            path[depth] = s;
+            next[depth] = 0;
+            depth++;
+        }
+    }
+    free(key);
+    free(path);
+    free(state);
+    free(next);
+    return cycle;
+}
+
+bool ptx_has_loop(LLVMModuleRef m) {
+    for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
+        if (function_has_cycle(f)) return true;
+    return false;
 }
 
 /* Whether inst is arithmetic on a 16- or 8-bit scalar: what the SLP

@@ -66,12 +66,18 @@ static bool optimize(LLVMModuleRef m, LLVMTargetMachineRef tm, int opt_level, tc
     LLVMDisposeMessage(err);
     err = NULL;
     if (ok) {
-        /* Two runs: whether the SLP vectorizer is worth its time shows only
-         * in the simplified module (instcombine narrows f32 arithmetic on
-         * f16 values to f16). */
+        /* A kernel without loops takes the straight-line pipeline (most of
+         * O2's time is fixed costs such code does not repay). Two runs:
+         * whether the SLP vectorizer is worth its time shows only in the
+         * simplified module (instcombine narrows f32 arithmetic on f16
+         * values to f16). */
+        bool straight = !ptx_has_loop(m);
         LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-        LLVMErrorRef e = LLVMRunPasses(m, ptx_llvm_pipeline(opt_level, PTX_PIPELINE_SIMPLIFY, false), tm, po);
-        const char *late = e ? NULL : ptx_llvm_pipeline(opt_level, PTX_PIPELINE_LATE, ptx_wants_slp(m));
+        LLVMErrorRef e = LLVMRunPasses(
+            m, ptx_llvm_pipeline(opt_level, straight ? PTX_PIPELINE_STRAIGHT : PTX_PIPELINE_SIMPLIFY, false), tm, po);
+        const char *late =
+            e ? NULL
+              : ptx_llvm_pipeline(opt_level, straight ? PTX_PIPELINE_STRAIGHT_LATE : PTX_PIPELINE_LATE, ptx_wants_slp(m));
         if (late) e = LLVMRunPasses(m, late, tm, po);
         LLVMDisposePassBuilderOptions(po);
         if (e) {

@@ -24,12 +24,20 @@ bool ptx_emit(LLVMModuleRef m, const char *arch, int opt_level, tc_strbuf *out, 
 bool ptx_optimized_ir(LLVMModuleRef m, const char *arch, int opt_level, tc_strbuf *out, tc_diag *diag);
 
 /* The LLVM pass pipeline ptx_emit optimizes with (LLVMRunPasses text,
- * pipeline.c), in two parts: the simplification, then the late
- * optimization, with the SLP vectorizer where ptx_wants_slp says the
- * simplified module has something for it. At opt_level 0 the simplify
- * part is all there is (the late part is NULL). */
-typedef enum { PTX_PIPELINE_SIMPLIFY, PTX_PIPELINE_LATE } ptx_pipeline_part;
+ * pipeline.c). A module with a loop (ptx_has_loop) gets O2's passes in two
+ * parts: the simplification, then the late optimization, with the SLP
+ * vectorizer where ptx_wants_slp says the simplified module has something
+ * for it. A module without one gets the straight-line pipeline, then its
+ * SLP step only where ptx_wants_slp says so (NULL otherwise). At opt_level
+ * 0 the first part is O0's and there is no second (NULL). */
+typedef enum {
+    PTX_PIPELINE_SIMPLIFY,
+    PTX_PIPELINE_LATE,
+    PTX_PIPELINE_STRAIGHT,
+    PTX_PIPELINE_STRAIGHT_LATE
+} ptx_pipeline_part;
 const char *ptx_llvm_pipeline(int opt_level, ptx_pipeline_part part, bool slp);
+bool ptx_has_loop(LLVMModuleRef m);
 bool ptx_wants_slp(LLVMModuleRef m);
 
 /* Appends to out one PTX module holding the n modules parts[i] (lens[i]

@@ -198,8 +198,57 @@ static void test_wants_slp(void **state) {
                            "  store <2 x half> %x, ptr addrspace(1) %p"));
 }
 
+static bool has_loop(const char *body) {
+    char text[2048];
+    snprintf(text, sizeof text,
+             "target triple = \"nvptx64-nvidia-cuda\"\n"
+             "declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()\n"
+             "define void @k(i1 %%c, i32 %%n) {\n%s}\n",
+             body);
+    LLVMContextRef ctx = LLVMContextCreate();
+    LLVMModuleRef m = parse_ir(ctx, text);
+    bool r = ptx_has_loop(m);
+    LLVMDisposeModule(m);
+    LLVMContextDispose(ctx);
+    return r;
+}
+
+/* A kernel without loops takes the straight-line pipeline: the answer
+ * must not depend on the order of the blocks, and a branch that joins
+ * again (a diamond, a mask's two paths) is no loop. */
+static void test_has_loop(void **state) {
+    (void)state;
+    assert_false(has_loop("entry:\n  ret void\n"));
+    assert_false(has_loop("entry:\n  br i1 %c, label %a, label %b\n"
+                          "a:\n  br label %j\nb:\n  br label %j\nj:\n  ret void\n"));
+    /* the join placed first: a block that comes earlier is no back edge */
+    assert_false(has_loop("entry:\n  br i1 %c, label %a, label %b\n"
+                          "j:\n  ret void\na:\n  br label %j\nb:\n  br label %j\n"));
+    assert_true(has_loop("entry:\n  br label %h\n"
+                         "h:\n  %i = phi i32 [0, %entry], [%i1, %h]\n  %i1 = add i32 %i, 1\n"
+                         "  %d = icmp slt i32 %i1, %n\n  br i1 %d, label %h, label %x\nx:\n  ret void\n"));
+    /* the latch placed before its header */
+    assert_true(has_loop("entry:\n  br label %h\n"
+                         "l:\n  br label %h\n"
+                         "h:\n  br i1 %c, label %l, label %x\nx:\n  ret void\n"));
+    /* a loop reached only through a branch */
+    assert_true(has_loop("entry:\n  br i1 %c, label %x, label %h\n"
+                         "h:\n  br i1 %c, label %b, label %x\nb:\n  br label %h\nx:\n  ret void\n"));
+    /* a cycle in blocks no path from the entry reaches is no loop to optimize */
+    assert_false(has_loop("entry:\n  ret void\nu:\n  br label %u\n"));
+}
+
 static void test_pipeline_parts(void **state) {
     (void)state;
+    const char *straight = ptx_llvm_pipeline(2, PTX_PIPELINE_STRAIGHT, false);
+    assert_null(strstr(straight, "loop("));
+    assert_null(strstr(straight, "licm"));
+    assert_null(strstr(straight, "slp-vectorizer"));
+    assert_non_null(strstr(straight, "reassociate"));
+    assert_null(ptx_llvm_pipeline(2, PTX_PIPELINE_STRAIGHT_LATE, false));
+    assert_non_null(strstr(ptx_llvm_pipeline(2, PTX_PIPELINE_STRAIGHT_LATE, true), "slp-vectorizer"));
+    assert_string_equal(ptx_llvm_pipeline(0, PTX_PIPELINE_STRAIGHT, false), "default<O0>");
+    assert_null(ptx_llvm_pipeline(0, PTX_PIPELINE_STRAIGHT_LATE, true));
     const char *slp = ptx_llvm_pipeline(2, PTX_PIPELINE_LATE, true), *plain = ptx_llvm_pipeline(2, PTX_PIPELINE_LATE, false);
     assert_non_null(strstr(slp, "slp-vectorizer"));
     assert_null(strstr(plain, "slp-vectorizer"));
@@ -210,24 +259,36 @@ static void test_pipeline_parts(void **state) {
 }
 
 /* Two f16 additions of neighbours, stored as a pair: with the SLP
- * vectorizer chosen they become one add.rn.f16x2. */
-static void test_emit_pairs_f16_math(void **state) {
-    (void)state;
+ * vectorizer chosen they become one add.rn.f16x2, in a kernel without
+ * loops (the straight-line pipeline's SLP step) and in a loop (O2's late
+ * pipeline). */
+static void emit_pairs_f16_math(bool in_loop) {
     LLVMContextRef ctx = LLVMContextCreate();
-    LLVMModuleRef m = parse_ir(ctx,
-                               "target triple = \"nvptx64-nvidia-cuda\"\n"
-                               "target datalayout = \"e-i64:64-i128:128-v16:16-v32:32-n16:32:64\"\n"
-                               "define void @k(ptr addrspace(1) %p) {\n"
-                               "  %v = load <2 x half>, ptr addrspace(1) %p, align 4\n"
-                               "  %a = extractelement <2 x half> %v, i64 0\n"
-                               "  %b = extractelement <2 x half> %v, i64 1\n"
-                               "  %x = fadd half %a, %a\n"
-                               "  %y = fadd half %b, %b\n"
-                               "  %w0 = insertelement <2 x half> poison, half %x, i64 0\n"
-                               "  %w1 = insertelement <2 x half> %w0, half %y, i64 1\n"
-                               "  store <2 x half> %w1, ptr addrspace(1) %p, align 4\n"
-                               "  ret void\n}\n"
-                               "!nvvm.annotations = !{!0}\n!0 = !{ptr @k, !\"kernel\", i32 1}\n");
+    char text[2048];
+    snprintf(text, sizeof text,
+             "target triple = \"nvptx64-nvidia-cuda\"\n"
+             "target datalayout = \"e-i64:64-i128:128-v16:16-v32:32-n16:32:64\"\n"
+             "define void @k(ptr addrspace(1) %%p, i32 %%n) {\n"
+             "entry:\n  br label %%body\n"
+             "body:\n"
+             "  %%i = phi i32 [0, %%entry]%s\n"
+             "  %%q = getelementptr <2 x half>, ptr addrspace(1) %%p, i32 %%i\n"
+             "  %%v = load <2 x half>, ptr addrspace(1) %%q, align 4\n"
+             "  %%a = extractelement <2 x half> %%v, i64 0\n"
+             "  %%b = extractelement <2 x half> %%v, i64 1\n"
+             "  %%x = fadd half %%a, %%a\n"
+             "  %%y = fadd half %%b, %%b\n"
+             "  %%w0 = insertelement <2 x half> poison, half %%x, i64 0\n"
+             "  %%w1 = insertelement <2 x half> %%w0, half %%y, i64 1\n"
+             "  store <2 x half> %%w1, ptr addrspace(1) %%q, align 4\n"
+             "  %%i1 = add i32 %%i, 1\n"
+             "  %%more = icmp slt i32 %%i1, %%n\n"
+             "  %s\n"
+             "done:\n  ret void\n}\n"
+             "!nvvm.annotations = !{!0}\n!0 = !{ptr @k, !\"kernel\", i32 1}\n",
+             in_loop ? ", [%i1, %body]" : "", in_loop ? "br i1 %more, label %body, label %done" : "br label %done");
+    LLVMModuleRef m = parse_ir(ctx, text);
+    assert_int_equal(ptx_has_loop(m), in_loop);
     tc_diag d;
     tc_diag_init(&d);
     tc_strbuf ptx;
@@ -239,6 +300,12 @@ static void test_emit_pairs_f16_math(void **state) {
     tc_diag_free(&d);
     LLVMDisposeModule(m);
     LLVMContextDispose(ctx);
+}
+
+static void test_emit_pairs_f16_math(void **state) {
+    (void)state;
+    emit_pairs_f16_math(false);
+    emit_pairs_f16_math(true);
 }
 
 /* ---- finding ptxas ------------------------------------------------------- */
@@ -567,6 +634,7 @@ int main(void) {
         cmocka_unit_test(test_emit_tiny_kernel),
         cmocka_unit_test(test_emit_rejects_invalid_ir),
         cmocka_unit_test(test_wants_slp),
+        cmocka_unit_test(test_has_loop),
         cmocka_unit_test(test_pipeline_parts),
         cmocka_unit_test(test_emit_pairs_f16_math),
         cmocka_unit_test(test_find_ptxas_search_order),
