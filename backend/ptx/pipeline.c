@@ -30,6 +30,17 @@
  * vectorizer out of `default<O2>` through LLVM 19's C API (its debug log
  * shows the pass running); naming the passes does.
  *
+ * Four of O2's nine InstCombine runs are left out: the simplification's
+ * last two (after BDCE and after the hoisting simplifycfg) and the late
+ * part's second and third (after vector-combine and after the late SROA).
+ * Each costs some 10 M instructions executed on the 128x128x32 f16
+ * matmul (437 to 397 M in all, a fresh process to PTX); over
+ * scripts/ptx-snapshot.sh's compilations the SASS of every stdlib, sample
+ * and bench kernel is as long without them, every loop body as long, and
+ * 8 test kernels (loops with branches) one instruction longer outside
+ * their loops. The first late InstCombine stays: without it the row
+ * kernels' column sums spill (layernorm_dwdb, rmsnorm_dw).
+ *
  * A kernel without loops (ptx_has_loop, below) takes a shorter pipeline
  * instead, straight_pipeline: for such code O2 is mostly fixed costs. */
 #include <stdint.h>
@@ -73,17 +84,16 @@ static const char simplify_pipeline[] =
     ",licm<allowspeculation>," UNSWITCH "),"
     CFG "," INSTCOMBINE ","
     "loop(loop-idiom,indvars," UNSWITCH ",loop-deletion,loop-unroll-full),"
-    "sroa<modify-cfg>,vector-combine,mldst-motion<no-split-footer-bb>,gvn<>,sccp,bdce," INSTCOMBINE ","
-    "jump-threading,correlated-propagation,adce,memcpyopt,dse,loop-mssa(licm<allowspeculation>)," CFG_HOIST
-    "," INSTCOMBINE "),"
+    "sroa<modify-cfg>,vector-combine,mldst-motion<no-split-footer-bb>,gvn<>,sccp,bdce,"
+    "jump-threading,correlated-propagation,adce,memcpyopt,dse,loop-mssa(licm<allowspeculation>)," CFG_HOIST "),"
     "cgscc(function-attrs),globalopt,globaldce";
 
 /* O2's module optimization, without the loop vectorizer; the SLP
  * vectorizer only where ptx_wants_slp says it may find something. */
 #define LATE_PIPELINE(slp)                                                                                           \
     "function(float2int,lower-constant-intrinsics,loop(" LOOP_ROTATE ",loop-deletion),infer-alignment," INSTCOMBINE \
-    "," CFG_LATE "," slp "vector-combine," INSTCOMBINE ",loop-unroll<O2>,sroa<preserve-cfg>,infer-alignment,"        \
-    INSTCOMBINE ",loop-mssa(licm<allowspeculation>),alignment-from-assumptions,loop-sink,instsimplify,div-rem-pairs,tailcallelim," \
+    "," CFG_LATE "," slp "vector-combine,loop-unroll<O2>,sroa<preserve-cfg>,infer-alignment,"                         \
+    "loop-mssa(licm<allowspeculation>),alignment-from-assumptions,loop-sink,instsimplify,div-rem-pairs,tailcallelim," \
     CFG_FINAL "),"                                                                                                 \
     "globaldce"
 static const char late_pipeline_slp[] = LATE_PIPELINE("slp-vectorizer,");
