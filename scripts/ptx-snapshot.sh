@@ -108,7 +108,7 @@ stdlib_options() {
 
 count=0
 while IFS= read -r f; do
-  opts=$( { run_options "$f"; stdlib_options "$f"; } | grep -v '^$' | sort -u)
+  opts=$( { run_options "$root/$f"; stdlib_options "$f"; } | grep -v '^$' | sort -u)
   for arch in sm_80 sm_90; do
     compile "$f" "$arch" default
     count=$((count + 1))
