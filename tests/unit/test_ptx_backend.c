@@ -162,6 +162,16 @@ static LLVMModuleRef parse_ir(LLVMContextRef ctx, const char *text) {
     return m;
 }
 
+/* pred on the module text parses to. */
+static bool on_module(const char *text, bool (*pred)(LLVMModuleRef)) {
+    LLVMContextRef ctx = LLVMContextCreate();
+    LLVMModuleRef m = parse_ir(ctx, text);
+    bool r = pred(m);
+    LLVMDisposeModule(m);
+    LLVMContextDispose(ctx);
+    return r;
+}
+
 static bool wants_slp(const char *body) {
     char text[1024];
     snprintf(text, sizeof text,
@@ -170,12 +180,7 @@ static bool wants_slp(const char *body) {
              "define void @k(ptr addrspace(1) %%p, half %%h, bfloat %%b, i16 %%s, float %%f, i1 %%c) {\n"
              "%s\n  ret void\n}\n",
              body);
-    LLVMContextRef ctx = LLVMContextCreate();
-    LLVMModuleRef m = parse_ir(ctx, text);
-    bool r = ptx_wants_slp(m);
-    LLVMDisposeModule(m);
-    LLVMContextDispose(ctx);
-    return r;
+    return on_module(text, ptx_wants_slp);
 }
 
 /* The SLP vectorizer runs where the simplified module has 16- or 8-bit
@@ -200,17 +205,9 @@ static void test_wants_slp(void **state) {
 
 static bool has_loop(const char *body) {
     char text[2048];
-    snprintf(text, sizeof text,
-             "target triple = \"nvptx64-nvidia-cuda\"\n"
-             "declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()\n"
-             "define void @k(i1 %%c, i32 %%n) {\n%s}\n",
+    snprintf(text, sizeof text, "target triple = \"nvptx64-nvidia-cuda\"\ndefine void @k(i1 %%c, i32 %%n) {\n%s}\n",
              body);
-    LLVMContextRef ctx = LLVMContextCreate();
-    LLVMModuleRef m = parse_ir(ctx, text);
-    bool r = ptx_has_loop(m);
-    LLVMDisposeModule(m);
-    LLVMContextDispose(ctx);
-    return r;
+    return on_module(text, ptx_has_loop);
 }
 
 /* A kernel without loops takes the straight-line pipeline: the answer
