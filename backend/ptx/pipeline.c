@@ -9,7 +9,8 @@
  * below is O2's function simplification and module optimization as LLVM
  * 19 builds them (`opt -passes='default<O2>' -print-pipeline-passes` for
  * nvptx64), in the same order with the same parameters, less what never
- * applies to such a module. With the SLP vectorizer always in, the PTX of
+ * applies to such a module (and four InstCombine runs, below). When it was
+ * O2's whole, with the SLP vectorizer always in, the PTX of
  * every kernel `scripts/ptx-snapshot.sh` compiles (966 compilations at
  * sm_80 and sm_90) is the same byte for byte as with `default<O2>`, and
  * the optimized LLVM IR (`--emit=llvm-opt`, what the emulator runs)
