@@ -150,6 +150,22 @@ TILEC_API trt_status trt_emu_set_arch(trt_device *dev, const char *arch);
  * memory by (source, options): compiling the same thing again is free. */
 TILEC_API trt_status trt_compile(trt_device *dev, const char *filename, const char *source, size_t len,
                                  const trt_compile_options *opt, trt_module **out);
+/* What one trt_compile call takes, for trt_compile_many. */
+typedef struct trt_compile_request {
+    const char *filename;               /* NULL: "<source>" */
+    const char *source;
+    size_t len;
+    const trt_compile_options *options; /* NULL: the defaults */
+} trt_compile_request;
+/* Compiles several modules at once, the compiles on threads (up to one a
+ * CPU): a program's kernels or the specializations it will launch, ahead
+ * of their first use. out[i] is what trt_compile would give for
+ * requests[i], a module or NULL, and status[i] (where status is not NULL)
+ * its status; what the caches hold already is not compiled again. Returns
+ * TRT_OK when every request compiled, else the first failure's status,
+ * with its message in trt_last_error ("request I: ..."). */
+TILEC_API trt_status trt_compile_many(trt_device *dev, const trt_compile_request *requests, size_t n,
+                                      trt_module **out, trt_status *status);
 /* Loads a module tilec built ahead of time: `path` is its .cubin (or .ptx)
  * and `path`.tir the sidecar tilec writes beside it, with the kernels'
  * signatures and tile IR (the CPU device runs that IR; the CUDA device

@@ -16,7 +16,14 @@
  * made. Disk entries are written to a temporary name and renamed, so a
  * reader never sees half a file; a disk cache that cannot be read or
  * written is passed over silently, and an entry that does not load (a
- * damaged file) is deleted and compiled afresh. */
+ * damaged file) is deleted and compiled afresh.
+ *
+ * trt_compile_many (and the tuner and the stdlib through rt_batch) runs
+ * libtilec for several requests on threads: libtilec keeps no state
+ * between calls, so only the caches need the caller's thread, before and
+ * after. */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -191,6 +198,25 @@ static tilec_options compile_options(const trt_device *d, const trt_compile_opti
     return opt;
 }
 
+/* A cache entry holding what libtilec gave (its data and sidecar taken
+ * from out), or NULL when out of memory. */
+static cache_entry *entry_from(bool gpu_code, tilec_output *out) {
+    cache_entry *e = calloc(1, sizeof *e);
+    if (!e) return NULL;
+    e->tir = gpu_code ? out->sidecar : out->data;
+    e->cubin = gpu_code ? out->data : NULL;
+    e->cubin_size = gpu_code ? out->size : 0;
+    if (gpu_code) out->sidecar = out->data = NULL;
+    else out->data = NULL;
+    return e;
+}
+
+static cache_entry *memory_find(const trt_device *d, uint64_t key) {
+    for (cache_entry *e = d->cache; e; e = e->next)
+        if (e->key == key) return e;
+    return NULL;
+}
+
 /* Tile IR text (and, for the GPU, a cubin) for source and options: from
  * memory, from disk (unless use_disk is false; *from_disk says), or from
  * libtilec. */
@@ -200,9 +226,9 @@ static cache_entry *compile_cached(trt_device *d, const char *file, const char *
     tilec_options opt = compile_options(d, o);
     uint64_t key = cache_key(d, file, src, len, &opt);
     *from_disk = false;
-    for (cache_entry *e = d->cache; e; e = e->next)
-        if (e->key == key) return e;
-    cache_entry *e = use_disk ? disk_load(key, d->ops->image_ext) : NULL;
+    cache_entry *e = memory_find(d, key);
+    if (e) return e;
+    e = use_disk ? disk_load(key, d->ops->image_ext) : NULL;
     *from_disk = e != NULL;
     if (!e) {
         tilec_output out;
@@ -211,15 +237,8 @@ static cache_entry *compile_cached(trt_device *d, const char *file, const char *
             tilec_output_free(&out);
             return NULL;
         }
-        e = calloc(1, sizeof *e);
-        if (e) {
-            e->tir = gpu_code ? out.sidecar : out.data;
-            e->cubin = gpu_code ? out.data : NULL;
-            e->cubin_size = gpu_code ? out.size : 0;
-            if (gpu_code) out.sidecar = out.data = NULL;
-            else out.data = NULL;
-            disk_store(key, e, d->ops->image_ext);
-        }
+        e = entry_from(gpu_code, &out);
+        if (e) disk_store(key, e, d->ops->image_ext);
         tilec_output_free(&out);
         if (!e) {
             *st = rt_fail(d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
@@ -295,4 +314,162 @@ trt_status rt_compile_kept(trt_device *d, const char *file, const char *src, siz
     d->kept = k;
     *out = k->mod;
     return TRT_OK;
+}
+
+/* ---- several compiles at once ---------------------------------------------- */
+
+typedef struct par_queue {
+    atomic_size_t next;
+    size_t n;
+    void (*fn)(void *ctx, size_t i);
+    void *ctx;
+} par_queue;
+
+static void *par_worker(void *arg) {
+    par_queue *q = arg;
+    for (size_t i; (i = atomic_fetch_add(&q->next, 1)) < q->n;) q->fn(q->ctx, i);
+    return NULL;
+}
+
+void rt_parallel_for(size_t n, void (*fn)(void *ctx, size_t i), void *ctx) {
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    size_t threads = cpus > 0 ? (size_t)cpus : 1;
+    if (threads > n) threads = n;
+    if (threads > RT_MAX_COMPILE_THREADS) threads = RT_MAX_COMPILE_THREADS;
+    par_queue q = {.n = n, .fn = fn, .ctx = ctx};
+    atomic_init(&q.next, 0);
+    pthread_t tids[RT_MAX_COMPILE_THREADS];
+    size_t started = 0;
+    /* a thread that cannot be started leaves its share to the others: this
+     * thread runs the queue too, so everything is done whatever starts */
+    while (started + 1 < threads && !pthread_create(&tids[started], NULL, par_worker, &q)) started++;
+    par_worker(&q);
+    for (size_t i = 0; i < started; i++) pthread_join(tids[i], NULL);
+}
+
+/* One request of a batch. */
+typedef struct batch_item {
+    const trt_compile_request *req;
+    tilec_options opt;
+    uint64_t key;
+    bool todo;          /* libtilec runs on it: in no cache, and the first of its key in the batch */
+    cache_entry *entry; /* what it gave, until rt_batch_end takes it */
+    char *diagnostics;  /* libtilec's messages when it failed; else NULL */
+} batch_item;
+
+struct rt_batch {
+    trt_device *d;
+    bool gpu_code;
+    const char *image_ext; /* the device's disk cache files */
+    size_t n;
+    batch_item items[];
+};
+
+rt_batch *rt_batch_begin(trt_device *d, const trt_compile_request *reqs, size_t n) {
+    rt_batch *b = calloc(1, sizeof *b + n * sizeof b->items[0]);
+    if (!b) return NULL;
+    *b = (rt_batch){.d = d, .gpu_code = d->ops->code != RT_CODE_TIR, .image_ext = d->ops->image_ext, .n = n};
+    for (size_t i = 0; i < n; i++) {
+        batch_item *it = &b->items[i];
+        it->req = &reqs[i];
+        it->opt = compile_options(d, reqs[i].options);
+        it->key = cache_key(d, reqs[i].filename ? reqs[i].filename : "<source>", reqs[i].source, reqs[i].len, &it->opt);
+        it->todo = reqs[i].source && !memory_find(d, it->key);
+        for (size_t j = 0; j < i && it->todo; j++) it->todo = b->items[j].key != it->key;
+    }
+    return b;
+}
+
+void rt_batch_work(rt_batch *b, size_t i) {
+    batch_item *it = &b->items[i];
+    if (!it->todo) return;
+    /* an entry on disk is trt_compile's to load (and to drop if damaged) */
+    cache_entry *on_disk = disk_load(it->key, b->image_ext);
+    if (on_disk) {
+        free(on_disk->tir), free(on_disk->cubin), free(on_disk);
+        it->todo = false;
+        return;
+    }
+    const trt_compile_request *r = it->req;
+    tilec_output out;
+    if (tilec_compile(r->filename ? r->filename : "<source>", r->source, r->len, &it->opt, &out) == TILEC_OK)
+        it->entry = entry_from(b->gpu_code, &out);
+    else
+        it->diagnostics = out.diagnostics, out.diagnostics = NULL;
+    tilec_output_free(&out);
+}
+
+void rt_batch_end(rt_batch *b) {
+    for (size_t i = 0; i < b->n; i++) {
+        batch_item *it = &b->items[i];
+        cache_entry *e = it->entry;
+        if (!e) continue;
+        it->entry = NULL;
+        disk_store(it->key, e, b->image_ext);
+        e->key = it->key;
+        e->next = b->d->cache;
+        b->d->cache = e;
+    }
+}
+
+const char *rt_batch_error(const rt_batch *b, size_t i) { return b->items[i].diagnostics; }
+
+void rt_batch_free(rt_batch *b) {
+    if (!b) return;
+    for (size_t i = 0; i < b->n; i++) {
+        cache_entry *e = b->items[i].entry;
+        if (e) free(e->tir), free(e->cubin), free(e);
+        free(b->items[i].diagnostics);
+    }
+    free(b);
+}
+
+static void batch_job(void *ctx, size_t i) { rt_batch_work(ctx, i); }
+
+void rt_compile_prefetch(trt_device *d, const trt_compile_request *reqs, size_t n) {
+    rt_batch *b = rt_batch_begin(d, reqs, n);
+    if (!b) return; /* out of memory: trt_compile compiles each, one at a time */
+    rt_parallel_for(n, batch_job, b);
+    rt_batch_end(b);
+    rt_batch_free(b);
+}
+
+trt_status trt_compile_many(trt_device *d, const trt_compile_request *reqs, size_t n, trt_module **out,
+                            trt_status *status) {
+    if (!d || (n && (!reqs || !out))) return TRT_ERR_INVALID_ARGUMENT;
+    for (size_t i = 0; i < n; i++) {
+        out[i] = NULL;
+        if (status) status[i] = TRT_ERR_INVALID_ARGUMENT;
+    }
+    if (d->closed) return rt_fail(d, TRT_ERR_CLOSED, "the device was closed");
+    for (size_t i = 0; i < n; i++)
+        if (!reqs[i].source) return rt_fail(d, TRT_ERR_INVALID_ARGUMENT, "trt_compile_many: request %zu: source is NULL", i);
+    trt_status st = rt_refuse_capturing(d, "compile modules (run the work once before capturing it, so that its "
+                                           "kernels are compiled and loaded)");
+    if (st != TRT_OK) return st;
+    rt_batch *b = rt_batch_begin(d, reqs, n);
+    if (!b) return rt_fail(d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
+    rt_parallel_for(n, batch_job, b);
+    rt_batch_end(b);
+    /* each module as trt_compile gives it, now from the caches; the first
+     * failure's message is made last, since each call sets the last error */
+    size_t first = n;
+    trt_status first_st = TRT_OK;
+    char *first_msg = NULL;
+    for (size_t i = 0; i < n; i++) {
+        const trt_compile_request *r = &reqs[i];
+        const char *diag = rt_batch_error(b, i);
+        trt_status s = diag ? rt_fail(d, TRT_ERR_COMPILE, "%s", diag)
+                            : trt_compile(d, r->filename, r->source, r->len, r->options, &out[i]);
+        if (status) status[i] = s;
+        if (s != TRT_OK && first == n) {
+            first = i, first_st = s;
+            first_msg = strdup(d->err);
+        }
+    }
+    rt_batch_free(b);
+    if (first == n) return TRT_OK;
+    st = rt_fail(d, first_st, "request %zu: %s", first, first_msg ? first_msg : "out of memory");
+    free(first_msg);
+    return st;
 }

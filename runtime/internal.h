@@ -128,6 +128,30 @@ struct trt_module {
  * major version with the same or newer minor, sm_XYa code only on sm_XY. */
 bool rt_arch_compatible(bool ptx, const char *built, const char *device);
 
+/* ---- several compiles at once (compile.c) ----------------------------
+ * A batch is trt_compile's work for several requests split in three: the
+ * caller's thread finds what the caches hold already (rt_batch_begin),
+ * any threads run libtilec on the rest (rt_batch_work, which touches no
+ * device state), and the caller's thread puts the results into the
+ * device's memory cache (rt_batch_end), where trt_compile then finds
+ * them. A request that failed keeps its diagnostics (rt_batch_error). */
+enum { RT_MAX_COMPILE_THREADS = 64 }; /* threads a batch runs on: past the CPUs they only wait */
+typedef struct rt_batch rt_batch;
+/* NULL when out of memory (then nothing was compiled). */
+rt_batch *rt_batch_begin(trt_device *d, const trt_compile_request *reqs, size_t n);
+void rt_batch_work(rt_batch *b, size_t i);
+void rt_batch_end(rt_batch *b);
+/* Request i's diagnostics if libtilec failed on it, else NULL. */
+const char *rt_batch_error(const rt_batch *b, size_t i);
+void rt_batch_free(rt_batch *b);
+/* fn(ctx, i) for each i below n, on up to min(n, CPUs,
+ * RT_MAX_COMPILE_THREADS) threads, this one among them; returns when all
+ * are done. */
+void rt_parallel_for(size_t n, void (*fn)(void *ctx, size_t i), void *ctx);
+/* The whole batch on threads, into the memory cache; failures are left
+ * for the trt_compile that follows to report. */
+void rt_compile_prefetch(trt_device *d, const trt_compile_request *reqs, size_t n);
+
 /* Ends every capture of the device, discarding them (trt_close), and
  * unloads the modules freed meanwhile. */
 void rt_end_captures(trt_device *d);
