@@ -4,10 +4,11 @@
  * (tune_cost.c, tune_time.c) are the runtime's own.
  *
  * 1. Every configuration is compiled for the device's target (the GPU's
- *    arch, the emulator's, tile IR on the CPU device); those the compiler
- *    rejects (shared memory over the target's budget, a compile error)
- *    are pruned without running, with the compiler's first line as the
- *    reason.
+ *    arch, the emulator's, tile IR on the CPU device), all of them at
+ *    once on threads (rt_batch, with the spill checks below); those the
+ *    compiler rejects (shared memory over the target's budget, a compile
+ *    error) are pruned without running, with the compiler's first line as
+ *    the reason.
  *    Where the device's code is GPU code (the GPU's, and the emulator's,
  *    which is what the GPU would run) and ptxas is found, each is also
  *    compiled to a cubin with ptxas -v, and one that spills to local
@@ -99,11 +100,11 @@ static trt_status check_space(trt_device *d, const trt_tune_space *s) {
     return TRT_OK;
 }
 
-/* ptxas -v's spills of the configuration's code for the device's arch
- * into *o (pruned with the figures when the kernel spills); nothing where
- * the device runs tile IR or ptxas cannot be run. */
-static void check_spills(trt_device *d, const trt_tune_space *s, const trt_tune_config *cfg, trt_tune_outcome *o) {
-    const char *arch = d->ops->code_arch ? d->ops->code_arch(d) : NULL;
+/* ptxas -v's spills of the configuration's code for arch into *o
+ * (spills_checked; pruned with the figures when the kernel spills);
+ * nothing where arch is NULL (the device runs tile IR) or ptxas cannot be
+ * run. Touches no device: it runs on the batch's threads. */
+static void check_spills(const char *arch, const trt_tune_space *s, const trt_tune_config *cfg, trt_tune_outcome *o) {
     if (!arch) return;
     tilec_options opt;
     tilec_options_init(&opt);
@@ -115,6 +116,7 @@ static void check_spills(trt_device *d, const trt_tune_space *s, const trt_tune_
     opt.num_stages = cfg->num_stages;
     opt.defines = cfg->defines;
     opt.ndefines = cfg->ndefines;
+    opt.jobs = 1; /* one kernel; the batch's threads are the parallelism */
     tilec_output out;
     if (tilec_compile(s->file ? s->file : "<source>", s->source, s->len, &opt, &out) == TILEC_OK && out.info) {
         o->spills_checked = true;
@@ -136,6 +138,23 @@ static void check_spills(trt_device *d, const trt_tune_space *s, const trt_tune_
     tilec_output_free(&out);
 }
 
+/* Every compile of a search, before anything runs: job i < nconfigs is
+ * configuration i's module for the device (the batch), job nconfigs + i
+ * its spill check into spill[i]. */
+typedef struct tune_compiles {
+    const trt_tune_space *s;
+    rt_batch *batch;
+    const char *arch; /* the spill checks' target; NULL: none */
+    trt_tune_outcome *spill;
+} tune_compiles;
+
+static void compile_job(void *ctx, size_t i) {
+    tune_compiles *t = ctx;
+    size_t n = t->s->nconfigs;
+    if (i < n) rt_batch_work(t->batch, i);
+    else check_spills(t->arch, t->s, &t->s->configs[i - n], &t->spill[i - n]);
+}
+
 /* Whether the source defines the kernel s names, compiled whole at
  * configuration cfg: asked only when compiling the kernel alone failed,
  * which a kernel missing from the source does too. Unknown (a whole
@@ -152,19 +171,28 @@ static bool kernel_missing(trt_device *d, const trt_tune_space *s, const trt_tun
     return missing;
 }
 
-/* Compiles and measures configuration i into *o; a status other than OK
- * only where the search must stop (the kernel is not in the source). */
-static trt_status try_config(trt_device *d, const trt_tune_space *s, size_t i, flush_state *fl, trt_tune_outcome *o) {
+/* What configuration cfg compiles with: the tuned kernel alone (a file's
+ * other kernels would be compiled for each configuration and never
+ * launched). */
+static trt_compile_options tune_compile_options(const trt_tune_space *s, const trt_tune_config *cfg) {
+    return (trt_compile_options){.num_warps = cfg->num_warps, .num_stages = cfg->num_stages,
+                                 .defines = cfg->defines, .ndefines = cfg->ndefines, .kernel = s->kernel};
+}
+
+/* Measures configuration i into *o, compiled by the batch (its module
+ * now in the memory cache, or its error in the batch) with its spill
+ * check in *spill; a status other than OK only where the search must stop
+ * (the kernel is not in the source). */
+static trt_status try_config(trt_device *d, const trt_tune_space *s, size_t i, const rt_batch *batch,
+                             const trt_tune_outcome *spill, flush_state *fl, trt_tune_outcome *o) {
     const trt_tune_config *cfg = &s->configs[i];
-    /* the tuned kernel alone: a file's other kernels would be compiled
-     * for each configuration and never launched */
-    trt_compile_options co = {.num_warps = cfg->num_warps, .num_stages = cfg->num_stages, .defines = cfg->defines,
-                              .ndefines = cfg->ndefines, .kernel = s->kernel};
+    trt_compile_options co = tune_compile_options(s, cfg);
     memset(o, 0, sizeof *o);
     trt_module *m;
-    if (trt_compile(d, s->file ? s->file : "<source>", s->source, s->len, &co, &m) != TRT_OK) {
+    const char *error = rt_batch_error(batch, i);
+    if (error || trt_compile(d, s->file ? s->file : "<source>", s->source, s->len, &co, &m) != TRT_OK) {
         char reason[sizeof o->reason];
-        first_line(reason, sizeof reason, "", d->err);
+        first_line(reason, sizeof reason, "", error ? error : d->err);
         if (kernel_missing(d, s, cfg))
             return rt_fail(d, TRT_ERR_NOT_FOUND, "trt_tune: no kernel '%s' in %s", s->kernel,
                            s->file ? s->file : "the source");
@@ -178,8 +206,10 @@ static trt_status try_config(trt_device *d, const trt_tune_space *s, size_t i, f
         trt_module_free(m);
         return rt_fail(d, TRT_ERR_NOT_FOUND, "trt_tune: no kernel '%s' in %s", s->kernel, s->file ? s->file : "the source");
     }
-    check_spills(d, s, cfg, o);
-    if (o->pruned) {
+    o->spills_checked = spill->spills_checked;
+    if (spill->pruned) {
+        o->pruned = true;
+        memcpy(o->reason, spill->reason, sizeof o->reason);
         trt_module_free(m);
         return TRT_OK;
     }
@@ -208,13 +238,38 @@ trt_status trt_tune(trt_device *d, const trt_tune_space *s, trt_tuning *tuning, 
     if (st != TRT_OK) return st;
     trt_tune_outcome *o = outcomes ? outcomes : calloc(s->nconfigs, sizeof *o);
     if (!o) return rt_fail(d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
+    /* compile every configuration at once, then measure one at a time */
+    size_t n = s->nconfigs;
+    trt_compile_request *reqs = calloc(n, sizeof *reqs);
+    trt_compile_options *cos = calloc(n, sizeof *cos);
+    trt_tune_outcome *spill = calloc(n, sizeof *spill);
+    rt_batch *batch = NULL;
+    if (reqs && cos && spill) {
+        for (size_t i = 0; i < n; i++) {
+            cos[i] = tune_compile_options(s, &s->configs[i]);
+            reqs[i] = (trt_compile_request){.filename = s->file ? s->file : "<source>", .source = s->source,
+                                            .len = s->len, .options = &cos[i]};
+        }
+        batch = rt_batch_begin(d, reqs, n);
+    }
+    if (!batch) {
+        free(reqs), free(cos), free(spill);
+        if (o != outcomes) free(o);
+        return rt_fail(d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    tune_compiles tc = {.s = s, .batch = batch, .arch = d->ops->code_arch ? d->ops->code_arch(d) : NULL,
+                        .spill = spill};
+    rt_parallel_for(tc.arch ? 2 * n : n, compile_job, &tc);
+    rt_batch_end(batch);
     flush_state fl = {.d = d};
-    size_t win = s->nconfigs;
-    for (size_t i = 0; i < s->nconfigs && st == TRT_OK; i++) {
-        st = try_config(d, s, i, &fl, &o[i]);
-        if (st == TRT_OK && !o[i].pruned && (win == s->nconfigs || o[i].cost < o[win].cost)) win = i;
+    size_t win = n;
+    for (size_t i = 0; i < n && st == TRT_OK; i++) {
+        st = try_config(d, s, i, batch, &spill[i], &fl, &o[i]);
+        if (st == TRT_OK && !o[i].pruned && (win == n || o[i].cost < o[win].cost)) win = i;
     }
     flush_free(&fl);
+    rt_batch_free(batch);
+    free(reqs), free(cos), free(spill);
     if (st == TRT_OK && win == s->nconfigs) {
         char sum[TUNE_MAX_SUMMARY];
         size_t at = 0;

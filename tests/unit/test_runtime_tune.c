@@ -4,6 +4,7 @@
  * file's round trip and its strict reading, and misuse. */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
@@ -460,6 +461,22 @@ static void test_bucket(void **state) {
     assert_int_equal(trt_tune_bucket(b, sizeof b, spaced, sizes, 1), TRT_ERR_INVALID_ARGUMENT);
 }
 
+/* The tuner compiles on rt_parallel_for's threads: every index once, none
+ * past n (an atomic count each, from whichever thread ran it). */
+static void count_index(void *ctx, size_t i) { atomic_fetch_add(&((atomic_int *)ctx)[i], 1); }
+
+static void test_parallel_for(void **state) {
+    (void)state;
+    enum { MANY = 1000 };
+    static atomic_int seen[MANY + 1];
+    for (size_t n = 0; n <= MANY; n += n < 3 ? 1 : MANY - 3) {
+        for (int i = 0; i <= MANY; i++) atomic_init(&seen[i], 0);
+        rt_parallel_for(n, count_index, seen);
+        for (size_t i = 0; i <= MANY; i++)
+            if (atomic_load(&seen[i]) != (i < n)) fail_msg("n %zu: index %zu ran %d times", n, i, atomic_load(&seen[i]));
+    }
+}
+
 int main(int argc, char **argv) {
     device_arg = argc > 1 ? argv[1] : "cpu";
     trt_device_kind kind = !strcmp(device_arg, "emu") ? TRT_DEVICE_EMU : TRT_DEVICE_CPU;
@@ -478,7 +495,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_prune_spills),
         cmocka_unit_test(test_file_round_trip), cmocka_unit_test(test_malformed_lines),
         cmocka_unit_test(test_misuse),         cmocka_unit_test(test_bucket),
-        cmocka_unit_test(test_timed_measure_on_host),
+        cmocka_unit_test(test_timed_measure_on_host), cmocka_unit_test(test_parallel_for),
     };
     int failed = _cmocka_run_group_tests(device_arg, tests, sizeof tests / sizeof tests[0], NULL, NULL);
     trt_close(dev);
