@@ -182,6 +182,20 @@ trt_status sl_kernel_with(const sl_call *c, const char *file, const char *name, 
     return trt_get_kernel(m, name, k);
 }
 
+void sl_prefetch(const sl_call *c, const char *file, const char *const *names, const trt_compile_options *cos,
+                 size_t n) {
+    const rt_embedded_file *f = embedded(file);
+    trt_compile_options one[SL_MAX_PREFETCH];
+    trt_compile_request reqs[SL_MAX_PREFETCH];
+    if (!f || n > SL_MAX_PREFETCH) return; /* sl_kernel_with says what is missing; more compile one by one */
+    for (size_t i = 0; i < n; i++) {
+        one[i] = cos[i];
+        one[i].kernel = names[i]; /* as sl_kernel_with compiles it */
+        reqs[i] = (trt_compile_request){.filename = f->name, .source = f->text, .len = f->len, .options = &one[i]};
+    }
+    rt_compile_prefetch(c->d, reqs, n);
+}
+
 /* The kernel `base`_<dtype> of the embedded `file` with BLOCK = block and,
  * unless align is 0, ALIGN = align, compiled (once) with num_warps. */
 static trt_status kernel_for(const sl_call *c, const char *file, const char *base, int block, int align, int num_warps,

@@ -675,21 +675,33 @@ trt_status tls_attention_bwd(trt_device *dev, tls_dtype dt, const tls_attention_
     static const char *const pass[3] = {"pre", "dkdv", "dq"};
     const tls_attention_tensor *all[] = {&q, &k, &v, &o, &d_o, &dq, &dk, &dv};
     bool aligned = strides_aligned(all, sizeof all / sizeof all[0]);
+    enum { ATT_BWD_DEFINES = 7 };
     trt_kernel *kern[3];
+    tilec_define defs[3][ATT_BWD_DEFINES];
+    char names[3][SL_MAX_KERNEL_NAME];
+    const char *name_of[3];
+    trt_compile_options co[3];
     for (int i = 0; i < 3; i++) {
         const rt_attention_pass *ps = i == 1 ? &cfg->dkdv : &cfg->dq;
-        tilec_define defs[] = {{"BLOCK_M", ps->block_m}, {"BLOCK_N", ps->block_n}, {"HEAD_DIM", cfg->head_dim},
-                               {"CAUSAL", p->causal},     {"WINDOW", m.window},      {"VARLEN", varlen},
-                               {"ALIGNED", aligned}};
-        char name[SL_MAX_KERNEL_NAME], spec[128];
-        snprintf(name, sizeof name, "attention_bwd_%s_%s", pass[i], c.st->suffix);
+        const tilec_define d_i[ATT_BWD_DEFINES] = {
+            {"BLOCK_M", ps->block_m}, {"BLOCK_N", ps->block_n}, {"HEAD_DIM", cfg->head_dim}, {"CAUSAL", p->causal},
+            {"WINDOW", m.window},     {"VARLEN", varlen},       {"ALIGNED", aligned}};
+        memcpy(defs[i], d_i, sizeof d_i);
+        snprintf(names[i], sizeof names[i], "attention_bwd_%s_%s", pass[i], c.st->suffix);
+        name_of[i] = names[i];
+        int warps = sl_main_warps(&c) ? sl_main_warps(&c) : ps->num_warps;
+        co[i] = (trt_compile_options){.num_warps = warps, .defines = defs[i], .ndefines = ATT_BWD_DEFINES,
+                                      .num_stages = ps->num_stages, .exp2_ftz = ATT_EXP2_FTZ};
+    }
+    /* the three compile together: a first call waits for the slowest */
+    sl_prefetch(&c, "stdlib/attention_bwd.tile", name_of, co, 3);
+    for (int i = 0; i < 3; i++) {
+        const rt_attention_pass *ps = i == 1 ? &cfg->dkdv : &cfg->dq;
+        char spec[128];
         snprintf(spec, sizeof spec, "HEAD_DIM %d, BLOCK_M %d, BLOCK_N %d%s%s%s%s", cfg->head_dim, ps->block_m,
                  ps->block_n, p->causal ? ", CAUSAL" : "", m.window ? ", WINDOW" : "", varlen ? ", VARLEN" : "",
                  aligned ? ", ALIGNED" : "");
-        int warps = sl_main_warps(&c) ? sl_main_warps(&c) : ps->num_warps;
-        trt_compile_options co = {.num_warps = warps, .defines = defs, .ndefines = sizeof defs / sizeof defs[0],
-                                  .num_stages = ps->num_stages, .exp2_ftz = ATT_EXP2_FTZ};
-        if ((st = sl_kernel_with(&c, "stdlib/attention_bwd.tile", name, &co, spec, &kern[i]))) return st;
+        if ((st = sl_kernel_with(&c, "stdlib/attention_bwd.tile", names[i], &co[i], spec, &kern[i]))) return st;
     }
     tls_mem cuq = varlen ? p->cu_q : lse.mem, cuk = varlen ? p->cu_k : lse.mem; /* without varlen, not read */
 #define STRIDES(t) trt_int((t).stride_batch), trt_int((t).stride_head), trt_int((t).stride_row)

@@ -87,6 +87,7 @@ const rt_attention_bwd_config *rt_attention_bwd_f32_config_for(int64_t head_dim,
 enum {
     SL_PTR_ALIGN = 16,       /* what the compiler assumes of pointers (trt_launch checks it too) */
     SL_MAX_KERNEL_NAME = 64, /* "attention_bwd_dkdv_bf16" and room */
+    SL_MAX_PREFETCH = 8,     /* kernels sl_prefetch compiles together (attention's backward: 3) */
 };
 
 /* A storage type of the kernels: the suffix of their names ("softmax_f16")
@@ -139,6 +140,13 @@ trt_status sl_check_values(const sl_call *c, const char *name, tls_mem m, int64_
  * are refused too). `unless` (NULL: none) ends the message: what the call
  * does allow. */
 trt_status sl_check_apart(const sl_call *c, const sl_span *o, const sl_span *x, const char *unless);
+/* Compiles the kernels names[i] of the embedded stdlib `file` with the
+ * options cos[i] at once, on threads, ahead of the sl_kernel_with calls
+ * for them, which then find them compiled: a call that launches several
+ * kernels waits for the slowest compile, not their sum. What fails is left
+ * for those calls to report. */
+void sl_prefetch(const sl_call *c, const char *file, const char *const *names, const trt_compile_options *cos,
+                 size_t n);
 /* The kernel `name` of the embedded stdlib `file`, compiled (once per
  * device) with the options co (its const parameters, num_warps and
  * num_stages, 0: the compiler's, exp2_ftz; arch NULL: the device's);
