@@ -373,8 +373,9 @@ rt_batch *rt_batch_begin(trt_device *d, const trt_compile_request *reqs, size_t 
         batch_item *it = &b->items[i];
         it->req = &reqs[i];
         it->opt = compile_options(d, reqs[i].options);
+        if (!reqs[i].source) continue; /* left for trt_compile to refuse */
         it->key = cache_key(d, reqs[i].filename ? reqs[i].filename : "<source>", reqs[i].source, reqs[i].len, &it->opt);
-        it->todo = reqs[i].source && !memory_find(d, it->key);
+        it->todo = !memory_find(d, it->key);
         for (size_t j = 0; j < i && it->todo; j++) it->todo = b->items[j].key != it->key;
     }
     return b;
