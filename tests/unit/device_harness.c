@@ -110,6 +110,27 @@ const char vadd_src[] =
     "    store(out + offs, load(x + offs, mask) + load(y + offs, mask), mask);\n"
     "}\n";
 
+const char vsub_as_vadd_src[] =
+    "kernel vadd(x: *f32, y: *f32, out: *f32, n: i32, const BLOCK: i32 = 1024) {\n"
+    "    let offs = program_id(0) * BLOCK + arange(0, BLOCK);\n"
+    "    let mask = offs < n;\n"
+    "    store(out + offs, load(x + offs, mask) - load(y + offs, mask), mask);\n"
+    "}\n";
+
+float vadd_first(trt_device *d, trt_module *m) {
+    trt_kernel *k;
+    assert_int_equal(trt_get_kernel(m, "vadd", &k), TRT_OK);
+    float x = 5, y = 3, out = NAN;
+    trt_buffer b[3];
+    for (int i = 0; i < 3; i++) assert_int_equal(trt_alloc(d, 4, &b[i]), TRT_OK);
+    trt_write(d, b[0], 0, &x, 4), trt_write(d, b[1], 0, &y, 4), trt_write(d, b[2], 0, &out, 4);
+    trt_arg a[4] = {trt_buf(b[0]), trt_buf(b[1]), trt_buf(b[2]), trt_int(1)};
+    assert_int_equal(trt_launch(k, 1, 1, 1, a, 4), TRT_OK);
+    assert_int_equal(trt_read(d, b[2], 0, &out, 4), TRT_OK);
+    for (int i = 0; i < 3; i++) trt_free(d, b[i]);
+    return out;
+}
+
 /* Storage of one element type: bytes, to and from float. */
 const dtype dtypes[3] = {{"f32", 4, put_f32, get_f32, 1e-5}, {"f16", 2, put_f16, get_f16, 2e-3},
                                {"bf16", 2, put_bf16, get_bf16, 1.6e-2}};

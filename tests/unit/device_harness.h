@@ -87,6 +87,12 @@ void expect_f32(const char *what, int n, const float *got, const float *want);
 
 /* vadd over BLOCK-element blocks, masked at the tail. */
 extern const char vadd_src[];
+/* The same kernel, named vadd, but subtracting: where a module comes from
+ * a cache, what it computes tells whose code ran. */
+extern const char vsub_as_vadd_src[];
+/* out[0] of module m's vadd on device d for x = 5, y = 3 (one element): 8
+ * where it adds, 2 where it subtracts. */
+float vadd_first(trt_device *d, trt_module *m);
 
 /* Storage of one element type: bytes, to and from float. */
 typedef struct dtype {
