@@ -11,11 +11,16 @@
  * float); the const values are the ones of this compilation (-D, else the
  * source's defaults), named in the header. The program needs the runtime
  * only (trt_load_images; no compiler, no LLVM). Names come from the
- * kernels' tile IR (the first sidecar), read back with the tile IR reader. */
+ * kernels' tile IR (the first sidecar), read back with the tile IR reader.
+ *
+ * The images compile at once, a thread each (libtilec keeps no state
+ * between calls); their messages are printed afterwards in arch order, up
+ * to the first image that failed, as one after another would. */
 #include "tools/emit_c.h"
 
 #include <ctype.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,12 +33,22 @@ enum {
     EMIT_C_MAX_IDENT = 128      /* a C name made from the prefix and a kernel's or parameter's name */
 };
 
-/* One image: the code, its sidecar, what it is. */
+/* One image: the code, its sidecar, what it is, and what compiles it. */
 typedef struct image {
     tilec_output out;
     const char *arch;
     bool ptx;
+    const char *input, *text;
+    size_t len;
+    tilec_options opt;
+    tilec_status st;
 } image;
+
+static void *compile_image(void *arg) {
+    image *m = arg;
+    m->st = tilec_compile(m->input, m->text, m->len, &m->opt, &m->out);
+    return NULL;
+}
 
 /* C's keywords (C11), which a tile parameter may be named and a C one not. */
 static bool c_keyword(const char *s) {
@@ -229,18 +244,26 @@ int tilec_emit_c(const char *input, const char *text, size_t len, const char *ou
                         "GPUs\n");
         return 2;
     }
-    for (size_t i = ptx_only ? narchs : 0; i <= narchs && rc == 0; i++) {
+    for (size_t i = ptx_only ? narchs : 0; i <= narchs; i++) {
         if (i == narchs && !ptx) break;
-        tilec_options o = *base;
-        o.arch = i < narchs ? archs[i] : ptx;
-        o.emit = i < narchs ? TILEC_EMIT_CUBIN : TILEC_EMIT_PTX;
-        o.sidecar = true;
         image *m = &im[nim++];
-        *m = (image){.arch = o.arch, .ptx = i == narchs};
-        tilec_status st = tilec_compile(input, text, len, &o, &m->out);
-        fputs(m->out.diagnostics, stderr);
-        if (o.verbose) fputs(m->out.info, stderr);
-        if (st != TILEC_OK) rc = (int)st;
+        *m = (image){.arch = i < narchs ? archs[i] : ptx, .ptx = i == narchs, .input = input, .text = text,
+                     .len = len, .opt = *base};
+        m->opt.arch = m->arch;
+        m->opt.emit = m->ptx ? TILEC_EMIT_PTX : TILEC_EMIT_CUBIN;
+        m->opt.sidecar = true;
+    }
+    pthread_t tids[EMIT_C_MAX_ARCHS + 1];
+    bool started[EMIT_C_MAX_ARCHS + 1] = {false};
+    for (size_t i = 1; i < nim; i++) started[i] = !pthread_create(&tids[i], NULL, compile_image, &im[i]);
+    for (size_t i = 0; i < nim; i++) {
+        if (i && started[i]) pthread_join(tids[i], NULL);
+        else compile_image(&im[i]); /* the first here, and any whose thread did not start */
+    }
+    for (size_t i = 0; i < nim && rc == 0; i++) {
+        fputs(im[i].out.diagnostics, stderr);
+        if (im[i].opt.verbose) fputs(im[i].out.info, stderr);
+        if (im[i].st != TILEC_OK) rc = (int)im[i].st;
     }
     tc_arena *arena = tc_arena_new();
     tc_diag diag;
