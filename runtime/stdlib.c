@@ -196,17 +196,40 @@ void sl_prefetch(const sl_call *c, const char *file, const char *const *names, c
     rt_compile_prefetch(c->d, reqs, n);
 }
 
-/* The kernel `base`_<dtype> of the embedded `file` with BLOCK = block and,
- * unless align is 0, ALIGN = align, compiled (once) with num_warps. */
+/* The kernel `base`_<dtype> with BLOCK = block and, unless align is 0,
+ * ALIGN = align, on num_warps: its name, options and specialization. */
+typedef struct row_kernel {
+    char name[SL_MAX_KERNEL_NAME], spec[48];
+    tilec_define defs[2];
+    trt_compile_options co; /* its defines point at defs: made in place (row_kernel_init), not copied */
+} row_kernel;
+
+static void row_kernel_init(row_kernel *r, const sl_call *c, const char *base, int block, int align, int num_warps) {
+    snprintf(r->name, sizeof r->name, "%s_%s", base, c->st->suffix);
+    if (align) snprintf(r->spec, sizeof r->spec, "BLOCK %d, ALIGN %d", block, align);
+    else snprintf(r->spec, sizeof r->spec, "BLOCK %d", block);
+    r->defs[0] = (tilec_define){"BLOCK", block};
+    r->defs[1] = (tilec_define){"ALIGN", align};
+    r->co = (trt_compile_options){.num_warps = num_warps, .defines = r->defs, .ndefines = align ? 2 : 1};
+}
+
+/* That kernel of the embedded `file`, compiled (once). */
 static trt_status kernel_for(const sl_call *c, const char *file, const char *base, int block, int align, int num_warps,
                              trt_kernel **k) {
-    tilec_define defs[2] = {{"BLOCK", block}, {"ALIGN", align}};
-    char name[SL_MAX_KERNEL_NAME], spec[48];
-    snprintf(name, sizeof name, "%s_%s", base, c->st->suffix);
-    if (align) snprintf(spec, sizeof spec, "BLOCK %d, ALIGN %d", block, align);
-    else snprintf(spec, sizeof spec, "BLOCK %d", block);
-    trt_compile_options co = {.num_warps = num_warps, .defines = defs, .ndefines = align ? 2 : 1};
-    return sl_kernel_with(c, file, name, &co, spec, k);
+    row_kernel r;
+    row_kernel_init(&r, c, base, block, align, num_warps);
+    return sl_kernel_with(c, file, r.name, &r.co, r.spec, k);
+}
+
+/* The two kernels of `file` a backward call launches (the rows', then the
+ * column sums'), compiled together. */
+static trt_status kernels_for_two(const sl_call *c, const char *file, const row_kernel *a, const row_kernel *b,
+                                  trt_kernel **ka, trt_kernel **kb) {
+    const char *names[2] = {a->name, b->name};
+    const trt_compile_options cos[2] = {a->co, b->co};
+    sl_prefetch(c, file, names, cos, 2);
+    trt_status st = sl_kernel_with(c, file, a->name, &a->co, a->spec, ka);
+    return st ? st : sl_kernel_with(c, file, b->name, &b->co, b->spec, kb);
 }
 
 /* The ALIGN of the row kernels: the largest power of two up to MAX_ALIGN
@@ -361,6 +384,7 @@ trt_status tls_layernorm_bwd(trt_device *dev, tls_dtype dt, tls_mem x, tls_mem d
     trt_status st;
     row_groups g;
     trt_kernel *kb, *ks;
+    row_kernel rb, rs;
     if ((st = sl_begin(&c, dev, "tls_layernorm_bwd", dt, opt)) ||
         (st = check_rows(&c, rows, cols, TLS_NORM_MAX_COLS)) ||
         (st = check_stride(&c, "stride", stride, cols)) || (st = plan_groups(&c, rows, cols, &g)) ||
@@ -370,11 +394,11 @@ trt_status tls_layernorm_bwd(trt_device *dev, tls_dtype dt, tls_mem x, tls_mem d
         (st = sl_check_vector(&c, "w", w, cols, c.st->size)) || (st = sl_check_vector(&c, "mean", mean, rows, 4)) ||
         (st = sl_check_vector(&c, "rstd", rstd, rows, 4)) || (st = sl_check_vector(&c, "dw", dw, cols, c.st->size)) ||
         (st = sl_check_vector(&c, "db", db, cols, c.st->size)) ||
-        (st = sl_check_vector(&c, "workspace", ws, (int64_t)(2 * g.part_bytes), 1)) ||
-        (st = kernel_for(&c, "stdlib/layernorm.tile", "layernorm_bwd", next_pow2(cols), row_align(cols, stride, stride),
-                            sl_main_warps(&c), &kb)) ||
-        (st = kernel_for(&c, "stdlib/layernorm.tile", "layernorm_dwdb", COLSUM_BLOCK, row_align(cols, cols, cols), 0, &ks)))
+        (st = sl_check_vector(&c, "workspace", ws, (int64_t)(2 * g.part_bytes), 1)))
         return st;
+    row_kernel_init(&rb, &c, "layernorm_bwd", next_pow2(cols), row_align(cols, stride, stride), sl_main_warps(&c));
+    row_kernel_init(&rs, &c, "layernorm_dwdb", COLSUM_BLOCK, row_align(cols, cols, cols), 0);
+    if ((st = kernels_for_two(&c, "stdlib/layernorm.tile", &rb, &rs, &kb, &ks))) return st;
     tls_mem dw_part = ws, db_part = tls_mem_at(ws.buffer, ws.offset + g.part_bytes);
     trt_arg ab[] = {sl_arg_mem(x),       sl_arg_mem(dy),      sl_arg_mem(dx),   sl_arg_mem(w),
                     sl_arg_mem(mean),    sl_arg_mem(rstd),    sl_arg_mem(dw_part), sl_arg_mem(db_part),
@@ -414,6 +438,7 @@ trt_status tls_rmsnorm_bwd(trt_device *dev, tls_dtype dt, tls_mem x, tls_mem dy,
     trt_status st;
     row_groups g;
     trt_kernel *kb, *ks;
+    row_kernel rb, rs;
     if ((st = sl_begin(&c, dev, "tls_rmsnorm_bwd", dt, opt)) || (st = check_rows(&c, rows, cols, TLS_NORM_MAX_COLS)) ||
         (st = check_stride(&c, "stride", stride, cols)) || (st = plan_groups(&c, rows, cols, &g)) ||
         (st = sl_check_rows(&c, "x", x, rows, cols, stride, c.st->size, NULL)) ||
@@ -421,11 +446,11 @@ trt_status tls_rmsnorm_bwd(trt_device *dev, tls_dtype dt, tls_mem x, tls_mem dy,
         (st = sl_check_rows(&c, "dx", dx, rows, cols, stride, c.st->size, NULL)) ||
         (st = sl_check_vector(&c, "w", w, cols, c.st->size)) || (st = sl_check_vector(&c, "rstd", rstd, rows, 4)) ||
         (st = sl_check_vector(&c, "dw", dw, cols, c.st->size)) ||
-        (st = sl_check_vector(&c, "workspace", ws, (int64_t)g.part_bytes, 1)) ||
-        (st = kernel_for(&c, "stdlib/rmsnorm.tile", "rmsnorm_bwd", next_pow2(cols), row_align(cols, stride, stride),
-                            sl_main_warps(&c), &kb)) ||
-        (st = kernel_for(&c, "stdlib/rmsnorm.tile", "rmsnorm_dw", COLSUM_BLOCK, row_align(cols, cols, cols), 0, &ks)))
+        (st = sl_check_vector(&c, "workspace", ws, (int64_t)g.part_bytes, 1)))
         return st;
+    row_kernel_init(&rb, &c, "rmsnorm_bwd", next_pow2(cols), row_align(cols, stride, stride), sl_main_warps(&c));
+    row_kernel_init(&rs, &c, "rmsnorm_dw", COLSUM_BLOCK, row_align(cols, cols, cols), 0);
+    if ((st = kernels_for_two(&c, "stdlib/rmsnorm.tile", &rb, &rs, &kb, &ks))) return st;
     trt_arg ab[] = {sl_arg_mem(x),    sl_arg_mem(dy),   sl_arg_mem(dx),     sl_arg_mem(w),     sl_arg_mem(rstd),
                     sl_arg_mem(ws),   trt_int(rows), trt_int(cols),   trt_int(stride), trt_int(g.per)};
     trt_arg as[] = {sl_arg_mem(ws), sl_arg_mem(dw), trt_int(g.groups), trt_int(cols)};
