@@ -762,6 +762,24 @@ static trt_status matmul_as(const sl_call *c, const rt_matmul_config *cfg, bool 
     return sl_launch_grid(c, k, tiles, batch, 1, args, sizeof args / sizeof args[0]);
 }
 
+const rt_tune_entry *sl_tuned(const sl_call *c, const char *file, const char *name, const char *const *size_names,
+                              const int64_t *sizes, size_t nsizes, const char *const *consts, int64_t *values,
+                              size_t nconsts) {
+    char bucket[TRT_TUNE_MAX_BUCKET];
+    if (!c->d->tuning) return NULL;
+    const rt_embedded_file *f = embedded(file);
+    if (!f || trt_tune_bucket(bucket, sizeof bucket, size_names, sizes, nsizes) != TRT_OK) return NULL;
+    const rt_tune_entry *e = rt_tuning_lookup(c->d->tuning, c->d, rt_tune_hash(f->text, f->len), name, bucket);
+    if (!e) return NULL;
+    for (size_t i = 0; i < nconsts; i++)
+        if (!rt_tune_entry_define(e, consts[i], &values[i]) || values[i] < 1 || values[i] > INT32_MAX) {
+            rt_tuning_note(c->d->tuning, "%s: the tuning entry for %s %s has no %s from 1 to %d; the built-in table's "
+                           "configuration instead", c->op, name, bucket, consts[i], INT32_MAX);
+            return NULL;
+        }
+    return e;
+}
+
 /* The device's tuned configuration (trt_use_tuning, docs/tuning.md) for
  * kernel `name` and the product's bucket (M, N and K as powers of two, and
  * the batch when there is one) into *out; NULL when there is none, or, with
@@ -770,21 +788,11 @@ static trt_status matmul_as(const sl_call *c, const rt_matmul_config *cfg, bool 
 static const rt_tune_entry *tuned_matmul(const sl_call *c, const char *name, int64_t batch, int64_t M, int64_t N,
                                          int64_t K, rt_matmul_config *out) {
     static const char *const names[] = {"M", "N", "K", "B"};
-    const int64_t sizes[] = {M, N, K, batch};
-    char bucket[TRT_TUNE_MAX_BUCKET];
-    if (!c->d->tuning) return NULL;
-    const rt_embedded_file *f = embedded("stdlib/matmul.tile");
-    if (!f || trt_tune_bucket(bucket, sizeof bucket, names, sizes, batch > 1 ? 4 : 3) != TRT_OK) return NULL;
-    const rt_tune_entry *e = rt_tuning_lookup(c->d->tuning, c->d, rt_tune_hash(f->text, f->len), name, bucket);
-    if (!e) return NULL;
     static const char *const consts[] = {"BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M"};
+    const int64_t sizes[] = {M, N, K, batch};
     int64_t v[4];
-    for (int i = 0; i < 4; i++)
-        if (!rt_tune_entry_define(e, consts[i], &v[i]) || v[i] < 1 || v[i] > INT32_MAX) {
-            rt_tuning_note(c->d->tuning, "%s: the tuning entry for %s %s has no %s from 1 to %d; the built-in table's "
-                           "configuration instead", c->op, name, bucket, consts[i], INT32_MAX);
-            return NULL;
-        }
+    const rt_tune_entry *e = sl_tuned(c, "stdlib/matmul.tile", name, names, sizes, batch > 1 ? 4 : 3, consts, v, 4);
+    if (!e) return NULL;
     *out = (rt_matmul_config){.min_m = 1, .min_n = 1, .block_m = (int)v[0], .block_n = (int)v[1],
                               .block_k = (int)v[2], .group_m = (int)v[3], .num_warps = e->num_warps,
                               .num_stages = e->num_stages, .wide_warps = e->num_warps};

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "tilec_stdlib.h"
+#include "runtime/tune.h"
 
 /* The stdlib matmul's tile configuration (runtime/stdlib.c's tables: one
  * for the tensor cores, one for matmul_f32_ieee's FMAs, one for sm_90a) for
@@ -140,6 +141,15 @@ trt_status sl_check_values(const sl_call *c, const char *name, tls_mem m, int64_
  * are refused too). `unless` (NULL: none) ends the message: what the call
  * does allow. */
 trt_status sl_check_apart(const sl_call *c, const sl_span *o, const sl_span *x, const char *unless);
+/* The device's tuning entry (trt_use_tuning, docs/tuning.md) for kernel
+ * `name` of the embedded stdlib `file` in the bucket of the sizes (each up
+ * to a power of two, trt_tune_bucket), with its consts values[i] =
+ * consts[i]; NULL when the device has no tuning or no such entry, or,
+ * with a note in the tuning, when the entry lacks a const from 1 to
+ * INT32_MAX. */
+const rt_tune_entry *sl_tuned(const sl_call *c, const char *file, const char *name, const char *const *size_names,
+                              const int64_t *sizes, size_t nsizes, const char *const *consts, int64_t *values,
+                              size_t nconsts);
 /* Compiles the kernels names[i] of the embedded stdlib `file` with the
  * options cos[i] at once, on threads, ahead of the sl_kernel_with calls
  * for them, which then find them compiled: a call that launches several
