@@ -563,6 +563,59 @@ static bool strides_aligned(const tls_attention_tensor *const *t, size_t n) {
     return true;
 }
 
+/* The forward at configuration cfg: its kernel compiled (once), launched. */
+static trt_status attention_fwd_as(sl_call *c, const rt_attention_config *cfg, const tls_attention_problem *p,
+                                   bool varlen, tls_attention_tensor q, tls_attention_tensor k, tls_attention_tensor v,
+                                   tls_attention_tensor o, tls_attention_tensor lse) {
+    trt_status st;
+    att_mask m = attention_mask(p);
+    const tls_attention_tensor *all[] = {&q, &k, &v, &o};
+    bool aligned = strides_aligned(all, sizeof all / sizeof all[0]);
+    tilec_define defs[] = {{"BLOCK_M", cfg->block_m}, {"BLOCK_N", cfg->block_n}, {"HEAD_DIM", cfg->head_dim},
+                           {"CAUSAL", p->causal},     {"WINDOW", m.window},      {"VARLEN", varlen},
+                           {"ALIGNED", aligned}};
+    char name[SL_MAX_KERNEL_NAME], spec[128];
+    snprintf(name, sizeof name, "attention_fwd_%s", c->st->suffix);
+    snprintf(spec, sizeof spec, "HEAD_DIM %d, BLOCK_M %d, BLOCK_N %d%s%s%s%s", cfg->head_dim, cfg->block_m,
+             cfg->block_n, p->causal ? ", CAUSAL" : "", m.window ? ", WINDOW" : "", varlen ? ", VARLEN" : "",
+             aligned ? ", ALIGNED" : "");
+    int warps = sl_main_warps(c) ? sl_main_warps(c) : cfg->num_warps;
+    trt_kernel *kern;
+    trt_compile_options co = {.num_warps = warps, .defines = defs, .ndefines = sizeof defs / sizeof defs[0],
+                              .num_stages = cfg->num_stages, .exp2_ftz = ATT_EXP2_FTZ};
+    if ((st = sl_kernel_with(c, "stdlib/attention.tile", name, &co, spec, &kern))) return st;
+    tls_mem cuq = varlen ? p->cu_q : lse.mem, cuk = varlen ? p->cu_k : lse.mem; /* without varlen, not read */
+    trt_arg a[] = {sl_arg_mem(q.mem),          sl_arg_mem(k.mem),          sl_arg_mem(v.mem),
+                   sl_arg_mem(o.mem),          sl_arg_mem(lse.mem),        sl_arg_mem(cuq),
+                   sl_arg_mem(cuk),            trt_int(p->n_q),         trt_int(p->n_kv),
+                   trt_int(p->heads / p->kv_heads), trt_int(q.stride_batch), trt_int(q.stride_head),
+                   trt_int(q.stride_row),   trt_int(k.stride_batch), trt_int(k.stride_head),
+                   trt_int(k.stride_row),   trt_int(v.stride_batch), trt_int(v.stride_head),
+                   trt_int(v.stride_row),   trt_int(o.stride_batch), trt_int(o.stride_head),
+                   trt_int(o.stride_row),   trt_int(lse.stride_batch), trt_int(lse.stride_head),
+                   trt_float(m.scale),      trt_int(m.left),         trt_int(m.right)};
+    return sl_launch_grid(c, kern, sl_cdiv(p->n_q, cfg->block_m), p->heads, p->batch, a, sizeof a / sizeof a[0]);
+}
+
+/* The sizes a tuned attention configuration is keyed by (docs/tuning.md):
+ * query and key rows and the head dim, each up to a power of two. */
+static const char *const att_bucket_names[] = {"N_Q", "N_KV", "HEAD_DIM"};
+enum { ATT_BUCKET_SIZES = 3 };
+
+/* The device's tuned blocks, warps and stages of kernel `name` of `file`
+ * for p's bucket into *out; NULL when there is none, or, with a note in
+ * the tuning, when its entry lacks a block. */
+static const rt_tune_entry *tuned_attention(const sl_call *c, const char *file, const char *name,
+                                            const tls_attention_problem *p, rt_attention_pass *out) {
+    static const char *const consts[] = {"BLOCK_M", "BLOCK_N"};
+    const int64_t sizes[ATT_BUCKET_SIZES] = {p->n_q, p->n_kv, p->head_dim};
+    int64_t v[2];
+    const rt_tune_entry *e = sl_tuned(c, file, name, att_bucket_names, sizes, ATT_BUCKET_SIZES, consts, v, 2);
+    if (e) *out = (rt_attention_pass){.block_m = (int)v[0], .block_n = (int)v[1], .num_warps = e->num_warps,
+                                      .num_stages = e->num_stages};
+    return e;
+}
+
 trt_status tls_attention_fwd(trt_device *dev, tls_dtype dt, const tls_attention_problem *p, tls_attention_tensor q,
                              tls_attention_tensor k, tls_attention_tensor v, tls_attention_tensor o,
                              tls_attention_tensor lse, const tls_options *opt) {
@@ -577,33 +630,24 @@ trt_status tls_attention_fwd(trt_device *dev, tls_dtype dt, const tls_attention_
     int sm = device_sm(&c);
     const rt_attention_config *cfg = c.st == &sl_storages[TLS_F32] ? rt_attention_f32_config_for(p->head_dim, sm)
                                                                     : rt_attention_config_for(p->head_dim, sm);
-    att_mask m = attention_mask(p);
-    const tls_attention_tensor *all[] = {&q, &k, &v, &o};
-    bool aligned = strides_aligned(all, sizeof all / sizeof all[0]);
-    tilec_define defs[] = {{"BLOCK_M", cfg->block_m}, {"BLOCK_N", cfg->block_n}, {"HEAD_DIM", cfg->head_dim},
-                           {"CAUSAL", p->causal},     {"WINDOW", m.window},      {"VARLEN", varlen},
-                           {"ALIGNED", aligned}};
-    char name[SL_MAX_KERNEL_NAME], spec[128];
+    /* a tuned configuration first (one that does not compile falls back
+     * to the table's, with a note in the tuning) */
+    char name[SL_MAX_KERNEL_NAME];
     snprintf(name, sizeof name, "attention_fwd_%s", c.st->suffix);
-    snprintf(spec, sizeof spec, "HEAD_DIM %d, BLOCK_M %d, BLOCK_N %d%s%s%s%s", cfg->head_dim, cfg->block_m,
-             cfg->block_n, p->causal ? ", CAUSAL" : "", m.window ? ", WINDOW" : "", varlen ? ", VARLEN" : "",
-             aligned ? ", ALIGNED" : "");
-    int warps = sl_main_warps(&c) ? sl_main_warps(&c) : cfg->num_warps;
-    trt_kernel *kern;
-    trt_compile_options co = {.num_warps = warps, .defines = defs, .ndefines = sizeof defs / sizeof defs[0],
-                              .num_stages = cfg->num_stages, .exp2_ftz = ATT_EXP2_FTZ};
-    if ((st = sl_kernel_with(&c, "stdlib/attention.tile", name, &co, spec, &kern))) return st;
-    tls_mem cuq = varlen ? p->cu_q : lse.mem, cuk = varlen ? p->cu_k : lse.mem; /* without varlen, not read */
-    trt_arg a[] = {sl_arg_mem(q.mem),          sl_arg_mem(k.mem),          sl_arg_mem(v.mem),
-                   sl_arg_mem(o.mem),          sl_arg_mem(lse.mem),        sl_arg_mem(cuq),
-                   sl_arg_mem(cuk),            trt_int(p->n_q),         trt_int(p->n_kv),
-                   trt_int(p->heads / p->kv_heads), trt_int(q.stride_batch), trt_int(q.stride_head),
-                   trt_int(q.stride_row),   trt_int(k.stride_batch), trt_int(k.stride_head),
-                   trt_int(k.stride_row),   trt_int(v.stride_batch), trt_int(v.stride_head),
-                   trt_int(v.stride_row),   trt_int(o.stride_batch), trt_int(o.stride_head),
-                   trt_int(o.stride_row),   trt_int(lse.stride_batch), trt_int(lse.stride_head),
-                   trt_float(m.scale),      trt_int(m.left),         trt_int(m.right)};
-    return sl_launch_grid(&c, kern, sl_cdiv(p->n_q, cfg->block_m), p->heads, p->batch, a, sizeof a / sizeof a[0]);
+    rt_attention_pass tp;
+    const rt_tune_entry *e = tuned_attention(&c, "stdlib/attention.tile", name, p, &tp);
+    if (e) {
+        rt_attention_config tuned = {.head_dim = cfg->head_dim, .block_m = tp.block_m, .block_n = tp.block_n,
+                                     .num_warps = tp.num_warps, .num_stages = tp.num_stages};
+        st = attention_fwd_as(&c, &tuned, p, varlen, q, k, v, o, lse);
+        if (st != TRT_ERR_COMPILE) {
+            if (st == TRT_OK) rt_tuning_used(dev->tuning, e);
+            return st;
+        }
+        rt_tuning_note(dev->tuning, "%s: the tuned configuration of %s %s does not compile; the built-in table's "
+                       "instead: %s", c.op, name, e->bucket, dev->err);
+    }
+    return attention_fwd_as(&c, cfg, p, varlen, q, k, v, o, lse);
 }
 
 /* The backward's row of attention_bwd_configs for the call's device (p's

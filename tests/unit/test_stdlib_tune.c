@@ -1,14 +1,16 @@
-/* tls_matmul and the tuning file (docs/tuning.md), on the device the
- * argument names: a device given a trt_tuning takes an entry for the
- * product's kernel and bucket before the built-in table, and falls back
- * to the table, with a note, for an entry that does not compile or lacks
- * a const. The tuned tiles (16 x 16 x 16) are none of the table's, so the
- * extra module they compile shows they were used. */
+/* tls_matmul, tls_attention_fwd and the tuning file (docs/tuning.md), on
+ * the device the argument names: a device given a trt_tuning takes an
+ * entry for the call's kernel and bucket before the built-in table, and
+ * falls back to the table, with a note, for an entry that does not
+ * compile or lacks a const. The tuned tiles (16 x 16 x 16; attention's 16
+ * x 16) are none of the table's, so the extra module they compile shows
+ * they were used. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,18 +24,21 @@ static trt_device *dev;
 enum { M = 60, N = 50, K = 40 }; /* bucket M=64,N=64,K=64 */
 #define BUCKET "M=64,N=64,K=64"
 
-static char *matmul_src;
-static size_t matmul_len;
+static char *matmul_src, *attention_src;
+static size_t matmul_len, attention_len;
 
-static void read_matmul_source(void) {
-    FILE *f = fopen(TILEC_SOURCE_DIR "/stdlib/matmul.tile", "rb");
-    assert_non_null(f);
+static char *read_stdlib_source(const char *name, size_t *len) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/stdlib/%s", TILEC_SOURCE_DIR, name);
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
     fseek(f, 0, SEEK_END);
-    matmul_len = (size_t)ftell(f);
+    *len = (size_t)ftell(f);
     fseek(f, 0, SEEK_SET);
-    matmul_src = malloc(matmul_len + 1);
-    assert_int_equal(fread(matmul_src, 1, matmul_len, f), matmul_len);
+    char *s = malloc(*len + 1);
+    if (s && fread(s, 1, *len, f) != *len) free(s), s = NULL;
     fclose(f);
+    return s;
 }
 
 /* c = a x b of small integers (exact in tf32 and f32), checked. */
@@ -137,14 +142,135 @@ static void test_fallback_with_note(void **state) {
     trt_tuning_free(t);
 }
 
+/* ---- attention --------------------------------------------------------------- */
+
+enum { AH = 2, AQ = 40, AKV = 50, AD = 32 }; /* two query heads on one key/value head */
+#define ATT_BUCKET "N_Q=64,N_KV=64,HEAD_DIM=32"
+
+/* tls_attention_fwd in f32 of one sequence against float64: inputs of
+ * k/8 for small integers k (tf32 values, so its tf32 products are exact),
+ * o within 8 u (1 + |o|) with u tf32's unit roundoff 2^-11 (p is rounded
+ * to tf32 before the second product), lse within 1e-3 (1 + |lse|), and
+ * outputs poisoned first. */
+static void attention_is_right(void) {
+    static float q[AH * AQ * AD], k[AKV * AD], v[AKV * AD], o[AH * AQ * AD], lse[AH * AQ];
+    for (int i = 0; i < AH * AQ * AD; i++) q[i] = (float)(rand() % 17 - 8) / 8, o[i] = NAN;
+    for (int i = 0; i < AKV * AD; i++) k[i] = (float)(rand() % 17 - 8) / 8, v[i] = (float)(rand() % 17 - 8) / 8;
+    for (int i = 0; i < AH * AQ; i++) lse[i] = NAN;
+    trt_buffer bq, bk, bv, bo, bl;
+    assert_int_equal(trt_alloc(dev, sizeof q, &bq), TRT_OK);
+    assert_int_equal(trt_alloc(dev, sizeof k, &bk), TRT_OK);
+    assert_int_equal(trt_alloc(dev, sizeof v, &bv), TRT_OK);
+    assert_int_equal(trt_alloc(dev, sizeof o, &bo), TRT_OK);
+    assert_int_equal(trt_alloc(dev, sizeof lse, &bl), TRT_OK);
+    assert_int_equal(trt_write(dev, bq, 0, q, sizeof q), TRT_OK);
+    assert_int_equal(trt_write(dev, bk, 0, k, sizeof k), TRT_OK);
+    assert_int_equal(trt_write(dev, bv, 0, v, sizeof v), TRT_OK);
+    assert_int_equal(trt_write(dev, bo, 0, o, sizeof o), TRT_OK);
+    assert_int_equal(trt_write(dev, bl, 0, lse, sizeof lse), TRT_OK);
+    tls_attention_problem p = {.batch = 1, .heads = AH, .kv_heads = 1, .n_q = AQ, .n_kv = AKV, .head_dim = AD};
+    tls_attention_tensor tq = {tls_mem_of(bq), 0, AQ * AD, AD}, tk = {tls_mem_of(bk), 0, 0, AD},
+                         tv = {tls_mem_of(bv), 0, 0, AD}, to = {tls_mem_of(bo), 0, AQ * AD, AD},
+                         tl = {tls_mem_of(bl), 0, AQ, 1};
+    if (tls_attention_fwd(dev, TLS_F32, &p, tq, tk, tv, to, tl, NULL) != TRT_OK) fail_msg("%s", trt_last_error(dev));
+    assert_int_equal(trt_read(dev, bo, 0, o, sizeof o), TRT_OK);
+    assert_int_equal(trt_read(dev, bl, 0, lse, sizeof lse), TRT_OK);
+    double scale = 1 / sqrt((double)(float)AD), tol = 8 * 0x1p-11;
+    for (int h = 0; h < AH; h++)
+        for (int i = 0; i < AQ; i++) {
+            double s[AKV], top = -INFINITY, sum = 0;
+            for (int j = 0; j < AKV; j++) {
+                s[j] = 0;
+                for (int d = 0; d < AD; d++) s[j] += (double)q[(h * AQ + i) * AD + d] * k[j * AD + d];
+                s[j] *= scale;
+                top = fmax(top, s[j]);
+            }
+            for (int j = 0; j < AKV; j++) sum += exp(s[j] - top);
+            double want_lse = top + log(sum), got_lse = lse[h * AQ + i];
+            if (!(fabs(got_lse - want_lse) <= 1e-3 * (1 + fabs(want_lse))))
+                fail_msg("lse[%d][%d] is %g, not %g", h, i, got_lse, want_lse);
+            for (int d = 0; d < AD; d++) {
+                double want = 0;
+                for (int j = 0; j < AKV; j++) want += exp(s[j] - top) / sum * v[j * AD + d];
+                double got = o[(h * AQ + i) * AD + d];
+                if (!(fabs(got - want) <= tol * (1 + fabs(want))))
+                    fail_msg("o[%d][%d][%d] is %g, not %g", h, i, d, got, want);
+            }
+        }
+    trt_free(dev, bq), trt_free(dev, bk), trt_free(dev, bv), trt_free(dev, bo), trt_free(dev, bl);
+}
+
+/* A tuning of one attention_fwd_f32 entry for this device. */
+static trt_tuning *attention_tuning(const tilec_define *defs, size_t n, const char *bucket) {
+    trt_tuning *t;
+    assert_int_equal(trt_tuning_create(&t), TRT_OK);
+    trt_tune_config cfg = {defs, n, 1, 1};
+    if (trt_tuning_put(t, dev, attention_src, attention_len, "attention_fwd_f32", bucket, &cfg) != TRT_OK)
+        fail_msg("%s", trt_tuning_error(t));
+    return t;
+}
+
+/* The forward takes its entry (16 x 16 blocks on one warp: a module of
+ * its own) and is right; an entry of another bucket is passed over; one
+ * that does not compile, or lacks BLOCK_N, falls back with a note. */
+static void test_attention_tuned(void **state) {
+    (void)state;
+    assert_int_equal(trt_use_tuning(dev, NULL), TRT_OK);
+    attention_is_right(); /* the table's configuration */
+    size_t before = tls_num_modules(dev);
+    static const tilec_define b16[] = {{"BLOCK_M", 16}, {"BLOCK_N", 16}};
+    trt_tuning *t = attention_tuning(b16, 2, ATT_BUCKET);
+    assert_int_equal(trt_use_tuning(dev, t), TRT_OK);
+    attention_is_right();
+    assert_int_equal(tls_num_modules(dev), before + 1);
+    const char *used = trt_tuning_last_used(t);
+    if (!strstr(used, "attention_fwd_f32 ") || !strstr(used, " " ATT_BUCKET " num_warps=1 num_stages=1 BLOCK_M=16 "
+                                                             "BLOCK_N=16"))
+        fail_msg("last used: '%s'", used);
+    assert_string_equal(trt_tuning_last_note(t), "");
+    trt_tuning_free(t);
+
+    t = attention_tuning(b16, 2, "N_Q=128,N_KV=64,HEAD_DIM=32");
+    assert_int_equal(trt_use_tuning(dev, t), TRT_OK);
+    attention_is_right();
+    assert_string_equal(trt_tuning_last_used(t), "");
+    trt_tuning_free(t);
+
+    static const tilec_define odd[] = {{"BLOCK_M", 24}, {"BLOCK_N", 16}};
+    t = attention_tuning(odd, 2, ATT_BUCKET);
+    assert_int_equal(trt_use_tuning(dev, t), TRT_OK);
+    attention_is_right();
+    assert_string_equal(trt_tuning_last_used(t), "");
+    const char *note = trt_tuning_last_note(t);
+    if (!strstr(note, "tls_attention_fwd: the tuned configuration of attention_fwd_f32 " ATT_BUCKET
+                      " does not compile; the built-in table's instead: ") ||
+        !strstr(note, "not a power of two"))
+        fail_msg("note: '%s'", note);
+    trt_tuning_free(t);
+
+    t = attention_tuning(b16, 1, ATT_BUCKET);
+    assert_int_equal(trt_use_tuning(dev, t), TRT_OK);
+    attention_is_right();
+    assert_string_equal(trt_tuning_last_used(t), "");
+    assert_non_null(strstr(trt_tuning_last_note(t), "has no BLOCK_N"));
+    assert_int_equal(trt_use_tuning(dev, NULL), TRT_OK);
+    trt_tuning_free(t);
+}
+
 int main(int argc, char **argv) {
-    read_matmul_source();
+    matmul_src = read_stdlib_source("matmul.tile", &matmul_len);
+    attention_src = read_stdlib_source("attention.tile", &attention_len);
+    if (!matmul_src || !attention_src) {
+        fprintf(stderr, "%s: cannot read the stdlib's sources under %s\n", argv[0], TILEC_SOURCE_DIR);
+        return 1;
+    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tuned_from_file),
         cmocka_unit_test(test_other_bucket_unused),
         cmocka_unit_test(test_fallback_with_note),
+        cmocka_unit_test(test_attention_tuned),
     };
     int r = stdlib_test_main(argc, argv, &dev, tests, sizeof tests / sizeof tests[0]);
-    free(matmul_src);
+    free(matmul_src), free(attention_src);
     return r;
 }
