@@ -692,6 +692,71 @@ trt_status tls_attention_bwd_workspace(trt_device *dev, const tls_attention_prob
     return TRT_OK;
 }
 
+/* The backward's tensors and workspace. */
+typedef struct att_bwd_io {
+    tls_attention_tensor q, k, v, o, d_o, lse, dq, dk, dv;
+    tls_mem workspace;
+} att_bwd_io;
+
+/* The backward at configuration cfg: its i32 loop count checked, its
+ * three kernels compiled (together, once), launched. */
+static trt_status attention_bwd_as(sl_call *c, const rt_attention_bwd_config *cfg, const tls_attention_problem *p,
+                                   bool varlen, const att_delta *d, const att_bwd_io *t) {
+    trt_status st;
+    if ((st = check_bwd_trips(c, p, cfg))) return st;
+    int64_t q_per_kv = p->heads / p->kv_heads;
+    att_mask m = attention_mask(p);
+    /* the kernels: pre-pass and dQ from dQ's module, dK/dV from its own */
+    static const char *const pass[3] = {"pre", "dkdv", "dq"};
+    const tls_attention_tensor *all[] = {&t->q, &t->k, &t->v, &t->o, &t->d_o, &t->dq, &t->dk, &t->dv};
+    bool aligned = strides_aligned(all, sizeof all / sizeof all[0]);
+    enum { ATT_BWD_DEFINES = 7 };
+    trt_kernel *kern[3];
+    tilec_define defs[3][ATT_BWD_DEFINES];
+    char names[3][SL_MAX_KERNEL_NAME];
+    const char *name_of[3];
+    trt_compile_options co[3];
+    for (int i = 0; i < 3; i++) {
+        const rt_attention_pass *ps = i == 1 ? &cfg->dkdv : &cfg->dq;
+        const tilec_define d_i[ATT_BWD_DEFINES] = {
+            {"BLOCK_M", ps->block_m}, {"BLOCK_N", ps->block_n}, {"HEAD_DIM", cfg->head_dim}, {"CAUSAL", p->causal},
+            {"WINDOW", m.window},     {"VARLEN", varlen},       {"ALIGNED", aligned}};
+        memcpy(defs[i], d_i, sizeof d_i);
+        snprintf(names[i], sizeof names[i], "attention_bwd_%s_%s", pass[i], c->st->suffix);
+        name_of[i] = names[i];
+        int warps = sl_main_warps(c) ? sl_main_warps(c) : ps->num_warps;
+        co[i] = (trt_compile_options){.num_warps = warps, .defines = defs[i], .ndefines = ATT_BWD_DEFINES,
+                                      .num_stages = ps->num_stages, .exp2_ftz = ATT_EXP2_FTZ};
+    }
+    /* the three compile together: a first call waits for the slowest */
+    sl_prefetch(c, "stdlib/attention_bwd.tile", name_of, co, 3);
+    for (int i = 0; i < 3; i++) {
+        const rt_attention_pass *ps = i == 1 ? &cfg->dkdv : &cfg->dq;
+        char spec[128];
+        snprintf(spec, sizeof spec, "HEAD_DIM %d, BLOCK_M %d, BLOCK_N %d%s%s%s%s", cfg->head_dim, ps->block_m,
+                 ps->block_n, p->causal ? ", CAUSAL" : "", m.window ? ", WINDOW" : "", varlen ? ", VARLEN" : "",
+                 aligned ? ", ALIGNED" : "");
+        if ((st = sl_kernel_with(c, "stdlib/attention_bwd.tile", names[i], &co[i], spec, &kern[i]))) return st;
+    }
+    /* without varlen, cu_q and cu_k are not read */
+    tls_mem cuq = varlen ? p->cu_q : t->lse.mem, cuk = varlen ? p->cu_k : t->lse.mem;
+#define STRIDES(x) trt_int((x).stride_batch), trt_int((x).stride_head), trt_int((x).stride_row)
+    trt_arg a[] = {sl_arg_mem(t->q.mem),   sl_arg_mem(t->k.mem),     sl_arg_mem(t->v.mem),  sl_arg_mem(t->o.mem),
+                   sl_arg_mem(t->d_o.mem), sl_arg_mem(t->lse.mem),   sl_arg_mem(t->workspace),
+                   sl_arg_mem(t->dq.mem),  sl_arg_mem(t->dk.mem),    sl_arg_mem(t->dv.mem), sl_arg_mem(cuq),
+                   sl_arg_mem(cuk),        trt_int(p->n_q),          trt_int(p->n_kv),      trt_int(q_per_kv),
+                   STRIDES(t->q),          STRIDES(t->k),            STRIDES(t->v),         STRIDES(t->o),
+                   STRIDES(t->d_o),        STRIDES(t->dq),           STRIDES(t->dk),        STRIDES(t->dv),
+                   trt_int(t->lse.stride_batch), trt_int(t->lse.stride_head), trt_int(d->stride_batch),
+                   trt_int(d->stride_head), trt_float(m.scale),      trt_int(m.left),       trt_int(m.right)};
+#undef STRIDES
+    size_t na = sizeof a / sizeof a[0];
+    if ((st = sl_launch_grid(c, kern[0], sl_cdiv(p->n_q, cfg->dq.block_m), p->heads, p->batch, a, na)) ||
+        (st = sl_launch_grid(c, kern[1], sl_cdiv(p->n_kv, cfg->dkdv.block_n), p->kv_heads, p->batch, a, na)))
+        return st;
+    return sl_launch_grid(c, kern[2], sl_cdiv(p->n_q, cfg->dq.block_m), p->heads, p->batch, a, na);
+}
+
 trt_status tls_attention_bwd(trt_device *dev, tls_dtype dt, const tls_attention_problem *p, tls_attention_tensor q,
                              tls_attention_tensor k, tls_attention_tensor v, tls_attention_tensor o,
                              tls_attention_tensor d_o, tls_attention_tensor lse, tls_attention_tensor dq,
@@ -713,53 +778,27 @@ trt_status tls_attention_bwd(trt_device *dev, tls_dtype dt, const tls_attention_
         return st;
     const rt_attention_bwd_config *cfg = bwd_config(&c, p);
     if ((st = check_bwd_trips(&c, p, cfg))) return st;
-    int64_t q_per_kv = p->heads / p->kv_heads;
-    att_mask m = attention_mask(p);
-    /* the kernels: pre-pass and dQ from dQ's module, dK/dV from its own */
-    static const char *const pass[3] = {"pre", "dkdv", "dq"};
-    const tls_attention_tensor *all[] = {&q, &k, &v, &o, &d_o, &dq, &dk, &dv};
-    bool aligned = strides_aligned(all, sizeof all / sizeof all[0]);
-    enum { ATT_BWD_DEFINES = 7 };
-    trt_kernel *kern[3];
-    tilec_define defs[3][ATT_BWD_DEFINES];
-    char names[3][SL_MAX_KERNEL_NAME];
-    const char *name_of[3];
-    trt_compile_options co[3];
-    for (int i = 0; i < 3; i++) {
-        const rt_attention_pass *ps = i == 1 ? &cfg->dkdv : &cfg->dq;
-        const tilec_define d_i[ATT_BWD_DEFINES] = {
-            {"BLOCK_M", ps->block_m}, {"BLOCK_N", ps->block_n}, {"HEAD_DIM", cfg->head_dim}, {"CAUSAL", p->causal},
-            {"WINDOW", m.window},     {"VARLEN", varlen},       {"ALIGNED", aligned}};
-        memcpy(defs[i], d_i, sizeof d_i);
-        snprintf(names[i], sizeof names[i], "attention_bwd_%s_%s", pass[i], c.st->suffix);
-        name_of[i] = names[i];
-        int warps = sl_main_warps(&c) ? sl_main_warps(&c) : ps->num_warps;
-        co[i] = (trt_compile_options){.num_warps = warps, .defines = defs[i], .ndefines = ATT_BWD_DEFINES,
-                                      .num_stages = ps->num_stages, .exp2_ftz = ATT_EXP2_FTZ};
+    const att_bwd_io io = {q, k, v, o, d_o, lse, dq, dk, dv, workspace};
+    /* tuned passes first: dK/dV's entry, and dQ's (the pre-pass's too);
+     * if they do not compile (or their blocks overrun the loop count),
+     * the table's, with a note in the tuning */
+    char dkdv_name[SL_MAX_KERNEL_NAME], dq_name[SL_MAX_KERNEL_NAME];
+    snprintf(dkdv_name, sizeof dkdv_name, "attention_bwd_dkdv_%s", c.st->suffix);
+    snprintf(dq_name, sizeof dq_name, "attention_bwd_dq_%s", c.st->suffix);
+    rt_attention_bwd_config tuned = *cfg;
+    const rt_tune_entry *e_dkdv = tuned_attention(&c, "stdlib/attention_bwd.tile", dkdv_name, p, &tuned.dkdv),
+                        *e_dq = tuned_attention(&c, "stdlib/attention_bwd.tile", dq_name, p, &tuned.dq);
+    if (e_dkdv || e_dq) {
+        st = attention_bwd_as(&c, &tuned, p, varlen, &d, &io);
+        if (st != TRT_ERR_COMPILE && st != TRT_ERR_INVALID_ARGUMENT) {
+            if (st == TRT_OK && e_dkdv) rt_tuning_used(dev->tuning, e_dkdv);
+            if (st == TRT_OK && e_dq) rt_tuning_used(dev->tuning, e_dq);
+            return st;
+        }
+        rt_tuning_note(dev->tuning, "%s: the tuned configuration of %s%s%s %s does not %s; the built-in table's "
+                       "instead: %s", op, e_dkdv ? dkdv_name : "", e_dkdv && e_dq ? " and " : "",
+                       e_dq ? dq_name : "", (e_dkdv ? e_dkdv : e_dq)->bucket,
+                       st == TRT_ERR_COMPILE ? "compile" : "fit the call", dev->err);
     }
-    /* the three compile together: a first call waits for the slowest */
-    sl_prefetch(&c, "stdlib/attention_bwd.tile", name_of, co, 3);
-    for (int i = 0; i < 3; i++) {
-        const rt_attention_pass *ps = i == 1 ? &cfg->dkdv : &cfg->dq;
-        char spec[128];
-        snprintf(spec, sizeof spec, "HEAD_DIM %d, BLOCK_M %d, BLOCK_N %d%s%s%s%s", cfg->head_dim, ps->block_m,
-                 ps->block_n, p->causal ? ", CAUSAL" : "", m.window ? ", WINDOW" : "", varlen ? ", VARLEN" : "",
-                 aligned ? ", ALIGNED" : "");
-        if ((st = sl_kernel_with(&c, "stdlib/attention_bwd.tile", names[i], &co[i], spec, &kern[i]))) return st;
-    }
-    tls_mem cuq = varlen ? p->cu_q : lse.mem, cuk = varlen ? p->cu_k : lse.mem; /* without varlen, not read */
-#define STRIDES(t) trt_int((t).stride_batch), trt_int((t).stride_head), trt_int((t).stride_row)
-    trt_arg a[] = {sl_arg_mem(q.mem),  sl_arg_mem(k.mem),   sl_arg_mem(v.mem),  sl_arg_mem(o.mem), sl_arg_mem(d_o.mem),
-                   sl_arg_mem(lse.mem), sl_arg_mem(workspace), sl_arg_mem(dq.mem), sl_arg_mem(dk.mem),
-                   sl_arg_mem(dv.mem), sl_arg_mem(cuq),     sl_arg_mem(cuk),    trt_int(p->n_q),   trt_int(p->n_kv),
-                   trt_int(q_per_kv),  STRIDES(q),          STRIDES(k),         STRIDES(v),        STRIDES(o),
-                   STRIDES(d_o),       STRIDES(dq),         STRIDES(dk),        STRIDES(dv),
-                   trt_int(lse.stride_batch), trt_int(lse.stride_head), trt_int(d.stride_batch),
-                   trt_int(d.stride_head), trt_float(m.scale), trt_int(m.left), trt_int(m.right)};
-#undef STRIDES
-    size_t na = sizeof a / sizeof a[0];
-    if ((st = sl_launch_grid(&c, kern[0], sl_cdiv(p->n_q, cfg->dq.block_m), p->heads, p->batch, a, na)) ||
-        (st = sl_launch_grid(&c, kern[1], sl_cdiv(p->n_kv, cfg->dkdv.block_n), p->kv_heads, p->batch, a, na)))
-        return st;
-    return sl_launch_grid(&c, kern[2], sl_cdiv(p->n_q, cfg->dq.block_m), p->heads, p->batch, a, na);
+    return attention_bwd_as(&c, cfg, p, varlen, &d, &io);
 }

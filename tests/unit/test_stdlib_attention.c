@@ -607,6 +607,59 @@ static void test_attention_bwd(void **state) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_backward(&cases[i]);
 }
 
+/* A tuning (docs/tuning.md) of the backward's dK/dV and dQ kernels for
+ * one problem's bucket, 16 x 16 on one warp (none of the table's): the
+ * call takes both entries (three modules of its own: the pre-pass compiles
+ * with dQ's), and the gradients are right as above; a dK/dV entry that
+ * does not compile (24 rows) falls back to the table, with a note, and is
+ * right too. */
+static trt_tuning *bwd_tuning(const char *src, size_t len, int dkdv_block_m, const char *bucket) {
+    trt_tuning *t;
+    OK(trt_tuning_create(&t));
+    const tilec_define dkdv[] = {{"BLOCK_M", dkdv_block_m}, {"BLOCK_N", 16}}, dq[] = {{"BLOCK_M", 16}, {"BLOCK_N", 16}};
+    const trt_tune_config c_dkdv = {dkdv, 2, 1, 1}, c_dq = {dq, 2, 1, 1};
+    if (trt_tuning_put(t, dev, src, len, "attention_bwd_dkdv_f16", bucket, &c_dkdv) != TRT_OK ||
+        trt_tuning_put(t, dev, src, len, "attention_bwd_dq_f16", bucket, &c_dq) != TRT_OK)
+        fail_msg("%s", trt_tuning_error(t));
+    return t;
+}
+
+static void test_attention_bwd_tuned(void **state) {
+    (void)state;
+    FILE *f = fopen(TILEC_SOURCE_DIR "/stdlib/attention_bwd.tile", "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    size_t len = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *src = malloc(len);
+    assert_int_equal(fread(src, 1, len, f), len);
+    fclose(f);
+    const att_case c = {.dt = &f16, .batch = 1, .heads = 2, .kv_heads = 1, .n_q = 30, .n_kv = 50, .d = 32,
+                        .lay = BSHD};
+    run_backward(&c); /* the table's kernels, compiled */
+    size_t before = tls_num_modules(dev);
+    trt_tuning *t = bwd_tuning(src, len, 16, "N_Q=32,N_KV=64,HEAD_DIM=32");
+    OK(trt_use_tuning(dev, t));
+    run_backward(&c);
+    assert_int_equal(tls_num_modules(dev), before + 3);
+    if (!strstr(trt_tuning_last_used(t), "attention_bwd_dq_f16 "))
+        fail_msg("last used: '%s'", trt_tuning_last_used(t));
+    assert_string_equal(trt_tuning_last_note(t), "");
+    trt_tuning_free(t);
+    t = bwd_tuning(src, len, 24, "N_Q=32,N_KV=64,HEAD_DIM=32");
+    OK(trt_use_tuning(dev, t));
+    run_backward(&c);
+    assert_string_equal(trt_tuning_last_used(t), "");
+    const char *note = trt_tuning_last_note(t);
+    if (!strstr(note, "tls_attention_bwd: the tuned configuration of attention_bwd_dkdv_f16 and attention_bwd_dq_f16 "
+                      "N_Q=32,N_KV=64,HEAD_DIM=32 does not compile; the built-in table's instead: ") ||
+        !strstr(note, "not a power of two"))
+        fail_msg("note: '%s'", note);
+    OK(trt_use_tuning(dev, NULL));
+    trt_tuning_free(t);
+    free(src);
+}
+
 /* FlashAttention's packed layout, q, k and v interleaved in one [batch,
  * rows, 3, heads, d] buffer as a fused qkv projection writes them, and
  * dq, dk, dv written into one such buffer: accepted (their columns are
@@ -938,6 +991,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_attention_options),
         cmocka_unit_test(test_attention_misuse),
         cmocka_unit_test(test_attention_bwd),
+        cmocka_unit_test(test_attention_bwd_tuned),
         cmocka_unit_test(test_attention_packed_qkv),
         cmocka_unit_test(test_attention_bwd_misuse),
     };
