@@ -202,6 +202,7 @@ typedef struct row_kernel {
     char name[SL_MAX_KERNEL_NAME], spec[48];
     tilec_define defs[2];
     trt_compile_options co; /* its defines point at defs: made in place (row_kernel_init), not copied */
+    const rt_tune_entry *tuned; /* the tuning entry its num_warps came from (row_kernel_tuned); NULL: none */
 } row_kernel;
 
 static void row_kernel_init(row_kernel *r, const sl_call *c, const char *base, int block, int align, int num_warps) {
@@ -211,6 +212,35 @@ static void row_kernel_init(row_kernel *r, const sl_call *c, const char *base, i
     r->defs[0] = (tilec_define){"BLOCK", block};
     r->defs[1] = (tilec_define){"ALIGN", align};
     r->co = (trt_compile_options){.num_warps = num_warps, .defines = r->defs, .ndefines = align ? 2 : 1};
+    r->tuned = NULL;
+}
+
+/* A row kernel of `file` (a program a row of cols, BLOCK its power of
+ * two): num_warps the caller's tls_options', else a tuned entry's
+ * (trt_use_tuning; bucket COLS, docs/tuning.md), else the compiler's. */
+static void row_kernel_tuned(row_kernel *r, const sl_call *c, const char *file, const char *base, int64_t cols,
+                             int align) {
+    static const char *const size_names[] = {"COLS"};
+    row_kernel_init(r, c, base, next_pow2(cols), align, sl_main_warps(c));
+    if (r->co.num_warps) return;
+    const rt_tune_entry *e = sl_tuned(c, file, r->name, size_names, &cols, 1, NULL, NULL, 0);
+    if (e && e->num_warps > 0) r->tuned = e, r->co.num_warps = e->num_warps;
+}
+
+/* r's kernel of the embedded `file`, compiled (once); at a tuned
+ * num_warps that does not compile, at the compiler's, with a note in the
+ * tuning. */
+static trt_status row_kernel_get(const sl_call *c, const char *file, row_kernel *r, trt_kernel **k) {
+    trt_status st = sl_kernel_with(c, file, r->name, &r->co, r->spec, k);
+    if (!r->tuned || st != TRT_ERR_COMPILE) {
+        if (st == TRT_OK && r->tuned) rt_tuning_used(c->d->tuning, r->tuned);
+        return st;
+    }
+    rt_tuning_note(c->d->tuning, "%s: the tuned configuration of %s %s does not compile; the compiler's num_warps "
+                   "instead: %s", c->op, r->name, r->tuned->bucket, c->d->err);
+    r->tuned = NULL;
+    r->co.num_warps = 0;
+    return sl_kernel_with(c, file, r->name, &r->co, r->spec, k);
 }
 
 /* That kernel of the embedded `file`, compiled (once). */
@@ -223,13 +253,13 @@ static trt_status kernel_for(const sl_call *c, const char *file, const char *bas
 
 /* The two kernels of `file` a backward call launches (the rows', then the
  * column sums'), compiled together. */
-static trt_status kernels_for_two(const sl_call *c, const char *file, const row_kernel *a, const row_kernel *b,
-                                  trt_kernel **ka, trt_kernel **kb) {
+static trt_status kernels_for_two(const sl_call *c, const char *file, row_kernel *a, row_kernel *b, trt_kernel **ka,
+                                  trt_kernel **kb) {
     const char *names[2] = {a->name, b->name};
     const trt_compile_options cos[2] = {a->co, b->co};
     sl_prefetch(c, file, names, cos, 2);
-    trt_status st = sl_kernel_with(c, file, a->name, &a->co, a->spec, ka);
-    return st ? st : sl_kernel_with(c, file, b->name, &b->co, b->spec, kb);
+    trt_status st = row_kernel_get(c, file, a, ka);
+    return st ? st : row_kernel_get(c, file, b, kb);
 }
 
 /* The ALIGN of the row kernels: the largest power of two up to MAX_ALIGN
@@ -271,14 +301,15 @@ trt_status tls_softmax(trt_device *dev, tls_dtype dt, tls_mem x, tls_mem y, int6
     trt_status st;
     trt_kernel *k;
     sl_span sx, sy;
+    row_kernel r;
     if ((st = sl_begin(&c, dev, "tls_softmax", dt, opt)) || (st = check_rows(&c, rows, cols, TLS_SOFTMAX_MAX_COLS)) ||
         (st = check_stride(&c, "x_stride", x_stride, cols)) || (st = check_stride(&c, "y_stride", y_stride, cols)) ||
         (st = sl_check_rows(&c, "x", x, rows, cols, x_stride, c.st->size, &sx)) ||
         (st = sl_check_rows(&c, "y", y, rows, cols, y_stride, c.st->size, &sy)) ||
-        (st = check_in_place(&c, &sy, &sx, x_stride == y_stride)) ||
-        (st = kernel_for(&c, "stdlib/softmax.tile", "softmax", next_pow2(cols), row_align(cols, x_stride, y_stride),
-                            sl_main_warps(&c), &k)))
+        (st = check_in_place(&c, &sy, &sx, x_stride == y_stride)))
         return st;
+    row_kernel_tuned(&r, &c, "stdlib/softmax.tile", "softmax", cols, row_align(cols, x_stride, y_stride));
+    if ((st = row_kernel_get(&c, "stdlib/softmax.tile", &r, &k))) return st;
     trt_arg a[] = {sl_arg_mem(x), sl_arg_mem(y), trt_int(cols), trt_int(x_stride), trt_int(y_stride)};
     return launch(&c, k, rows, a, sizeof a / sizeof a[0]);
 }
@@ -289,16 +320,17 @@ trt_status tls_softmax_bwd(trt_device *dev, tls_dtype dt, tls_mem y, tls_mem dy,
     trt_status st;
     trt_kernel *k;
     sl_span sy, sdy, sdx;
+    row_kernel r;
     if ((st = sl_begin(&c, dev, "tls_softmax_bwd", dt, opt)) ||
         (st = check_rows(&c, rows, cols, TLS_SOFTMAX_MAX_COLS)) ||
         (st = check_stride(&c, "stride", stride, cols)) ||
         (st = sl_check_rows(&c, "y", y, rows, cols, stride, c.st->size, &sy)) ||
         (st = sl_check_rows(&c, "dy", dy, rows, cols, stride, c.st->size, &sdy)) ||
         (st = sl_check_rows(&c, "dx", dx, rows, cols, stride, c.st->size, &sdx)) ||
-        (st = check_in_place(&c, &sdx, &sy, true)) || (st = check_in_place(&c, &sdx, &sdy, true)) ||
-        (st = kernel_for(&c, "stdlib/softmax.tile", "softmax_bwd", next_pow2(cols), row_align(cols, stride, stride),
-                            sl_main_warps(&c), &k)))
+        (st = check_in_place(&c, &sdx, &sy, true)) || (st = check_in_place(&c, &sdx, &sdy, true)))
         return st;
+    row_kernel_tuned(&r, &c, "stdlib/softmax.tile", "softmax_bwd", cols, row_align(cols, stride, stride));
+    if ((st = row_kernel_get(&c, "stdlib/softmax.tile", &r, &k))) return st;
     trt_arg a[] = {sl_arg_mem(y), sl_arg_mem(dy), sl_arg_mem(dx), trt_int(cols), trt_int(stride)};
     return launch(&c, k, rows, a, sizeof a / sizeof a[0]);
 }
@@ -364,10 +396,11 @@ trt_status tls_layernorm(trt_device *dev, tls_dtype dt, tls_mem x, tls_mem y, tl
         (st = sl_check_rows(&c, "x", x, rows, cols, stride, c.st->size, NULL)) ||
         (st = sl_check_rows(&c, "y", y, rows, cols, stride, c.st->size, NULL)) ||
         (st = sl_check_vector(&c, "w", w, cols, c.st->size)) || (st = sl_check_vector(&c, "b", b, cols, c.st->size)) ||
-        (st = sl_check_vector(&c, "mean", mean, rows, 4)) || (st = sl_check_vector(&c, "rstd", rstd, rows, 4)) ||
-        (st = kernel_for(&c, "stdlib/layernorm.tile", "layernorm", next_pow2(cols), row_align(cols, stride, stride),
-                            sl_main_warps(&c), &k)))
+        (st = sl_check_vector(&c, "mean", mean, rows, 4)) || (st = sl_check_vector(&c, "rstd", rstd, rows, 4)))
         return st;
+    row_kernel r;
+    row_kernel_tuned(&r, &c, "stdlib/layernorm.tile", "layernorm", cols, row_align(cols, stride, stride));
+    if ((st = row_kernel_get(&c, "stdlib/layernorm.tile", &r, &k))) return st;
     trt_arg a[] = {sl_arg_mem(x),    sl_arg_mem(y),       sl_arg_mem(w),     sl_arg_mem(b),     sl_arg_mem(mean),
                    sl_arg_mem(rstd), trt_int(cols), trt_int(stride), trt_float(eps)};
     return launch(&c, k, rows, a, sizeof a / sizeof a[0]);
@@ -396,7 +429,7 @@ trt_status tls_layernorm_bwd(trt_device *dev, tls_dtype dt, tls_mem x, tls_mem d
         (st = sl_check_vector(&c, "db", db, cols, c.st->size)) ||
         (st = sl_check_vector(&c, "workspace", ws, (int64_t)(2 * g.part_bytes), 1)))
         return st;
-    row_kernel_init(&rb, &c, "layernorm_bwd", next_pow2(cols), row_align(cols, stride, stride), sl_main_warps(&c));
+    row_kernel_tuned(&rb, &c, "stdlib/layernorm.tile", "layernorm_bwd", cols, row_align(cols, stride, stride));
     row_kernel_init(&rs, &c, "layernorm_dwdb", COLSUM_BLOCK, row_align(cols, cols, cols), 0);
     if ((st = kernels_for_two(&c, "stdlib/layernorm.tile", &rb, &rs, &kb, &ks))) return st;
     tls_mem dw_part = ws, db_part = tls_mem_at(ws.buffer, ws.offset + g.part_bytes);
@@ -418,10 +451,11 @@ trt_status tls_rmsnorm(trt_device *dev, tls_dtype dt, tls_mem x, tls_mem y, tls_
         (st = check_stride(&c, "stride", stride, cols)) || (st = check_eps(&c, eps)) ||
         (st = sl_check_rows(&c, "x", x, rows, cols, stride, c.st->size, NULL)) ||
         (st = sl_check_rows(&c, "y", y, rows, cols, stride, c.st->size, NULL)) ||
-        (st = sl_check_vector(&c, "w", w, cols, c.st->size)) || (st = sl_check_vector(&c, "rstd", rstd, rows, 4)) ||
-        (st = kernel_for(&c, "stdlib/rmsnorm.tile", "rmsnorm", next_pow2(cols), row_align(cols, stride, stride),
-                            sl_main_warps(&c), &k)))
+        (st = sl_check_vector(&c, "w", w, cols, c.st->size)) || (st = sl_check_vector(&c, "rstd", rstd, rows, 4)))
         return st;
+    row_kernel r;
+    row_kernel_tuned(&r, &c, "stdlib/rmsnorm.tile", "rmsnorm", cols, row_align(cols, stride, stride));
+    if ((st = row_kernel_get(&c, "stdlib/rmsnorm.tile", &r, &k))) return st;
     trt_arg a[] = {sl_arg_mem(x),    sl_arg_mem(y),      sl_arg_mem(w),    sl_arg_mem(rstd),
                    trt_int(cols), trt_int(stride), trt_float(eps)};
     return launch(&c, k, rows, a, sizeof a / sizeof a[0]);
@@ -448,7 +482,7 @@ trt_status tls_rmsnorm_bwd(trt_device *dev, tls_dtype dt, tls_mem x, tls_mem dy,
         (st = sl_check_vector(&c, "dw", dw, cols, c.st->size)) ||
         (st = sl_check_vector(&c, "workspace", ws, (int64_t)g.part_bytes, 1)))
         return st;
-    row_kernel_init(&rb, &c, "rmsnorm_bwd", next_pow2(cols), row_align(cols, stride, stride), sl_main_warps(&c));
+    row_kernel_tuned(&rb, &c, "stdlib/rmsnorm.tile", "rmsnorm_bwd", cols, row_align(cols, stride, stride));
     row_kernel_init(&rs, &c, "rmsnorm_dw", COLSUM_BLOCK, row_align(cols, cols, cols), 0);
     if ((st = kernels_for_two(&c, "stdlib/rmsnorm.tile", &rb, &rs, &kb, &ks))) return st;
     trt_arg ab[] = {sl_arg_mem(x),    sl_arg_mem(dy),   sl_arg_mem(dx),     sl_arg_mem(w),     sl_arg_mem(rstd),

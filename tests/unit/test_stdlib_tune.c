@@ -257,6 +257,76 @@ static void test_attention_tuned(void **state) {
     trt_tuning_free(t);
 }
 
+/* ---- a row kernel ------------------------------------------------------------ */
+
+enum { SR = 3, SC = 100 }; /* rows of 100 f32: BLOCK 128, 512 bytes, 1 warp by the heuristic */
+#define ROW_BUCKET "COLS=128"
+
+/* tls_softmax of SR rows in f32 against float64 (within 1e-5 relative:
+ * ex2.approx on the GPU code), on random rows, with y poisoned first;
+ * warps: tls_options.num_warps. */
+static void softmax_is_right(int warps) {
+    static float x[SR * SC], y[SR * SC];
+    for (int i = 0; i < SR * SC; i++) x[i] = (float)(rand() % 2001 - 1000) / 100, y[i] = NAN;
+    trt_buffer bx, by;
+    assert_int_equal(trt_alloc(dev, sizeof x, &bx), TRT_OK);
+    assert_int_equal(trt_alloc(dev, sizeof y, &by), TRT_OK);
+    assert_int_equal(trt_write(dev, bx, 0, x, sizeof x), TRT_OK);
+    assert_int_equal(trt_write(dev, by, 0, y, sizeof y), TRT_OK);
+    const tls_options opt = {.num_warps = warps};
+    if (tls_softmax(dev, TLS_F32, tls_mem_of(bx), tls_mem_of(by), SR, SC, SC, SC, &opt) != TRT_OK)
+        fail_msg("%s", trt_last_error(dev));
+    assert_int_equal(trt_read(dev, by, 0, y, sizeof y), TRT_OK);
+    for (int r = 0; r < SR; r++) {
+        double top = -INFINITY, sum = 0;
+        for (int j = 0; j < SC; j++) top = fmax(top, x[r * SC + j]);
+        for (int j = 0; j < SC; j++) sum += exp((double)x[r * SC + j] - top);
+        for (int j = 0; j < SC; j++) {
+            double want = exp((double)x[r * SC + j] - top) / sum;
+            if (!(fabs(y[r * SC + j] - want) <= 1e-5 * want + 1e-12))
+                fail_msg("y[%d][%d] is %g, not %g", r, j, (double)y[r * SC + j], want);
+        }
+    }
+    trt_free(dev, bx), trt_free(dev, by);
+}
+
+/* A softmax_f32 entry of 2 warps is taken (a module of its own) and
+ * right; the caller's num_warps wins over it; an entry that leaves the
+ * warps to the compiler (0) is not taken. */
+static void test_row_kernel_tuned(void **state) {
+    (void)state;
+    size_t len;
+    char *src = read_stdlib_source("softmax.tile", &len);
+    assert_non_null(src);
+    assert_int_equal(trt_use_tuning(dev, NULL), TRT_OK);
+    softmax_is_right(0);
+    softmax_is_right(4);
+    size_t before = tls_num_modules(dev);
+    for (int warps = 2; warps >= 0; warps -= 2) {
+        /* 2 warps: one module more; then 0: nothing taken, none more */
+        trt_tuning *t;
+        assert_int_equal(trt_tuning_create(&t), TRT_OK);
+        const trt_tune_config cfg = {NULL, 0, warps, 0};
+        if (trt_tuning_put(t, dev, src, len, "softmax_f32", ROW_BUCKET, &cfg) != TRT_OK)
+            fail_msg("%s", trt_tuning_error(t));
+        assert_int_equal(trt_use_tuning(dev, t), TRT_OK);
+        size_t now = tls_num_modules(dev);
+        softmax_is_right(4); /* the caller's warps: the module compiled above */
+        assert_int_equal(tls_num_modules(dev), now);
+        assert_string_equal(trt_tuning_last_used(t), "");
+        softmax_is_right(0);
+        assert_int_equal(tls_num_modules(dev), before + 1);
+        if (warps && (!strstr(trt_tuning_last_used(t), "softmax_f32 ") ||
+                      !strstr(trt_tuning_last_used(t), " " ROW_BUCKET " num_warps=2 ")))
+            fail_msg("last used: '%s'", trt_tuning_last_used(t));
+        if (!warps) assert_string_equal(trt_tuning_last_used(t), "");
+        assert_string_equal(trt_tuning_last_note(t), "");
+        assert_int_equal(trt_use_tuning(dev, NULL), TRT_OK);
+        trt_tuning_free(t);
+    }
+    free(src);
+}
+
 int main(int argc, char **argv) {
     matmul_src = read_stdlib_source("matmul.tile", &matmul_len);
     attention_src = read_stdlib_source("attention.tile", &attention_len);
@@ -269,6 +339,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_other_bucket_unused),
         cmocka_unit_test(test_fallback_with_note),
         cmocka_unit_test(test_attention_tuned),
+        cmocka_unit_test(test_row_kernel_tuned),
     };
     int r = stdlib_test_main(argc, argv, &dev, tests, sizeof tests / sizeof tests[0]);
     free(matmul_src), free(attention_src);
