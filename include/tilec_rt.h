@@ -324,6 +324,7 @@ typedef struct trt_tune_space {
     const trt_arg *args;
     size_t nargs;
     int warmup, reps; /* on the GPU; 0: TRT_TUNE_DEFAULT_WARMUP, TRT_TUNE_DEFAULT_REPS */
+    bool exp2_ftz;    /* every configuration compiled with trt_compile_options.exp2_ftz */
 } trt_tune_space;
 
 /* What became of one configuration. */

@@ -116,6 +116,7 @@ static void check_spills(const char *arch, const trt_tune_space *s, const trt_tu
     opt.num_stages = cfg->num_stages;
     opt.defines = cfg->defines;
     opt.ndefines = cfg->ndefines;
+    opt.exp2_ftz = s->exp2_ftz;
     opt.jobs = 1; /* one kernel; the batch's threads are the parallelism */
     tilec_output out;
     if (tilec_compile(s->file ? s->file : "<source>", s->source, s->len, &opt, &out) == TILEC_OK && out.info) {
@@ -162,7 +163,7 @@ static void compile_job(void *ctx, size_t i) {
  * configuration is then pruned with its error. */
 static bool kernel_missing(trt_device *d, const trt_tune_space *s, const trt_tune_config *cfg) {
     trt_compile_options co = {.num_warps = cfg->num_warps, .num_stages = cfg->num_stages, .defines = cfg->defines,
-                              .ndefines = cfg->ndefines};
+                              .ndefines = cfg->ndefines, .exp2_ftz = s->exp2_ftz};
     trt_module *m;
     if (trt_compile(d, s->file ? s->file : "<source>", s->source, s->len, &co, &m) != TRT_OK) return false;
     trt_kernel *k;
@@ -176,7 +177,8 @@ static bool kernel_missing(trt_device *d, const trt_tune_space *s, const trt_tun
  * launched). */
 static trt_compile_options tune_compile_options(const trt_tune_space *s, const trt_tune_config *cfg) {
     return (trt_compile_options){.num_warps = cfg->num_warps, .num_stages = cfg->num_stages,
-                                 .defines = cfg->defines, .ndefines = cfg->ndefines, .kernel = s->kernel};
+                                 .defines = cfg->defines, .ndefines = cfg->ndefines, .kernel = s->kernel,
+                                 .exp2_ftz = s->exp2_ftz};
 }
 
 /* Measures configuration i into *o, compiled by the batch (its module
