@@ -68,7 +68,8 @@ _Static_assert((long long)TLS_MAX_ELEMENTS + ELEMENTWISE_BLOCK - 1 <= INT32_MAX,
 
 const sl_storage sl_storages[] = {[TLS_F32] = {"f32", 4}, [TLS_F16] = {"f16", 2}, [TLS_BF16] = {"bf16", 2}};
 
-trt_status sl_begin(sl_call *c, trt_device *d, const char *op, tls_dtype dt, const tls_options *o) {
+static trt_status begin(sl_call *c, trt_device *d, const char *op, tls_dtype dt, const tls_options *o,
+                        bool searchable) {
     c->d = d, c->op = op, c->o = o, c->st = NULL;
     if (!d) return TRT_ERR_INVALID_ARGUMENT;
     if (d->closed) return rt_fail(d, TRT_ERR_CLOSED, "%s: the device was closed", op);
@@ -82,7 +83,18 @@ trt_status sl_begin(sl_call *c, trt_device *d, const char *op, tls_dtype dt, con
     if (w < 0 || w > MAX_NUM_WARPS || (w & (w - 1)))
         return rt_fail(d, TRT_ERR_INVALID_ARGUMENT, "%s: num_warps %d must be 0 (the heuristic) or a power of two from 1 to %d",
                        op, w, MAX_NUM_WARPS);
+    if (o && o->search && !searchable)
+        return rt_fail(d, TRT_ERR_INVALID_ARGUMENT, "%s: tls_options.search: only the matrix products and "
+                       "tls_attention_fwd search their configurations", op);
     return TRT_OK;
+}
+
+trt_status sl_begin(sl_call *c, trt_device *d, const char *op, tls_dtype dt, const tls_options *o) {
+    return begin(c, d, op, dt, o, false);
+}
+
+trt_status sl_begin_searchable(sl_call *c, trt_device *d, const char *op, tls_dtype dt, const tls_options *o) {
+    return begin(c, d, op, dt, o, true);
 }
 
 bool sl_can_read(const sl_call *c) { return c->d->ops->read == rt_host_read && !c->d->capturing; }
@@ -740,8 +752,20 @@ typedef struct epilogue {
 
 /* The product with tile configuration cfg, checked (but for its dims and
  * precision, by matmul), compiled and launched. */
-static trt_status matmul_as(const sl_call *c, const rt_matmul_config *cfg, bool ieee, matrix a, matrix b, matrix x,
-                            const epilogue *epi) {
+/* A product's launch at one configuration: its kernel's name, consts and
+ * options, its arguments and grid (matmul_prepare). */
+enum { MM_DEFINES = 12, MM_ARGS = 16 };
+typedef struct mm_launch {
+    char name[SL_MAX_KERNEL_NAME], spec[128];
+    tilec_define defs[MM_DEFINES];
+    trt_compile_options co; /* its defines point at defs: made in place, not copied */
+    trt_arg args[MM_ARGS];
+    int64_t tiles, batch;
+} mm_launch;
+
+/* The checks of a product at configuration cfg, and its launch into *l. */
+static trt_status matmul_prepare(const sl_call *c, const rt_matmul_config *cfg, bool ieee, matrix a, matrix b,
+                                 matrix x, const epilogue *epi, mm_launch *l) {
     trt_status st;
     int64_t batch = a.n[0], M = a.n[1], K = a.n[2], N = b.n[2];
     int64_t tiles = sl_cdiv(M, cfg->block_m) * sl_cdiv(N, cfg->block_n);
@@ -764,23 +788,21 @@ static trt_status matmul_as(const sl_call *c, const rt_matmul_config *cfg, bool 
     bool even = M % cfg->block_m == 0 && N % cfg->block_n == 0 && K % cfg->block_k == 0;
     /* sizes of whole 16-byte runs: the masks are one bit a run (no use when EVEN drops them) */
     bool sizes_vec = !even && M % vec == 0 && N % vec == 0 && K % vec == 0;
-    tilec_define defs[] = {{"BLOCK_M", cfg->block_m},        {"BLOCK_N", cfg->block_n},
-                           {"BLOCK_K", cfg->block_k},        {"GROUP_M", cfg->group_m},
-                           {"A_LAYOUT", operand_layout(&a, vec)}, {"B_LAYOUT", operand_layout(&b, vec)},
-                           {"C_LAYOUT", c_layout},           {"EVEN", even},
-                           {"HAS_BIAS", has_bias},           {"ACTIVATION", act},
-                           {"EDGE_MASKS", cfg->edge_masks}, {"SIZES_VEC", sizes_vec}};
-    char name[SL_MAX_KERNEL_NAME], spec[128];
-    snprintf(name, sizeof name, "matmul_%s%s", c->st->suffix, ieee ? "_ieee" : "");
-    snprintf(spec, sizeof spec, "BLOCK_M %d, BLOCK_N %d, BLOCK_K %d, layouts %lld %lld %lld%s%s%s, activation %d",
+    const tilec_define defs[MM_DEFINES] = {{"BLOCK_M", cfg->block_m},        {"BLOCK_N", cfg->block_n},
+                                           {"BLOCK_K", cfg->block_k},        {"GROUP_M", cfg->group_m},
+                                           {"A_LAYOUT", operand_layout(&a, vec)}, {"B_LAYOUT", operand_layout(&b, vec)},
+                                           {"C_LAYOUT", c_layout},           {"EVEN", even},
+                                           {"HAS_BIAS", has_bias},           {"ACTIVATION", act},
+                                           {"EDGE_MASKS", cfg->edge_masks}, {"SIZES_VEC", sizes_vec}};
+    memcpy(l->defs, defs, sizeof defs);
+    snprintf(l->name, sizeof l->name, "matmul_%s%s", c->st->suffix, ieee ? "_ieee" : "");
+    snprintf(l->spec, sizeof l->spec, "BLOCK_M %d, BLOCK_N %d, BLOCK_K %d, layouts %lld %lld %lld%s%s%s, activation %d",
              cfg->block_m, cfg->block_n, cfg->block_k, (long long)defs[4].value, (long long)defs[5].value,
              (long long)c_layout, even ? ", EVEN" : "", sizes_vec ? ", SIZES_VEC" : "", has_bias ? ", bias" : "", act);
     bool wide = c->st == &sl_storages[TLS_F32] || defs[4].value == 0 || defs[5].value == 0;
     int warps = sl_main_warps(c) ? sl_main_warps(c) : wide ? cfg->wide_warps : cfg->num_warps;
-    trt_kernel *k;
-    trt_compile_options co = {.num_warps = warps, .defines = defs, .ndefines = sizeof defs / sizeof defs[0],
-                              .num_stages = cfg->num_stages};
-    if ((st = sl_kernel_with(c, "stdlib/matmul.tile", name, &co, spec, &k))) return st;
+    l->co = (trt_compile_options){.num_warps = warps, .defines = l->defs, .ndefines = MM_DEFINES,
+                                  .num_stages = cfg->num_stages};
     /* a dim of one element: its stride is never multiplied by more than 0
      * for an element that is loaded or stored, so any value does (the
      * layouts above count on 0) */
@@ -789,11 +811,91 @@ static trt_status matmul_as(const sl_call *c, const rt_matmul_config *cfg, bool 
         if (b.n[i] == 1) b.s[i] = 0;
         if (x.n[i] == 1) x.s[i] = 0;
     }
-    trt_arg args[] = {sl_arg_mem(a.mem),  sl_arg_mem(b.mem),  sl_arg_mem(x.mem),  trt_int(M),       trt_int(N),
-                      trt_int(K),      trt_int(a.s[1]), trt_int(a.s[2]), trt_int(b.s[1]),  trt_int(b.s[2]),
-                      trt_int(x.s[1]), trt_int(x.s[2]), trt_int(a.s[0]), trt_int(b.s[0]),  trt_int(x.s[0]),
-                      sl_arg_mem(has_bias ? epi->bias.mem : x.mem)}; /* without a bias, not read */
-    return sl_launch_grid(c, k, tiles, batch, 1, args, sizeof args / sizeof args[0]);
+    const trt_arg args[MM_ARGS] = {sl_arg_mem(a.mem),  sl_arg_mem(b.mem),  sl_arg_mem(x.mem),  trt_int(M),
+                                   trt_int(N),         trt_int(K),         trt_int(a.s[1]),    trt_int(a.s[2]),
+                                   trt_int(b.s[1]),    trt_int(b.s[2]),    trt_int(x.s[1]),    trt_int(x.s[2]),
+                                   trt_int(a.s[0]),    trt_int(b.s[0]),    trt_int(x.s[0]),
+                                   sl_arg_mem(has_bias ? epi->bias.mem : x.mem)}; /* without a bias, not read */
+    memcpy(l->args, args, sizeof args);
+    l->tiles = tiles, l->batch = batch;
+    return TRT_OK;
+}
+
+static trt_status matmul_as(const sl_call *c, const rt_matmul_config *cfg, bool ieee, matrix a, matrix b, matrix x,
+                            const epilogue *epi) {
+    mm_launch l;
+    trt_kernel *k;
+    trt_status st;
+    if ((st = matmul_prepare(c, cfg, ieee, a, b, x, epi, &l)) ||
+        (st = sl_kernel_with(c, "stdlib/matmul.tile", l.name, &l.co, l.spec, &k)))
+        return st;
+    return sl_launch_grid(c, k, l.tiles, l.batch, 1, l.args, MM_ARGS);
+}
+
+/* The candidates a product's search tries after the table's row: the
+ * autotuning list of Triton's matrix multiplication tutorial for NVIDIA
+ * GPUs (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages). */
+static const int matmul_candidates[][6] = {
+    {128, 256, 64, 8, 8, 3}, {64, 256, 32, 8, 4, 4}, {128, 128, 32, 8, 4, 4}, {128, 64, 32, 8, 4, 4},
+    {64, 128, 32, 8, 4, 4},  {128, 32, 32, 8, 4, 4}, {64, 32, 32, 8, 2, 5},   {32, 64, 32, 8, 2, 5},
+};
+
+typedef struct mm_grid_user {
+    int64_t M, N, batch;
+} mm_grid_user;
+
+static void mm_grid(void *user, const trt_tune_config *cfg, uint32_t g[3]) {
+    const mm_grid_user *u = user;
+    int64_t bm = cfg->defines[0].value, bn = cfg->defines[1].value; /* BLOCK_M, BLOCK_N: matmul_prepare's first */
+    g[0] = (uint32_t)(sl_cdiv(u->M, bm) * sl_cdiv(u->N, bn));
+    g[1] = (uint32_t)u->batch;
+    g[2] = 1;
+}
+
+/* tls_options.search for a product: the table's row, then each candidate
+ * of matmul_candidates (its consts as the call gives them), searched. */
+static trt_status matmul_search(const sl_call *c, const rt_matmul_config *table, bool ieee, matrix a, matrix b,
+                                matrix x, const epilogue *epi) {
+    enum { MAX = 1 + sizeof matmul_candidates / sizeof matmul_candidates[0] };
+    _Static_assert((int)MAX <= (int)SL_MAX_SEARCH, "a product's candidates fit a search");
+    static const char *const names[] = {"M", "N", "K", "B"};
+    int64_t batch = a.n[0], M = a.n[1], K = a.n[2], N = b.n[2];
+    const int64_t sizes[] = {M, N, K, batch};
+    char bucket[TRT_TUNE_MAX_BUCKET];
+    trt_status st = trt_tune_bucket(bucket, sizeof bucket, names, sizes, batch > 1 ? 4 : 3);
+    if (st != TRT_OK) return rt_fail(c->d, st, "%s: tls_options.search: %s", c->op, c->d->err);
+    mm_launch *l = malloc(MAX * sizeof *l);
+    if (!l) return rt_fail(c->d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
+    trt_tune_config cfgs[MAX];
+    size_t n = 0;
+    for (size_t i = 0; i < MAX && st == TRT_OK; i++) {
+        rt_matmul_config cand = *table;
+        if (i) {
+            const int *r = matmul_candidates[i - 1];
+            cand.block_m = r[0], cand.block_n = r[1], cand.block_k = r[2], cand.group_m = r[3];
+            cand.num_warps = cand.wide_warps = r[4], cand.num_stages = r[5];
+        }
+        if ((st = matmul_prepare(c, &cand, ieee, a, b, x, epi, &l[n])) != TRT_OK) break;
+        cfgs[n] = (trt_tune_config){l[n].defs, MM_DEFINES, l[n].co.num_warps, l[n].co.num_stages};
+        n++;
+    }
+    mm_grid_user u = {M, N, batch};
+    if (st == TRT_OK)
+        st = sl_search(c, "stdlib/matmul.tile", l[0].name, cfgs, n, false, bucket, mm_grid, &u, l[0].args, MM_ARGS);
+    free(l);
+    return st;
+}
+
+trt_status sl_search(const sl_call *c, const char *file, const char *name, const trt_tune_config *cfgs, size_t n,
+                     bool exp2_ftz, const char *bucket, trt_tune_grid_fn grid, void *user, const trt_arg *args,
+                     size_t nargs) {
+    const rt_embedded_file *f = embedded(file);
+    if (!f) return rt_fail(c->d, TRT_ERR_NOT_FOUND, "%s: %s is not in this build of tilec", c->op, file);
+    trt_tune_space sp = {.file = f->name, .source = f->text, .len = f->len, .kernel = name, .configs = cfgs,
+                         .nconfigs = n, .bucket = bucket, .grid = grid, .user = user, .args = args, .nargs = nargs,
+                         .exp2_ftz = exp2_ftz};
+    trt_status st = trt_tune(c->d, &sp, c->o->search, NULL, NULL);
+    return st == TRT_OK ? st : rt_fail(c->d, st, "%s: tls_options.search: %s", c->op, c->d->err);
 }
 
 const rt_tune_entry *sl_tuned(const sl_call *c, const char *file, const char *name, const char *const *size_names,
@@ -846,6 +948,15 @@ static trt_status matmul(const sl_call *c, matrix a, matrix b, matrix x, const e
     if (ieee && c->st != &sl_storages[TLS_F32])
         return rt_fail(c->d, TRT_ERR_INVALID_ARGUMENT, "%s: precision TLS_IEEE is for f32 inputs, not %s", c->op,
                        c->st->suffix);
+    const char *arch = c->d->ops->code_arch ? c->d->ops->code_arch(c->d) : NULL;
+    bool wgmma = arch && !strcmp(arch, "sm_90a") && c->st != &sl_storages[TLS_F32]; /* f32 keeps mma.sync */
+    int64_t vec = SL_PTR_ALIGN / (int64_t)c->st->size;
+    bool fast = operand_layout(&a, vec) && operand_layout(&b, vec); /* what matmul_as passes as A_ and B_LAYOUT */
+    const rt_matmul_config *cfg = rt_matmul_config_for(M, N, K, batch, gpu_sms(c), fast,
+                                                       ieee    ? RT_MATMUL_FMA
+                                                       : wgmma ? RT_MATMUL_WGMMA
+                                                               : RT_MATMUL_MMA);
+    if (c->o && c->o->search) return matmul_search(c, cfg, ieee, a, b, x, epi);
     char name[SL_MAX_KERNEL_NAME];
     snprintf(name, sizeof name, "matmul_%s%s", c->st->suffix, ieee ? "_ieee" : "");
     rt_matmul_config tuned;
@@ -859,14 +970,6 @@ static trt_status matmul(const sl_call *c, matrix a, matrix b, matrix x, const e
         rt_tuning_note(c->d->tuning, "%s: the tuned configuration of %s %s does not compile; the built-in table's "
                        "instead: %s", c->op, name, e->bucket, c->d->err);
     }
-    const char *arch = c->d->ops->code_arch ? c->d->ops->code_arch(c->d) : NULL;
-    bool wgmma = arch && !strcmp(arch, "sm_90a") && c->st != &sl_storages[TLS_F32]; /* f32 keeps mma.sync */
-    int64_t vec = SL_PTR_ALIGN / (int64_t)c->st->size;
-    bool fast = operand_layout(&a, vec) && operand_layout(&b, vec); /* what matmul_as passes as A_ and B_LAYOUT */
-    const rt_matmul_config *cfg = rt_matmul_config_for(M, N, K, batch, gpu_sms(c), fast,
-                                                       ieee    ? RT_MATMUL_FMA
-                                                       : wgmma ? RT_MATMUL_WGMMA
-                                                               : RT_MATMUL_MMA);
     return matmul_as(c, cfg, ieee, a, b, x, epi);
 }
 
@@ -875,7 +978,7 @@ trt_status tls_matmul(trt_device *dev, tls_dtype dt, tls_mem a, tls_mem b, tls_m
                       int64_t stride_cn, const tls_options *opt) {
     sl_call cl;
     trt_status st;
-    if ((st = sl_begin(&cl, dev, "tls_matmul", dt, opt))) return st;
+    if ((st = sl_begin_searchable(&cl, dev, "tls_matmul", dt, opt))) return st;
     matrix ma = {.name = "a", .mem = a, .n = {1, M, K}, .s = {0, stride_am, stride_ak}},
            mb = {.name = "b", .mem = b, .n = {1, K, N}, .s = {0, stride_bk, stride_bn}},
            mc = {.name = "c", .mem = c, .n = {1, M, N}, .s = {0, stride_cm, stride_cn}};
@@ -888,7 +991,7 @@ trt_status tls_matmul_epilogue(trt_device *dev, tls_dtype dt, tls_mem a, tls_mem
                                int64_t stride_cn, const tls_options *opt) {
     sl_call cl;
     trt_status st;
-    if ((st = sl_begin(&cl, dev, "tls_matmul_epilogue", dt, opt))) return st;
+    if ((st = sl_begin_searchable(&cl, dev, "tls_matmul_epilogue", dt, opt))) return st;
     matrix ma = {.name = "a", .mem = a, .n = {1, M, K}, .s = {0, stride_am, stride_ak}},
            mb = {.name = "b", .mem = b, .n = {1, K, N}, .s = {0, stride_bk, stride_bn}},
            mc = {.name = "c", .mem = c, .n = {1, M, N}, .s = {0, stride_cm, stride_cn}};
@@ -902,7 +1005,7 @@ trt_status tls_matmul_batched(trt_device *dev, tls_dtype dt, tls_mem a, tls_mem 
                               int64_t stride_cm, int64_t stride_cn, const tls_options *opt) {
     sl_call cl;
     trt_status st;
-    if ((st = sl_begin(&cl, dev, "tls_matmul_batched", dt, opt))) return st;
+    if ((st = sl_begin_searchable(&cl, dev, "tls_matmul_batched", dt, opt))) return st;
     matrix ma = {.name = "a", .mem = a, .n = {batch, M, K}, .s = {stride_ab, stride_am, stride_ak}},
            mb = {.name = "b", .mem = b, .n = {batch, K, N}, .s = {stride_bb, stride_bk, stride_bn}},
            mc = {.name = "c", .mem = c, .n = {batch, M, N}, .s = {stride_cb, stride_cm, stride_cn}};

@@ -477,7 +477,8 @@ static trt_status check_workspace(const sl_call *c, tls_mem ws, uint64_t bytes) 
 static trt_status begin_attention(sl_call *c, trt_device *dev, const char *op, tls_dtype dt, const tls_options *opt,
                                   const tls_attention_problem *p, const att_arg *args, size_t n, bool *varlen) {
     trt_status st;
-    if ((st = sl_begin(c, dev, op, dt, opt))) return st;
+    bool forward = !strcmp(op, "tls_attention_fwd"); /* the one that takes tls_options.search */
+    if ((st = forward ? sl_begin_searchable(c, dev, op, dt, opt) : sl_begin(c, dev, op, dt, opt))) return st;
     if (opt && opt->precision != TLS_TF32)
         return rt_fail(dev, TRT_ERR_INVALID_ARGUMENT, "%s: precision TLS_IEEE: attention's products are the tensor "
                        "cores' (f32 as tf32)", op);
@@ -563,38 +564,57 @@ static bool strides_aligned(const tls_attention_tensor *const *t, size_t n) {
     return true;
 }
 
+/* The forward's launch at one configuration: its kernel's name, consts
+ * and options, its arguments and grid (attention_fwd_prepare). */
+enum { ATT_FWD_DEFINES = 7, ATT_FWD_ARGS = 27 };
+typedef struct att_fwd_launch {
+    char name[SL_MAX_KERNEL_NAME], spec[128];
+    tilec_define defs[ATT_FWD_DEFINES];
+    trt_compile_options co; /* its defines point at defs: made in place, not copied */
+    trt_arg args[ATT_FWD_ARGS];
+    int64_t grid[3];
+} att_fwd_launch;
+
+static void attention_fwd_prepare(const sl_call *c, const rt_attention_config *cfg, const tls_attention_problem *p,
+                                  bool varlen, tls_attention_tensor q, tls_attention_tensor k, tls_attention_tensor v,
+                                  tls_attention_tensor o, tls_attention_tensor lse, att_fwd_launch *l) {
+    att_mask m = attention_mask(p);
+    const tls_attention_tensor *all[] = {&q, &k, &v, &o};
+    bool aligned = strides_aligned(all, sizeof all / sizeof all[0]);
+    const tilec_define defs[ATT_FWD_DEFINES] = {
+        {"BLOCK_M", cfg->block_m}, {"BLOCK_N", cfg->block_n}, {"HEAD_DIM", cfg->head_dim}, {"CAUSAL", p->causal},
+        {"WINDOW", m.window},      {"VARLEN", varlen},        {"ALIGNED", aligned}};
+    memcpy(l->defs, defs, sizeof defs);
+    snprintf(l->name, sizeof l->name, "attention_fwd_%s", c->st->suffix);
+    snprintf(l->spec, sizeof l->spec, "HEAD_DIM %d, BLOCK_M %d, BLOCK_N %d%s%s%s%s", cfg->head_dim, cfg->block_m,
+             cfg->block_n, p->causal ? ", CAUSAL" : "", m.window ? ", WINDOW" : "", varlen ? ", VARLEN" : "",
+             aligned ? ", ALIGNED" : "");
+    int warps = sl_main_warps(c) ? sl_main_warps(c) : cfg->num_warps;
+    l->co = (trt_compile_options){.num_warps = warps, .defines = l->defs, .ndefines = ATT_FWD_DEFINES,
+                                  .num_stages = cfg->num_stages, .exp2_ftz = ATT_EXP2_FTZ};
+    tls_mem cuq = varlen ? p->cu_q : lse.mem, cuk = varlen ? p->cu_k : lse.mem; /* without varlen, not read */
+    const trt_arg a[ATT_FWD_ARGS] = {
+        sl_arg_mem(q.mem),       sl_arg_mem(k.mem),       sl_arg_mem(v.mem),       sl_arg_mem(o.mem),
+        sl_arg_mem(lse.mem),     sl_arg_mem(cuq),         sl_arg_mem(cuk),         trt_int(p->n_q),
+        trt_int(p->n_kv),        trt_int(p->heads / p->kv_heads), trt_int(q.stride_batch), trt_int(q.stride_head),
+        trt_int(q.stride_row),   trt_int(k.stride_batch), trt_int(k.stride_head), trt_int(k.stride_row),
+        trt_int(v.stride_batch), trt_int(v.stride_head), trt_int(v.stride_row),   trt_int(o.stride_batch),
+        trt_int(o.stride_head),  trt_int(o.stride_row),   trt_int(lse.stride_batch), trt_int(lse.stride_head),
+        trt_float(m.scale),      trt_int(m.left),         trt_int(m.right)};
+    memcpy(l->args, a, sizeof a);
+    l->grid[0] = sl_cdiv(p->n_q, cfg->block_m), l->grid[1] = p->heads, l->grid[2] = p->batch;
+}
+
 /* The forward at configuration cfg: its kernel compiled (once), launched. */
 static trt_status attention_fwd_as(sl_call *c, const rt_attention_config *cfg, const tls_attention_problem *p,
                                    bool varlen, tls_attention_tensor q, tls_attention_tensor k, tls_attention_tensor v,
                                    tls_attention_tensor o, tls_attention_tensor lse) {
-    trt_status st;
-    att_mask m = attention_mask(p);
-    const tls_attention_tensor *all[] = {&q, &k, &v, &o};
-    bool aligned = strides_aligned(all, sizeof all / sizeof all[0]);
-    tilec_define defs[] = {{"BLOCK_M", cfg->block_m}, {"BLOCK_N", cfg->block_n}, {"HEAD_DIM", cfg->head_dim},
-                           {"CAUSAL", p->causal},     {"WINDOW", m.window},      {"VARLEN", varlen},
-                           {"ALIGNED", aligned}};
-    char name[SL_MAX_KERNEL_NAME], spec[128];
-    snprintf(name, sizeof name, "attention_fwd_%s", c->st->suffix);
-    snprintf(spec, sizeof spec, "HEAD_DIM %d, BLOCK_M %d, BLOCK_N %d%s%s%s%s", cfg->head_dim, cfg->block_m,
-             cfg->block_n, p->causal ? ", CAUSAL" : "", m.window ? ", WINDOW" : "", varlen ? ", VARLEN" : "",
-             aligned ? ", ALIGNED" : "");
-    int warps = sl_main_warps(c) ? sl_main_warps(c) : cfg->num_warps;
+    att_fwd_launch l;
     trt_kernel *kern;
-    trt_compile_options co = {.num_warps = warps, .defines = defs, .ndefines = sizeof defs / sizeof defs[0],
-                              .num_stages = cfg->num_stages, .exp2_ftz = ATT_EXP2_FTZ};
-    if ((st = sl_kernel_with(c, "stdlib/attention.tile", name, &co, spec, &kern))) return st;
-    tls_mem cuq = varlen ? p->cu_q : lse.mem, cuk = varlen ? p->cu_k : lse.mem; /* without varlen, not read */
-    trt_arg a[] = {sl_arg_mem(q.mem),          sl_arg_mem(k.mem),          sl_arg_mem(v.mem),
-                   sl_arg_mem(o.mem),          sl_arg_mem(lse.mem),        sl_arg_mem(cuq),
-                   sl_arg_mem(cuk),            trt_int(p->n_q),         trt_int(p->n_kv),
-                   trt_int(p->heads / p->kv_heads), trt_int(q.stride_batch), trt_int(q.stride_head),
-                   trt_int(q.stride_row),   trt_int(k.stride_batch), trt_int(k.stride_head),
-                   trt_int(k.stride_row),   trt_int(v.stride_batch), trt_int(v.stride_head),
-                   trt_int(v.stride_row),   trt_int(o.stride_batch), trt_int(o.stride_head),
-                   trt_int(o.stride_row),   trt_int(lse.stride_batch), trt_int(lse.stride_head),
-                   trt_float(m.scale),      trt_int(m.left),         trt_int(m.right)};
-    return sl_launch_grid(c, kern, sl_cdiv(p->n_q, cfg->block_m), p->heads, p->batch, a, sizeof a / sizeof a[0]);
+    trt_status st;
+    attention_fwd_prepare(c, cfg, p, varlen, q, k, v, o, lse, &l);
+    if ((st = sl_kernel_with(c, "stdlib/attention.tile", l.name, &l.co, l.spec, &kern))) return st;
+    return sl_launch_grid(c, kern, l.grid[0], l.grid[1], l.grid[2], l.args, ATT_FWD_ARGS);
 }
 
 /* The sizes a tuned attention configuration is keyed by (docs/tuning.md):
@@ -616,6 +636,49 @@ static const rt_tune_entry *tuned_attention(const sl_call *c, const char *file, 
     return e;
 }
 
+/* The blocks and warps a forward's search tries after the table's row
+ * (BLOCK_M, BLOCK_N, num_warps): those of Triton's fused-attention
+ * tutorial's autotuning list, whose stages (3, 4, 7) are left to the
+ * row's num_stages (the compiler cuts a ring that does not fit). */
+static const int attention_candidates[][3] = {{64, 32, 4}, {64, 64, 4},  {128, 32, 4}, {128, 64, 4},
+                                              {64, 32, 8}, {64, 64, 8}, {128, 32, 8}, {128, 64, 8}};
+
+static void att_grid(void *user, const trt_tune_config *cfg, uint32_t g[3]) {
+    const tls_attention_problem *p = user;
+    g[0] = (uint32_t)sl_cdiv(p->n_q, cfg->defines[0].value); /* BLOCK_M: attention_fwd_prepare's first */
+    g[1] = (uint32_t)p->heads;
+    g[2] = (uint32_t)p->batch;
+}
+
+/* tls_options.search for the forward: the table's row, then each of
+ * attention_candidates (its consts as the call gives them), searched. */
+static trt_status attention_fwd_search(sl_call *c, const rt_attention_config *table, const tls_attention_problem *p,
+                                       bool varlen, tls_attention_tensor q, tls_attention_tensor k,
+                                       tls_attention_tensor v, tls_attention_tensor o, tls_attention_tensor lse) {
+    enum { MAX = 1 + sizeof attention_candidates / sizeof attention_candidates[0] };
+    _Static_assert((int)MAX <= (int)SL_MAX_SEARCH, "the forward's candidates fit a search");
+    const int64_t sizes[ATT_BUCKET_SIZES] = {p->n_q, p->n_kv, p->head_dim};
+    char bucket[TRT_TUNE_MAX_BUCKET];
+    trt_status st = trt_tune_bucket(bucket, sizeof bucket, att_bucket_names, sizes, ATT_BUCKET_SIZES);
+    if (st != TRT_OK) return rt_fail(c->d, st, "%s: tls_options.search: %s", c->op, c->d->err);
+    att_fwd_launch *l = malloc(MAX * sizeof *l);
+    if (!l) return rt_fail(c->d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
+    trt_tune_config cfgs[MAX];
+    for (size_t i = 0; i < MAX; i++) {
+        rt_attention_config cand = *table;
+        if (i) {
+            const int *r = attention_candidates[i - 1];
+            cand.block_m = r[0], cand.block_n = r[1], cand.num_warps = r[2];
+        }
+        attention_fwd_prepare(c, &cand, p, varlen, q, k, v, o, lse, &l[i]);
+        cfgs[i] = (trt_tune_config){l[i].defs, ATT_FWD_DEFINES, l[i].co.num_warps, l[i].co.num_stages};
+    }
+    st = sl_search(c, "stdlib/attention.tile", l[0].name, cfgs, MAX, ATT_EXP2_FTZ, bucket, att_grid, (void *)p,
+                   l[0].args, ATT_FWD_ARGS);
+    free(l);
+    return st;
+}
+
 trt_status tls_attention_fwd(trt_device *dev, tls_dtype dt, const tls_attention_problem *p, tls_attention_tensor q,
                              tls_attention_tensor k, tls_attention_tensor v, tls_attention_tensor o,
                              tls_attention_tensor lse, const tls_options *opt) {
@@ -630,6 +693,7 @@ trt_status tls_attention_fwd(trt_device *dev, tls_dtype dt, const tls_attention_
     int sm = device_sm(&c);
     const rt_attention_config *cfg = c.st == &sl_storages[TLS_F32] ? rt_attention_f32_config_for(p->head_dim, sm)
                                                                     : rt_attention_config_for(p->head_dim, sm);
+    if (opt && opt->search) return attention_fwd_search(&c, cfg, p, varlen, q, k, v, o, lse);
     /* a tuned configuration first (one that does not compile falls back
      * to the table's, with a note in the tuning) */
     char name[SL_MAX_KERNEL_NAME];

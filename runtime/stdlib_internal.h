@@ -89,6 +89,7 @@ enum {
     SL_PTR_ALIGN = 16,       /* what the compiler assumes of pointers (trt_launch checks it too) */
     SL_MAX_KERNEL_NAME = 64, /* "attention_bwd_dkdv_bf16" and room */
     SL_MAX_PREFETCH = 8,     /* kernels sl_prefetch compiles together (attention's backward: 3) */
+    SL_MAX_SEARCH = 16,      /* candidate configurations a call searches (tls_options.search) */
 };
 
 /* A storage type of the kernels: the suffix of their names ("softmax_f16")
@@ -111,6 +112,16 @@ typedef struct sl_call {
 /* The checks every entry point starts with: the device open, the dtype
  * and the options (precision, num_warps); sets up *c. */
 trt_status sl_begin(sl_call *c, trt_device *d, const char *op, tls_dtype dt, const tls_options *o);
+/* The same for a call that takes tls_options.search (sl_begin refuses it). */
+trt_status sl_begin_searchable(sl_call *c, trt_device *d, const char *op, tls_dtype dt, const tls_options *o);
+/* The search tls_options.search asks for (docs/tuning.md): the n
+ * candidates cfgs of kernel `name` of the embedded stdlib `file`, each
+ * launched with args on the grid `grid` gives it (user: its first
+ * argument), measured by trt_tune (exp2_ftz as the call compiles), the
+ * winner recorded in the caller's tuning under `bucket`. */
+trt_status sl_search(const sl_call *c, const char *file, const char *name, const trt_tune_config *cfgs, size_t n,
+                     bool exp2_ftz, const char *bucket, trt_tune_grid_fn grid, void *user, const trt_arg *args,
+                     size_t nargs);
 /* Whether the call may read device memory to check its arguments (token
  * ids, targets, offsets): where reading costs a memcpy (the CPU and the
  * emulator, whose launches are done when they return), and not while a

@@ -41,8 +41,9 @@ static char *read_stdlib_source(const char *name, size_t *len) {
     return s;
 }
 
-/* c = a x b of small integers (exact in tf32 and f32), checked. */
-static void product_is_right(void) {
+/* c = a x b of small integers (exact in tf32 and f32), checked; with the
+ * options opt (NULL: none). */
+static void product_is(const tls_options *opt) {
     static float a[M * K], b[K * N], c[M * N];
     for (int i = 0; i < M * K; i++) a[i] = (float)(i % 7 - 3);
     for (int i = 0; i < K * N; i++) b[i] = (float)(i % 5 - 2);
@@ -52,7 +53,9 @@ static void product_is_right(void) {
     assert_int_equal(trt_alloc(dev, sizeof c, &bc), TRT_OK);
     assert_int_equal(trt_write(dev, ba, 0, a, sizeof a), TRT_OK);
     assert_int_equal(trt_write(dev, bb, 0, b, sizeof b), TRT_OK);
-    if (tls_matmul(dev, TLS_F32, tls_mem_of(ba), tls_mem_of(bb), tls_mem_of(bc), M, N, K, K, 1, N, 1, N, 1, NULL) !=
+    for (int i = 0; i < M * N; i++) c[i] = NAN;
+    assert_int_equal(trt_write(dev, bc, 0, c, sizeof c), TRT_OK);
+    if (tls_matmul(dev, TLS_F32, tls_mem_of(ba), tls_mem_of(bb), tls_mem_of(bc), M, N, K, K, 1, N, 1, N, 1, opt) !=
         TRT_OK)
         fail_msg("%s", trt_last_error(dev));
     assert_int_equal(trt_read(dev, bc, 0, c, sizeof c), TRT_OK);
@@ -64,6 +67,8 @@ static void product_is_right(void) {
         }
     trt_free(dev, ba), trt_free(dev, bb), trt_free(dev, bc);
 }
+
+static void product_is_right(void) { product_is(NULL); }
 
 /* A tuning of one matmul_f32 entry for this device and BUCKET. */
 static trt_tuning *tuning_with(const tilec_define *defs, size_t n, int num_warps, const char *bucket) {
@@ -152,7 +157,7 @@ enum { AH = 2, AQ = 40, AKV = 50, AD = 32 }; /* two query heads on one key/value
  * o within 8 u (1 + |o|) with u tf32's unit roundoff 2^-11 (p is rounded
  * to tf32 before the second product), lse within 1e-3 (1 + |lse|), and
  * outputs poisoned first. */
-static void attention_is_right(void) {
+static void attention_is(const tls_options *opt) {
     static float q[AH * AQ * AD], k[AKV * AD], v[AKV * AD], o[AH * AQ * AD], lse[AH * AQ];
     for (int i = 0; i < AH * AQ * AD; i++) q[i] = (float)(rand() % 17 - 8) / 8, o[i] = NAN;
     for (int i = 0; i < AKV * AD; i++) k[i] = (float)(rand() % 17 - 8) / 8, v[i] = (float)(rand() % 17 - 8) / 8;
@@ -172,7 +177,7 @@ static void attention_is_right(void) {
     tls_attention_tensor tq = {tls_mem_of(bq), 0, AQ * AD, AD}, tk = {tls_mem_of(bk), 0, 0, AD},
                          tv = {tls_mem_of(bv), 0, 0, AD}, to = {tls_mem_of(bo), 0, AQ * AD, AD},
                          tl = {tls_mem_of(bl), 0, AQ, 1};
-    if (tls_attention_fwd(dev, TLS_F32, &p, tq, tk, tv, to, tl, NULL) != TRT_OK) fail_msg("%s", trt_last_error(dev));
+    if (tls_attention_fwd(dev, TLS_F32, &p, tq, tk, tv, to, tl, opt) != TRT_OK) fail_msg("%s", trt_last_error(dev));
     assert_int_equal(trt_read(dev, bo, 0, o, sizeof o), TRT_OK);
     assert_int_equal(trt_read(dev, bl, 0, lse, sizeof lse), TRT_OK);
     double scale = 1 / sqrt((double)(float)AD), tol = 8 * 0x1p-11;
@@ -199,6 +204,8 @@ static void attention_is_right(void) {
         }
     trt_free(dev, bq), trt_free(dev, bk), trt_free(dev, bv), trt_free(dev, bo), trt_free(dev, bl);
 }
+
+static void attention_is_right(void) { attention_is(NULL); }
 
 /* A tuning of one attention_fwd_f32 entry for this device. */
 static trt_tuning *attention_tuning(const tilec_define *defs, size_t n, const char *bucket) {
@@ -327,6 +334,43 @@ static void test_row_kernel_tuned(void **state) {
     free(src);
 }
 
+/* ---- searching from a call (tls_options.search) -------------------------------- */
+
+/* A matmul and an attention forward searched from the call: each right
+ * (the winner's output), one entry each in the tuning under the call's
+ * bucket, which the same call then takes; a call that cannot search
+ * refuses it. */
+static void test_search_from_call(void **state) {
+    (void)state;
+    assert_int_equal(trt_use_tuning(dev, NULL), TRT_OK);
+    trt_tuning *t;
+    assert_int_equal(trt_tuning_create(&t), TRT_OK);
+    const tls_options search = {.search = t};
+    product_is(&search);
+    assert_int_equal(trt_tuning_num_entries(t), 1);
+    attention_is(&search);
+    assert_int_equal(trt_tuning_num_entries(t), 2);
+    assert_int_equal(trt_use_tuning(dev, t), TRT_OK);
+    product_is_right();
+    if (!strstr(trt_tuning_last_used(t), "matmul_f32 ") || !strstr(trt_tuning_last_used(t), " " BUCKET " "))
+        fail_msg("last used: '%s'", trt_tuning_last_used(t));
+    attention_is_right();
+    if (!strstr(trt_tuning_last_used(t), "attention_fwd_f32 ") || !strstr(trt_tuning_last_used(t), " " ATT_BUCKET " "))
+        fail_msg("last used: '%s'", trt_tuning_last_used(t));
+    assert_string_equal(trt_tuning_last_note(t), "");
+    assert_int_equal(trt_use_tuning(dev, NULL), TRT_OK);
+    trt_buffer x;
+    assert_int_equal(trt_alloc(dev, 64, &x), TRT_OK);
+    assert_int_equal(tls_softmax(dev, TLS_F32, tls_mem_of(x), tls_mem_of(x), 1, 16, 16, 16, &search),
+                     TRT_ERR_INVALID_ARGUMENT);
+    if (!strstr(trt_last_error(dev), "tls_softmax: tls_options.search: only the matrix products and "
+                                     "tls_attention_fwd search"))
+        fail_msg("message: %s", trt_last_error(dev));
+    assert_int_equal(trt_tuning_num_entries(t), 2);
+    trt_free(dev, x);
+    trt_tuning_free(t);
+}
+
 int main(int argc, char **argv) {
     matmul_src = read_stdlib_source("matmul.tile", &matmul_len);
     attention_src = read_stdlib_source("attention.tile", &attention_len);
@@ -340,6 +384,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_fallback_with_note),
         cmocka_unit_test(test_attention_tuned),
         cmocka_unit_test(test_row_kernel_tuned),
+        cmocka_unit_test(test_search_from_call),
     };
     int r = stdlib_test_main(argc, argv, &dev, tests, sizeof tests / sizeof tests[0]);
     free(matmul_src), free(attention_src);
