@@ -33,6 +33,12 @@ through its C entry point tls_matmul (include/tilec_stdlib.h: its
 configuration table and layout choice, as a C caller gets them), cuBLAS
 (torch.matmul) and Triton's tutorial matmul at one fixed configuration,
 with each tilec row's ratio to cuBLAS.
+
+Last, the tuner on the GPU: a tls_matmul (f16, 4096 cubed) and a
+tls_attention_fwd (f16, 4 x 16 x 4096 x 128) each search their
+configurations from the call (tls_options.search: every candidate timed
+by the tuner with the L2 flushed), then each is timed at its table's
+configuration and at the searched one (docs/tuning.md).
 """
 import argparse
 import ctypes
@@ -91,6 +97,11 @@ class AttnProblem(ctypes.Structure):  # tls_attention_problem
                 ("cu_k", TlsMem), ("total_q", ctypes.c_int64), ("total_kv", ctypes.c_int64)]
 
 
+class TlsOptions(ctypes.Structure):  # tls_options: every field, in order
+    _fields_ = [("num_warps", ctypes.c_int), ("stream", ctypes.c_void_p), ("precision", ctypes.c_int),
+                ("search", ctypes.c_void_p)]
+
+
 class AttnTensor(ctypes.Structure):  # tls_attention_tensor
     _fields_ = [("mem", TlsMem), ("stride_batch", ctypes.c_int64), ("stride_head", ctypes.c_int64),
                 ("stride_row", ctypes.c_int64)]
@@ -126,6 +137,13 @@ def declare(L):
     L.tls_attention_fwd.argtypes = [vp, ctypes.c_int, ap] + [AttnTensor] * 5 + [vp]
     L.tls_attention_bwd_workspace.argtypes = [vp, ap, ctypes.POINTER(sz)]
     L.tls_attention_bwd.argtypes = [vp, ctypes.c_int, ap] + [AttnTensor] * 9 + [TlsMem, vp]
+    L.trt_tuning_create.argtypes = [ctypes.POINTER(vp)]
+    L.trt_tuning_free.argtypes = [vp]
+    L.trt_tuning_num_entries.argtypes = [vp]
+    L.trt_tuning_num_entries.restype = sz
+    L.trt_use_tuning.argtypes = [vp, vp]
+    L.trt_tuning_last_used.argtypes = [vp]
+    L.trt_tuning_last_used.restype = ctypes.c_char_p
 
 
 class Tilec:
@@ -179,33 +197,48 @@ class Tilec:
         self.check(getattr(self.lib, name)(self.dev, rows, cols, ctypes.byref(n)), name)
         return torch.empty(max(n.value, 1), device="cuda", dtype=torch.uint8)
 
-    def matmul(self, a, b, c):
-        """A function that runs tls_matmul: c = a . b (2-D tensors, any strides)."""
+    def matmul(self, a, b, c, search=None):
+        """A function that runs tls_matmul: c = a . b (2-D tensors, any
+        strides); with search (a trt_tuning), tls_options.search: the call
+        searches its configurations into it."""
         dt = TLS_DTYPE[a.dtype]
         ma, mb, mc = (TlsMem(self.buf(t), 0) for t in (a, b, c))
         (M, K), N = a.shape, b.shape[1]
         strides = (a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
         call, dev = self.lib.tls_matmul, self.dev
+        opt = TlsOptions(search=search) if search else None
 
         def run():
-            if call(dev, dt, ma, mb, mc, M, N, K, *strides, None) != 0:
+            if call(dev, dt, ma, mb, mc, M, N, K, *strides, ctypes.byref(opt) if opt is not None else None) != 0:
                 raise Failed("tilec: tls_matmul failed: " + self.lib.trt_last_error(dev).decode())
         run()
+        run.keep = opt
         return run
 
-    def attention(self, q, k, v, o, lse, causal, grads=None):
+    def tuning(self):
+        """A new, empty trt_tuning (a handle; free it with tuning_free)."""
+        t = ctypes.c_void_p()
+        self.check(self.lib.trt_tuning_create(ctypes.byref(t)), "trt_tuning_create")
+        return t
+
+    def use_tuning(self, t):
+        self.check(self.lib.trt_use_tuning(self.dev, t), "trt_use_tuning")
+
+    def attention(self, q, k, v, o, lse, causal, grads=None, search=None):
         """A function that runs tls_attention_fwd (o and lse from q, k, v:
         [batch, heads, rows, head dim], any strides; lse [batch, heads,
         rows] f32), or with grads = (d_o, dq, dk, dv) tls_attention_bwd
         (its workspace allocated here); the default scale, the library's
-        own configuration table."""
+        own configuration table. With search (a trt_tuning), the forward
+        searches its configurations into it (tls_options.search)."""
         B, H, N, D = q.shape
         p = AttnProblem(batch=B, heads=H, kv_heads=k.shape[1], n_q=N, n_kv=k.shape[2], head_dim=D, scale=0.0,
                         causal=causal, window=False, window_left=-1, window_right=-1)
         t = [AttnTensor(TlsMem(self.buf(x), 0), *x.stride()[:3]) for x in (q, k, v, o, lse)]
         dev, dt, L = self.dev, TLS_DTYPE[q.dtype], self.lib
+        opt = TlsOptions(search=search) if search else None
         if grads is None:
-            call, args = L.tls_attention_fwd, (dev, dt, ctypes.byref(p), *t, None)
+            call, args = L.tls_attention_fwd, (dev, dt, ctypes.byref(p), *t, ctypes.byref(opt) if opt is not None else None)
         else:
             n = ctypes.c_size_t()
             self.check(L.tls_attention_bwd_workspace(dev, ctypes.byref(p), ctypes.byref(n)), "tls_attention_bwd_workspace")
@@ -218,7 +251,7 @@ class Tilec:
         def run():
             if call(*args) != 0:
                 raise Failed("tilec: %s failed: %s" % (call.__name__, L.trt_last_error(dev).decode()))
-        run.keep = (p, ws) if grads is not None else p  # what args point to lives as long as run
+        run.keep = (p, ws) if grads is not None else (p, opt)  # what args point to lives as long as run
         return run
 
     def launcher(self, k, grid, *args):
@@ -951,6 +984,82 @@ def bench_attention(tc, shapes, rows, failed):
         torch.cuda.empty_cache()
 
 
+def bench_search(tc, quick, rows):
+    """tls_options.search on the GPU (docs/tuning.md, "Searching from a
+    call"): a tls_matmul (f16, square) and a tls_attention_fwd (f16, head
+    dim 128, not causal) each search their configurations once from the
+    call (the tuner times every candidate with the L2 flushed: its GPU
+    measure, issue 23 item 3), then the same call is timed with the
+    table's configuration and with the winner (trt_use_tuning). Every
+    result is checked against torch first (matmul within 4e-3, attention
+    within 1e-2 of the largest |value|). Appends (op, table ms, searched ms,
+    the entry taken) to rows; a failure raises Failed (guarded: it costs
+    this section only)."""
+    t = tc.tuning()
+    try:
+        n = 2048 if quick else 4096
+        a, b = (torch.randn(n, n, device="cuda", dtype=torch.float16) for _ in range(2))
+        c = torch.full((n, n), float("nan"), device="cuda", dtype=torch.float16)
+        ref = torch.matmul(a.float(), b.float())
+
+        def check_mm(what):
+            torch.cuda.synchronize()
+            err = (c.float() - ref).abs().max().item()
+            if not err <= 4e-3 * ref.abs().max().item():
+                raise Failed("WRONG: %s differs from torch by %g" % (what, err))
+
+        table = tc.matmul(a, b, c)  # runs it once
+        check_mm("tls_matmul")
+        ms_table = median_ms(table)
+        c.fill_(float("nan"))
+        tc.matmul(a, b, c, search=t)  # the search, once
+        check_mm("tls_matmul searching")
+        tc.use_tuning(t)
+        try:
+            c.fill_(float("nan"))
+            tuned = tc.matmul(a, b, c)
+            check_mm("tls_matmul tuned")
+            used = tc.lib.trt_tuning_last_used(t).decode()
+            ms_tuned = median_ms(tuned)
+        finally:
+            tc.use_tuning(None)
+        rows.append(("matmul f16 %dx%dx%d" % (n, n, n), ms_table, ms_tuned, used))
+        del a, b, c, ref
+
+        B, H, N, D = (1, 16, 2048, 128) if quick else (4, 16, 4096, 128)
+        q, k, v = (torch.randn(B, H, N, D, device="cuda", dtype=torch.float16) for _ in range(3))
+        o = torch.full_like(q, float("nan"))
+        lse = torch.full((B, H, N), float("nan"), device="cuda")
+        ref = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+
+        def check_att(what):
+            torch.cuda.synchronize()
+            err = (o.float() - ref.float()).abs().max().item()
+            if not err <= 1e-2 * ref.float().abs().max().item():
+                raise Failed("WRONG: %s o differs from SDPA by %g" % (what, err))
+
+        fwd = tc.attention(q, k, v, o, lse, False)
+        fwd()
+        check_att("tls_attention_fwd")
+        ms_table = median_ms(fwd)
+        o.fill_(float("nan"))
+        tc.attention(q, k, v, o, lse, False, search=t)()  # the search, once
+        check_att("tls_attention_fwd searching")
+        tc.use_tuning(t)
+        try:
+            o.fill_(float("nan"))
+            tuned = tc.attention(q, k, v, o, lse, False)
+            tuned()
+            check_att("tls_attention_fwd tuned")
+            used = tc.lib.trt_tuning_last_used(t).decode()
+            ms_tuned = median_ms(tuned)
+        finally:
+            tc.use_tuning(None)
+        rows.append(("attention fwd f16 %dx%dx%dx%d" % (B, H, N, D), ms_table, ms_tuned, used))
+    finally:
+        tc.lib.trt_tuning_free(t)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", default=os.path.join(ROOT, "build-gpu", "libtilec.so"))
@@ -978,12 +1087,14 @@ def main():
     table = []  # (op, elements or rows, bytes moved, {impl: ms})
     mm_rows = []  # matrix products (TFLOP/s, a table of their own)
     att_rows = []  # attention (TFLOP/s, a table of their own)
+    search_rows = []  # tls_options.search: (op, table ms, searched ms, entry)
     try:
         for section in (bench_elementwise, bench_softmax, bench_layernorm, bench_rmsnorm, bench_gelu, bench_dropout):
             guarded(section.__name__, section, tc, opt.quick, table)
         guarded("matmul_bench", matmul_bench, tc, opt.quick, mm_rows, failed)
         shapes = ATTENTION_QUICK if opt.quick else ATTENTION_GRID if opt.sweep else ATTENTION_DEFAULT
         guarded("bench_attention", bench_attention, tc, shapes, att_rows, failed)
+        guarded("bench_search", bench_search, tc, opt.quick, search_rows)
         if opt.sweep:
             guarded("sweep", sweep, tc)
             guarded("matmul_sweep", matmul_sweep, tc)
@@ -1026,6 +1137,11 @@ def main():
             r_best = "%11.3f" % (tf["tilec"] / best) if best else "%11s" % "-"
             print("%-32s %s %s %s" % (op, " ".join(cells), r_flash, r_best))
         print()
+    print("== tilec search from the call (tls_options.search): the call at its table's configuration and at the "
+          "searched one; ms, median of do_bench, L2 flushed")
+    print("%-32s %10s %10s %15s  %s" % ("op", "table", "searched", "table/searched", "entry taken"))
+    for op, ms_table, ms_tuned, used in search_rows:
+        print("%-32s %10.3f %10.3f %15.3f  %s" % (op, ms_table, ms_tuned, ms_table / ms_tuned, used))
     if failed:
         print()
         print("== FAILED (not in the tables above): %d" % len(failed))

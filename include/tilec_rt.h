@@ -282,8 +282,8 @@ TILEC_API void trt_graph_destroy(trt_graph *g);
  * ranks it by a deterministic stand-in cost that is NOT a time (the
  * formula is in docs/tuning.md). A trt_tuning is saved to and loaded from
  * a plain-text tuning file that can be committed and shipped; a device
- * given one (trt_use_tuning) lets the stdlib (tls_matmul*) take its
- * entries before the built-in tables. No global state: a trt_tuning is
+ * given one (trt_use_tuning) lets the stdlib (tls_matmul*, attention, the
+ * row kernels) take its entries before the built-in tables. No global state: a trt_tuning is
  * the caller's, and one may serve several devices. */
 enum {
     TRT_TUNE_MAX_CONFIGS = 64,   /* configurations one search may try */

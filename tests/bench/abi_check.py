@@ -106,7 +106,8 @@ def expected(ctype, bench):
                "float": [ctypes.c_float], "double": [ctypes.c_double], "bool": [ctypes.c_bool],
                "tls_mem": [bench.TlsMem], "trt_buffer": [ctypes.c_uint64], "trt_arg": [bench.Arg],
                "trt_compile_options": [bench.CompileOptions], "tilec_define": [bench.Define],
-               "tls_attention_problem": [bench.AttnProblem], "tls_attention_tensor": [bench.AttnTensor]}
+               "tls_attention_problem": [bench.AttnProblem], "tls_attention_tensor": [bench.AttnTensor],
+               "tls_options": [bench.TlsOptions]}
     scalars.update({e: [ctypes.c_int] for e in ENUMS})
     if base.endswith("*"):
         pointee = base[:-1]
@@ -164,7 +165,8 @@ def check_layout(bench, layout_program, problems):
     out = subprocess.run([layout_program], capture_output=True, text=True, check=True).stdout
     structs = {"trt_arg": bench.Arg, "tilec_define": bench.Define, "trt_compile_options": bench.CompileOptions,
                "tls_mem": bench.TlsMem, "tls_attention_problem": bench.AttnProblem,
-               "tls_attention_tensor": bench.AttnTensor}
+               "tls_attention_tensor": bench.AttnTensor, "tls_options": bench.TlsOptions}
+    nstructs = len(structs)
     enums = {}
     for line in out.splitlines():
         words = line.split()
@@ -195,6 +197,7 @@ def check_layout(bench, layout_program, problems):
     for dt, c in (("torch.float32", "TLS_F32"), ("torch.float16", "TLS_F16"), ("torch.bfloat16", "TLS_BF16")):
         if bench.TLS_DTYPE.get(dt) != enums[c]:
             problems.append("TLS_DTYPE[%s] is %s, C's %s %d" % (dt, bench.TLS_DTYPE.get(dt), c, enums[c]))
+    return nstructs
 
 
 # ---- calls in the bench's source ------------------------------------------------
@@ -277,12 +280,12 @@ def main():
     bench = import_bench(root)
     problems = []
     protos = prototypes(root)
-    check_layout(bench, layout_program, problems)
+    nstructs = check_layout(bench, layout_program, problems)
     declared = check_functions(bench, protos, problems)
     counts = check_calls(bench, root, declared, problems)
-    print("checked: 6 structs and 7 constants against C; %d functions against their prototypes; "
+    print("checked: %d structs and 7 constants against C; %d functions against their prototypes; "
           "calls: %d entry, %d workspace, %d kernel, %d launcher" %
-          (len(declared), counts["entry"], counts["workspace"], counts["kernel"], counts["launcher"]))
+          (nstructs, len(declared), counts["entry"], counts["workspace"], counts["kernel"], counts["launcher"]))
     # a check that found nothing to check proves nothing
     if len(declared) < 10 or min(counts.values()) < 2:
         problems.append("too little found to check: has bench/gpu_bench.py changed shape?")

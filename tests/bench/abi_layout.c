@@ -31,6 +31,8 @@ int main(void) {
     FIELD(tls_attention_problem, window_left), FIELD(tls_attention_problem, window_right);
     FIELD(tls_attention_problem, cu_q), FIELD(tls_attention_problem, cu_k);
     FIELD(tls_attention_problem, total_q), FIELD(tls_attention_problem, total_kv);
+    printf("\nstruct tls_options %zu", sizeof(tls_options));
+    FIELD(tls_options, num_warps), FIELD(tls_options, stream), FIELD(tls_options, precision), FIELD(tls_options, search);
     printf("\nstruct tls_attention_tensor %zu", sizeof(tls_attention_tensor));
     FIELD(tls_attention_tensor, mem), FIELD(tls_attention_tensor, stride_batch);
     FIELD(tls_attention_tensor, stride_head), FIELD(tls_attention_tensor, stride_row);
