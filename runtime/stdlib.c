@@ -750,8 +750,6 @@ typedef struct epilogue {
     tls_activation act;
 } epilogue;
 
-/* The product with tile configuration cfg, checked (but for its dims and
- * precision, by matmul), compiled and launched. */
 /* A product's launch at one configuration: its kernel's name, consts and
  * options, its arguments and grid (matmul_prepare). */
 enum { MM_DEFINES = 12, MM_ARGS = 16 };
@@ -821,6 +819,8 @@ static trt_status matmul_prepare(const sl_call *c, const rt_matmul_config *cfg, 
     return TRT_OK;
 }
 
+/* The product with tile configuration cfg, checked (but for its dims and
+ * precision, by matmul), compiled and launched. */
 static trt_status matmul_as(const sl_call *c, const rt_matmul_config *cfg, bool ieee, matrix a, matrix b, matrix x,
                             const epilogue *epi) {
     mm_launch l;
