@@ -617,7 +617,7 @@ static trt_tuning *bwd_tuning(const char *src, size_t len, int dkdv_block_m, con
     trt_tuning *t;
     OK(trt_tuning_create(&t));
     const tilec_define dkdv[] = {{"BLOCK_M", dkdv_block_m}, {"BLOCK_N", 16}}, dq[] = {{"BLOCK_M", 16}, {"BLOCK_N", 16}};
-    const trt_tune_config c_dkdv = {dkdv, 2, 1, 1}, c_dq = {dq, 2, 1, 1};
+    const trt_tune_config c_dkdv = {dkdv, 2, 1, 2}, c_dq = {dq, 2, 1, 2}; /* 2 stages: cp.async (emu-attention-banks) */
     if (trt_tuning_put(t, dev, src, len, "attention_bwd_dkdv_f16", bucket, &c_dkdv) != TRT_OK ||
         trt_tuning_put(t, dev, src, len, "attention_bwd_dq_f16", bucket, &c_dq) != TRT_OK)
         fail_msg("%s", trt_tuning_error(t));
