@@ -875,7 +875,12 @@ static trt_status matmul_search(const sl_call *c, const rt_matmul_config *table,
             cand.block_m = r[0], cand.block_n = r[1], cand.block_k = r[2], cand.group_m = r[3];
             cand.num_warps = cand.wide_warps = r[4], cand.num_stages = r[5];
         }
-        if ((st = matmul_prepare(c, &cand, ieee, a, b, x, epi, &l[n])) != TRT_OK) break;
+        /* the operands' checks are the same for every candidate: the
+         * table's row says them; a candidate's own can only be its tile
+         * count past a grid, which leaves that candidate out */
+        trt_status s = matmul_prepare(c, &cand, ieee, a, b, x, epi, &l[n]);
+        if (s != TRT_OK && !i) st = s;
+        if (s != TRT_OK) continue;
         cfgs[n] = (trt_tune_config){l[n].defs, MM_DEFINES, l[n].co.num_warps, l[n].co.num_stages};
         n++;
     }
