@@ -70,14 +70,19 @@ static void product_is(const tls_options *opt) {
 
 static void product_is_right(void) { product_is(NULL); }
 
-/* A tuning of one matmul_f32 entry for this device and BUCKET. */
-static trt_tuning *tuning_with(const tilec_define *defs, size_t n, int num_warps, const char *bucket) {
+/* A tuning of one entry for this device: kernel of the stdlib source
+ * src in bucket, at cfg. */
+static trt_tuning *one_entry(const char *src, size_t len, const char *kernel, const char *bucket,
+                             trt_tune_config cfg) {
     trt_tuning *t;
     assert_int_equal(trt_tuning_create(&t), TRT_OK);
-    trt_tune_config cfg = {defs, n, num_warps, 2};
-    if (trt_tuning_put(t, dev, matmul_src, matmul_len, "matmul_f32", bucket, &cfg) != TRT_OK)
-        fail_msg("%s", trt_tuning_error(t));
+    if (trt_tuning_put(t, dev, src, len, kernel, bucket, &cfg) != TRT_OK) fail_msg("%s", trt_tuning_error(t));
     return t;
+}
+
+/* A tuning of one matmul_f32 entry (2 stages). */
+static trt_tuning *tuning_with(const tilec_define *defs, size_t n, int num_warps, const char *bucket) {
+    return one_entry(matmul_src, matmul_len, "matmul_f32", bucket, (trt_tune_config){defs, n, num_warps, 2});
 }
 
 /* Written to a file and loaded back, the entry is what tls_matmul takes. */
@@ -207,14 +212,9 @@ static void attention_is(const tls_options *opt) {
 
 static void attention_is_right(void) { attention_is(NULL); }
 
-/* A tuning of one attention_fwd_f32 entry for this device. */
+/* A tuning of one attention_fwd_f32 entry (1 warp, 1 stage). */
 static trt_tuning *attention_tuning(const tilec_define *defs, size_t n, const char *bucket) {
-    trt_tuning *t;
-    assert_int_equal(trt_tuning_create(&t), TRT_OK);
-    trt_tune_config cfg = {defs, n, 1, 1};
-    if (trt_tuning_put(t, dev, attention_src, attention_len, "attention_fwd_f32", bucket, &cfg) != TRT_OK)
-        fail_msg("%s", trt_tuning_error(t));
-    return t;
+    return one_entry(attention_src, attention_len, "attention_fwd_f32", bucket, (trt_tune_config){defs, n, 1, 1});
 }
 
 /* The forward takes its entry (16 x 16 blocks on one warp: a module of
@@ -311,11 +311,7 @@ static void test_row_kernel_tuned(void **state) {
     size_t before = tls_num_modules(dev);
     for (int warps = 2; warps >= 0; warps -= 2) {
         /* 2 warps: one module more; then 0: nothing taken, none more */
-        trt_tuning *t;
-        assert_int_equal(trt_tuning_create(&t), TRT_OK);
-        const trt_tune_config cfg = {NULL, 0, warps, 0};
-        if (trt_tuning_put(t, dev, src, len, "softmax_f32", ROW_BUCKET, &cfg) != TRT_OK)
-            fail_msg("%s", trt_tuning_error(t));
+        trt_tuning *t = one_entry(src, len, "softmax_f32", ROW_BUCKET, (trt_tune_config){NULL, 0, warps, 0});
         assert_int_equal(trt_use_tuning(dev, t), TRT_OK);
         size_t now = tls_num_modules(dev);
         softmax_is_right(4); /* the caller's warps: the module compiled above */
