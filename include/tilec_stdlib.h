@@ -77,10 +77,10 @@ typedef struct tls_options {
     tls_precision precision; /* f32 matrix products: TLS_TF32 (0, the default) or TLS_IEEE; other
                                 dtypes and calls take only the default */
     trt_tuning *search; /* not NULL: the call searches its op's candidate configurations (the
-                           matrix products and tls_attention_fwd; docs/tuning.md, "Searching from a
+                           matrix products and attention; docs/tuning.md, "Searching from a
                            call"): each compiled, pruned or launched with this call's arguments and
-                           measured by trt_tune (on the default stream), the winner recorded here; the
-                           outputs are the winner's. Other calls refuse it */
+                           measured by trt_tune (on the default stream), the winner recorded here and
+                           run once more: the outputs are its. Other calls refuse it */
 } tls_options;
 
 /* ---- softmax over rows ---------------------------------------------------- */

@@ -85,7 +85,7 @@ static trt_status begin(sl_call *c, trt_device *d, const char *op, tls_dtype dt,
                        op, w, MAX_NUM_WARPS);
     if (o && o->search && !searchable)
         return rt_fail(d, TRT_ERR_INVALID_ARGUMENT, "%s: tls_options.search: only the matrix products and "
-                       "tls_attention_fwd search their configurations", op);
+                       "attention (forward and backward) search their configurations", op);
     return TRT_OK;
 }
 
@@ -867,6 +867,7 @@ static trt_status matmul_search(const sl_call *c, const rt_matmul_config *table,
     mm_launch *l = malloc(MAX * sizeof *l);
     if (!l) return rt_fail(c->d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
     trt_tune_config cfgs[MAX];
+    rt_matmul_config tried[MAX];
     size_t n = 0;
     for (size_t i = 0; i < MAX && st == TRT_OK; i++) {
         rt_matmul_config cand = *table;
@@ -882,24 +883,26 @@ static trt_status matmul_search(const sl_call *c, const rt_matmul_config *table,
         if (s != TRT_OK && !i) st = s;
         if (s != TRT_OK) continue;
         cfgs[n] = (trt_tune_config){l[n].defs, MM_DEFINES, l[n].co.num_warps, l[n].co.num_stages};
-        n++;
+        tried[n++] = cand;
     }
     mm_grid_user u = {M, N, batch};
+    size_t best = 0;
     if (st == TRT_OK)
-        st = sl_search(c, "stdlib/matmul.tile", l[0].name, cfgs, n, false, bucket, mm_grid, &u, l[0].args, MM_ARGS);
+        st = sl_search(c, "stdlib/matmul.tile", l[0].name, cfgs, n, false, bucket, mm_grid, &u, l[0].args, MM_ARGS,
+                       &best);
     free(l);
-    return st;
+    return st == TRT_OK ? matmul_as(c, &tried[best], ieee, a, b, x, epi) : st; /* the winner's bits */
 }
 
 trt_status sl_search(const sl_call *c, const char *file, const char *name, const trt_tune_config *cfgs, size_t n,
                      bool exp2_ftz, const char *bucket, trt_tune_grid_fn grid, void *user, const trt_arg *args,
-                     size_t nargs) {
+                     size_t nargs, size_t *best) {
     const rt_embedded_file *f = embedded(file);
     if (!f) return rt_fail(c->d, TRT_ERR_NOT_FOUND, "%s: %s is not in this build of tilec", c->op, file);
     trt_tune_space sp = {.file = f->name, .source = f->text, .len = f->len, .kernel = name, .configs = cfgs,
                          .nconfigs = n, .bucket = bucket, .grid = grid, .user = user, .args = args, .nargs = nargs,
                          .exp2_ftz = exp2_ftz};
-    trt_status st = trt_tune(c->d, &sp, c->o->search, NULL, NULL);
+    trt_status st = trt_tune(c->d, &sp, c->o->search, NULL, best);
     return st == TRT_OK ? st : rt_fail(c->d, st, "%s: tls_options.search: %s", c->op, c->d->err);
 }
 

@@ -477,8 +477,8 @@ static trt_status check_workspace(const sl_call *c, tls_mem ws, uint64_t bytes) 
 static trt_status begin_attention(sl_call *c, trt_device *dev, const char *op, tls_dtype dt, const tls_options *opt,
                                   const tls_attention_problem *p, const att_arg *args, size_t n, bool *varlen) {
     trt_status st;
-    bool forward = !strcmp(op, "tls_attention_fwd"); /* the one that takes tls_options.search */
-    if ((st = forward ? sl_begin_searchable(c, dev, op, dt, opt) : sl_begin(c, dev, op, dt, opt))) return st;
+    bool searchable = !strcmp(op, "tls_attention_fwd") || !strcmp(op, "tls_attention_bwd"); /* tls_options.search */
+    if ((st = searchable ? sl_begin_searchable(c, dev, op, dt, opt) : sl_begin(c, dev, op, dt, opt))) return st;
     if (opt && opt->precision != TLS_TF32)
         return rt_fail(dev, TRT_ERR_INVALID_ARGUMENT, "%s: precision TLS_IEEE: attention's products are the tensor "
                        "cores' (f32 as tf32)", op);
@@ -664,6 +664,7 @@ static trt_status attention_fwd_search(sl_call *c, const rt_attention_config *ta
     att_fwd_launch *l = malloc(MAX * sizeof *l);
     if (!l) return rt_fail(c->d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
     trt_tune_config cfgs[MAX];
+    rt_attention_config tried[MAX];
     for (size_t i = 0; i < MAX; i++) {
         rt_attention_config cand = *table;
         if (i) {
@@ -672,11 +673,13 @@ static trt_status attention_fwd_search(sl_call *c, const rt_attention_config *ta
         }
         attention_fwd_prepare(c, &cand, p, varlen, q, k, v, o, lse, &l[i]);
         cfgs[i] = (trt_tune_config){l[i].defs, ATT_FWD_DEFINES, l[i].co.num_warps, l[i].co.num_stages};
+        tried[i] = cand;
     }
+    size_t best = 0;
     st = sl_search(c, "stdlib/attention.tile", l[0].name, cfgs, MAX, ATT_EXP2_FTZ, bucket, att_grid, (void *)p,
-                   l[0].args, ATT_FWD_ARGS);
+                   l[0].args, ATT_FWD_ARGS, &best);
     free(l);
-    return st;
+    return st == TRT_OK ? attention_fwd_as(c, &tried[best], p, varlen, q, k, v, o, lse) : st; /* the winner's bits */
 }
 
 trt_status tls_attention_fwd(trt_device *dev, tls_dtype dt, const tls_attention_problem *p, tls_attention_tensor q,
@@ -762,63 +765,139 @@ typedef struct att_bwd_io {
     tls_mem workspace;
 } att_bwd_io;
 
+/* The backward's three launches at one configuration (pre-pass, dK/dV,
+ * dQ; attention_bwd_prepare): each kernel's name, consts, options and
+ * specialization, the arguments they share, and each one's grid. */
+enum { ATT_BWD_DEFINES = 7, ATT_BWD_ARGS = 46 };
+typedef struct att_bwd_launch {
+    char names[3][SL_MAX_KERNEL_NAME], specs[3][128];
+    tilec_define defs[3][ATT_BWD_DEFINES];
+    trt_compile_options co[3]; /* their defines point at defs: made in place, not copied */
+    trt_arg args[ATT_BWD_ARGS];
+    int64_t grid[3][3];
+} att_bwd_launch;
+
+static void attention_bwd_prepare(const sl_call *c, const rt_attention_bwd_config *cfg, const tls_attention_problem *p,
+                                  bool varlen, const att_delta *d, const att_bwd_io *t, att_bwd_launch *l) {
+    int64_t q_per_kv = p->heads / p->kv_heads;
+    att_mask m = attention_mask(p);
+    /* the kernels: the pre-pass with dQ's configuration, dK/dV with its own */
+    static const char *const pass[3] = {"pre", "dkdv", "dq"};
+    const tls_attention_tensor *all[] = {&t->q, &t->k, &t->v, &t->o, &t->d_o, &t->dq, &t->dk, &t->dv};
+    bool aligned = strides_aligned(all, sizeof all / sizeof all[0]);
+    for (int i = 0; i < 3; i++) {
+        const rt_attention_pass *ps = i == 1 ? &cfg->dkdv : &cfg->dq;
+        const tilec_define d_i[ATT_BWD_DEFINES] = {
+            {"BLOCK_M", ps->block_m}, {"BLOCK_N", ps->block_n}, {"HEAD_DIM", cfg->head_dim}, {"CAUSAL", p->causal},
+            {"WINDOW", m.window},     {"VARLEN", varlen},       {"ALIGNED", aligned}};
+        memcpy(l->defs[i], d_i, sizeof d_i);
+        snprintf(l->names[i], sizeof l->names[i], "attention_bwd_%s_%s", pass[i], c->st->suffix);
+        snprintf(l->specs[i], sizeof l->specs[i], "HEAD_DIM %d, BLOCK_M %d, BLOCK_N %d%s%s%s%s", cfg->head_dim,
+                 ps->block_m, ps->block_n, p->causal ? ", CAUSAL" : "", m.window ? ", WINDOW" : "",
+                 varlen ? ", VARLEN" : "", aligned ? ", ALIGNED" : "");
+        int warps = sl_main_warps(c) ? sl_main_warps(c) : ps->num_warps;
+        l->co[i] = (trt_compile_options){.num_warps = warps, .defines = l->defs[i], .ndefines = ATT_BWD_DEFINES,
+                                         .num_stages = ps->num_stages, .exp2_ftz = ATT_EXP2_FTZ};
+    }
+    /* without varlen, cu_q and cu_k are not read */
+    tls_mem cuq = varlen ? p->cu_q : t->lse.mem, cuk = varlen ? p->cu_k : t->lse.mem;
+#define STRIDES(x) trt_int((x).stride_batch), trt_int((x).stride_head), trt_int((x).stride_row)
+    const trt_arg a[ATT_BWD_ARGS] = {
+        sl_arg_mem(t->q.mem),   sl_arg_mem(t->k.mem),     sl_arg_mem(t->v.mem),  sl_arg_mem(t->o.mem),
+        sl_arg_mem(t->d_o.mem), sl_arg_mem(t->lse.mem),   sl_arg_mem(t->workspace),
+        sl_arg_mem(t->dq.mem),  sl_arg_mem(t->dk.mem),    sl_arg_mem(t->dv.mem), sl_arg_mem(cuq),
+        sl_arg_mem(cuk),        trt_int(p->n_q),          trt_int(p->n_kv),      trt_int(q_per_kv),
+        STRIDES(t->q),          STRIDES(t->k),            STRIDES(t->v),         STRIDES(t->o),
+        STRIDES(t->d_o),        STRIDES(t->dq),           STRIDES(t->dk),        STRIDES(t->dv),
+        trt_int(t->lse.stride_batch), trt_int(t->lse.stride_head), trt_int(d->stride_batch),
+        trt_int(d->stride_head), trt_float(m.scale),      trt_int(m.left),       trt_int(m.right)};
+#undef STRIDES
+    memcpy(l->args, a, sizeof a);
+    const int64_t grids[3][3] = {{sl_cdiv(p->n_q, cfg->dq.block_m), p->heads, p->batch},
+                                 {sl_cdiv(p->n_kv, cfg->dkdv.block_n), p->kv_heads, p->batch},
+                                 {sl_cdiv(p->n_q, cfg->dq.block_m), p->heads, p->batch}};
+    memcpy(l->grid, grids, sizeof grids);
+}
+
 /* The backward at configuration cfg: its i32 loop count checked, its
  * three kernels compiled (together, once), launched. */
 static trt_status attention_bwd_as(sl_call *c, const rt_attention_bwd_config *cfg, const tls_attention_problem *p,
                                    bool varlen, const att_delta *d, const att_bwd_io *t) {
     trt_status st;
     if ((st = check_bwd_trips(c, p, cfg))) return st;
-    int64_t q_per_kv = p->heads / p->kv_heads;
-    att_mask m = attention_mask(p);
-    /* the kernels: pre-pass and dQ from dQ's module, dK/dV from its own */
-    static const char *const pass[3] = {"pre", "dkdv", "dq"};
-    const tls_attention_tensor *all[] = {&t->q, &t->k, &t->v, &t->o, &t->d_o, &t->dq, &t->dk, &t->dv};
-    bool aligned = strides_aligned(all, sizeof all / sizeof all[0]);
-    enum { ATT_BWD_DEFINES = 7 };
-    trt_kernel *kern[3];
-    tilec_define defs[3][ATT_BWD_DEFINES];
-    char names[3][SL_MAX_KERNEL_NAME];
-    const char *name_of[3];
-    trt_compile_options co[3];
-    for (int i = 0; i < 3; i++) {
-        const rt_attention_pass *ps = i == 1 ? &cfg->dkdv : &cfg->dq;
-        const tilec_define d_i[ATT_BWD_DEFINES] = {
-            {"BLOCK_M", ps->block_m}, {"BLOCK_N", ps->block_n}, {"HEAD_DIM", cfg->head_dim}, {"CAUSAL", p->causal},
-            {"WINDOW", m.window},     {"VARLEN", varlen},       {"ALIGNED", aligned}};
-        memcpy(defs[i], d_i, sizeof d_i);
-        snprintf(names[i], sizeof names[i], "attention_bwd_%s_%s", pass[i], c->st->suffix);
-        name_of[i] = names[i];
-        int warps = sl_main_warps(c) ? sl_main_warps(c) : ps->num_warps;
-        co[i] = (trt_compile_options){.num_warps = warps, .defines = defs[i], .ndefines = ATT_BWD_DEFINES,
-                                      .num_stages = ps->num_stages, .exp2_ftz = ATT_EXP2_FTZ};
-    }
+    att_bwd_launch *l = malloc(sizeof *l);
+    if (!l) return rt_fail(c->d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
+    attention_bwd_prepare(c, cfg, p, varlen, d, t, l);
     /* the three compile together: a first call waits for the slowest */
-    sl_prefetch(c, "stdlib/attention_bwd.tile", name_of, co, 3);
-    for (int i = 0; i < 3; i++) {
-        const rt_attention_pass *ps = i == 1 ? &cfg->dkdv : &cfg->dq;
-        char spec[128];
-        snprintf(spec, sizeof spec, "HEAD_DIM %d, BLOCK_M %d, BLOCK_N %d%s%s%s%s", cfg->head_dim, ps->block_m,
-                 ps->block_n, p->causal ? ", CAUSAL" : "", m.window ? ", WINDOW" : "", varlen ? ", VARLEN" : "",
-                 aligned ? ", ALIGNED" : "");
-        if ((st = sl_kernel_with(c, "stdlib/attention_bwd.tile", names[i], &co[i], spec, &kern[i]))) return st;
+    const char *names[3] = {l->names[0], l->names[1], l->names[2]};
+    sl_prefetch(c, "stdlib/attention_bwd.tile", names, l->co, 3);
+    trt_kernel *kern[3];
+    for (int i = 0; i < 3 && st == TRT_OK; i++)
+        st = sl_kernel_with(c, "stdlib/attention_bwd.tile", l->names[i], &l->co[i], l->specs[i], &kern[i]);
+    for (int i = 0; i < 3 && st == TRT_OK; i++)
+        st = sl_launch_grid(c, kern[i], l->grid[i][0], l->grid[i][1], l->grid[i][2], l->args, ATT_BWD_ARGS);
+    free(l);
+    return st;
+}
+
+/* A backward pass's grid for a search's configuration: dK/dV's by key
+ * blocks (BLOCK_N, the second const), dQ's by query blocks (BLOCK_M, the
+ * first). */
+static void att_bwd_dkdv_grid(void *user, const trt_tune_config *cfg, uint32_t g[3]) {
+    const tls_attention_problem *p = user;
+    g[0] = (uint32_t)sl_cdiv(p->n_kv, cfg->defines[1].value), g[1] = (uint32_t)p->kv_heads, g[2] = (uint32_t)p->batch;
+}
+
+static void att_bwd_dq_grid(void *user, const trt_tune_config *cfg, uint32_t g[3]) {
+    const tls_attention_problem *p = user;
+    g[0] = (uint32_t)sl_cdiv(p->n_q, cfg->defines[0].value), g[1] = (uint32_t)p->heads, g[2] = (uint32_t)p->batch;
+}
+
+/* tls_options.search for the backward: the pre-pass once at the table's
+ * row (delta, which no configuration changes), then dK/dV's kernel and
+ * dQ's each searched apart over the table's pass and attention_candidates
+ * (the pass's stages), each recorded under its own kernel's name. */
+static trt_status attention_bwd_search(sl_call *c, const rt_attention_bwd_config *table,
+                                       const tls_attention_problem *p, bool varlen, const att_delta *d,
+                                       const att_bwd_io *t) {
+    enum { MAX = 1 + sizeof attention_candidates / sizeof attention_candidates[0] };
+    _Static_assert((int)MAX <= (int)SL_MAX_SEARCH, "the backward's candidates fit a search");
+    const int64_t sizes[ATT_BUCKET_SIZES] = {p->n_q, p->n_kv, p->head_dim};
+    char bucket[TRT_TUNE_MAX_BUCKET];
+    trt_status st = trt_tune_bucket(bucket, sizeof bucket, att_bucket_names, sizes, ATT_BUCKET_SIZES);
+    if (st != TRT_OK) return rt_fail(c->d, st, "%s: tls_options.search: %s", c->op, c->d->err);
+    att_bwd_launch *l = malloc(MAX * sizeof *l);
+    if (!l) return rt_fail(c->d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
+    attention_bwd_prepare(c, table, p, varlen, d, t, &l[0]);
+    trt_kernel *pre;
+    if ((st = sl_kernel_with(c, "stdlib/attention_bwd.tile", l[0].names[0], &l[0].co[0], l[0].specs[0], &pre)) ||
+        (st = sl_launch_grid(c, pre, l[0].grid[0][0], l[0].grid[0][1], l[0].grid[0][2], l[0].args, ATT_BWD_ARGS)))
+        goto done;
+    rt_attention_bwd_config won = *table; /* each pass's winner, as it is found */
+    for (int pass = 1; pass <= 2 && st == TRT_OK; pass++) {
+        trt_tune_config cfgs[MAX];
+        rt_attention_pass tried[MAX];
+        size_t n = 0, best = 0;
+        for (size_t i = 0; i < MAX; i++) {
+            rt_attention_bwd_config cand = *table;
+            rt_attention_pass *ps = pass == 1 ? &cand.dkdv : &cand.dq;
+            if (i) {
+                const int *r = attention_candidates[i - 1];
+                ps->block_m = r[0], ps->block_n = r[1], ps->num_warps = r[2];
+            }
+            if (i && check_bwd_trips(c, p, &cand) != TRT_OK) continue; /* its blocks overrun dK/dV's loop count */
+            attention_bwd_prepare(c, &cand, p, varlen, d, t, &l[n]);
+            cfgs[n] = (trt_tune_config){l[n].defs[pass], ATT_BWD_DEFINES, l[n].co[pass].num_warps,
+                                        l[n].co[pass].num_stages};
+            tried[n++] = *ps;
+        }
+        st = sl_search(c, "stdlib/attention_bwd.tile", l[0].names[pass], cfgs, n, ATT_EXP2_FTZ, bucket,
+                       pass == 1 ? att_bwd_dkdv_grid : att_bwd_dq_grid, (void *)p, l[0].args, ATT_BWD_ARGS, &best);
+        if (st == TRT_OK) *(pass == 1 ? &won.dkdv : &won.dq) = tried[best];
     }
-    /* without varlen, cu_q and cu_k are not read */
-    tls_mem cuq = varlen ? p->cu_q : t->lse.mem, cuk = varlen ? p->cu_k : t->lse.mem;
-#define STRIDES(x) trt_int((x).stride_batch), trt_int((x).stride_head), trt_int((x).stride_row)
-    trt_arg a[] = {sl_arg_mem(t->q.mem),   sl_arg_mem(t->k.mem),     sl_arg_mem(t->v.mem),  sl_arg_mem(t->o.mem),
-                   sl_arg_mem(t->d_o.mem), sl_arg_mem(t->lse.mem),   sl_arg_mem(t->workspace),
-                   sl_arg_mem(t->dq.mem),  sl_arg_mem(t->dk.mem),    sl_arg_mem(t->dv.mem), sl_arg_mem(cuq),
-                   sl_arg_mem(cuk),        trt_int(p->n_q),          trt_int(p->n_kv),      trt_int(q_per_kv),
-                   STRIDES(t->q),          STRIDES(t->k),            STRIDES(t->v),         STRIDES(t->o),
-                   STRIDES(t->d_o),        STRIDES(t->dq),           STRIDES(t->dk),        STRIDES(t->dv),
-                   trt_int(t->lse.stride_batch), trt_int(t->lse.stride_head), trt_int(d->stride_batch),
-                   trt_int(d->stride_head), trt_float(m.scale),      trt_int(m.left),       trt_int(m.right)};
-#undef STRIDES
-    size_t na = sizeof a / sizeof a[0];
-    if ((st = sl_launch_grid(c, kern[0], sl_cdiv(p->n_q, cfg->dq.block_m), p->heads, p->batch, a, na)) ||
-        (st = sl_launch_grid(c, kern[1], sl_cdiv(p->n_kv, cfg->dkdv.block_n), p->kv_heads, p->batch, a, na)))
-        return st;
-    return sl_launch_grid(c, kern[2], sl_cdiv(p->n_q, cfg->dq.block_m), p->heads, p->batch, a, na);
+done:
+    free(l);
+    return st == TRT_OK ? attention_bwd_as(c, &won, p, varlen, d, t) : st; /* the winners' bits */
 }
 
 trt_status tls_attention_bwd(trt_device *dev, tls_dtype dt, const tls_attention_problem *p, tls_attention_tensor q,
@@ -843,6 +922,7 @@ trt_status tls_attention_bwd(trt_device *dev, tls_dtype dt, const tls_attention_
     const rt_attention_bwd_config *cfg = bwd_config(&c, p);
     if ((st = check_bwd_trips(&c, p, cfg))) return st;
     const att_bwd_io io = {q, k, v, o, d_o, lse, dq, dk, dv, workspace};
+    if (opt && opt->search) return attention_bwd_search(&c, cfg, p, varlen, &d, &io);
     /* tuned passes first: dK/dV's entry, and dQ's (the pre-pass's too);
      * if they do not compile (or their blocks overrun the loop count),
      * the table's, with a note in the tuning */

@@ -112,16 +112,19 @@ typedef struct sl_call {
 /* The checks every entry point starts with: the device open, the dtype
  * and the options (precision, num_warps); sets up *c. */
 trt_status sl_begin(sl_call *c, trt_device *d, const char *op, tls_dtype dt, const tls_options *o);
-/* The same for a call that takes tls_options.search (sl_begin refuses it). */
+/* The same for a call that takes tls_options.search (the matrix products
+ * and attention; sl_begin refuses it). */
 trt_status sl_begin_searchable(sl_call *c, trt_device *d, const char *op, tls_dtype dt, const tls_options *o);
 /* The search tls_options.search asks for (docs/tuning.md): the n
  * candidates cfgs of kernel `name` of the embedded stdlib `file`, each
  * launched with args on the grid `grid` gives it (user: its first
  * argument), measured by trt_tune (exp2_ftz as the call compiles), the
- * winner recorded in the caller's tuning under `bucket`. */
+ * winner recorded in the caller's tuning under `bucket` and its index in
+ * *best. The outputs are then the last candidate's measured: the caller
+ * runs the winner once more, so that they are its bits. */
 trt_status sl_search(const sl_call *c, const char *file, const char *name, const trt_tune_config *cfgs, size_t n,
                      bool exp2_ftz, const char *bucket, trt_tune_grid_fn grid, void *user, const trt_arg *args,
-                     size_t nargs);
+                     size_t nargs, size_t *best);
 /* Whether the call may read device memory to check its arguments (token
  * ids, targets, offsets): where reading costs a memcpy (the CPU and the
  * emulator, whose launches are done when they return), and not while a

@@ -378,6 +378,10 @@ static void test_attention_options(void **state) {
  * dq's and dk's bounding delta's error from o's), plus n 2^-22 for f16
  * (p and dS below f16's normals; n the terms), and exactly 0 where
  * there is no term (a row that sees no key, a key no row sees). */
+/* Where run_backward's first backward call searches its configurations
+ * (tls_options.search; test_attention_bwd_search), NULL: nowhere. */
+static trt_tuning *bwd_search;
+
 static void run_backward(const att_case *c) {
     const dtype *dt = c->dt;
     char what[200];
@@ -438,10 +442,11 @@ static void run_backward(const att_case *c) {
     OK(trt_alloc(dev, WS_OFF + ws_bytes + WS_TAIL, &ws));
     OK(trt_write(dev, ws, 0, ws_host, WS_OFF + ws_bytes + WS_TAIL));
     size_t modules = tls_num_modules(dev);
+    const tls_options searching = {.num_warps = c->warps, .search = bwd_search};
     OK(tls_attention_bwd(dev, dt->id, &p, arg(&q), arg(&k), arg(&v), arg(&o), arg(&g), arg(&lse), arg(&dq), arg(&dk),
-                         arg(&dv), tls_mem_at(ws, WS_OFF), &opt));
+                         arg(&dv), tls_mem_at(ws, WS_OFF), &searching));
     size_t after = tls_num_modules(dev);
-    assert_true(after <= modules + 3); /* the pre-pass's module, dK/dV's and dQ's */
+    if (!bwd_search) assert_true(after <= modules + 3); /* the pre-pass's module, dK/dV's and dQ's */
     /* the same call again, on a stream, on poisoned outputs: no compile, and the same bits (no atomics) */
     tensor *outs[3] = {&dq, &dk, &dv};
     unsigned char *first[3];
@@ -658,6 +663,27 @@ static void test_attention_bwd_tuned(void **state) {
     OK(trt_use_tuning(dev, NULL));
     trt_tuning_free(t);
     free(src);
+}
+
+/* The backward searching its configurations from the call into a tuning
+ * the device also consults: the searched call's gradients are right, and
+ * are the winners' (the call again, now taking the tuning's two entries,
+ * compiles nothing and gives the same bits: run_backward's checks). */
+static void test_attention_bwd_search(void **state) {
+    (void)state;
+    trt_tuning *t;
+    OK(trt_tuning_create(&t));
+    OK(trt_use_tuning(dev, t));
+    bwd_search = t;
+    const att_case c = {.dt = &f16, .batch = 1, .heads = 2, .kv_heads = 1, .n_q = 30, .n_kv = 50, .d = 32,
+                        .causal = true, .lay = BSHD};
+    run_backward(&c);
+    bwd_search = NULL;
+    assert_int_equal(trt_tuning_num_entries(t), 2); /* dK/dV's and dQ's */
+    if (!strstr(trt_tuning_last_used(t), "attention_bwd_dq_f16 "))
+        fail_msg("last used: '%s'", trt_tuning_last_used(t));
+    OK(trt_use_tuning(dev, NULL));
+    trt_tuning_free(t);
 }
 
 /* FlashAttention's packed layout, q, k and v interleaved in one [batch,
@@ -992,6 +1018,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_attention_misuse),
         cmocka_unit_test(test_attention_bwd),
         cmocka_unit_test(test_attention_bwd_tuned),
+        cmocka_unit_test(test_attention_bwd_search),
         cmocka_unit_test(test_attention_packed_qkv),
         cmocka_unit_test(test_attention_bwd_misuse),
     };

@@ -360,7 +360,7 @@ static void test_search_from_call(void **state) {
     assert_int_equal(tls_softmax(dev, TLS_F32, tls_mem_of(x), tls_mem_of(x), 1, 16, 16, 16, &search),
                      TRT_ERR_INVALID_ARGUMENT);
     if (!strstr(trt_last_error(dev), "tls_softmax: tls_options.search: only the matrix products and "
-                                     "tls_attention_fwd search"))
+                                     "attention (forward and backward) search"))
         fail_msg("message: %s", trt_last_error(dev));
     assert_int_equal(trt_tuning_num_entries(t), 2);
     trt_free(dev, x);
