@@ -643,6 +643,14 @@ static const rt_tune_entry *tuned_attention(const sl_call *c, const char *file, 
 static const int attention_candidates[][3] = {{64, 32, 4}, {64, 64, 4},  {128, 32, 4}, {128, 64, 4},
                                               {64, 32, 8}, {64, 64, 8}, {128, 32, 8}, {128, 64, 8}};
 
+/* p's bucket (att_bucket_names) into bucket[TRT_TUNE_MAX_BUCKET], for a
+ * search. */
+static trt_status search_bucket(const sl_call *c, const tls_attention_problem *p, char *bucket) {
+    const int64_t sizes[ATT_BUCKET_SIZES] = {p->n_q, p->n_kv, p->head_dim};
+    trt_status st = trt_tune_bucket(bucket, TRT_TUNE_MAX_BUCKET, att_bucket_names, sizes, ATT_BUCKET_SIZES);
+    return st == TRT_OK ? st : rt_fail(c->d, st, "%s: tls_options.search: %s", c->op, c->d->err);
+}
+
 static void att_grid(void *user, const trt_tune_config *cfg, uint32_t g[3]) {
     const tls_attention_problem *p = user;
     g[0] = (uint32_t)sl_cdiv(p->n_q, cfg->defines[0].value); /* BLOCK_M: attention_fwd_prepare's first */
@@ -657,10 +665,9 @@ static trt_status attention_fwd_search(sl_call *c, const rt_attention_config *ta
                                        tls_attention_tensor v, tls_attention_tensor o, tls_attention_tensor lse) {
     enum { MAX = 1 + sizeof attention_candidates / sizeof attention_candidates[0] };
     _Static_assert((int)MAX <= (int)SL_MAX_SEARCH, "the forward's candidates fit a search");
-    const int64_t sizes[ATT_BUCKET_SIZES] = {p->n_q, p->n_kv, p->head_dim};
     char bucket[TRT_TUNE_MAX_BUCKET];
-    trt_status st = trt_tune_bucket(bucket, sizeof bucket, att_bucket_names, sizes, ATT_BUCKET_SIZES);
-    if (st != TRT_OK) return rt_fail(c->d, st, "%s: tls_options.search: %s", c->op, c->d->err);
+    trt_status st = search_bucket(c, p, bucket);
+    if (st != TRT_OK) return st;
     att_fwd_launch *l = malloc(MAX * sizeof *l);
     if (!l) return rt_fail(c->d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
     trt_tune_config cfgs[MAX];
@@ -862,10 +869,9 @@ static trt_status attention_bwd_search(sl_call *c, const rt_attention_bwd_config
                                        const att_bwd_io *t) {
     enum { MAX = 1 + sizeof attention_candidates / sizeof attention_candidates[0] };
     _Static_assert((int)MAX <= (int)SL_MAX_SEARCH, "the backward's candidates fit a search");
-    const int64_t sizes[ATT_BUCKET_SIZES] = {p->n_q, p->n_kv, p->head_dim};
     char bucket[TRT_TUNE_MAX_BUCKET];
-    trt_status st = trt_tune_bucket(bucket, sizeof bucket, att_bucket_names, sizes, ATT_BUCKET_SIZES);
-    if (st != TRT_OK) return rt_fail(c->d, st, "%s: tls_options.search: %s", c->op, c->d->err);
+    trt_status st = search_bucket(c, p, bucket);
+    if (st != TRT_OK) return st;
     att_bwd_launch *l = malloc(MAX * sizeof *l);
     if (!l) return rt_fail(c->d, TRT_ERR_OUT_OF_MEMORY, "out of memory");
     attention_bwd_prepare(c, table, p, varlen, d, t, &l[0]);
