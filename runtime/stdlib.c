@@ -786,12 +786,13 @@ static trt_status matmul_prepare(const sl_call *c, const rt_matmul_config *cfg, 
     bool even = M % cfg->block_m == 0 && N % cfg->block_n == 0 && K % cfg->block_k == 0;
     /* sizes of whole 16-byte runs: the masks are one bit a run (no use when EVEN drops them) */
     bool sizes_vec = !even && M % vec == 0 && N % vec == 0 && K % vec == 0;
-    const tilec_define defs[MM_DEFINES] = {{"BLOCK_M", cfg->block_m},        {"BLOCK_N", cfg->block_n},
+    const tilec_define defs[] = {{"BLOCK_M", cfg->block_m},        {"BLOCK_N", cfg->block_n},
                                            {"BLOCK_K", cfg->block_k},        {"GROUP_M", cfg->group_m},
                                            {"A_LAYOUT", operand_layout(&a, vec)}, {"B_LAYOUT", operand_layout(&b, vec)},
                                            {"C_LAYOUT", c_layout},           {"EVEN", even},
                                            {"HAS_BIAS", has_bias},           {"ACTIVATION", act},
                                            {"EDGE_MASKS", cfg->edge_masks}, {"SIZES_VEC", sizes_vec}};
+    _Static_assert(sizeof defs / sizeof defs[0] == MM_DEFINES, "one value per slot (a missing one would be a silent 0)");
     memcpy(l->defs, defs, sizeof defs);
     snprintf(l->name, sizeof l->name, "matmul_%s%s", c->st->suffix, ieee ? "_ieee" : "");
     snprintf(l->spec, sizeof l->spec, "BLOCK_M %d, BLOCK_N %d, BLOCK_K %d, layouts %lld %lld %lld%s%s%s, activation %d",
@@ -809,11 +810,12 @@ static trt_status matmul_prepare(const sl_call *c, const rt_matmul_config *cfg, 
         if (b.n[i] == 1) b.s[i] = 0;
         if (x.n[i] == 1) x.s[i] = 0;
     }
-    const trt_arg args[MM_ARGS] = {sl_arg_mem(a.mem),  sl_arg_mem(b.mem),  sl_arg_mem(x.mem),  trt_int(M),
+    const trt_arg args[] = {sl_arg_mem(a.mem),  sl_arg_mem(b.mem),  sl_arg_mem(x.mem),  trt_int(M),
                                    trt_int(N),         trt_int(K),         trt_int(a.s[1]),    trt_int(a.s[2]),
                                    trt_int(b.s[1]),    trt_int(b.s[2]),    trt_int(x.s[1]),    trt_int(x.s[2]),
                                    trt_int(a.s[0]),    trt_int(b.s[0]),    trt_int(x.s[0]),
                                    sl_arg_mem(has_bias ? epi->bias.mem : x.mem)}; /* without a bias, not read */
+    _Static_assert(sizeof args / sizeof args[0] == MM_ARGS, "one value per slot (a missing one would be a silent 0)");
     memcpy(l->args, args, sizeof args);
     l->tiles = tiles, l->batch = batch;
     return TRT_OK;

@@ -581,9 +581,10 @@ static void attention_fwd_prepare(const sl_call *c, const rt_attention_config *c
     att_mask m = attention_mask(p);
     const tls_attention_tensor *all[] = {&q, &k, &v, &o};
     bool aligned = strides_aligned(all, sizeof all / sizeof all[0]);
-    const tilec_define defs[ATT_FWD_DEFINES] = {
+    const tilec_define defs[] = {
         {"BLOCK_M", cfg->block_m}, {"BLOCK_N", cfg->block_n}, {"HEAD_DIM", cfg->head_dim}, {"CAUSAL", p->causal},
         {"WINDOW", m.window},      {"VARLEN", varlen},        {"ALIGNED", aligned}};
+    _Static_assert(sizeof defs / sizeof defs[0] == ATT_FWD_DEFINES, "one value per slot (a missing one would be a silent 0)");
     memcpy(l->defs, defs, sizeof defs);
     snprintf(l->name, sizeof l->name, "attention_fwd_%s", c->st->suffix);
     snprintf(l->spec, sizeof l->spec, "HEAD_DIM %d, BLOCK_M %d, BLOCK_N %d%s%s%s%s", cfg->head_dim, cfg->block_m,
@@ -593,7 +594,7 @@ static void attention_fwd_prepare(const sl_call *c, const rt_attention_config *c
     l->co = (trt_compile_options){.num_warps = warps, .defines = l->defs, .ndefines = ATT_FWD_DEFINES,
                                   .num_stages = cfg->num_stages, .exp2_ftz = ATT_EXP2_FTZ};
     tls_mem cuq = varlen ? p->cu_q : lse.mem, cuk = varlen ? p->cu_k : lse.mem; /* without varlen, not read */
-    const trt_arg a[ATT_FWD_ARGS] = {
+    const trt_arg a[] = {
         sl_arg_mem(q.mem),       sl_arg_mem(k.mem),       sl_arg_mem(v.mem),       sl_arg_mem(o.mem),
         sl_arg_mem(lse.mem),     sl_arg_mem(cuq),         sl_arg_mem(cuk),         trt_int(p->n_q),
         trt_int(p->n_kv),        trt_int(p->heads / p->kv_heads), trt_int(q.stride_batch), trt_int(q.stride_head),
@@ -601,6 +602,7 @@ static void attention_fwd_prepare(const sl_call *c, const rt_attention_config *c
         trt_int(v.stride_batch), trt_int(v.stride_head), trt_int(v.stride_row),   trt_int(o.stride_batch),
         trt_int(o.stride_head),  trt_int(o.stride_row),   trt_int(lse.stride_batch), trt_int(lse.stride_head),
         trt_float(m.scale),      trt_int(m.left),         trt_int(m.right)};
+    _Static_assert(sizeof a / sizeof a[0] == ATT_FWD_ARGS, "one value per slot (a missing one would be a silent 0)");
     memcpy(l->args, a, sizeof a);
     l->grid[0] = sl_cdiv(p->n_q, cfg->block_m), l->grid[1] = p->heads, l->grid[2] = p->batch;
 }
@@ -794,9 +796,10 @@ static void attention_bwd_prepare(const sl_call *c, const rt_attention_bwd_confi
     bool aligned = strides_aligned(all, sizeof all / sizeof all[0]);
     for (int i = 0; i < 3; i++) {
         const rt_attention_pass *ps = i == 1 ? &cfg->dkdv : &cfg->dq;
-        const tilec_define d_i[ATT_BWD_DEFINES] = {
+        const tilec_define d_i[] = {
             {"BLOCK_M", ps->block_m}, {"BLOCK_N", ps->block_n}, {"HEAD_DIM", cfg->head_dim}, {"CAUSAL", p->causal},
             {"WINDOW", m.window},     {"VARLEN", varlen},       {"ALIGNED", aligned}};
+        _Static_assert(sizeof d_i / sizeof d_i[0] == ATT_BWD_DEFINES, "one value per slot (a missing one would be a silent 0)");
         memcpy(l->defs[i], d_i, sizeof d_i);
         snprintf(l->names[i], sizeof l->names[i], "attention_bwd_%s_%s", pass[i], c->st->suffix);
         snprintf(l->specs[i], sizeof l->specs[i], "HEAD_DIM %d, BLOCK_M %d, BLOCK_N %d%s%s%s%s", cfg->head_dim,
@@ -809,7 +812,7 @@ static void attention_bwd_prepare(const sl_call *c, const rt_attention_bwd_confi
     /* without varlen, cu_q and cu_k are not read */
     tls_mem cuq = varlen ? p->cu_q : t->lse.mem, cuk = varlen ? p->cu_k : t->lse.mem;
 #define STRIDES(x) trt_int((x).stride_batch), trt_int((x).stride_head), trt_int((x).stride_row)
-    const trt_arg a[ATT_BWD_ARGS] = {
+    const trt_arg a[] = {
         sl_arg_mem(t->q.mem),   sl_arg_mem(t->k.mem),     sl_arg_mem(t->v.mem),  sl_arg_mem(t->o.mem),
         sl_arg_mem(t->d_o.mem), sl_arg_mem(t->lse.mem),   sl_arg_mem(t->workspace),
         sl_arg_mem(t->dq.mem),  sl_arg_mem(t->dk.mem),    sl_arg_mem(t->dv.mem), sl_arg_mem(cuq),
@@ -819,6 +822,7 @@ static void attention_bwd_prepare(const sl_call *c, const rt_attention_bwd_confi
         trt_int(t->lse.stride_batch), trt_int(t->lse.stride_head), trt_int(d->stride_batch),
         trt_int(d->stride_head), trt_float(m.scale),      trt_int(m.left),       trt_int(m.right)};
 #undef STRIDES
+    _Static_assert(sizeof a / sizeof a[0] == ATT_BWD_ARGS, "one value per slot (a missing one would be a silent 0)");
     memcpy(l->args, a, sizeof a);
     const int64_t grids[3][3] = {{sl_cdiv(p->n_q, cfg->dq.block_m), p->heads, p->batch},
                                  {sl_cdiv(p->n_kv, cfg->dkdv.block_n), p->kv_heads, p->batch},
