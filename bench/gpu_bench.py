@@ -1071,12 +1071,20 @@ def main():
     failed = []  # (what, why): a failure costs its own rows, not the run's
 
     def guarded(what, fn, *args):
+        # each section's rows as they come, raw (ms), in the log: a kernel
+        # that hangs is killed at the budget's end with the tables unprinted
+        lists = [a for a in args if isinstance(a, list) and a is not failed]
+        before = [len(rows) for rows in lists]
         try:
             fn(*args)
         except Exception as e:  # noqa: BLE001 - Failed, or torch / CUDA errors
             why = str(e).splitlines()[0] if str(e) else type(e).__name__
             print("FAILED: %s: %s" % (what, why), file=sys.stderr)
             failed.append((what, why))
+        finally:
+            for rows, n in zip(lists, before):
+                for r in rows[n:]:
+                    print("row %s: %r" % (what, r), flush=True)
 
     def out_of_time(signum, frame):
         raise OutOfTime()
