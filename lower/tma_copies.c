@@ -25,7 +25,13 @@
  * its quotient is that dim's coordinate. The slot's contiguous dim (its
  * shared layout's ord[0]) must have stride 1 and every other stride must
  * be a multiple of 16 bytes the compiler can prove (a constant, or a
- * parameter under multiple_of): the copy engine's rules.
+ * parameter under multiple_of): the copy engine's rules. So must the
+ * coordinate along the contiguous dim, where the box starts (each of its
+ * products' coefficient times what divides its factors, by axisinfo or
+ * multiple_of): an H200 executes a copy starting elsewhere as an illegal
+ * instruction, so `range(lo, K, 64)` keeps cp.async and
+ * `range(multiple_of(lo, 8), K, 64)` (f16) converts. A parameter alone
+ * in u is such an offset, never a batch stride.
  *
  * The mask becomes the map's sizes and the copy's predicate: a
  * conjunction of scalar conditions, which must be the pipeline's "this
@@ -96,6 +102,7 @@ typedef struct lin {
 typedef struct tma_ctx {
     tir_func *f;
     int64_t *param_div; /* by parameter: the largest multiple_of promised for it */
+    lower_axis_map *axis; /* scalars' divisibility (the box's start along dim 0), per loop */
 } tma_ctx;
 
 /* ---- linear forms over scalars ------------------------------------------ */
@@ -429,6 +436,30 @@ static bool host_term(tma_ctx *c, const lin *l, tir_tmap_term *t, uint32_t eb, b
     return !need_align || aligned_product(m->coef, eb, c->param_div[p] ? c->param_div[p] : 1);
 }
 
+/* What divides scalar v: axisinfo's, or a multiple_of promised for it
+ * (a parameter: scalar_lin looks through multiple_of to the parameter). */
+static int64_t scalar_div(const tma_ctx *c, const tir_value *v) {
+    if (!v) return 1;
+    int64_t d = lower_axis_get(c->axis, v).divisibility;
+    int p = param_of(c->f, v);
+    if (p >= 0 && c->param_div[p] > d) d = c->param_div[p];
+    return d;
+}
+
+/* Whether coordinate l, in elements of eb bytes, is provably a multiple
+ * of 16 bytes: the copy engine's box must start there along the
+ * innermost dim (an illegal instruction otherwise, on an H200: emu/async.c,
+ * coord_aligned). Each product's coefficient times what divides its
+ * factors, a multiple of 16 / eb elements, makes the sum one. */
+static bool coord_aligned(const tma_ctx *c, const lin *l, uint32_t eb) {
+    for (unsigned i = 0; i < l->n; i++) {
+        const mono *t = &l->m[i];
+        int64_t k = t->coef < 0 ? -t->coef : t->coef; /* coef > INT32_MIN: copy_form's check */
+        if (!aligned_product(k * eb, scalar_div(c, t->a), scalar_div(c, t->b))) return false;
+    }
+    return true;
+}
+
 /* Whether product t names parameter p as a factor, and t / (scale * p)
  * as `rest`. */
 static bool divides(const mono *t, const tir_tmap_term *s, tma_ctx *c, lin *rest) {
@@ -529,7 +560,9 @@ static bool copy_form(tma_ctx *c, const tir_op *loop, const tir_op *cp, tma_copy
         unsigned d = 0;
         while (d < map->rank && !(d > 0 && divides(t, &map->stride[d], c, &rest))) d++;
         if (d == map->rank) { /* a parameter times something: a dim of its own (a batch), else dim 0 */
-            for (int k = 0; k < 2 && d == map->rank; k++) {
+            /* (a parameter alone is an offset, not a stride: a loop's
+             * start under multiple_of, `range(multiple_of(lo, 8), ...)`) */
+            for (int k = 0; k < 2 && d == map->rank && degree(t) == 2; k++) {
                 tir_value *f = k ? t->b : t->a;
                 int q = param_of(c->f, f);
                 if (q < 0 || !is_int(f->type)) continue;
@@ -565,6 +598,10 @@ static bool copy_form(tma_ctx *c, const tir_op *loop, const tir_op *cp, tma_copy
     for (unsigned d = 0; d < map->rank; d++)
         for (unsigned i = 0; i < out->coord[d].n; i++)
             if (out->coord[d].m[i].coef < 0) return false;
+    /* the box starts at a multiple of 16 bytes along the contiguous dim:
+     * `range(lo, K, 64)` with lo unknown keeps cp.async, and
+     * `range(multiple_of(lo, 8), ...)` (f16) takes the copy engine */
+    if (!coord_aligned(c, &out->coord[0], eb)) return false;
     /* sizes: a bound's y - x plus the coordinate, else unbounded */
     unsigned tile_dim[2] = {cd, rd};
     for (unsigned d = 0; d < map->rank; d++) {
@@ -795,6 +832,7 @@ static void tma_loop(tma_ctx *c, tir_op *loop, tc_arena *arena) {
     bool has_wait = false;
     for (const tir_op *o = loop->body->first; o; o = o->next) has_wait |= o->code == TIR_OP_ASYNC_WAIT;
     if (!has_wait) return;
+    c->axis = lower_axis_analyze(c->f, arena); /* afresh: an earlier loop's conversion made new values */
     for (uint32_t i = 0; i < w.n; i++) {
         ring *r = &w.r[i];
         if (r->bad || !r->ncopies || !ring_of_loop(r, loop)) continue;

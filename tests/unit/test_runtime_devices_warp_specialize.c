@@ -144,7 +144,7 @@ static const char mm_src[] =
     "    let sam = multiple_of(sa, 8);\n"
     "    let sbn = multiple_of(sb, 8);\n"
     "    var acc = zeros((BM, BN), f32);\n"
-    "    for k in range(lo, K, STEP, num_stages = NS, warp_specialize = true) {\n"
+    "    for k in range(multiple_of(lo, 8), K, STEP, num_stages = NS, warp_specialize = true) {\n"
     "        let x = load(a + rm[:, None] * sam + (k + ks)[None, :], (k + ks)[None, :] < K & rm[:, None] < M, other = 0.0);\n"
     "        let y = trans(load(b + rn[:, None] * sbn + (k + ks)[None, :], (k + ks)[None, :] < K & rn[:, None] < N, other = 0.0));\n"
     "        acc = dot(x, y, acc);\n"
@@ -200,7 +200,7 @@ static void test_bounds(void **state) {
     tilec_define step[1] = {{"STEP", 128}};
     mm_case("a step of 2 blocks", 4, step, 1, 100, 70, 520, 0, 528, 528);
     mm_case("a step of 2 blocks, lo = 8", 4, step, 1, 100, 70, 520, 8, 528, 528);
-    mm_case("zero trips, lo = K", 4, NULL, 0, 100, 70, 300, 300, 304, 304);
+    mm_case("zero trips, lo = K", 4, NULL, 0, 100, 70, 304, 304, 304, 304);
     mm_case("zero trips, lo > K", 4, NULL, 0, 100, 70, 300, 400, 304, 304);
 }
 
@@ -249,7 +249,7 @@ static const char epi_src[] =
     "        let sam = multiple_of(sa, 8);\n"
     "        let sbn = multiple_of(sb, 8);\n"
     "        var acc = zeros((64, 64), f32);\n"
-    "        for k in range(lo, K, 64, num_stages = NS, warp_specialize = true) {\n"
+    "        for k in range(multiple_of(lo, 8), K, 64, num_stages = NS, warp_specialize = true) {\n"
     "            let x = load(a + rm[:, None] * sam + (k + ks)[None, :], (k + ks)[None, :] < K, other = 0.0);\n"
     "            let y = trans(load(b + rn[:, None] * sbn + (k + ks)[None, :], (k + ks)[None, :] < K, other = 0.0));\n"
     "            acc = dot(x, y, acc);\n"
@@ -274,7 +274,7 @@ static const char epi_noguard_src[] =
     "    let sam = multiple_of(sa, 8);\n"
     "    let sbn = multiple_of(sb, 8);\n"
     "    var acc = zeros((64, 64), f32);\n"
-    "    for k in range(lo, K, 64, num_stages = NS, warp_specialize = true) {\n"
+    "    for k in range(multiple_of(lo, 8), K, 64, num_stages = NS, warp_specialize = true) {\n"
     "        let x = load(a + rm[:, None] * sam + (k + ks)[None, :], (k + ks)[None, :] < K, other = 0.0);\n"
     "        let y = trans(load(b + rn[:, None] * sbn + (k + ks)[None, :], (k + ks)[None, :] < K, other = 0.0));\n"
     "        acc = dot(x, y, acc);\n"
@@ -342,16 +342,55 @@ static void test_epilogues(void **state) {
     epi_case("guarded epilogue, all in", epi_src, 3, 192, 300, 0, 3);
     epi_case("guarded epilogue, 1 of 3 in", epi_src, 3, 192, 300, 0, 1);
     epi_case("guarded epilogue, none in", epi_src, 2, 192, 300, 0, 0);
-    epi_case("guarded epilogue, 2 stages, lo = 100", epi_src, 2, 192, 520, 100, 2);
+    epi_case("guarded epilogue, 2 stages, lo = 104", epi_src, 2, 192, 520, 104, 2);
+}
+
+/* ---- a start the copy engine cannot take ------------------------------------
+ * A box must start at a multiple of 16 bytes along its contiguous dim (an
+ * H200 executes any other as an illegal instruction: lower/tma_copies.c,
+ * emu/async.c). Without multiple_of(lo, 8) the compiler cannot prove it,
+ * so the loop keeps cp.async (and no producer warpgroup): lo = 100 runs
+ * right, and only the promised source has bulk tensor copies. */
+static const char *unpromised(const char *src, char *buf, size_t n) {
+    static const char promise[] = "multiple_of(lo, 8)";
+    const char *at = strstr(src, promise);
+    assert_non_null(at);
+    snprintf(buf, n, "%.*slo%s", (int)(at - src), src, at + strlen(promise));
+    return buf;
+}
+
+static bool has_bulk_tensor_copies(const char *src) {
+    tilec_define d[1] = {{"NS", 2}};
+    tilec_options o;
+    tilec_options_init(&o);
+    o.emit = TILEC_EMIT_PTX;
+    o.arch = "sm_90a";
+    o.num_warps = 4;
+    o.defines = d, o.ndefines = 1;
+    tilec_output out;
+    if (tilec_compile("ws.tile", src, strlen(src), &o, &out) != TILEC_OK) fail_msg("%s", out.diagnostics);
+    bool has = strstr(out.data, "cp.async.bulk.tensor") != NULL;
+    tilec_output_free(&out);
+    return has;
+}
+
+static void test_unaligned_start(void **state) {
+    (void)state;
+    static char src[sizeof epi_src];
+    unpromised(epi_src, src, sizeof src);
+    epi_case("guarded epilogue, 2 stages, lo = 100 unpromised", src, 2, 192, 520, 100, 2);
+    epi_case("guarded epilogue, 3 stages, lo = 36 unpromised", src, 3, 192, 300, 36, 3);
+    assert_true(has_bulk_tensor_copies(epi_src));
+    assert_false(has_bulk_tensor_copies(src));
 }
 
 /* ---- what the producer computes ----------------------------------------
  * The K coordinate from a carried offset the loop advances by a block
  * (the producer runs the loop with it), from lo = program_id(1) (bounds
  * from a program id), and from an offset o loaded from memory or reduced
- * from a tile (the producer can compute neither: no split, both rings
- * still the copy engine's, still right; o = 0 from offs' zeros). ints as
- * mm_src's. */
+ * from a tile (the producer can compute neither: no split; A's ring on
+ * cp.async, since nothing says o + k is a multiple of 8, B's the copy
+ * engine's; still right; o = 0 from offs' zeros). ints as mm_src's. */
 static const char carried_src[] =
     "kernel mm(a: *f16, b: *f16, c: *f32, M: i32, N: i32, K: i32, lo: i32, sa: i64, sb: i64) {\n"
     "    let rm = program_id(0) * 64 + arange(0, 64);\n"
@@ -360,7 +399,7 @@ static const char carried_src[] =
     "    let sam = multiple_of(sa, 8);\n"
     "    let sbn = multiple_of(sb, 8);\n"
     "    var acc = zeros((64, 64), f32);\n"
-    "    var off = lo;\n"
+    "    var off = multiple_of(lo, 8);\n"
     "    for t in range(0, K - lo, 64, num_stages = 3, warp_specialize = true) {\n"
     "        let x = load(a + rm[:, None] * sam + (off + ks)[None, :], (off + ks)[None, :] < K & rm[:, None] < M, other = 0.0);\n"
     "        let y = trans(load(b + rn[:, None] * sbn + (off + ks)[None, :], (off + ks)[None, :] < K & rn[:, None] < N, other = 0.0));\n"
@@ -379,7 +418,7 @@ static const char loaded_src[] =
     "    let sbn = multiple_of(sb, 8);\n"
     "    let o = load(offs);\n"
     "    var acc = zeros((64, 64), f32);\n"
-    "    for k in range(lo, K, 64, num_stages = 3, warp_specialize = true) {\n"
+    "    for k in range(multiple_of(lo, 8), K, 64, num_stages = 3, warp_specialize = true) {\n"
     "        let x = load(a + rm[:, None] * sam + (o + k + ks)[None, :], rm[:, None] < M, other = 0.0);\n"
     "        let y = trans(load(b + rn[:, None] * sbn + (k + ks)[None, :], (k + ks)[None, :] < K & rn[:, None] < N, other = 0.0));\n"
     "        acc = dot(x, y, acc);\n"
@@ -397,7 +436,7 @@ static const char reduced_src[] =
     "    let sbn = multiple_of(sb, 8);\n"
     "    let o = max(arange(0, 64) * load(offs + arange(0, 64) * 0), axis = 0);\n"
     "    var acc = zeros((64, 64), f32);\n"
-    "    for k in range(lo, K, 64, num_stages = 3, warp_specialize = true) {\n"
+    "    for k in range(multiple_of(lo, 8), K, 64, num_stages = 3, warp_specialize = true) {\n"
     "        let x = load(a + rm[:, None] * sam + (o + k + ks)[None, :], rm[:, None] < M, other = 0.0);\n"
     "        let y = trans(load(b + rn[:, None] * sbn + (k + ks)[None, :], (k + ks)[None, :] < K & rn[:, None] < N, other = 0.0));\n"
     "        acc = dot(x, y, acc);\n"
@@ -414,7 +453,7 @@ static const char pid_lo_src[] =
     "    let sam = multiple_of(sa, 8);\n"
     "    let sbn = multiple_of(sb, 8);\n"
     "    var acc = zeros((64, 64), f32);\n"
-    "    for k in range(program_id(1) * 64 + lo, K, 64, num_stages = 3, warp_specialize = true) {\n"
+    "    for k in range(program_id(1) * 64 + multiple_of(lo, 8), K, 64, num_stages = 3, warp_specialize = true) {\n"
     "        let x = load(a + rm[:, None] * sam + (k + ks)[None, :], (k + ks)[None, :] < K & rm[:, None] < M, other = 0.0);\n"
     "        let y = trans(load(b + rn[:, None] * sbn + (k + ks)[None, :], (k + ks)[None, :] < K & rn[:, None] < N, other = 0.0));\n"
     "        acc = dot(x, y, acc);\n"
@@ -459,7 +498,7 @@ static const char bf16_src[] =
     "    let sam = multiple_of(sa, 8);\n"
     "    let sbn = multiple_of(sb, 8);\n"
     "    var acc = zeros((64, 64), f32);\n"
-    "    for k in range(lo, K, BK, num_stages = NS, warp_specialize = true) {\n"
+    "    for k in range(multiple_of(lo, 8), K, BK, num_stages = NS, warp_specialize = true) {\n"
     "        let x = load(a + rm[:, None] * sam + (k + ks)[None, :], (k + ks)[None, :] < K & rm[:, None] < M, other = 0.0);\n"
     "        let y = trans(load(b + rn[:, None] * sbn + (k + ks)[None, :], (k + ks)[None, :] < K & rn[:, None] < N, other = 0.0));\n"
     "        acc = dot(x, y, acc);\n"
@@ -510,7 +549,7 @@ static const char batch_src[] =
     "    let sbn = multiple_of(sb, 8);\n"
     "    let sab = multiple_of(sbt, 8);\n"
     "    var acc = zeros((64, 64), f32);\n"
-    "    for k in range(lo, K, 64, num_stages = 3, warp_specialize = true) {\n"
+    "    for k in range(multiple_of(lo, 8), K, 64, num_stages = 3, warp_specialize = true) {\n"
     "        let x = load(a + bt * sab + rm[:, None] * sam + (k + ks)[None, :], (k + ks)[None, :] < K & rm[:, None] < M, other = 0.0);\n"
     "        let y = trans(load(b + rn[:, None] * sbn + (k + ks)[None, :], (k + ks)[None, :] < K & rn[:, None] < N, other = 0.0));\n"
     "        acc = dot(x, y, acc);\n"
@@ -532,7 +571,7 @@ static const char regs_src[] =
     "    let sam = multiple_of(sa, 8);\n"
     "    let sbn = multiple_of(sb, 8);\n"
     "    var acc = zeros((64, 64), f32);\n"
-    "    for k in range(lo, K, 64, num_stages = 3, warp_specialize = true) {\n"
+    "    for k in range(multiple_of(lo, 8), K, 64, num_stages = 3, warp_specialize = true) {\n"
     "        let x = load(a + rm[:, None] * sam + (k + ks)[None, :], (k + ks)[None, :] < K & rm[:, None] < M, other = 0.0);\n"
     "        let y = trans(load(b + rn[:, None] * sbn + (k + ks)[None, :], (k + ks)[None, :] < K & rn[:, None] < N, other = 0.0));\n"
     "        acc = dot(x * 2.0, y, acc);\n"
@@ -557,7 +596,7 @@ static const char two_dots_src[] =
     "    let sbn = multiple_of(sb, 8);\n"
     "    let q = load(a + rm[:, None] * sam + rd[None, :]);\n"
     "    var acc = zeros((64, 64), f32);\n"
-    "    for kb in range(lo, K, 64, num_stages = 3, warp_specialize = true) {\n"
+    "    for kb in range(multiple_of(lo, 8), K, 64, num_stages = 3, warp_specialize = true) {\n"
     "        let kt = load(b + (kb + rj)[:, None] * sbn + rd[None, :], (kb + rj)[:, None] < K, other = 0.0);\n"
     "        let s = dot(q, trans(kt), zeros((64, 64), f32));\n"
     "        let m = max(s, axis = 0);\n"
@@ -596,12 +635,12 @@ static const char second_loop_src[] =
     "    let sam = multiple_of(sa, 8);\n"
     "    let sbn = multiple_of(sb, 8);\n"
     "    var acc = zeros((64, 64), f32);\n"
-    "    for k in range(lo, K, 64, num_stages = 3, warp_specialize = true) {\n"
+    "    for k in range(multiple_of(lo, 8), K, 64, num_stages = 3, warp_specialize = true) {\n"
     "        let x = load(a + rm[:, None] * sam + (k + ks)[None, :], (k + ks)[None, :] < K & rm[:, None] < M, other = 0.0);\n"
     "        let y = trans(load(b + rn[:, None] * sbn + (k + ks)[None, :], (k + ks)[None, :] < K & rn[:, None] < N, other = 0.0));\n"
     "        acc = dot(x, y, acc);\n"
     "    }\n"
-    "    for k in range(lo, K, 64, num_stages = 3) {\n"
+    "    for k in range(multiple_of(lo, 8), K, 64, num_stages = 3) {\n"
     "        let on = k < K + 1;\n"
     "        let x = load(a + rm[:, None] * sam + (k + ks)[None, :], (k + ks)[None, :] < K & rm[:, None] < M & on, other = 0.0);\n"
     "        let y = trans(load(b + rn[:, None] * sbn + (k + ks)[None, :], (k + ks)[None, :] < K & rn[:, None] < N & on, other = 0.0));\n"
@@ -691,7 +730,7 @@ static const char nested_src[] =
     "    for t in range(0, 2, warp_specialize = true) {\n"
     "        let rn = t * 64 + arange(0, 64);\n"
     "        var acc = zeros((64, 64), f32);\n"
-    "        for k in range(lo, K, 64, num_stages = 3, warp_specialize = true) {\n"
+    "        for k in range(multiple_of(lo, 8), K, 64, num_stages = 3, warp_specialize = true) {\n"
     "            let x = load(a + rm[:, None] * sam + (k + ks)[None, :], (k + ks)[None, :] < K & rm[:, None] < M, other = 0.0);\n"
     "            let y = trans(load(b + rn[:, None] * sbn + (k + ks)[None, :], (k + ks)[None, :] < K, other = 0.0));\n"
     "            acc = dot(x, y, acc);\n"
@@ -734,7 +773,7 @@ static const char *extra_dots_src(bool ws) {
                           "    let sam = multiple_of(sa, 8);\n"
                           "    let sbn = multiple_of(sb, 8);\n"
                           "    var acc = zeros((64, 64), f32);\n"
-                          "    for k in range(lo, K, 64, num_stages = 3, warp_specialize = %s) {\n"
+                          "    for k in range(multiple_of(lo, 8), K, 64, num_stages = 3, warp_specialize = %s) {\n"
                           "        let x = load(a + rm[:, None] * sam + (k + ks)[None, :], (k + ks)[None, :] < K & rm[:, None] < M, other = 0.0);\n"
                           "        let y = trans(load(b + rn[:, None] * sbn + (k + ks)[None, :], (k + ks)[None, :] < K & rn[:, None] < N, other = 0.0));\n"
                           "        acc = dot(x, y, acc);\n"
@@ -846,6 +885,7 @@ HARNESS_MAIN(cmocka_unit_test(test_stages_and_trips),
              cmocka_unit_test(test_graph),
              cmocka_unit_test(test_register_pool),
              cmocka_unit_test(test_epilogues),
+             cmocka_unit_test(test_unaligned_start),
              cmocka_unit_test(test_producer_values),
              cmocka_unit_test(test_bf16_and_pieces),
              cmocka_unit_test(test_loop_shapes),
