@@ -39,6 +39,7 @@ enum {
     TENSOR_MAX_BOX = 256,           /* cuTensorMapEncodeTiled: boxDim[i] <= 256 */
     TENSOR_MAX_ESTRIDE = 8,
     TENSOR_STRIDE_ALIGN = 16,
+    TENSOR_COORD_ALIGN = 16, /* bytes: where a box starts along the innermost dim (below) */
     TMAP_MAGIC = 0x4d544d45, /* "EMTM" */
     WARPGROUP = 128,
     SETMAXNREG_MIN = 24,
@@ -452,6 +453,22 @@ static void box_init(box_walk *w, const tmap *m, const uint64_t *coords) {
     w->total = w->rows * w->row_bytes;
 }
 
+/* A tensor copy whose box starts along the innermost dim at a byte offset
+ * that is not a multiple of 16 (coordinate times element size) is an
+ * illegal instruction on the GPU: seen on an H200 on 2026-11-29 (f16
+ * coordinates 1, 2, 4, 12, 20, 36, 60 and 100 trapped; 0, 8, 16, 32, 40,
+ * 64, 72, 96, 104, 128, 200 and 256 copied), and stated for TMA copies in
+ * Triton's TMA tutorial ("the innermost coordinate must be 16-byte
+ * aligned"). Other dims' coordinates are free. */
+static bool coord_aligned(run *r, thread *t, const emu_inst *in, const box_walk *w, const char *what) {
+    int64_t bytes = w->start[0] * (int64_t)w->m->elem;
+    if (bytes % TENSOR_COORD_ALIGN == 0) return true;
+    return emu_fail(r, t, in,
+                    "%s: the box starts %lld elements (%lld bytes) into the innermost dim, not a multiple of %d bytes: "
+                    "an illegal instruction on the GPU",
+                    what, (long long)w->start[0], (long long)bytes, TENSOR_COORD_ALIGN);
+}
+
 /* Row `row` of the box: whether any of it is in bounds; *lo..*hi its
  * in-bounds elements, *src the global address of element lo. */
 static bool box_row(const box_walk *w, uint64_t row, uint64_t *lo, uint64_t *hi, uint64_t *src) {
@@ -486,6 +503,7 @@ static bool tensor_g2s(run *r, thread *t, const emu_inst *in, const uint64_t *op
         return emu_fail(r, t, in, "a %ud tensor copy with a tensor map of rank %u", rank, m.rank);
     box_walk w;
     box_init(&w, &m, op + 3);
+    if (!coord_aligned(r, t, in, &w, "cp.async.bulk.tensor (global to shared)")) return false;
     uint64_t off;
     if (!shared_range(r, t, in, op[0], w.total, TENSOR_SMEM_ALIGN, "cp.async.bulk.tensor's destination", &off)) return false;
     mbar *mb = mbar_at(r, t, in, op[2], "cp.async.bulk.tensor's mbarrier");
@@ -546,6 +564,7 @@ static bool tensor_s2g(run *r, thread *t, const emu_inst *in, const uint64_t *op
         return emu_fail(r, t, in, "a %ud tensor store with a tensor map of rank %u", rank, m.rank);
     box_walk w;
     box_init(&w, &m, op + 2);
+    if (!coord_aligned(r, t, in, &w, "cp.async.bulk.tensor (shared to global)")) return false;
     uint64_t off;
     if (!shared_range(r, t, in, op[1], w.total, TENSOR_SMEM_ALIGN, "cp.async.bulk.tensor's source", &off)) return false;
     if (!emu_async_proxy_read(r, t, in, off, w.total)) return false;

@@ -416,7 +416,7 @@ static const char rank3_ir[] =
     "a:\n"
     "  call void {MBAR_INIT}(ptr addrspace(3) @bar, i32 1)\n"
     "  call void {MBAR_ARRIVE_EXPECT_TX}(ptr addrspace(3) @bar, i32 512)\n"
-    "  call void {TENSOR_G2S_3D}(ptr addrspace(3) @s, ptr addrspace(1) %tmap, ptr addrspace(3) @bar, i32 -2, i32 3, "
+    "  call void {TENSOR_G2S_3D}(ptr addrspace(3) @s, ptr addrspace(1) %tmap, ptr addrspace(3) @bar, i32 -4, i32 6, "
     "i32 1)\n"
     "  br label %b\n"
     "b:\n"
@@ -435,9 +435,10 @@ static const char rank3_ir[] =
     "  ret void\n"
     "}\n";
 
-/* "Tensors", tile mode: a 3-D box of 4-byte elements, box (4, 8, 4) at (-2, 3, 1) in a
+/* "Tensors", tile mode: a 3-D box of 4-byte elements, box (8, 4, 4) at (-4, 6, 1) in a
  * (6, 9, 4) tensor: dimension 2 runs past its end, 1 past its end, 0
- * starts before 0. */
+ * starts before 0 (16 bytes before: the innermost start is a multiple of
+ * 16 bytes, test_tensor_copy_misuse). */
 static void test_tensor_copy_rank3(void **state) {
     (void)state;
     enum { D0 = 6, D1 = 9, D2 = 4, S1 = 32, S2 = S1 * 10 };
@@ -451,17 +452,17 @@ static void test_tensor_copy_rank3(void **state) {
                              .rank = 3,
                              .global_dim = {D0, D1, D2},
                              .global_stride = {S1, S2},
-                             .box_dim = {4, 8, 4}};
+                             .box_dim = {8, 4, 4}};
     char err[ERR];
     if (!emu_tensor_map_encode(map, &d, err, sizeof err)) fail_msg("%s", err);
     emu_module *m = load_kernel(rank3_ir, 32, err);
     if (launch_n(m, bufs, 3, 2, NULL, 0, err) != EMU_OK) fail_msg("%s", err);
     for (int z = 0; z < 4; z++)
-        for (int y = 0; y < 8; y++)
-            for (int x = 0; x < 4; x++) {
-                int gx = x - 2, gy = y + 3, gz = z + 1;
+        for (int y = 0; y < 4; y++)
+            for (int x = 0; x < 8; x++) {
+                int gx = x - 4, gy = y + 6, gz = z + 1;
                 uint32_t want = gx >= 0 && gx < D0 && gy < D1 && gz < D2 ? g[(gz * S2 + gy * S1) / 4 + gx] : 0;
-                uint32_t got = out[(z * 8 + y) * 4 + x];
+                uint32_t got = out[(z * 4 + y) * 8 + x];
                 if (got != want) fail_msg("box (%d, %d, %d): %#x, want %#x", x, y, z, got, want);
             }
     emu_module_free(m);
@@ -572,7 +573,7 @@ static void test_tx_count_underflow(void **state) {
  * "fence.proxy.async", "cp.async.bulk.tensor": threads write a tile to shared memory; before the
  * async proxy (a bulk tensor store) reads it, each writer must execute
  * fence.proxy.async.shared::cta, and a barrier must order the writes
- * before the storing thread. The store of a box at (-1, 1) in a (5, 3)
+ * before the storing thread. The store of a box at (4, 1) in a (7, 3)
  * tensor writes only its in-bounds elements; the source stays in use until
  * wait_group.read covers its group. */
 static const char store_ir_fmt[] =
@@ -589,7 +590,7 @@ static const char store_ir_fmt[] =
     "  %%is0 = icmp eq i32 %%t, 0\n"
     "  br i1 %%is0, label %%st, label %%end\n"
     "st:\n"
-    "  call void {TENSOR_S2G_2D}(ptr addrspace(1) %%tmap, ptr addrspace(3) @s, i32 -1, i32 1)\n"
+    "  call void {TENSOR_S2G_2D}(ptr addrspace(1) %%tmap, ptr addrspace(3) @s, i32 4, i32 1)\n"
     "  call void {BULK_COMMIT}()\n"
     "%s" /* the wait, or not */
     "  br label %%end\n"
@@ -599,7 +600,7 @@ static const char store_ir_fmt[] =
 
 static void test_bulk_store_and_proxy_fence(void **state) {
     (void)state;
-    enum { W = 5, H = 3, GP = 32 };
+    enum { W = 7, H = 3, GP = 32 };
     static uint32_t src[32], g[H * GP / 4], keep[H * GP / 4];
     for (int i = 0; i < 32; i++) src[i] = rand_u32() | 1;
     for (int i = 0; i < H * GP / 4; i++) keep[i] = g[i] = rand_u32() | 1;
@@ -628,8 +629,8 @@ static void test_bulk_store_and_proxy_fence(void **state) {
     if (launch_n(m, bufs, 3, 2, NULL, 0, err) != EMU_OK) fail_msg("%s", err);
     for (int y = 0; y < H; y++)
         for (int x = 0; x < W; x++) {
-            int bx = x + 1, by = y - 1; /* the box element this tensor element is */
-            uint32_t want = bx < 4 && by >= 0 && by < 8 ? src[by * 4 + bx] : keep[y * GP / 4 + x];
+            int bx = x - 4, by = y - 1; /* the box element this tensor element is */
+            uint32_t want = bx >= 0 && bx < 4 && by >= 0 && by < 8 ? src[by * 4 + bx] : keep[y * GP / 4 + x];
             if (g[y * GP / 4 + x] != want) fail_msg("tensor (%d, %d): %#x, want %#x", y, x, g[y * GP / 4 + x], want);
         }
     emu_module_free(m);
@@ -804,6 +805,16 @@ static void test_tensor_copy_misuse(void **state) {
          "cp.async.bulk.tensor's destination at shared byte 192: it must be 128-byte aligned"},
         {"  call void {TENSOR_G2S_3D}(ptr addrspace(3) @s, ptr addrspace(1) %m, ptr addrspace(3) @bar, i32 0, i32 0, i32 0)\n",
          "a 3d tensor copy with a tensor map of rank 2"},
+        /* the innermost coordinate: a multiple of 16 bytes (emu/async.c,
+         * coord_aligned: an illegal instruction on the GPU), either way,
+         * below 0 too; the other dims' are free (3 above) */
+        {"  call void {TENSOR_G2S_2D}(ptr addrspace(3) @s, ptr addrspace(1) %m, ptr addrspace(3) @bar, i32 1, i32 3)\n",
+         "cp.async.bulk.tensor (global to shared): the box starts 1 elements (4 bytes) into the innermost dim, not a "
+         "multiple of 16 bytes: an illegal instruction on the GPU"},
+        {"  call void {TENSOR_G2S_2D}(ptr addrspace(3) @s, ptr addrspace(1) %m, ptr addrspace(3) @bar, i32 -2, i32 0)\n",
+         "the box starts -2 elements (-8 bytes) into the innermost dim"},
+        {"  call void {TENSOR_S2G_2D}(ptr addrspace(1) %m, ptr addrspace(3) @s, i32 6, i32 4)\n",
+         "cp.async.bulk.tensor (shared to global): the box starts 6 elements (24 bytes) into the innermost dim"},
         {"  call void {TENSOR_G2S_2D}(ptr addrspace(3) @s, ptr addrspace(1) %o, ptr addrspace(3) @bar, i32 0, i32 0)\n",
          "is not one emu_tensor_map_encode made"},
         {"  call void {TENSOR_G2S_2D}(ptr addrspace(3) @s, ptr addrspace(1) %m, ptr addrspace(3) @bar, i32 0, i32 0)\n"
