@@ -5,7 +5,8 @@
 #
 #   scripts/ptx-snapshot.sh TILEC OUTDIR
 #       compiles every .tile and .tir file git tracks (stdlib, samples,
-#       bench, tests) to PTX for sm_80 and sm_90 with TILEC, into OUTDIR:
+#       bench, tests) to PTX for sm_80, sm_90 and sm_90a (wgmma, the copy
+#       engine; PTX_SNAPSHOT_ARCHS to choose) with TILEC, into OUTDIR:
 #       NAME.ptx (what tilec printed) and NAME.err (its diagnostics and
 #       exit status), for each file at its default constants and at the
 #       options each of its golden RUN lines gives tilec, and the stdlib
@@ -109,7 +110,7 @@ stdlib_options() {
 count=0
 while IFS= read -r f; do
   opts=$( { run_options "$root/$f"; stdlib_options "$f"; } | grep -v '^$' | sort -u)
-  for arch in sm_80 sm_90; do
+  for arch in ${PTX_SNAPSHOT_ARCHS:-sm_80 sm_90 sm_90a}; do
     compile "$f" "$arch" default
     count=$((count + 1))
     while IFS= read -r o; do
