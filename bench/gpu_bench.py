@@ -868,8 +868,12 @@ def bench_dropout(tc, quick, table):
             sd = (p * (1 - p) / n) ** 0.5
             if abs(frac - (1 - p)) > 5 * sd:
                 raise Failed("WRONG: dropout_%s kept %.6f of %d, expected %.2f" % (name, frac, n, 1 - p))
+            # f16: x / (1 - p) rounded to f16, whose subnormals (below
+            # 2^-14, about 800 of randn's 2^24 values) are 2^-24 apart: that
+            # absolute error there, not a relative one (the H200's run on
+            # 2026-11-29 failed a relative-only check at 3 such elements)
             near(y[kept].float(), x[kept].float() / (1 - p), "dropout_%s %d" % (name, n),
-                 rtol=1e-5 if name == "f32" else 1e-3, atol=0)
+                 rtol=1e-5 if name == "f32" else 1e-3, atol=0 if name == "f32" else 2.0 ** -24)
             t = {"tilec": median_ms(run),
                  "torch": median_ms(lambda: torch.nn.functional.dropout(x, p, training=True)),
                  "triton": peer_ms(lambda: tt_dropout[(grid,)](x, y, n, p, seed, BLOCK=B), "triton")}
