@@ -163,23 +163,45 @@ static uint32_t move_lin(const tir_op *op, bool result, const view *v, uint32_t 
     return lin;
 }
 
+/* One side of a move, as plan_move weighs it: the row-major index
+ * move_lin gives for each thread and every step-th register (plan_move's
+ * every one; codegen's gather plan asks of units only), computed once:
+ * every question below is asked of it, many times. */
+typedef struct move_lins {
+    const uint32_t *lin; /* lin[tid * (nregs / step) + r / step] */
+    uint32_t nregs, step;
+} move_lins;
+
+static move_lins side_lins(tc_arena *a, const tir_op *op, bool result, uint32_t nregs, uint32_t threads,
+                           uint32_t step) {
+    const tir_type *t = result ? &op->results[0]->type : &op->operands[0]->type;
+    view v = {0};
+    if (!is_mma_kind(&t->layout)) v = view_of(t);
+    uint32_t per = nregs / step;
+    uint32_t *lin = TC_NEW_ARRAY(a, uint32_t, (size_t)threads * per + 1);
+    for (uint32_t tid = 0; tid < threads; tid++)
+        for (uint32_t k = 0; k < per; k++) lin[(size_t)tid * per + k] = move_lin(op, result, &v, tid, k * step);
+    return (move_lins){.lin = lin, .nregs = nregs, .step = step};
+}
+
+static uint32_t lin_at(const move_lins *s, uint32_t tid, uint32_t r) {
+    return s->lin[(size_t)tid * (s->nregs / s->step) + r / s->step];
+}
+
 /* The widest vector (elements, a power of two) in which one side's
  * registers can go: each group of that many consecutive registers holds,
  * in every thread, consecutive indices from a multiple of the width, in
  * one row (the width divides the row). */
-static uint32_t move_vec(const tir_op *op, bool result, uint32_t nregs, uint32_t n, unsigned eb, uint32_t threads) {
-    const tir_type *t = result ? &op->results[0]->type : &op->operands[0]->type;
+static uint32_t move_vec(const tir_type *t, const move_lins *s, uint32_t n, unsigned eb, uint32_t threads) {
     if (tir_type_elem(*t) == TIR_PTR || !t->rank) return 1;
-    view v = {0};
-    if (!is_mma_kind(&t->layout)) v = view_of(t);
     for (uint32_t w = MOVE_MAX_VEC_BYTES / eb; w > 1; w /= 2) {
-        if (nregs % w || n % w) continue;
+        if (s->nregs % w || n % w) continue;
         bool ok = true;
         for (uint32_t tid = 0; tid < threads && ok; tid++)
-            for (uint32_t g = 0; g < nregs && ok; g += w) {
-                uint32_t lin = move_lin(op, result, &v, tid, g);
+            for (uint32_t g = 0; g < s->nregs && ok; g += w) {
+                uint32_t lin = lin_at(s, tid, g);
                 ok = lin % w == 0;
-                for (uint32_t j = 1; j < w && ok; j++) ok = move_lin(op, result, &v, tid, g + j) == lin + j;
+                for (uint32_t j = 1; j < w && ok; j++) ok = lin_at(s, tid, g + j) == lin + j;
             }
         if (ok) return w;
     }
@@ -208,17 +230,14 @@ typedef struct move_side {
     uint32_t groups, lanes, bytes; /* bytes: of one access */
 } move_side;
 
-static move_side weighed_side(tc_arena *a, const tir_op *op, bool result, const move_plan *p) {
-    const tir_type *t = result ? &op->results[0]->type : &op->operands[0]->type;
-    view v = {0};
-    if (!is_mma_kind(&t->layout)) v = view_of(t);
+static move_side weighed_side(tc_arena *a, const move_lins *lins, bool result, const move_plan *p) {
     uint32_t vec = result ? p->vr : p->vx;
     uint32_t accesses = (p->nx / p->vx + p->nr / p->vr) * p->threads;
     move_side s = {.groups = (result ? p->nr : p->nx) / vec,
                    .lanes = p->threads < 32 || accesses <= MOVE_WEIGH_ACCESSES ? p->threads : 32, .bytes = vec * p->eb};
     s.lin = TC_NEW_ARRAY(a, uint32_t, (size_t)s.groups * s.lanes);
     for (uint32_t g = 0; g < s.groups; g++)
-        for (uint32_t l = 0; l < s.lanes; l++) s.lin[g * s.lanes + l] = move_lin(op, result, &v, l, g * vec);
+        for (uint32_t l = 0; l < s.lanes; l++) s.lin[g * s.lanes + l] = lin_at(lins, l, g * vec);
     return s;
 }
 
@@ -275,24 +294,20 @@ typedef struct move_units {
 /* Fills *m and says whether every element of the side is held once and
  * every thread's unit g starts at T(tid) ^ lin[g], T(tid) = lin(tid, 0) ^
  * lin(0, 0) (the section's header), checked on every thread and unit. */
-static bool move_units_of(tc_arena *a, const tir_op *op, bool result, const move_plan *p, uint32_t nregs,
-                          move_units *m) {
-    const tir_type *t = result ? &op->results[0]->type : &op->operands[0]->type;
-    uint32_t u = p->gu, units = p->numel / u;
+static bool move_units_of(tc_arena *a, const move_lins *lins, const move_plan *p, move_units *m) {
+    uint32_t u = p->gu, units = p->numel / u, nregs = lins->nregs;
     if ((uint64_t)p->threads * nregs != p->numel) return false; /* copies of elements, or too few registers */
-    view v = {0};
-    if (!is_mma_kind(&t->layout)) v = view_of(t);
     memset(m, 0, sizeof *m);
     m->n = nregs / u;
     m->lin = TC_NEW_ARRAY(a, uint32_t, m->n);
     m->unit_at = TC_NEW_ARRAY(a, int32_t, units);
     bool *seen = TC_NEW_ARRAY(a, bool, units);
     for (uint32_t i = 0; i < units; i++) m->unit_at[i] = -1, seen[i] = false;
-    for (uint32_t g = 0; g < m->n; g++) m->lin[g] = move_lin(op, result, &v, 0, g * u);
+    for (uint32_t g = 0; g < m->n; g++) m->lin[g] = lin_at(lins, 0, g * u);
     for (uint32_t tid = 0; tid < p->threads; tid++) {
-        uint32_t tpart = move_lin(op, result, &v, tid, 0) ^ m->lin[0];
+        uint32_t tpart = lin_at(lins, tid, 0) ^ m->lin[0];
         for (uint32_t g = 0; g < m->n; g++) {
-            uint32_t lin = tid ? move_lin(op, result, &v, tid, g * u) : m->lin[g];
+            uint32_t lin = lin_at(lins, tid, g * u);
             if (lin != (tpart ^ m->lin[g]) || lin >= p->numel || seen[lin / u]) return false;
             seen[lin / u] = true;
             if (!tid) m->unit_at[lin / u] = (int32_t)g;
@@ -337,8 +352,8 @@ static bool gmap_bijective(const uint32_t *gmap, uint32_t nb) {
 
 /* The gather plan of p's move (the section's header), or false where it
  * does not apply; *ux, *ur get both sides' units. */
-static bool plan_gather(tc_arena *a, const tir_op *op, const move_plan *p, move_plan *g, move_units *ux,
-                        move_units *ur) {
+static bool plan_gather(tc_arena *a, const tir_op *op, const move_lins *lx, const move_lins *lr, const move_plan *p,
+                        move_plan *g, move_units *ux, move_units *ur) {
     uint32_t u = p->vx < p->vr ? p->vx : p->vr;
     if (tir_type_elem(op->operands[0]->type) == TIR_PTR || u * p->eb >= MOVE_MAX_VEC_BYTES ||
         p->numel & (p->numel - 1u) || p->chunk < u)
@@ -348,7 +363,7 @@ static bool plan_gather(tc_arena *a, const tir_op *op, const move_plan *p, move_
     *g = *p;
     g->gu = u, g->gk = k, g->gsel = 0;
     memset(g->gmap, 0, sizeof g->gmap);
-    if (!move_units_of(a, op, false, g, p->nx, ux) || !move_units_of(a, op, true, g, p->nr, ur)) return false;
+    if (!move_units_of(a, lx, g, ux) || !move_units_of(a, lr, g, ur)) return false;
     /* the lowest unit index bits of the round that are register bits on both sides */
     int home[MOVE_MAX_UNIT_BITS]; /* a bit's place in the piece index (the slot's bits above the gathered ones) */
     uint32_t chosen = 0;
@@ -388,17 +403,14 @@ static bool plan_gather(tc_arena *a, const tir_op *op, const move_plan *p, move_
 
 /* One side's accesses of a gather plan, weighed over `lanes` threads as
  * weighed_side's: one per piece (its first unit's index). */
-static move_side gather_side(tc_arena *a, const tir_op *op, bool result, const move_plan *p, const move_units *m,
+static move_side gather_side(tc_arena *a, const move_lins *lins, const move_plan *p, const move_units *m,
                              uint32_t lanes) {
-    const tir_type *t = result ? &op->results[0]->type : &op->operands[0]->type;
-    view v = {0};
-    if (!is_mma_kind(&t->layout)) v = view_of(t);
     move_side s = {.groups = m->n >> p->gk, .lanes = lanes, .bytes = MOVE_MAX_VEC_BYTES};
     s.lin = TC_NEW_ARRAY(a, uint32_t, (size_t)s.groups * s.lanes);
     uint32_t lu = log2u(p->gu);
     for (uint32_t g = 0, k = 0; g < m->n; g++) {
         if (m->lin[g] >> lu & p->gsel) continue; /* not a piece's first unit */
-        for (uint32_t l = 0; l < lanes; l++) s.lin[k * lanes + l] = move_lin(op, result, &v, l, g * p->gu);
+        for (uint32_t l = 0; l < lanes; l++) s.lin[k * lanes + l] = lin_at(lins, l, g * p->gu);
         k++;
     }
     return s;
@@ -420,12 +432,16 @@ static move_plan plan_move(const tir_op *op, uint32_t num_warps) {
     p.rounds = p.numel / p.chunk;
     p.row = p.n = x->rank ? x->shape[x->rank - 1u] : 1;
     p.nx = reg_count(x), p.nr = reg_count(r);
-    p.vx = move_vec(op, false, p.nx, p.row, p.eb, p.threads);
-    p.vr = move_vec(op, true, p.nr, p.row, p.eb, p.threads);
-    uint32_t widest = (p.vx > p.vr ? p.vx : p.vr) * p.eb, piece = MOVE_MAX_VEC_BYTES / p.eb;
-    if (p.eb > MOVE_MAX_VEC_BYTES || p.chunk < 2 * piece) return p;
     tc_arena *a = tc_arena_new();
-    move_side sx = weighed_side(a, op, false, &p), sr = weighed_side(a, op, true, &p);
+    move_lins lx = side_lins(a, op, false, p.nx, p.threads, 1), lr = side_lins(a, op, true, p.nr, p.threads, 1);
+    p.vx = move_vec(x, &lx, p.row, p.eb, p.threads);
+    p.vr = move_vec(r, &lr, p.row, p.eb, p.threads);
+    uint32_t widest = (p.vx > p.vr ? p.vx : p.vr) * p.eb, piece = MOVE_MAX_VEC_BYTES / p.eb;
+    if (p.eb > MOVE_MAX_VEC_BYTES || p.chunk < 2 * piece) {
+        tc_arena_free(a);
+        return p;
+    }
+    move_side sx = weighed_side(a, &lx, false, &p), sr = weighed_side(a, &lr, true, &p);
     /* candidates in order of preference on a tie: as it is; swizzles (no
      * bytes more) over the operand's rows, then over rows of other
      * lengths (for rank 1, or rows too short to swizzle); paddings of the
@@ -461,9 +477,9 @@ static move_plan plan_move(const tir_op *op, uint32_t num_warps) {
      * and bytes (weighed over the same lanes) */
     move_plan g;
     move_units ux, ur;
-    if (plan_gather(a, op, &p, &g, &ux, &ur) &&
+    if (plan_gather(a, op, &lx, &lr, &p, &g, &ux, &ur) &&
         (ux.n + ur.n) >> g.gk < p.nx / p.vx + p.nr / p.vr && move_bytes(&g) <= move_bytes(&best)) {
-        move_side gx = gather_side(a, op, false, &g, &ux, sx.lanes), gr = gather_side(a, op, true, &g, &ur, sx.lanes);
+        move_side gx = gather_side(a, &lx, &g, &ux, sx.lanes), gr = gather_side(a, &lr, &g, &ur, sx.lanes);
         if (plan_wavefronts(&gx, &gr, &g, fewest + 1) <= fewest) best = g;
     }
     tc_arena_free(a);
@@ -673,7 +689,10 @@ static void gen_move_gather(cg *c, const tir_op *op, const move_plan *p) {
     tir_elem e = tir_type_elem(x->type);
     move_units ux, ur;
     move_plan g;
-    if (!plan_gather(c->arena, op, p, &g, &ux, &ur)) { /* plan_move found it: never, unless a bug */
+    uint32_t unit = p->vx < p->vr ? p->vx : p->vr; /* plan_gather's: it asks of units only */
+    move_lins lx = side_lins(c->arena, op, false, p->nx, p->threads, unit),
+              lr = side_lins(c->arena, op, true, p->nr, p->threads, unit);
+    if (!plan_gather(c->arena, op, &lx, &lr, p, &g, &ux, &ur)) { /* plan_move found it: never, unless a bug */
         cg_error(c, op, "a move's gather plan does not hold in codegen");
         return;
     }
